@@ -1,0 +1,27 @@
+"""The ``bastion`` command line: a thin shell over the library."""
+
+from __future__ import annotations
+
+import click
+
+from bastion import __version__
+
+__all__ = ["main"]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="bastion")
+def main() -> None:
+    """Bastion: a governed workspace for AI agents."""
+
+
+@main.command()
+def demo() -> None:
+    """Run a short scripted tour of a governed workspace (no set-up needed)."""
+    from bastion.demo import run_demo
+
+    run_demo(click.echo)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,198 @@
+"""Glob patterns over virtual paths, matched in linear-ish time (no regex backtracking).
+
+Syntax, per segment: ``*`` (any run of characters except ``/``), ``?`` (one character),
+``[abc]`` / ``[a-z]`` / ``[!abc]`` (a class). A whole segment ``**`` matches zero or more
+segments, so ``/docs/**`` matches ``/docs`` itself and everything below it. ``*`` matches names
+that start with a dot too: a deny rule on ``/secret/*`` also covers ``/secret/.env``.
+
+Matching uses the two-pointer wildcard algorithm (backtrack only to the last star), at both
+the character and the segment level, so a hostile pattern such as ``*a*a*a*a*b`` costs at
+most O(len(pattern) x len(name)) instead of exponential time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bastion.core.errors import InvalidPatternError
+from bastion.core.paths import VPath
+
+__all__ = ["Glob"]
+
+MAX_PATTERN_CHARS = 1024
+
+# A token of a segment pattern: a literal character, "?" (any one char), "*" (any run),
+# or a character class (chars, ranges, negated).
+_STAR = ("*",)
+_ANY = ("?",)
+
+
+@dataclass(frozen=True, slots=True)
+class _Class:
+    chars: frozenset[str]
+    ranges: tuple[tuple[str, str], ...]
+    negated: bool
+
+    def matches(self, ch: str) -> bool:
+        hit = ch in self.chars or any(lo <= ch <= hi for lo, hi in self.ranges)
+        return hit != self.negated
+
+
+_Token = str | tuple[str] | _Class
+_SegmentPattern = tuple[_Token, ...]
+_DOUBLE_STAR = "**"
+
+
+def _compile_segment(segment: str) -> _SegmentPattern:
+    tokens: list[_Token] = []
+    i = 0
+    while i < len(segment):
+        ch = segment[i]
+        if ch == "*":
+            if not tokens or tokens[-1] != _STAR:
+                tokens.append(_STAR)
+            i += 1
+        elif ch == "?":
+            tokens.append(_ANY)
+            i += 1
+        elif ch == "[":
+            end = segment.find(
+                "]", i + 2 if i + 1 < len(segment) and segment[i + 1] in "!^" else i + 1
+            )
+            if end == -1:
+                tokens.append("[")
+                i += 1
+                continue
+            body = segment[i + 1 : end]
+            negated = body[:1] in ("!", "^")
+            if negated:
+                body = body[1:]
+            chars: set[str] = set()
+            ranges: list[tuple[str, str]] = []
+            j = 0
+            while j < len(body):
+                if j + 2 < len(body) and body[j + 1] == "-":
+                    ranges.append((body[j], body[j + 2]))
+                    j += 3
+                else:
+                    chars.add(body[j])
+                    j += 1
+            tokens.append(_Class(frozenset(chars), tuple(ranges), negated))
+            i = end + 1
+        else:
+            tokens.append(ch)
+            i += 1
+    return tuple(tokens)
+
+
+def _token_matches(token: _Token, ch: str) -> bool:
+    if token == _ANY:
+        return True
+    if isinstance(token, _Class):
+        return token.matches(ch)
+    return token == ch
+
+
+def _match_segment(tokens: _SegmentPattern, name: str) -> bool:
+    t = n = 0
+    star = -1
+    mark = 0
+    while n < len(name):
+        if t < len(tokens) and tokens[t] == _STAR:
+            star, mark = t, n
+            t += 1
+        elif t < len(tokens) and _token_matches(tokens[t], name[n]):
+            t += 1
+            n += 1
+        elif star != -1:
+            t = star + 1
+            mark += 1
+            n = mark
+        else:
+            return False
+    while t < len(tokens) and tokens[t] == _STAR:
+        t += 1
+    return t == len(tokens)
+
+
+@dataclass(frozen=True, slots=True)
+class Glob:
+    """A compiled glob over path segments. Build one with :meth:`compile`."""
+
+    pattern: str
+    segments: tuple[_SegmentPattern | str, ...]
+
+    @classmethod
+    def compile(cls, pattern: str) -> Glob:
+        """Compile an absolute pattern (``/docs/**/*.md``); a relative one is taken from ``/``."""
+        if not isinstance(pattern, str) or not pattern:
+            raise InvalidPatternError("empty glob pattern; try '**/*.md'")
+        if len(pattern) > MAX_PATTERN_CHARS:
+            raise InvalidPatternError(f"glob pattern longer than {MAX_PATTERN_CHARS} characters")
+        if "\x00" in pattern or "\\" in pattern:
+            raise InvalidPatternError("glob pattern contains NUL or a backslash; use '/' only")
+        segments: list[_SegmentPattern | str] = []
+        for raw in pattern.split("/"):
+            if raw in ("", "."):
+                continue
+            if raw == "..":
+                raise InvalidPatternError("glob pattern may not contain '..'")
+            if raw == _DOUBLE_STAR:
+                if not segments or segments[-1] != _DOUBLE_STAR:
+                    segments.append(_DOUBLE_STAR)
+                continue
+            segments.append(_compile_segment(raw))
+        return cls(pattern, tuple(segments))
+
+    @property
+    def literal_prefix(self) -> VPath:
+        """The longest leading run of plain segments: where a walk can start."""
+        parts: list[str] = []
+        for segment in self.segments:
+            if segment == _DOUBLE_STAR or not all(isinstance(t, str) for t in segment):
+                break
+            parts.append("".join(str(t) for t in segment))
+        return VPath(tuple(parts))
+
+    @property
+    def max_depth(self) -> int | None:
+        """How many segments a match can have, or ``None`` when ``**`` makes it unbounded."""
+        if _DOUBLE_STAR in self.segments:
+            return None
+        return len(self.segments)
+
+    def matches(self, path: VPath) -> bool:
+        parts = path.parts
+        segs = self.segments
+        s = p = 0
+        star = -1
+        mark = 0
+        while p < len(parts):
+            if s < len(segs) and segs[s] == _DOUBLE_STAR:
+                star, mark = s, p
+                s += 1
+            elif s < len(segs) and _match_segment(segs[s], parts[p]):  # type: ignore[arg-type]
+                s += 1
+                p += 1
+            elif star != -1:
+                s = star + 1
+                mark += 1
+                p = mark
+            else:
+                return False
+        while s < len(segs) and segs[s] == _DOUBLE_STAR:
+            s += 1
+        return s == len(segs)
+
+    def could_match_below(self, directory: VPath) -> bool:
+        """False when no path under ``directory`` can match (prunes a walk)."""
+        parts = directory.parts
+        for i, part in enumerate(parts):
+            if i >= len(self.segments):
+                return False
+            seg = self.segments[i]
+            if seg == _DOUBLE_STAR:
+                return True
+            if not _match_segment(seg, part):  # type: ignore[arg-type]
+                return False
+        return len(self.segments) > len(parts)

@@ -1,0 +1,111 @@
+"""The mount table: prefix -> (store, scope, default labels), resolved by longest prefix."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from bastion.core.errors import ConfigurationError, InvalidPathError, NoMountError
+from bastion.core.models import Labels, Scope
+from bastion.core.paths import VPath
+from bastion.core.ports import Store
+
+__all__ = ["Mount", "MountTable"]
+
+
+@dataclass(frozen=True, eq=False)
+class Mount:
+    """A store mounted at ``prefix`` with a scope and the labels its documents get by default."""
+
+    prefix: VPath
+    store: Store
+    scope: Scope = Scope.READ_WRITE
+    labels: Labels = field(default_factory=Labels)
+    description: str = ""
+    """One line for the filesystem map (what lives here)."""
+
+    @classmethod
+    def of(
+        cls,
+        prefix: str,
+        store: Store,
+        scope: Scope | str = Scope.READ_WRITE,
+        *,
+        labels: Labels | None = None,
+        description: str = "",
+    ) -> Mount:
+        try:
+            parsed = VPath.parse(prefix)
+        except InvalidPathError as exc:
+            raise ConfigurationError(f"mount prefix {prefix!r}: {exc}") from exc
+        try:
+            scope_value = Scope(scope)
+        except ValueError:
+            known = ", ".join(s.value for s in Scope)
+            raise ConfigurationError(
+                f"mount {prefix}: unknown scope {scope!r}; use {known}"
+            ) from None
+        return cls(parsed, store, scope_value, labels or Labels(), description)
+
+    def to_store_path(self, path: VPath) -> VPath:
+        return path.relative_to(self.prefix)
+
+    def to_workspace_path(self, store_path: VPath) -> VPath:
+        return self.prefix.join(store_path)
+
+
+class MountTable:
+    """Validated mounts. Resolution is one pure function: longest prefix, per segment."""
+
+    def __init__(self, mounts: Iterable[Mount]) -> None:
+        self._mounts: tuple[Mount, ...] = tuple(sorted(mounts, key=lambda m: m.prefix.parts))
+        if not self._mounts:
+            raise ConfigurationError("a workspace needs at least one mount")
+        seen: set[VPath] = set()
+        for mount in self._mounts:
+            if mount.prefix in seen:
+                raise ConfigurationError(f"two mounts at {mount.prefix}")
+            seen.add(mount.prefix)
+        # Longest first, so the first hit is the longest prefix.
+        self._by_length = sorted(self._mounts, key=lambda m: -len(m.prefix.parts))
+        self._by_prefix = {m.prefix: m for m in self._mounts}
+
+    def __iter__(self) -> Iterator[Mount]:
+        return iter(self._mounts)
+
+    @property
+    def mounts(self) -> tuple[Mount, ...]:
+        return self._mounts
+
+    def find(self, path: VPath) -> Mount | None:
+        """The mount whose prefix is the longest per-segment prefix of ``path``."""
+        parts = path.parts
+        for length in range(len(parts), -1, -1):
+            mount = self._by_prefix.get(VPath(parts[:length]))
+            if mount is not None:
+                return mount
+        return None
+
+    def resolve(self, path: VPath) -> Mount:
+        mount = self.find(path)
+        if mount is None:
+            where = ", ".join(str(m.prefix) for m in self._mounts)
+            raise NoMountError(f"{path} is not under any mount; mounted: {where}")
+        return mount
+
+    def is_virtual_dir(self, path: VPath) -> bool:
+        """True when ``path`` is a proper ancestor of some mount prefix (a directory that
+        exists because something is mounted below it)."""
+        n = len(path.parts)
+        return any(
+            len(m.prefix.parts) > n and m.prefix.parts[:n] == path.parts for m in self._mounts
+        )
+
+    def child_mount_names(self, path: VPath) -> set[str]:
+        """Names of the entries directly under ``path`` that lead to a mount below it."""
+        n = len(path.parts)
+        return {
+            m.prefix.parts[n]
+            for m in self._mounts
+            if len(m.prefix.parts) > n and m.prefix.parts[:n] == path.parts
+        }

@@ -1,0 +1,161 @@
+"""Virtual paths: parsed once at the boundary, safe by construction.
+
+A :class:`VPath` is an absolute POSIX-style path inside the workspace. Its parts are never
+empty, ``.`` or ``..``, never contain ``/``, NUL, control characters or a backslash, and are
+NFC-normalized, so two spellings of one name are one path. Only :func:`VPath.parse` builds
+one from a string; everything downstream trusts the value.
+
+Rules (see ``docs/paths.md``):
+
+* ``/`` is the only separator. A backslash is refused: it is neither a separator nor a name
+  character, so ``docs\\..\\secret`` cannot mean two different things to two components.
+* Relative input (``docs/a.md``) is taken relative to ``/``.
+* ``.`` is dropped, ``..`` pops one segment; a ``..`` that would climb above ``/`` is refused.
+  Dots inside names are ordinary characters (``report..final.md``, ``..test``).
+* Refused: NUL and other control characters, Unicode bidirectional overrides, a leading
+  ``//`` (UNC form), a drive-letter segment (``C:``), names over 255 bytes, paths over 4096
+  bytes (UTF-8).
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass
+from typing import ClassVar
+
+from bastion.core.errors import InvalidPathError
+
+__all__ = ["MAX_NAME_BYTES", "MAX_PATH_BYTES", "VPath"]
+
+MAX_NAME_BYTES = 255
+MAX_PATH_BYTES = 4096
+
+# Unicode bidirectional controls let a name display differently from what it is.
+_BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f")
+
+
+def _is_forbidden_char(ch: str) -> bool:
+    return unicodedata.category(ch) == "Cc" or ch in _BIDI_CONTROLS
+
+
+def _is_drive(segment: str) -> bool:
+    return len(segment) == 2 and segment[1] == ":" and segment[0].isascii() and segment[0].isalpha()
+
+
+@dataclass(frozen=True, slots=True)
+class VPath:
+    """An absolute, normalized workspace path. Build one with :meth:`parse`."""
+
+    parts: tuple[str, ...]
+
+    ROOT: ClassVar[VPath]
+
+    @classmethod
+    def parse(cls, raw: str | VPath) -> VPath:
+        """Parse ``raw`` into a path, or raise :class:`InvalidPathError` saying why."""
+        if isinstance(raw, VPath):
+            return raw
+        if not isinstance(raw, str):
+            raise InvalidPathError(f"path must be a string, got {type(raw).__name__}")
+        if raw == "":
+            raise InvalidPathError("empty path: give an absolute path such as /docs/notes.md")
+        text = unicodedata.normalize("NFC", raw)
+        shown = _show(text)
+        for ch in text:
+            if _is_forbidden_char(ch):
+                raise InvalidPathError(
+                    f"path {shown} contains a control character (U+{ord(ch):04X}); remove it"
+                )
+        if "\\" in text:
+            raise InvalidPathError(
+                f"path {shown} contains a backslash; use '/' as the only separator"
+            )
+        if text.startswith("//") and not text.startswith("///"):
+            raise InvalidPathError(f"path {shown} has a UNC form (leading '//'); use one '/'")
+        if len(text.encode("utf-8")) > MAX_PATH_BYTES:
+            raise InvalidPathError(f"path is longer than {MAX_PATH_BYTES} bytes; shorten it")
+        parts: list[str] = []
+        for segment in text.split("/"):
+            if segment in ("", "."):
+                continue
+            if segment == "..":
+                if not parts:
+                    raise InvalidPathError(
+                        f"path {shown} climbs above '/' with '..'; stay inside the workspace"
+                    )
+                parts.pop()
+                continue
+            if _is_drive(segment):
+                raise InvalidPathError(
+                    f"path {shown} has a Windows drive ({segment}); use workspace paths like /docs"
+                )
+            if len(segment.encode("utf-8")) > MAX_NAME_BYTES:
+                raise InvalidPathError(f"a name in the path is longer than {MAX_NAME_BYTES} bytes")
+            parts.append(segment)
+        return cls(tuple(parts))
+
+    # -- structure ---------------------------------------------------------------------------
+
+    @property
+    def is_root(self) -> bool:
+        return not self.parts
+
+    @property
+    def name(self) -> str:
+        """The last segment; ``""`` for the root."""
+        return self.parts[-1] if self.parts else ""
+
+    @property
+    def suffix(self) -> str:
+        """The extension with its dot (``.md``), or ``""``. A leading dot is not an extension."""
+        name = self.name
+        dot = name.rfind(".")
+        return name[dot:].lower() if dot > 0 else ""
+
+    @property
+    def parent(self) -> VPath:
+        return VPath(self.parts[:-1]) if self.parts else self
+
+    def child(self, name: str) -> VPath:
+        """The path of a direct child; ``name`` must be one valid segment."""
+        parsed = VPath.parse(name)
+        if len(parsed.parts) != 1 or name in (".", ".."):
+            raise InvalidPathError(f"{_show(name)} is not a single file name")
+        return VPath((*self.parts, parsed.parts[0]))
+
+    def join(self, other: VPath) -> VPath:
+        """Append the parts of ``other`` (taken as relative to this path)."""
+        return VPath(self.parts + other.parts)
+
+    def __truediv__(self, name: str) -> VPath:
+        return self.child(name)
+
+    def is_relative_to(self, other: VPath) -> bool:
+        """True when ``other`` is this path or one of its ancestors (segment-wise)."""
+        n = len(other.parts)
+        return self.parts[:n] == other.parts
+
+    def relative_to(self, other: VPath) -> VPath:
+        """This path with the prefix ``other`` removed, as a path from ``/``."""
+        if not self.is_relative_to(other):
+            raise ValueError(f"{self} is not under {other}")
+        return VPath(self.parts[len(other.parts) :])
+
+    @property
+    def depth(self) -> int:
+        return len(self.parts)
+
+    def __str__(self) -> str:
+        return "/" + "/".join(self.parts)
+
+    def __repr__(self) -> str:
+        return f"VPath({str(self)!r})"
+
+
+VPath.ROOT = VPath(())
+
+
+def _show(text: str) -> str:
+    """Quote a user path for an error message; long input is cut, controls escaped."""
+    cut = text if len(text) <= 80 else text[:77] + "..."
+    return repr(cut)

@@ -1,0 +1,145 @@
+"""The store port: seven primitives; everything else is derived here once for every store.
+
+A store sees paths relative to its own root (``VPath.ROOT`` is the store's root). It knows
+nothing of principals, policy or other mounts: the access guard (``core.guard``) wraps it and
+has the same interface, and the workspace only ever talks to guarded stores.
+
+Contract (checked by ``tests/contract/store_contract.py`` for every store):
+
+* ``stat`` raises :class:`NotFoundError` for a missing entry.
+* ``read_range`` returns at most ``length`` bytes from ``offset`` (fewer at the end of file) and
+  never loads more than that range.
+* ``write`` needs an existing parent directory; ``mode`` chooses create / overwrite / append;
+  ``if_version`` makes the write conditional on the current version (:class:`ConflictError`
+  otherwise) and the check and the write are atomic with respect to other writers of this store.
+  Readers see the old or the new content, never a mix.
+* ``delete`` removes a file or an empty directory, or a whole tree with ``recursive=True``.
+* ``list`` returns the direct children of a directory.
+* ``mkdir`` creates one directory whose parent exists.
+* ``rename`` moves an entry to a path that does not exist yet (never overwrites).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator
+
+from bastion.core.errors import AlreadyExistsError, NotADirectoryError_, NotFoundError
+from bastion.core.models import FileInfo, WriteMode
+from bastion.core.paths import VPath
+
+__all__ = ["Store"]
+
+_COPY_CHUNK = 1 << 20
+
+
+class Store(ABC):
+    """A storage backend. Implement the primitives; inherit the rest."""
+
+    kind: str = "store"
+    """A short name for the backend kind shown in the filesystem map (``memory``, ``local``)."""
+
+    # -- primitives --------------------------------------------------------------------------
+
+    @abstractmethod
+    async def stat(self, path: VPath) -> FileInfo: ...
+
+    @abstractmethod
+    async def read_range(
+        self, path: VPath, offset: int = 0, length: int | None = None
+    ) -> bytes: ...
+
+    @abstractmethod
+    async def write(
+        self,
+        path: VPath,
+        data: bytes,
+        *,
+        mode: WriteMode = WriteMode.OVERWRITE,
+        if_version: str | None = None,
+    ) -> FileInfo: ...
+
+    @abstractmethod
+    async def delete(self, path: VPath, *, recursive: bool = False) -> None: ...
+
+    @abstractmethod
+    async def list(self, path: VPath) -> list[FileInfo]: ...
+
+    @abstractmethod
+    async def mkdir(self, path: VPath) -> None: ...
+
+    @abstractmethod
+    async def rename(self, src: VPath, dst: VPath) -> None: ...
+
+    # -- derived -----------------------------------------------------------------------------
+
+    async def exists(self, path: VPath) -> bool:
+        try:
+            await self.stat(path)
+        except NotFoundError:
+            return False
+        return True
+
+    async def read_all(self, path: VPath) -> bytes:
+        return await self.read_range(path, 0, None)
+
+    async def makedirs(self, path: VPath, *, exist_ok: bool = True) -> None:
+        """Create ``path`` and any missing parents."""
+        missing: list[VPath] = []
+        probe = path
+        while not probe.is_root:
+            try:
+                info = await self.stat(probe)
+            except NotFoundError:
+                missing.append(probe)
+                probe = probe.parent
+                continue
+            if not info.is_dir:
+                raise NotADirectoryError_(f"{probe} is a file, not a directory")
+            if probe == path and not exist_ok:
+                raise AlreadyExistsError(f"{path} already exists")
+            break
+        for directory in reversed(missing):
+            try:
+                await self.mkdir(directory)
+            except AlreadyExistsError:
+                if not await self._is_dir(directory):
+                    raise
+
+    async def _is_dir(self, path: VPath) -> bool:
+        try:
+            return (await self.stat(path)).is_dir
+        except NotFoundError:
+            return False
+
+    async def walk(
+        self, path: VPath = VPath.ROOT, *, max_depth: int | None = None
+    ) -> AsyncIterator[FileInfo]:
+        """Every entry under ``path`` (not ``path`` itself), parents before children."""
+        stack: list[tuple[VPath, int]] = [(path, 1)]
+        while stack:
+            directory, depth = stack.pop()
+            for info in sorted(await self.list(directory), key=lambda i: i.path.parts):
+                yield info
+                if info.is_dir and (max_depth is None or depth < max_depth):
+                    stack.append((info.path, depth + 1))
+
+    async def copy_file(self, src: VPath, dst: VPath, *, overwrite: bool = False) -> FileInfo:
+        """Copy one file within this store, chunk by chunk."""
+        info = await self.stat(src)
+        mode = WriteMode.OVERWRITE if overwrite else WriteMode.CREATE
+        if info.size <= _COPY_CHUNK:
+            return await self.write(dst, await self.read_all(src), mode=mode)
+        first = await self.read_range(src, 0, _COPY_CHUNK)
+        result = await self.write(dst, first, mode=mode)
+        offset = len(first)
+        while True:
+            chunk = await self.read_range(src, offset, _COPY_CHUNK)
+            if not chunk:
+                return result
+            result = await self.write(dst, chunk, mode=WriteMode.APPEND)
+            offset += len(chunk)
+
+    def describe(self) -> str:
+        """A short, agent-safe description (no host paths or credentials)."""
+        return self.kind

@@ -1,0 +1,124 @@
+"""Who is asking: principals, the role hierarchy, and label checks."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from bastion.core.errors import ConfigurationError
+from bastion.core.models import DEFAULT_CLASSIFICATIONS, Labels
+
+__all__ = ["Classifications", "Principal", "RoleGraph"]
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """The identity a request acts for."""
+
+    id: str
+    """Subject id (user, service or agent)."""
+    tenant: str = "default"
+    roles: frozenset[str] = frozenset()
+    """Directly granted roles; inherited ones come from the policy's :class:`RoleGraph`."""
+    clearance: str = "public"
+    """Highest classification this principal may read."""
+    tags: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(
+        cls,
+        id: str,
+        *,
+        tenant: str = "default",
+        roles: Iterable[str] = (),
+        clearance: str = "public",
+        tags: Iterable[str] = (),
+    ) -> Principal:
+        """Build a principal from any iterables of roles and tags."""
+        return cls(id, tenant, frozenset(roles), clearance, frozenset(tags))
+
+
+@dataclass(frozen=True, slots=True)
+class RoleGraph:
+    """Roles and the roles each one inherits (``admin -> [editor]`` means admin is an editor)."""
+
+    inherits: Mapping[str, frozenset[str]] = field(default_factory=dict)
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Iterable[str]]) -> RoleGraph:
+        graph = cls({role: frozenset(parents) for role, parents in data.items()})
+        graph._check_acyclic()
+        return graph
+
+    def effective(self, roles: Iterable[str]) -> frozenset[str]:
+        """The roles plus everything they inherit, transitively."""
+        seen: set[str] = set()
+        stack = list(roles)
+        while stack:
+            role = stack.pop()
+            if role in seen:
+                continue
+            seen.add(role)
+            stack.extend(self.inherits.get(role, ()))
+        return frozenset(seen)
+
+    def _check_acyclic(self) -> None:
+        visiting: set[str] = set()
+        done: set[str] = set()
+
+        def visit(role: str, trail: tuple[str, ...]) -> None:
+            if role in done:
+                return
+            if role in visiting:
+                cycle = " -> ".join((*trail, role))
+                raise ConfigurationError(f"role hierarchy has a cycle: {cycle}")
+            visiting.add(role)
+            for parent in self.inherits.get(role, ()):
+                visit(parent, (*trail, role))
+            visiting.discard(role)
+            done.add(role)
+
+        for role in self.inherits:
+            visit(role, ())
+
+
+@dataclass(frozen=True, slots=True)
+class Classifications:
+    """An ordered list of classification levels, lowest first."""
+
+    order: tuple[str, ...] = DEFAULT_CLASSIFICATIONS
+
+    def __post_init__(self) -> None:
+        if not self.order or len(set(self.order)) != len(self.order):
+            raise ConfigurationError("classifications must be a non-empty list without repeats")
+
+    def rank(self, level: str) -> int:
+        try:
+            return self.order.index(level)
+        except ValueError:
+            raise ConfigurationError(
+                f"unknown classification {level!r}; known: {', '.join(self.order)}"
+            ) from None
+
+    def admits(self, clearance: str, classification: str) -> bool:
+        """True when ``clearance`` is at or above ``classification``.
+
+        An unknown level on either side admits nothing (fail closed).
+        """
+        if clearance not in self.order or classification not in self.order:
+            return False
+        return self.order.index(classification) <= self.order.index(clearance)
+
+
+def labels_admit(
+    labels: Labels,
+    principal: Principal,
+    effective_roles: frozenset[str],
+    classifications: Classifications,
+) -> bool:
+    """The document-label part of the access rule: tenant, clearance, roles."""
+    if labels.tenant is not None and labels.tenant != principal.tenant:
+        return False
+    if not classifications.admits(principal.clearance, labels.classification):
+        return False
+    return not labels.roles or bool(labels.roles & effective_roles)

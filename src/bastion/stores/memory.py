@@ -1,0 +1,171 @@
+"""An in-memory store: fast, process-local, gone when the process ends."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from dataclasses import dataclass, field
+
+from bastion.core.errors import (
+    AlreadyExistsError,
+    ConflictError,
+    DirectoryNotEmptyError,
+    IsADirectoryError_,
+    NotADirectoryError_,
+    NotFoundError,
+)
+from bastion.core.models import EntryKind, FileInfo, WriteMode
+from bastion.core.paths import VPath
+from bastion.core.ports import Store
+
+__all__ = ["MemoryStore"]
+
+
+@dataclass(slots=True)
+class _File:
+    data: bytes
+    mtime: float
+    version: str
+
+
+@dataclass(slots=True)
+class _Dir:
+    mtime: float
+    children: dict[str, _File | _Dir] = field(default_factory=dict)
+
+
+class MemoryStore(Store):
+    """Files and directories in a dict tree, guarded by one lock (safe across threads)."""
+
+    kind = "memory"
+
+    def __init__(self) -> None:
+        self._root = _Dir(time.time())
+        self._lock = threading.Lock()
+        self._versions = itertools.count(1)
+
+    # -- helpers (call with the lock held) ---------------------------------------------------
+
+    def _node(self, path: VPath) -> _File | _Dir:
+        node: _File | _Dir = self._root
+        for i, part in enumerate(path.parts):
+            if not isinstance(node, _Dir):
+                raise NotADirectoryError_(f"/{'/'.join(path.parts[:i])} is a file, not a directory")
+            child = node.children.get(part)
+            if child is None:
+                raise NotFoundError(f"{path} not found")
+            node = child
+        return node
+
+    def _parent_dir(self, path: VPath) -> _Dir:
+        try:
+            parent = self._node(path.parent)
+        except NotFoundError:
+            raise NotFoundError(f"parent directory {path.parent} does not exist") from None
+        if not isinstance(parent, _Dir):
+            raise NotADirectoryError_(f"{path.parent} is a file, not a directory")
+        return parent
+
+    def _info(self, path: VPath, node: _File | _Dir) -> FileInfo:
+        if isinstance(node, _File):
+            return FileInfo(path, EntryKind.FILE, len(node.data), node.mtime, node.version)
+        return FileInfo(path, EntryKind.DIRECTORY, 0, node.mtime, None)
+
+    # -- primitives --------------------------------------------------------------------------
+
+    async def stat(self, path: VPath) -> FileInfo:
+        with self._lock:
+            return self._info(path, self._node(path))
+
+    async def read_range(self, path: VPath, offset: int = 0, length: int | None = None) -> bytes:
+        if offset < 0 or (length is not None and length < 0):
+            raise ValueError("offset and length must be non-negative")
+        with self._lock:
+            node = self._node(path)
+            if isinstance(node, _Dir):
+                raise IsADirectoryError_(f"{path} is a directory")
+            data = node.data
+        end = None if length is None else offset + length
+        return data[offset:end]
+
+    async def write(
+        self,
+        path: VPath,
+        data: bytes,
+        *,
+        mode: WriteMode = WriteMode.OVERWRITE,
+        if_version: str | None = None,
+    ) -> FileInfo:
+        if path.is_root:
+            raise IsADirectoryError_("/ is a directory")
+        payload = bytes(data)
+        with self._lock:
+            parent = self._parent_dir(path)
+            existing = parent.children.get(path.name)
+            if isinstance(existing, _Dir):
+                raise IsADirectoryError_(f"{path} is a directory")
+            if existing is not None and mode is WriteMode.CREATE:
+                raise AlreadyExistsError(f"{path} already exists")
+            if if_version is not None and (existing is None or existing.version != if_version):
+                raise ConflictError(
+                    f"{path} changed since version {if_version}; read it again and retry"
+                )
+            if existing is not None and mode is WriteMode.APPEND:
+                payload = existing.data + payload
+            now = time.time()
+            node = _File(payload, now, str(next(self._versions)))
+            parent.children[path.name] = node
+            parent.mtime = now
+            return self._info(path, node)
+
+    async def delete(self, path: VPath, *, recursive: bool = False) -> None:
+        if path.is_root:
+            raise IsADirectoryError_("cannot delete the store root")
+        with self._lock:
+            parent = self._parent_dir(path)
+            node = parent.children.get(path.name)
+            if node is None:
+                raise NotFoundError(f"{path} not found")
+            if isinstance(node, _Dir) and node.children and not recursive:
+                raise DirectoryNotEmptyError(
+                    f"{path} is not empty; pass recursive=True to delete it and its contents"
+                )
+            del parent.children[path.name]
+            parent.mtime = time.time()
+
+    async def list(self, path: VPath) -> list[FileInfo]:
+        with self._lock:
+            node = self._node(path)
+            if not isinstance(node, _Dir):
+                raise NotADirectoryError_(f"{path} is a file, not a directory")
+            return [self._info(path.child(name), child) for name, child in node.children.items()]
+
+    async def mkdir(self, path: VPath) -> None:
+        if path.is_root:
+            raise AlreadyExistsError("/ already exists")
+        with self._lock:
+            parent = self._parent_dir(path)
+            if path.name in parent.children:
+                raise AlreadyExistsError(f"{path} already exists")
+            now = time.time()
+            parent.children[path.name] = _Dir(now)
+            parent.mtime = now
+
+    async def rename(self, src: VPath, dst: VPath) -> None:
+        if src.is_root or dst.is_root:
+            raise IsADirectoryError_("cannot move the store root")
+        if dst.is_relative_to(src):
+            raise NotADirectoryError_(f"cannot move {src} into itself")
+        with self._lock:
+            src_parent = self._parent_dir(src)
+            node = src_parent.children.get(src.name)
+            if node is None:
+                raise NotFoundError(f"{src} not found")
+            dst_parent = self._parent_dir(dst)
+            if dst.name in dst_parent.children:
+                raise AlreadyExistsError(f"{dst} already exists")
+            del src_parent.children[src.name]
+            dst_parent.children[dst.name] = node
+            now = time.time()
+            src_parent.mtime = dst_parent.mtime = now

@@ -1,0 +1,106 @@
+"""The blocking facade, derived mechanically from the async :class:`Workspace`.
+
+Each method is one line: ``name = _blocking(Workspace.name)``. Calls run on one private event
+loop in a background thread, so the facade works from plain scripts, from threads, and from
+code that already runs an event loop (a notebook). ``tests/unit/test_sync_facade.py`` checks
+that every public coroutine method of :class:`Workspace` is here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import threading
+from collections.abc import Callable, Coroutine
+from concurrent.futures import Future
+from typing import Any, Concatenate, ParamSpec, TypeVar
+
+from bastion.core.audit import AuditSink
+from bastion.core.mounts import Mount
+from bastion.core.principal import Principal
+from bastion.workspace.workspace import Workspace
+
+__all__ = ["SyncWorkspace"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class _Portal:
+    """One daemon thread running an event loop; coroutines are submitted to it."""
+
+    _lock = threading.Lock()
+    _loop: asyncio.AbstractEventLoop | None = None
+
+    @classmethod
+    def loop(cls) -> asyncio.AbstractEventLoop:
+        with cls._lock:
+            if cls._loop is None or cls._loop.is_closed():
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(
+                    target=loop.run_forever, name="bastion-portal", daemon=True
+                )
+                thread.start()
+                cls._loop = loop
+            return cls._loop
+
+    @classmethod
+    def call(cls, coro: Coroutine[Any, Any, R]) -> R:
+        future: Future[R] = asyncio.run_coroutine_threadsafe(coro, cls.loop())
+        return future.result()
+
+
+def _blocking(
+    method: Callable[Concatenate[Workspace, P], Coroutine[Any, Any, R]],
+) -> Callable[Concatenate[SyncWorkspace, P], R]:
+    def call(self: SyncWorkspace, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return _Portal.call(method(self.aio, *args, **kwargs))
+
+    functools.update_wrapper(call, method)
+    return call
+
+
+class SyncWorkspace:
+    """Blocking twin of :class:`Workspace`; ``aio`` is the async workspace underneath."""
+
+    def __init__(self, aio: Workspace) -> None:
+        self.aio = aio
+
+    @classmethod
+    def create(cls, mounts: Any, **kwargs: Any) -> SyncWorkspace:
+        """Build the async workspace and wrap it: ``SyncWorkspace.create(mounts, policy=...)``."""
+        return cls(Workspace(mounts, **kwargs))
+
+    # Plain (non-async) members are passed through.
+    @property
+    def principal(self) -> Principal:
+        return self.aio.principal
+
+    @property
+    def mounts(self) -> tuple[Mount, ...]:
+        return self.aio.mounts
+
+    @property
+    def audit(self) -> AuditSink:
+        return self.aio.audit
+
+    def filesystem_map(self) -> str:
+        return self.aio.filesystem_map()
+
+    def with_principal(self, principal: Principal) -> SyncWorkspace:
+        return SyncWorkspace(self.aio.with_principal(principal))
+
+    stat = _blocking(Workspace.stat)
+    exists = _blocking(Workspace.exists)
+    read_bytes = _blocking(Workspace.read_bytes)
+    read_text = _blocking(Workspace.read_text)
+    write = _blocking(Workspace.write)
+    append = _blocking(Workspace.append)
+    edit = _blocking(Workspace.edit)
+    mkdir = _blocking(Workspace.mkdir)
+    delete = _blocking(Workspace.delete)
+    copy = _blocking(Workspace.copy)
+    move = _blocking(Workspace.move)
+    list = _blocking(Workspace.list)
+    glob = _blocking(Workspace.glob)
+    grep = _blocking(Workspace.grep)
