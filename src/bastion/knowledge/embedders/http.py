@@ -1,0 +1,271 @@
+"""Any OpenAI-compatible embeddings endpoint (``POST {base_url}/embeddings``) through httpx.
+
+Works with OpenAI, Azure-style proxies, vLLM, text-embeddings-inference, Ollama, LM Studio and
+anything else that speaks the same JSON. Texts are sent in batches of ``batch_size`` (up to
+``concurrency`` batches at once); rows come back in input order and are L2-normalized here,
+since not every server normalizes.
+
+Failures are bounded: each attempt has a total ``timeout`` (connect, send, wait and read
+together); a 429, a 5xx, a timeout or a connection failure is retried at most ``max_retries``
+times with exponential backoff and jitter, waiting what ``Retry-After`` asks for when the
+server says so (giving up at once when it asks for more than ``max_wait``). Any other 4xx is
+not retried. Every failure is an :class:`~bastion.knowledge.embedders.errors.EmbeddingError`
+whose message names the service (without credentials) and never contains the API key or the
+texts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import math
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import httpx
+import numpy as np
+
+from bastion.core.errors import ConfigurationError
+from bastion.knowledge.embedders.base import Embedder, Vectors, l2_normalize
+from bastion.knowledge.embedders.errors import (
+    EmbeddingRequestError,
+    EmbeddingResponseError,
+    EmbeddingUnavailableError,
+)
+
+__all__ = ["HttpEmbedder", "approx_token_count"]
+
+_RETRYABLE_TRANSPORT = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
+
+
+def approx_token_count(text: str) -> int:
+    """A safe over-estimate for BPE tokenizers when the server's tokenizer is not at hand:
+    one token per three UTF-8 bytes (English averages about four characters per token)."""
+    return math.ceil(len(text.encode("utf-8")) / 3)
+
+
+class HttpEmbedder(Embedder):
+    """Embeddings from an OpenAI-compatible HTTP endpoint.
+
+    ``base_url`` is the API root including its version, e.g. ``https://api.openai.com/v1`` or
+    ``http://127.0.0.1:8080/v1``; ``dim`` is the vector length the model returns (checked on
+    every reply). ``name`` defaults to ``model``; set it when one model id can give different
+    vectors (e.g. a ``dimensions`` option). Pass ``client`` to reuse one
+    :class:`httpx.AsyncClient` (the caller then owns and closes it); otherwise each
+    :meth:`embed` call opens and closes its own.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        dim: int,
+        *,
+        api_key: str | None = None,
+        name: str | None = None,
+        max_tokens: int = 8191,
+        token_counter: Callable[[str], int] = approx_token_count,
+        batch_size: int = 64,
+        concurrency: int = 2,
+        timeout: float = 30.0,
+        max_retries: int = 4,
+        backoff: float = 0.5,
+        max_wait: float = 30.0,
+        headers: Mapping[str, str] | None = None,
+        client: httpx.AsyncClient | None = None,
+    ) -> None:
+        try:
+            url = httpx.URL(base_url.rstrip("/") + "/embeddings")
+        except httpx.InvalidURL as exc:
+            raise ConfigurationError("HttpEmbedder: base_url is not a valid URL") from exc
+        if url.scheme not in ("http", "https") or not url.host:
+            raise ConfigurationError("HttpEmbedder: base_url must be an http(s) URL with a host")
+        if min(dim, batch_size, concurrency) < 1 or max_retries < 0 or timeout <= 0:
+            raise ConfigurationError(
+                "HttpEmbedder: dim, batch_size and concurrency must be >= 1, max_retries >= 0 "
+                "and timeout > 0"
+            )
+        self.url = url
+        self.model = model
+        self.dim = dim
+        self.name = name or model
+        self.max_tokens = max_tokens
+        self._count = token_counter
+        self.batch_size = batch_size
+        self.concurrency = concurrency
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.backoff = backoff
+        self.max_wait = max_wait
+        self._api_key = api_key or ""
+        self._headers = {"Accept": "application/json", **(headers or {})}
+        if api_key:
+            self._headers["Authorization"] = f"Bearer {api_key}"
+        self._client = client
+        # Where, for messages: scheme, host, port and path; never user info or a query string.
+        self._where = str(url.copy_with(userinfo=b"", query=None, fragment=None))
+
+    def __repr__(self) -> str:
+        return f"HttpEmbedder(name={self.name!r}, url={self._where!r}, dim={self.dim})"
+
+    # -- the port ----------------------------------------------------------------------------
+
+    def count_tokens(self, text: str) -> int:
+        return self._count(text)
+
+    async def embed(self, texts: Sequence[str]) -> Vectors:
+        if not texts:
+            return np.empty((0, self.dim), dtype=np.float32)
+        batches = [
+            list(texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)
+        ]
+        if self._client is not None:
+            parts = await self._embed_batches(self._client, batches)
+        else:
+            async with httpx.AsyncClient(timeout=self.timeout) as client:
+                parts = await self._embed_batches(client, batches)
+        return l2_normalize(np.concatenate(parts, axis=0))
+
+    # -- internals -----------------------------------------------------------------------------
+
+    async def _embed_batches(
+        self, client: httpx.AsyncClient, batches: list[list[str]]
+    ) -> list[Vectors]:
+        gate = asyncio.Semaphore(self.concurrency)
+
+        async def one(batch: list[str]) -> Vectors:
+            async with gate:
+                return await self._post(client, batch)
+
+        tasks = [asyncio.ensure_future(one(b)) for b in batches]
+        try:
+            return list(await asyncio.gather(*tasks))
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+
+    async def _post(self, client: httpx.AsyncClient, batch: list[str]) -> Vectors:
+        payload = {"model": self.model, "input": batch}
+        status: int | None = None
+        last = "no attempt"
+        attempts = self.max_retries + 1
+        for attempt in range(attempts):
+            wait: float | None = None
+            try:
+                async with asyncio.timeout(self.timeout):
+                    response = await client.post(self.url, json=payload, headers=self._headers)
+            except TimeoutError:
+                last = f"no reply within {self.timeout:g} s"
+            except _RETRYABLE_TRANSPORT as exc:
+                last = f"{type(exc).__name__}"
+            except httpx.HTTPError as exc:
+                raise EmbeddingRequestError(
+                    f"embedding request to {self._where} failed ({type(exc).__name__}); "
+                    "check the embedder's base_url"
+                ) from None
+            else:
+                status = response.status_code
+                if status == 200:
+                    return self._parse(response, len(batch))
+                if status != 429 and status < 500:
+                    raise EmbeddingRequestError(self._refusal(response), status=status)
+                last = f"HTTP {status}"
+                wait = _retry_after(response.headers.get("retry-after"))
+                if wait is not None and wait > self.max_wait:
+                    raise EmbeddingUnavailableError(
+                        f"embedding service {self._where} is unavailable ({last}) and asks to "
+                        f"retry after {wait:.0f} s; try again later",
+                        status=status,
+                    )
+            if attempt + 1 < attempts:
+                await asyncio.sleep(self._delay(attempt, wait))
+        raise EmbeddingUnavailableError(
+            f"embedding service {self._where} did not answer after {attempts} attempts "
+            f"(last: {last}); try again later or check the service",
+            status=status,
+        )
+
+    def _delay(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return retry_after + random.uniform(0.0, 0.1 * max(retry_after, self.backoff))  # noqa: S311
+        ceiling = min(self.max_wait, self.backoff * 2**attempt)
+        return random.uniform(ceiling / 2, ceiling)  # noqa: S311 - jitter, not crypto
+
+    def _refusal(self, response: httpx.Response) -> str:
+        code = ""
+        try:
+            error = response.json().get("error")
+            if isinstance(error, dict):
+                tags = [str(error[k]) for k in ("type", "code") if isinstance(error.get(k), str)]
+                code = self._redact(", ".join(tags)[:80])
+        except (ValueError, AttributeError):
+            pass
+        detail = f" ({code})" if code else ""
+        hint = {
+            401: "check the API key",
+            403: "check the API key's permissions",
+            404: "check base_url and the model name",
+            413: "send smaller batches or shorter texts",
+        }.get(response.status_code, "check the model name and the input")
+        return (
+            f"embedding service {self._where} refused the request: HTTP "
+            f"{response.status_code} {response.reason_phrase}{detail}; {hint}"
+        )
+
+    def _parse(self, response: httpx.Response, expected: int) -> Vectors:
+        def bad(what: str) -> EmbeddingResponseError:
+            return EmbeddingResponseError(
+                f"embedding service {self._where} sent an invalid reply ({what}); check that "
+                "base_url points at an OpenAI-compatible /v1 API",
+                status=response.status_code,
+            )
+
+        try:
+            body: Any = response.json()
+        except ValueError:
+            raise bad("not JSON") from None
+        data = body.get("data") if isinstance(body, dict) else None
+        if not isinstance(data, list) or len(data) != expected:
+            raise bad(f"expected {expected} embeddings")
+        rows: list[Any] = [None] * expected
+        for position, item in enumerate(data):
+            if not isinstance(item, dict) or not isinstance(item.get("embedding"), list):
+                raise bad("an item has no embedding list")
+            index = item.get("index", position)
+            if not isinstance(index, int) or not 0 <= index < expected or rows[index] is not None:
+                raise bad("bad or repeated index")
+            rows[index] = item["embedding"]
+        try:
+            vectors = np.asarray(rows, dtype=np.float32)
+        except (TypeError, ValueError):
+            raise bad("embeddings are not lists of numbers") from None
+        if vectors.shape != (expected, self.dim):
+            raise bad(f"expected {self.dim} dimensions")
+        if not np.isfinite(vectors).all():
+            raise bad("non-finite values")
+        return vectors
+
+    def _redact(self, text: str) -> str:
+        return text.replace(self._api_key, "***") if self._api_key else text
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Seconds from a ``Retry-After`` header (delta-seconds or HTTP-date), or None."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        pass
+    else:
+        return max(0.0, seconds) if math.isfinite(seconds) else None
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())

@@ -1,0 +1,100 @@
+"""Text cleaning: one pure function applied to every parser's output.
+
+* line endings -> ``\\n``; form feeds and Unicode line/paragraph separators -> ``\\n``
+* NFC normalization
+* control and invisible characters removed (newline and tab kept); soft hyphens removed
+* per line: Unicode spaces -> ``" "``, runs of spaces inside the line -> one space, trailing
+  spaces stripped; leading indentation kept (Markdown lists and code depend on it) unless the
+  parser says it is layout noise (PDF)
+* words hyphenated across a line break joined: ``inter-\\nnational`` -> ``international``; a
+  compound already holding a hyphen keeps it (``state-of-the-\\nart`` -> ``state-of-the-art``)
+* at most one blank line in a row; no blank lines at the start or end
+
+Inside fenced code blocks (``````` or ``~~~``) lines are only right-stripped.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+__all__ = ["clean_text"]
+
+_NEWLINES = re.compile(r"\r\n?|[\f\v\x1c\x1d\x1e\x85\u2028\u2029]")
+_SOFT_HYPHEN_BREAK = re.compile("\u00ad[ \t]*\n[ \t]*")
+_INVISIBLE = frozenset("\u00ad\u200b\u2060\ufeff\ufffe")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_SPACE_RUN = re.compile(r"(?<=\S) {2,}")
+
+
+def clean_text(text: str, *, keep_indent: bool = True) -> str:
+    """Return ``text`` cleaned as described in the module docstring."""
+    text = _NEWLINES.sub("\n", text)
+    text = unicodedata.normalize("NFC", text)
+    text = _SOFT_HYPHEN_BREAK.sub("", text)
+    text = "".join(ch for ch in text if _keep_char(ch))
+    lines: list[tuple[str, bool]] = []  # (line, is code)
+    fence: str | None = None
+    for raw in text.split("\n"):
+        match = _FENCE.match(raw)
+        if fence is not None:
+            lines.append((raw.rstrip(), True))
+            if match and match.group(1)[0] == fence[0] and len(match.group(1)) >= len(fence):
+                fence = None
+            continue
+        line = _clean_line(raw, keep_indent=keep_indent)
+        if match:
+            fence = match.group(1)
+            line = raw.rstrip()
+        lines.append((line, match is not None))
+    return _squeeze_blank_lines(_join_hyphenated(lines))
+
+
+def _keep_char(ch: str) -> bool:
+    if ch in "\n\t":
+        return True
+    if ch in _INVISIBLE:
+        return False
+    return unicodedata.category(ch) not in ("Cc", "Cs")
+
+
+def _clean_line(line: str, *, keep_indent: bool) -> str:
+    line = "".join(" " if unicodedata.category(ch) == "Zs" else ch for ch in line).rstrip()
+    body = line.lstrip(" ")
+    indent = line[: len(line) - len(body)] if keep_indent else ""
+    return indent + _SPACE_RUN.sub(" ", body)
+
+
+def _join_hyphenated(lines: list[tuple[str, bool]]) -> list[str]:
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        line, code = lines[i]
+        while not code and i + 1 < len(lines) and _ends_hyphenated(line):
+            following, next_code = lines[i + 1]
+            rest = following.lstrip()
+            if next_code or not rest or not rest[0].islower():
+                break
+            word = line.rsplit(None, 1)[-1]
+            line = (line if "-" in word[:-1] else line[:-1]) + rest
+            i += 1
+        out.append(line)
+        i += 1
+    return out
+
+
+def _ends_hyphenated(line: str) -> bool:
+    return len(line) >= 3 and line[-1] == "-" and line[-2].isalpha()
+
+
+def _squeeze_blank_lines(lines: list[str]) -> str:
+    out: list[str] = []
+    for line in lines:
+        if not line.strip():
+            if out and out[-1] != "":
+                out.append("")
+            continue
+        out.append(line)
+    while out and out[-1] == "":
+        out.pop()
+    return "\n".join(out)

@@ -1,0 +1,474 @@
+"""Bugs found by the security suite, pinned as the behaviour that should hold.
+
+Every test here fails against the code as it was when the suite was written, and is expected
+to pass once ``src/`` is fixed; none is skipped or marked xfail on purpose. Each test's
+docstring says what goes wrong today.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import bastion.workspace.workspace as workspace_module
+from bastion.core.errors import (
+    AccessDeniedError,
+    AlreadyExistsError,
+    InvalidPathError,
+    LimitError,
+    NoMountError,
+    NotADirectoryError_,
+    NotFoundError,
+    RateLimitError,
+    ScopeError,
+)
+from bastion.core.models import Labels
+from bastion.core.mounts import Mount
+from bastion.core.paths import VPath
+from bastion.core.policy import FileLimits, Policy, RateLimit, Rule
+from bastion.core.ports import Store
+from bastion.core.principal import Principal
+from bastion.core.ratelimit import RateLimiter
+from bastion.stores.memory import MemoryStore
+from bastion.workspace import Workspace
+
+LocalStore: Any
+try:
+    from bastion.stores.local import LocalStore
+except ImportError:  # pragma: no cover - the local adapter is optional while it is built
+    LocalStore = None
+
+STORE_KINDS = ["memory"] + (["local"] if LocalStore is not None else [])
+
+
+@pytest.fixture(params=STORE_KINDS)
+def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[str], Store]:
+    def make(name: str) -> Store:
+        if request.param == "memory":
+            return MemoryStore()
+        root = tmp_path / name
+        root.mkdir()
+        return LocalStore(root)
+
+    return make
+
+
+async def seed(store: Store, files: dict[str, str | bytes]) -> None:
+    for raw, data in files.items():
+        path = VPath.parse(raw)
+        await store.makedirs(path.parent)
+        await store.write(path, data.encode() if isinstance(data, str) else data)
+
+
+async def snapshot(store: Store) -> dict[str, bytes | None]:
+    out: dict[str, bytes | None] = {}
+    async for info in store.walk():
+        out[str(info.path)] = None if info.is_dir else await store.read_all(info.path)
+    return out
+
+
+async def caught(aw: Any) -> BaseException:
+    try:
+        await aw
+    except Exception as exc:
+        return exc
+    raise AssertionError("expected an error, the call succeeded")
+
+
+def same_form(exc_a: BaseException, path_a: str, exc_b: BaseException, path_b: str) -> bool:
+    """Two errors that differ only in the path they name."""
+    return type(exc_a) is type(exc_b) and str(exc_a).replace(path_a, "<P>") == str(exc_b).replace(
+        path_b, "<P>"
+    )
+
+
+AGENT = Principal.of("agent", roles={"engineer"}, clearance="internal")
+
+
+@pytest.fixture
+async def vault(make_store: Callable[[str], Store]) -> tuple[Workspace, dict[str, Store]]:
+    stores = {n: make_store(n) for n in ("docs", "other", "conf", "wo")}
+    await seed(
+        stores["docs"],
+        {
+            "/pub.txt": "public\n",
+            "/api.key": "TOPSECRET key\n",
+            "/secret/plan.txt": "TOPSECRET plan\n",
+            "/proj/a.txt": "visible a\n",
+            "/proj/hidden/salaries.csv": "TOPSECRET salaries\n",
+            "/inbox/report.txt": "z" * 95,
+        },
+    )
+    await seed(stores["conf"], {"/c.txt": "TOPSECRET conf\n"})
+    ws = Workspace(
+        [
+            Mount.of("/docs", stores["docs"]),
+            Mount.of("/other", stores["other"]),
+            Mount.of("/conf", stores["conf"], labels=Labels(classification="confidential")),
+            Mount.of("/wo", stores["wo"], "write_only"),
+        ],
+        policy=Policy(
+            rules=(
+                Rule.deny("*", "/docs/secret/**"),
+                Rule.deny("*", "/docs/*.key"),
+                Rule.deny("*", "/docs/proj/hidden/**"),
+                Rule.deny({"read", "list"}, "/docs/inbox/**"),
+                Rule.allow("*", "/**"),
+            ),
+            limits=FileLimits(max_file_bytes=100),
+        ),
+        principal=AGENT,
+    )
+    return ws, stores
+
+
+# -- leaks through error messages ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op", ["stat", "read_text", "read_bytes", "delete", "list", "edit"])
+async def test_hidden_and_missing_entries_give_the_same_not_found_message(
+    vault: tuple[Workspace, dict[str, Store]], op: str
+) -> None:
+    """Today a missing file says ``/missing.txt not found`` (the store-relative path, from the
+    store's own error) while a hidden one says ``/docs/api.key not found``: the form of the
+    message tells the two apart."""
+    ws, _ = vault
+    calls: dict[str, Callable[[str], Awaitable[Any]]] = {
+        "stat": ws.stat,
+        "read_text": ws.read_text,
+        "read_bytes": lambda p: ws.read_bytes(p, start=0, end=4),
+        "delete": ws.delete,
+        "list": ws.list,
+        "edit": lambda p: ws.edit(p, "TOPSECRET", "x"),
+    }
+    for hidden, missing in (
+        ("/docs/api.key", "/docs/missing.key"),
+        ("/docs/secret/plan.txt", "/docs/nosuch/plan.txt"),
+        ("/docs/secret", "/docs/nosuch"),
+        ("/conf/c.txt", "/conf/missing.txt"),
+    ):
+        exc_hidden = await caught(calls[op](hidden))
+        exc_missing = await caught(calls[op](missing))
+        # (under a mount hidden as a whole, "no such mount" is fine too)
+        assert isinstance(exc_hidden, NotFoundError | NoMountError), repr(exc_hidden)
+        assert same_form(exc_hidden, hidden, exc_missing, missing), (
+            f"{exc_hidden!r} vs {exc_missing!r}"
+        )
+
+
+async def test_store_errors_name_workspace_paths(
+    vault: tuple[Workspace, dict[str, Store]],
+) -> None:
+    """Store errors pass through with store-relative paths (``/pub.txt already exists`` for
+    ``/docs/pub.txt``), which both misleads the agent and differs from the guard's messages."""
+    ws, _ = vault
+    await ws.write("/docs/pub2.txt", "x")
+    exc = await caught(ws.move("/docs/pub2.txt", "/docs/pub.txt"))
+    assert isinstance(exc, AlreadyExistsError)
+    assert "/docs/pub.txt" in str(exc), str(exc)
+    exc = await caught(ws.stat("/docs/nothing.txt"))
+    assert "/docs/nothing.txt" in str(exc), str(exc)
+
+
+@pytest.mark.parametrize(
+    "below",
+    ["/docs/api.key/x", "/docs/api.key/x/y.txt", "/docs/secret/plan.txt/x"],
+)
+async def test_path_below_a_hidden_file_does_not_reveal_it(
+    vault: tuple[Workspace, dict[str, Store]], below: str
+) -> None:
+    """The store walks the path before the guard checks visibility, so a path below a
+    hidden *file* raises ``NotADirectoryError_: /api.key is a file, not a directory``: the
+    hidden file's existence and kind leak through stat, read, list, grep, glob, exists and
+    write."""
+    ws, stores = vault
+    before = await snapshot(stores["docs"])
+    reads: list[Callable[[], Awaitable[Any]]] = [
+        lambda: ws.stat(below),
+        lambda: ws.read_text(below),
+        lambda: ws.read_bytes(below, start=0, end=1),
+        lambda: ws.list(below),
+        lambda: ws.grep("TOPSECRET", below),
+        lambda: ws.delete(below),
+    ]
+    for attempt in reads:
+        exc = await caught(attempt())
+        assert isinstance(exc, NotFoundError), f"{type(exc).__name__}: {exc}"
+        assert "is a file" not in str(exc) and "directory" not in str(exc)
+    assert await ws.glob(below + "/*") == []
+    assert await ws.glob(below) == []
+    assert await ws.exists(below) is False
+    writes: list[Callable[[], Awaitable[Any]]] = [
+        lambda: ws.write(below, "x"),
+        lambda: ws.move("/docs/pub.txt", below),
+        lambda: ws.copy("/docs/pub.txt", below),
+    ]
+    for attempt in writes:
+        exc = await caught(attempt())
+        assert isinstance(exc, NotFoundError | AccessDeniedError), f"{type(exc).__name__}: {exc}"
+        assert not isinstance(exc, NotADirectoryError_)
+        assert "is a file" not in str(exc)
+    assert await snapshot(stores["docs"]) == before
+
+
+async def test_no_mount_error_does_not_name_hidden_mounts(
+    vault: tuple[Workspace, dict[str, Store]],
+) -> None:
+    """``NoMountError`` lists every mount (``mounted: /conf, /docs, ...``), including the
+    ``/conf`` mount that the principal's clearance hides everywhere else."""
+    ws, _ = vault
+    exc = await caught(ws.read_text("/nowhere/x.txt"))
+    assert isinstance(exc, NoMountError)
+    assert "/conf" not in str(exc), str(exc)
+    assert "/docs" in str(exc)  # visible mounts may still be suggested
+
+
+@pytest.mark.parametrize(
+    ("hidden", "unmounted"),
+    [("/conf/x.txt", "/nowhere/x.txt"), ("/conf/c.txt", "/nowhere/c.txt"), ("/conf", "/nowhere")],
+)
+async def test_a_label_hidden_mount_is_indistinguishable_from_no_mount(
+    vault: tuple[Workspace, dict[str, Store]], hidden: str, unmounted: str
+) -> None:
+    """Paths under the hidden mount raise ``NotFoundError`` while paths under no mount raise
+    ``NoMountError``, so probing tells which top-level names are hidden mounts."""
+    ws, _ = vault
+    for op in ("stat", "read_text", "list", "grep"):
+        call = {
+            "stat": ws.stat,
+            "read_text": ws.read_text,
+            "list": ws.list,
+            "grep": lambda p: ws.grep("TOPSECRET", p),
+        }[op]
+        exc_hidden = await caught(call(hidden))
+        exc_none = await caught(call(unmounted))
+        assert same_form(exc_hidden, hidden, exc_none, unmounted), (
+            f"{op}: {exc_hidden!r} vs {exc_none!r}"
+        )
+
+
+async def test_creating_over_a_label_hidden_file_does_not_reveal_it(
+    vault: tuple[Workspace, dict[str, Store]],
+) -> None:
+    """Writes ignore labels: ``write(mode="create")`` onto the confidential ``/conf/c.txt``
+    raises ``AlreadyExistsError: /c.txt already exists`` (an existence oracle for a document
+    that reads and listings report as not found); ``mkdir(exist_ok=False)`` likewise."""
+    ws, stores = vault
+    probes: list[Callable[[], Awaitable[Any]]] = [
+        lambda: ws.write("/conf/c.txt", "probe", mode="create"),
+        lambda: ws.mkdir("/conf/c.txt", exist_ok=False),
+    ]
+    for attempt in probes:
+        exc = await caught(attempt())
+        assert not isinstance(exc, AlreadyExistsError), str(exc)
+        assert "exists" not in str(exc)
+    assert await stores["conf"].read_all(VPath.parse("/c.txt")) == b"TOPSECRET conf\n"
+
+
+async def test_a_label_hidden_file_cannot_be_overwritten(
+    vault: tuple[Workspace, dict[str, Store]],
+) -> None:
+    """Deleting the confidential file is refused as not found, yet overwriting or appending
+    to it succeeds: a principal can destroy a document it may not see. (Labels are checked for
+    reads only; the guard should treat a write onto a hidden document like the delete.)"""
+    ws, stores = vault
+    assert isinstance(await caught(ws.delete("/conf/c.txt")), NotFoundError)
+    clobbers: list[Callable[[], Awaitable[Any]]] = [
+        lambda: ws.write("/conf/c.txt", "clobbered"),
+        lambda: ws.append("/conf/c.txt", "more"),
+    ]
+    for attempt in clobbers:
+        exc = await caught(attempt())
+        assert isinstance(exc, NotFoundError | AccessDeniedError), repr(exc)
+    assert await stores["conf"].read_all(VPath.parse("/c.txt")) == b"TOPSECRET conf\n"
+
+
+async def test_append_does_not_reveal_the_size_of_an_unreadable_file(
+    vault: tuple[Workspace, dict[str, Store]],
+) -> None:
+    """``/docs/inbox/**`` is a drop box (write allowed, read and list denied). Appending 10
+    bytes to the 95-byte report fails with ``105 bytes is over the 100-byte file limit``,
+    which tells the caller the size of a file it may not read."""
+    ws, _ = vault
+    try:
+        await ws.append("/docs/inbox/report.txt", "y" * 10)
+    except LimitError as exc:
+        assert "105" not in str(exc) and "95" not in str(exc), str(exc)
+
+
+# -- scope -----------------------------------------------------------------------------------
+
+
+async def test_copy_into_a_write_only_mount_does_not_fail_after_writing(
+    vault: tuple[Workspace, dict[str, Store]],
+) -> None:
+    """``copy`` writes the file into the write-only mount and then stats it to build its
+    result, so the caller gets ``ScopeError`` for a copy that actually happened."""
+    ws, stores = vault
+    try:
+        await ws.copy("/docs/pub.txt", "/wo/pub.txt")
+    except ScopeError:
+        assert not await stores["wo"].exists(VPath.parse("/pub.txt")), (
+            "copy reported failure but wrote the file"
+        )
+    else:
+        assert await stores["wo"].read_all(VPath.parse("/pub.txt")) == b"public\n"
+
+
+async def test_move_into_a_write_only_mount_works(
+    vault: tuple[Workspace, dict[str, Store]],
+) -> None:
+    """Moving a file into a write-only mount is a create there and a delete here, both
+    allowed; it is refused with ``ScopeError: ... read is not allowed there`` because the
+    cross-mount move checks that the target does not exist with a stat."""
+    ws, stores = vault
+    await ws.move("/docs/pub.txt", "/wo/pub.txt")
+    assert await stores["wo"].read_all(VPath.parse("/pub.txt")) == b"public\n"
+    assert not await stores["docs"].exists(VPath.parse("/pub.txt"))
+
+
+# -- move of an ancestor ---------------------------------------------------------------------
+
+
+async def test_cross_mount_move_of_an_ancestor_of_a_hidden_entry_moves_nothing(
+    vault: tuple[Workspace, dict[str, Store]],
+) -> None:
+    """A cross-mount move copies first and deletes after; only the delete checks the tree, so
+    ``move('/docs/proj', '/other/proj')`` is refused *after* the visible files were copied:
+    the destination keeps a partial copy although the caller was told the move failed."""
+    ws, stores = vault
+    before = await snapshot(stores["docs"])
+    exc = await caught(ws.move("/docs/proj", "/other/proj"))
+    assert isinstance(exc, AccessDeniedError)
+    assert "hidden" not in str(exc) and "salaries" not in str(exc)
+    assert await snapshot(stores["docs"]) == before
+    assert await snapshot(stores["other"]) == {}, "a refused move left a partial copy"
+
+
+# -- policy data that does not mean what it says --------------------------------------------
+
+
+async def test_a_rule_written_in_nfd_still_applies(make_store: Callable[[str], Store]) -> None:
+    """Paths are NFC-normalized but rule patterns are not: a deny rule typed as ``cafe`` +
+    U+0301 (as macOS file names and some editors produce) never matches the NFC path
+    ``/docs/café/...``, so the protected file is readable."""
+    docs = make_store("docs")
+    await seed(docs, {"/caf\u00e9/menu.txt": "TOPSECRET menu"})
+    ws = Workspace(
+        [Mount.of("/docs", docs)],
+        policy=Policy(rules=(Rule.deny("*", "/docs/cafe\u0301/**"), Rule.allow("*", "/**"))),
+    )
+    exc = await caught(ws.read_text("/docs/caf\u00e9/menu.txt"))
+    assert isinstance(exc, NotFoundError)
+    assert await ws.list("/docs") == []
+
+
+async def test_a_blocked_segment_written_in_nfd_still_blocks(
+    make_store: Callable[[str], Store],
+) -> None:
+    """Blocked segments are case-folded but not NFC-normalized, so ``re\u0301sume\u0301``
+    in the policy never blocks the NFC name ``résumé``."""
+    docs = make_store("docs")
+    await seed(docs, {"/r\u00e9sum\u00e9/cv.txt": "TOPSECRET cv"})
+    ws = Workspace(
+        [Mount.of("/docs", docs)],
+        policy=Policy.allow_all(
+            limits=FileLimits(blocked_segments=frozenset({"re\u0301sume\u0301"}))
+        ),
+    )
+    exc = await caught(ws.read_text("/docs/r\u00e9sum\u00e9/cv.txt"))
+    assert isinstance(exc, NotFoundError)
+    exc = await caught(ws.write("/docs/r\u00e9sum\u00e9/new.txt", "x"))
+    assert isinstance(exc, LimitError)
+
+
+def test_arabic_letter_mark_is_refused_like_the_other_bidi_controls() -> None:
+    """U+061C ARABIC LETTER MARK has the Unicode Bidi_Control property like LRM and RLM
+    (which are refused), but is missing from the refused set, so it can reorder how a name
+    is displayed."""
+    with pytest.raises(InvalidPathError):
+        VPath.parse("/docs/report\u061c.txt")
+
+
+# -- limits ----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+async def big(make_store: Callable[[str], Store]) -> Workspace:
+    store = make_store("big")
+    await seed(store, {"/big.txt": b"".join(b"line %04d\n" % i for i in range(500))})
+    return Workspace(
+        [Mount.of("/b", store)],
+        policy=Policy.allow_all(limits=FileLimits(max_file_bytes=1000)),
+    )
+
+
+async def test_open_ended_ranges_do_not_bypass_the_read_limit(big: Workspace) -> None:
+    """A whole read of the 5000-byte file is refused (limit 1000), but ``start=0`` with no
+    end, a huge ``end``, or ``offset=1`` with no line limit each return (almost) the whole
+    file. A range bigger than the limit should be refused or cut to the limit."""
+    reads: list[Callable[[], Awaitable[str | bytes]]] = [
+        lambda: big.read_bytes("/b/big.txt", start=0),
+        lambda: big.read_bytes("/b/big.txt", start=0, end=10**9),
+        lambda: big.read_bytes("/b/big.txt", end=10**9),
+        lambda: big.read_text("/b/big.txt", offset=1),
+        lambda: big.read_text("/b/big.txt", offset=0, limit=10**6),
+    ]
+    for attempt in reads:
+        try:
+            data = await attempt()
+        except LimitError:
+            continue
+        assert len(data) <= 1000, f"read {len(data)} bytes past a 1000-byte limit"
+
+
+async def test_a_refused_write_with_backup_touches_nothing(
+    make_store: Callable[[str], Store],
+) -> None:
+    """``write(..., backup=True)`` writes ``NAME.bak`` before the guard checks the new
+    content, so a write refused for its size still replaces the previous backup."""
+    store = make_store("d")
+    await seed(store, {"/a.txt": "current", "/a.txt.bak": "previous backup"})
+    ws = Workspace(
+        [Mount.of("/d", store)],
+        policy=Policy.allow_all(limits=FileLimits(max_file_bytes=100)),
+    )
+    before = await snapshot(store)
+    assert isinstance(await caught(ws.write("/d/a.txt", "x" * 200, backup=True)), LimitError)
+    assert await snapshot(store) == before
+
+
+# -- audit and rate limit of malformed requests ----------------------------------------------
+
+
+async def test_traversal_attempts_are_audited() -> None:
+    """Paths are parsed before the operation opens, so ``read_text('/docs/../../etc/passwd')``
+    and friends leave no audit record at all: the attempts a security team most wants to see
+    are invisible."""
+    ws = Workspace([Mount.of("/docs", MemoryStore())], policy=Policy.allow_all())
+    for raw in ("/docs/../../etc/passwd", "/docs/a\x00b", "C:\\Windows\\win.ini"):
+        count = len(ws.audit.records)
+        assert isinstance(await caught(ws.read_text(raw)), InvalidPathError)
+        new = ws.audit.records[count:]
+        assert len(new) == 1, f"{raw!r}: {len(new)} audit records"
+        assert new[0].allowed is False and new[0].reason
+
+
+async def test_malformed_requests_count_against_the_rate_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Refused requests count (docs/policy.md), but a request refused for its path is refused
+    before the limiter sees it: an agent can probe traversal spellings without limit."""
+    monkeypatch.setattr(
+        workspace_module, "RateLimiter", lambda limit: RateLimiter(limit, clock=lambda: 0.0)
+    )
+    ws = Workspace(
+        [Mount.of("/docs", MemoryStore())],
+        policy=Policy.allow_all(rate_limit=RateLimit(5, 60)),
+    )
+    for i in range(5):
+        assert isinstance(await caught(ws.read_text(f"/docs/{'../' * (i + 2)}x")), InvalidPathError)
+    assert isinstance(await caught(ws.read_text("/docs/x")), RateLimitError)
