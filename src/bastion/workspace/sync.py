@@ -87,6 +87,10 @@ class SyncWorkspace:
     def filesystem_map(self) -> str:
         return self.aio.filesystem_map()
 
+    @property
+    def has_index(self) -> bool:
+        return self.aio.has_index
+
     def with_principal(self, principal: Principal) -> SyncWorkspace:
         return SyncWorkspace(self.aio.with_principal(principal))
 
@@ -104,3 +108,6 @@ class SyncWorkspace:
     list = _blocking(Workspace.list)
     glob = _blocking(Workspace.glob)
     grep = _blocking(Workspace.grep)
+    search = _blocking(Workspace.search)
+    index_directory = _blocking(Workspace.index_directory)
+    rebuild_index = _blocking(Workspace.rebuild_index)

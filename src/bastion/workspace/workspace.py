@@ -35,8 +35,11 @@ from bastion.core.principal import Principal
 from bastion.core.ratelimit import RateLimiter
 from bastion.workspace.fsmap import filesystem_map
 from bastion.workspace.grep import GrepMatch, GrepResult, clip, compile_matcher
+from bastion.workspace.knowledge import KnowledgeLink
+from bastion.workspace.searching import SearchMixin
 
 if TYPE_CHECKING:
+    from bastion.knowledge.service import Knowledge
     from bastion.workspace.sync import SyncWorkspace
 
 __all__ = ["EditResult", "Workspace"]
@@ -57,14 +60,17 @@ class EditResult:
 class _Shared:
     """State shared by every principal view of one workspace."""
 
-    def __init__(self, mounts: MountTable, policy: Policy, audit: AuditSink) -> None:
+    def __init__(
+        self, mounts: MountTable, policy: Policy, audit: AuditSink, knowledge: Knowledge | None
+    ) -> None:
         self.mounts = mounts
         self.policy = policy
         self.audit = audit
         self.limiter = RateLimiter(policy.rate_limit) if policy.rate_limit else None
+        self.knowledge = KnowledgeLink(knowledge, mounts) if knowledge is not None else None
 
 
-class Workspace:
+class Workspace(SearchMixin):
     """A governed virtual filesystem for one principal.
 
     >>> from bastion import Workspace, Mount, MemoryStore, Policy
@@ -78,15 +84,18 @@ class Workspace:
         policy: Policy,
         principal: Principal | None = None,
         audit: AuditSink | None = None,
+        knowledge: Knowledge | None = None,
     ) -> None:
         table = mounts if isinstance(mounts, MountTable) else MountTable(mounts)
-        self._shared = _Shared(table, policy, audit if audit is not None else MemoryAuditSink())
+        sink = audit if audit is not None else MemoryAuditSink()
+        self._shared = _Shared(table, policy, sink, knowledge)
         self._bind(principal or Principal.of("local"))
 
     def _bind(self, principal: Principal) -> None:
         shared = self._shared
         self.principal = principal
         self._ctx = GuardContext(principal, shared.policy, shared.audit, shared.limiter)
+        self._knowledge = shared.knowledge
         self._guarded = {
             m.prefix: GuardedStore(m.store, m, self._ctx) for m in shared.mounts.mounts
         }
@@ -282,6 +291,7 @@ class Workspace:
                 await self._backup(guarded, rel, vp, if_version)
             info = await self._write(guarded, rel, data, write_mode, if_version, parents)
             op.bytes = len(data)
+            await self._changed(vp)
             return info.at(vp)
 
     async def append(
@@ -369,6 +379,7 @@ class Workspace:
                 rel, data, mode=WriteMode.OVERWRITE, if_version=info.version
             )
             op.bytes = len(data)
+            await self._changed(vp)
             return EditResult(str(vp), count if replace_all else 1, written.version)
 
     # -- directories, delete, copy, move -----------------------------------------------------
@@ -401,6 +412,7 @@ class Workspace:
             self._refuse_mount_points(vp, "delete")
             guarded, rel = self._route(vp)
             await guarded.delete(rel, recursive=recursive)
+            await self._removed(vp)
 
     def _refuse_mount_points(self, vp: VPath, verb: str) -> None:
         mounts = self._shared.mounts
@@ -417,6 +429,7 @@ class Workspace:
             if d.is_relative_to(s) and info.is_dir:
                 raise NotADirectoryError_(f"cannot copy {s} into itself")
             op.bytes = await self._copy(s, d, info, overwrite=overwrite)
+            await self._changed(d)
             return await self._stat(d)
 
     async def _copy(self, s: VPath, d: VPath, info: FileInfo, *, overwrite: bool) -> int:
@@ -472,6 +485,8 @@ class Workspace:
                     await src_store.rename(src_rel, dst_rel)
             else:
                 await self._move_across(s, d, info, src_store, src_rel, dst_store, dst_rel)
+            await self._removed(s)
+            await self._changed(d)
             return await self._stat(d)
 
     async def _move_across(

@@ -1,0 +1,46 @@
+"""Text analysis for keyword search: lower-case word tokens, English stop words removed,
+Snowball-stemmed (PyStemmer, a C extension). The same analyzer runs on documents and queries.
+
+The stop-word list is the one bm25s ships as ``"en"`` (the English list of scikit-learn's
+predecessor, 33 words); measured on SciFact it keeps nDCG@10 at the level bm25s reports.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+
+import Stemmer
+
+__all__ = ["ENGLISH_STOPWORDS", "Analyzer"]
+
+ENGLISH_STOPWORDS = frozenset(
+    "a an and are as at be but by for if in into is it no not of on or such that the their "
+    "then there these they this to was will with".split()
+)
+
+_WORD = re.compile(r"(?u)\b\w\w+\b")
+
+
+class Analyzer:
+    """``analyze(text) -> list of terms``; repeated terms are kept (term frequency counts)."""
+
+    def __init__(
+        self, *, language: str = "english", stopwords: frozenset[str] = ENGLISH_STOPWORDS
+    ) -> None:
+        self.language = language
+        self.stopwords = stopwords
+        self._stemmer = Stemmer.Stemmer(language)
+        self._stem = lru_cache(maxsize=200_000)(self._stemmer.stemWord)
+
+    def analyze(self, text: str) -> list[str]:
+        folded = unicodedata.normalize("NFKC", text).lower()
+        stop = self.stopwords
+        stem = self._stem
+        return [stem(w) for w in _WORD.findall(folded) if w not in stop]
+
+    @property
+    def name(self) -> str:
+        """Identifies the analysis (an index built with one analyzer needs the same one)."""
+        return f"words-{self.language}-stop{len(self.stopwords)}"

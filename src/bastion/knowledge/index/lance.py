@@ -1,0 +1,233 @@
+"""The embedded default index: LanceDB in a local folder, searched through an in-memory mirror.
+
+LanceDB holds the chunks, their labels and vectors on disk (columnar, versioned, safe against
+a crash mid-write); every upsert and delete goes to it first. Searches run on the
+:class:`MemoryIndex` mirror loaded at open, because measured on SciFact (5,183 documents, the
+same machine, one run) LanceDB's own full-text search answered in 4.9 ms per query at nDCG@10
+0.684, and its flat vector search in ~11 ms, against 0.3 ms for the in-memory BM25 at 0.689
+and under 1 ms for the in-memory dot product. See ``docs/decisions.md``.
+
+One process writes a given folder at a time; other processes see its changes when they open
+the index again (shared multi-process indexes are the PostgreSQL adapter's job).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from bastion.core.errors import ConfigurationError, StoreError
+from bastion.knowledge.index.analysis import Analyzer
+from bastion.knowledge.index.memory import MemoryIndex
+from bastion.knowledge.index.models import DocumentMeta, IndexedChunk
+
+__all__ = ["LanceIndex"]
+
+_TABLE = "chunks"
+_META = "bastion-index.json"
+_FORMAT = 1
+
+
+def _schema(dim: int | None) -> pa.Schema:
+    fields = [
+        pa.field("chunk_id", pa.string(), nullable=False),
+        pa.field("doc_id", pa.string(), nullable=False),
+        pa.field("path", pa.string(), nullable=False),
+        pa.field("seq", pa.int32(), nullable=False),
+        pa.field("text", pa.string(), nullable=False),
+        pa.field("start_line", pa.int32(), nullable=False),
+        pa.field("end_line", pa.int32(), nullable=False),
+        pa.field("section", pa.string(), nullable=False),
+        pa.field("title", pa.string()),
+        pa.field("date", pa.string()),
+        pa.field("tenant", pa.string()),
+        pa.field("classification", pa.string(), nullable=False),
+        pa.field("roles", pa.list_(pa.string()), nullable=False),
+        pa.field("tags", pa.list_(pa.string()), nullable=False),
+        pa.field("version", pa.string()),
+    ]
+    if dim is not None:
+        fields.append(pa.field("vector", pa.list_(pa.float32(), dim)))
+    return pa.schema(fields)
+
+
+class LanceIndex(MemoryIndex):
+    """A persistent index in ``folder`` (created if missing).
+
+    ``dim`` is the embedder's vector size (``None`` for a keyword-only index); ``embedder`` its
+    name. Opening a folder built with another embedder or analyzer raises
+    :class:`ConfigurationError`: rebuild it (``bastion index --rebuild``).
+    """
+
+    kind = "lancedb"
+
+    def __init__(
+        self,
+        folder: str | os.PathLike[str],
+        *,
+        dim: int | None,
+        embedder: str | None = None,
+        analyzer: Analyzer | None = None,
+    ) -> None:
+        super().__init__(analyzer=analyzer)
+        import lancedb
+
+        self.folder = Path(folder)
+        self.dim = dim
+        self._write_lock = threading.RLock()
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._check_meta(embedder)
+        self._db = lancedb.connect(str(self.folder))
+        self._writes = 0
+        if _TABLE in self._db.list_tables().tables:
+            self._table = self._db.open_table(_TABLE)
+            self._load()
+        else:
+            self._table = self._db.create_table(_TABLE, schema=_schema(dim))
+
+    def _check_meta(self, embedder: str | None) -> None:
+        path = self.folder / _META
+        wanted = {
+            "format": _FORMAT,
+            "dim": self.dim,
+            "embedder": embedder,
+            "analyzer": self._analyzer.name,
+        }
+        if path.exists():
+            found = json.loads(path.read_text(encoding="utf-8"))
+            if found != wanted:
+                diff = ", ".join(
+                    f"{k}: {found.get(k)!r} != {v!r}"
+                    for k, v in wanted.items()
+                    if found.get(k) != v
+                )
+                raise ConfigurationError(
+                    f"the index in {self.folder.name} was built differently ({diff}); "
+                    "rebuild it with `bastion index --rebuild` or use another folder"
+                )
+            return
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(wanted), encoding="utf-8")
+        tmp.replace(path)
+
+    def _load(self) -> None:
+        rows = self._table.to_arrow().to_pylist()
+        chunks = [_from_row(row) for row in sorted(rows, key=lambda r: (r["doc_id"], r["seq"]))]
+        MemoryIndex.upsert(self, chunks)
+
+    def upsert(self, chunks: Sequence[IndexedChunk]) -> None:
+        if not chunks:
+            return
+        table = pa.Table.from_pylist([self._row(c) for c in chunks], schema=_schema(self.dim))
+        with self._write_lock:  # re-entrant: replace_documents holds it
+            try:
+                (
+                    self._table.merge_insert("chunk_id")
+                    .when_matched_update_all()
+                    .when_not_matched_insert_all()
+                    .execute(table)
+                )
+            except Exception as exc:  # noqa: BLE001 (LanceDB raises plain exceptions)
+                raise StoreError(f"index write failed: {exc}") from exc
+            super().upsert(chunks)
+            self._after_write()
+
+    def delete_documents(self, doc_ids: Iterable[str]) -> int:
+        ids = list(dict.fromkeys(doc_ids))
+        if not ids:
+            return 0
+        quoted = ", ".join("'" + i.replace("'", "''") + "'" for i in ids)
+        with self._write_lock:
+            try:
+                self._table.delete(f"doc_id IN ({quoted})")
+            except Exception as exc:  # noqa: BLE001
+                raise StoreError(f"index delete failed: {exc}") from exc
+            removed = super().delete_documents(ids)
+            self._after_write()
+            return removed
+
+    def replace_documents(self, doc_ids: Sequence[str], chunks: Sequence[IndexedChunk]) -> None:
+        """One LanceDB delete of the chunks that went, one merge of the new ones."""
+        fresh = {c.chunk_id for c in chunks}
+        gone = [c.chunk_id for d in doc_ids for c in self.chunks_of(d) if c.chunk_id not in fresh]
+        with self._write_lock:
+            if gone:
+                quoted = ", ".join("'" + i.replace("'", "''") + "'" for i in gone)
+                try:
+                    self._table.delete(f"chunk_id IN ({quoted})")
+                except Exception as exc:  # noqa: BLE001
+                    raise StoreError(f"index delete failed: {exc}") from exc
+            MemoryIndex.delete_documents(self, doc_ids)
+            self.upsert(chunks)
+
+    def clear(self) -> None:
+        with self._write_lock:
+            self._db.drop_table(_TABLE)
+            self._table = self._db.create_table(_TABLE, schema=_schema(self.dim))
+            super().clear()
+
+    def _after_write(self) -> None:
+        """Compact LanceDB's small fragments now and then (each write adds one)."""
+        self._writes += 1
+        if self._writes % 200 == 0:
+            try:
+                self._table.optimize()
+            except Exception:  # noqa: BLE001, S110 (optimization is best effort)
+                pass
+
+    def _row(self, chunk: IndexedChunk) -> dict[str, Any]:
+        doc = chunk.doc
+        row: dict[str, Any] = {
+            "chunk_id": chunk.chunk_id,
+            "doc_id": doc.doc_id,
+            "path": doc.path,
+            "seq": chunk.seq,
+            "text": chunk.text,
+            "start_line": chunk.start_line,
+            "end_line": chunk.end_line,
+            "section": chunk.section,
+            "title": doc.title,
+            "date": doc.date,
+            "tenant": doc.tenant,
+            "classification": doc.classification,
+            "roles": sorted(doc.roles),
+            "tags": sorted(doc.tags),
+            "version": doc.version,
+        }
+        if self.dim is not None:
+            if chunk.vector is None:
+                raise ValueError(f"chunk {chunk.chunk_id} has no vector for a vector index")
+            row["vector"] = np.asarray(chunk.vector, dtype=np.float32).tolist()
+        return row
+
+
+def _from_row(row: dict[str, Any]) -> IndexedChunk:
+    doc = DocumentMeta(
+        doc_id=row["doc_id"],
+        path=row["path"],
+        title=row["title"],
+        date=row["date"],
+        tenant=row["tenant"],
+        classification=row["classification"],
+        roles=frozenset(row["roles"]),
+        tags=frozenset(row["tags"]),
+        version=row["version"],
+    )
+    vector = row.get("vector")
+    return IndexedChunk(
+        chunk_id=row["chunk_id"],
+        doc=doc,
+        seq=row["seq"],
+        text=row["text"],
+        start_line=row["start_line"],
+        end_line=row["end_line"],
+        section=row["section"],
+        vector=None if vector is None else np.asarray(vector, dtype=np.float32),
+    )

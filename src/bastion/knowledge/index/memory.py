@@ -1,0 +1,227 @@
+"""An index held in memory: BM25 postings, a matrix of vectors, and per-document masks.
+
+Filters are evaluated once per distinct document metadata and cached per filter, so a search
+costs the scoring only; the mask of a new document is added when it first matters. Removed
+chunks leave dead slots that are compacted away once they outnumber the live ones.
+"""
+
+from __future__ import annotations
+
+import threading
+from array import array
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from bastion.knowledge.index.analysis import Analyzer
+from bastion.knowledge.index.bm25 import BM25
+from bastion.knowledge.index.models import DocumentMeta, IndexedChunk, IndexFilter, IndexHit
+from bastion.knowledge.index.port import Index
+
+__all__ = ["MemoryIndex"]
+
+_MASK_CACHE = 256
+
+
+class MemoryIndex(Index):
+    """Everything in process memory; :class:`LanceIndex` adds persistence on top."""
+
+    kind = "memory"
+
+    def __init__(self, *, analyzer: Analyzer | None = None, k1: float = 1.5, b: float = 0.75):
+        self._lock = threading.RLock()
+        self._analyzer = analyzer or Analyzer()
+        self._k1, self._b = k1, b
+        self._reset()
+
+    def _reset(self) -> None:
+        self._bm25 = BM25(self._analyzer, k1=self._k1, b=self._b)
+        self._chunks: list[IndexedChunk | None] = []
+        self._slot_of: dict[str, int] = {}
+        self._doc_slots: dict[str, set[int]] = {}
+        self._metas: list[DocumentMeta] = []
+        self._meta_code: dict[DocumentMeta, int] = {}
+        self._slot_meta = array("i")
+        self._vectors: npt.NDArray[np.float32] | None = None
+        self._has_vector = array("b")
+        self._masks: OrderedDict[IndexFilter, npt.NDArray[np.bool_]] = OrderedDict()
+
+    # -- writes ------------------------------------------------------------------------------
+
+    def upsert(self, chunks: Sequence[IndexedChunk]) -> None:
+        with self._lock:
+            for chunk in chunks:
+                old = self._slot_of.get(chunk.chunk_id)
+                if old is not None:
+                    self._drop_slot(old)
+                self._add(chunk)
+            self._maybe_compact()
+
+    def _add(self, chunk: IndexedChunk) -> None:
+        slot = len(self._chunks)
+        self._bm25.add(slot, _searchable_text(chunk))
+        self._chunks.append(chunk)
+        self._slot_of[chunk.chunk_id] = slot
+        self._doc_slots.setdefault(chunk.doc.doc_id, set()).add(slot)
+        code = self._meta_code.get(chunk.doc)
+        if code is None:
+            code = self._meta_code[chunk.doc] = len(self._metas)
+            self._metas.append(chunk.doc)
+        self._slot_meta.append(code)
+        self._put_vector(slot, chunk.vector)
+
+    def _put_vector(self, slot: int, vector: npt.NDArray[np.float32] | None) -> None:
+        if vector is None:
+            self._has_vector.append(0)
+            return
+        vec = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if self._vectors is None:
+            self._vectors = np.zeros((max(64, slot + 1), vec.shape[0]), dtype=np.float32)
+        elif vec.shape[0] != self._vectors.shape[1]:
+            raise ValueError(
+                f"vector of {vec.shape[0]} dimensions in an index of {self._vectors.shape[1]}"
+            )
+        if slot >= self._vectors.shape[0]:
+            grown = np.zeros((max(slot + 1, 2 * self._vectors.shape[0]), vec.shape[0]), np.float32)
+            grown[: self._vectors.shape[0]] = self._vectors
+            self._vectors = grown
+        self._vectors[slot] = vec
+        self._has_vector.append(1)
+
+    def _drop_slot(self, slot: int) -> None:
+        chunk = self._chunks[slot]
+        if chunk is None:
+            return
+        self._chunks[slot] = None
+        del self._slot_of[chunk.chunk_id]
+        slots = self._doc_slots[chunk.doc.doc_id]
+        slots.discard(slot)
+        if not slots:
+            del self._doc_slots[chunk.doc.doc_id]
+        self._bm25.remove(slot)
+        self._has_vector[slot] = 0
+
+    def delete_documents(self, doc_ids: Iterable[str]) -> int:
+        removed = 0
+        with self._lock:
+            for doc_id in doc_ids:
+                for slot in list(self._doc_slots.get(doc_id, ())):
+                    self._drop_slot(slot)
+                    removed += 1
+            self._maybe_compact()
+        return removed
+
+    def clear(self) -> None:
+        with self._lock:
+            self._reset()
+
+    def _maybe_compact(self) -> None:
+        dead = len(self._chunks) - len(self._slot_of)
+        if dead > max(1000, len(self._slot_of)):
+            self._compact()
+
+    def _compact(self) -> None:
+        keep = np.array([i for i, c in enumerate(self._chunks) if c is not None], dtype=np.int64)
+        self._bm25.compact(keep)
+        self._chunks = [self._chunks[i] for i in keep]
+        self._slot_of = {c.chunk_id: i for i, c in enumerate(self._chunks) if c is not None}
+        self._doc_slots = {}
+        for i, c in enumerate(self._chunks):
+            assert c is not None
+            self._doc_slots.setdefault(c.doc.doc_id, set()).add(i)
+        self._slot_meta = array("i", np.frombuffer(self._slot_meta, np.int32)[keep].tobytes())
+        self._has_vector = array("b", np.frombuffer(self._has_vector, np.int8)[keep].tobytes())
+        if self._vectors is not None:
+            self._vectors = np.ascontiguousarray(self._vectors[keep])
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def documents(self) -> dict[str, DocumentMeta]:
+        with self._lock:
+            out: dict[str, DocumentMeta] = {}
+            for doc_id, slots in self._doc_slots.items():
+                chunk = self._chunks[next(iter(slots))]
+                assert chunk is not None
+                out[doc_id] = chunk.doc
+            return out
+
+    def chunks_of(self, doc_id: str) -> list[IndexedChunk]:
+        with self._lock:
+            found = [self._chunks[s] for s in self._doc_slots.get(doc_id, ())]
+            return sorted((c for c in found if c is not None), key=lambda c: c.seq)
+
+    def count(self) -> int:
+        return len(self._slot_of)
+
+    def _slot_mask(self, flt: IndexFilter | None) -> npt.NDArray[np.bool_] | None:
+        if flt is None:
+            return None
+        doc_mask = self._masks.get(flt)
+        if doc_mask is None or len(doc_mask) < len(self._metas):
+            start = 0 if doc_mask is None else len(doc_mask)
+            extra = np.fromiter(
+                (flt.admits(m) for m in self._metas[start:]), bool, len(self._metas) - start
+            )
+            doc_mask = extra if doc_mask is None else np.concatenate([doc_mask, extra])
+            self._masks[flt] = doc_mask
+            if len(self._masks) > _MASK_CACHE:
+                self._masks.popitem(last=False)
+        self._masks.move_to_end(flt)
+        mask = doc_mask[np.frombuffer(self._slot_meta, dtype=np.int32)]
+        if flt.section is not None:
+            for slot in np.flatnonzero(mask):
+                chunk = self._chunks[slot]
+                if chunk is not None and not flt.admits_section(chunk.section):
+                    mask[slot] = False
+        return mask
+
+    def search_keyword(self, query: str, k: int, flt: IndexFilter | None = None) -> list[IndexHit]:
+        with self._lock:
+            scores = self._bm25.scores(query, self._slot_mask(flt))
+            return self._top(scores, k, positive_only=True)
+
+    def search_vector(
+        self, vector: npt.NDArray[np.float32], k: int, flt: IndexFilter | None = None
+    ) -> list[IndexHit]:
+        with self._lock:
+            n = len(self._chunks)
+            if self._vectors is None or n == 0:
+                return []
+            query = np.asarray(vector, dtype=np.float32).reshape(-1)
+            scores = self._vectors[:n] @ query
+            ok = np.frombuffer(self._has_vector, dtype=np.int8).astype(bool)
+            mask = self._slot_mask(flt)
+            if mask is not None:
+                ok &= mask
+            scores[~ok] = -np.inf
+            return self._top(scores, k, positive_only=False)
+
+    def _top(
+        self, scores: npt.NDArray[np.float32], k: int, *, positive_only: bool
+    ) -> list[IndexHit]:
+        if k <= 0 or len(scores) == 0:
+            return []
+        candidates = (
+            np.flatnonzero(scores > 0) if positive_only else np.flatnonzero(np.isfinite(scores))
+        )
+        if len(candidates) > k:
+            part = np.argpartition(-scores[candidates], k - 1)[:k]
+            candidates = candidates[part]
+        order = candidates[np.lexsort((candidates, -scores[candidates]))]
+        hits = []
+        for slot in order:
+            chunk = self._chunks[slot]
+            if chunk is not None:
+                hits.append(IndexHit(chunk, float(scores[slot])))
+        return hits
+
+
+def _searchable_text(chunk: IndexedChunk) -> str:
+    """What BM25 indexes: the chunk, preceded by its heading path when the chunk does not
+    open with it (a chunk deep in a section still matches the section's name)."""
+    section = chunk.section.rsplit(" > ", 1)[-1] if chunk.section else ""
+    if section and section not in chunk.text[: len(section) + 8]:
+        return f"{chunk.section}\n{chunk.text}"
+    return chunk.text

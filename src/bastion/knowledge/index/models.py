@@ -1,0 +1,130 @@
+"""Records of the index: what goes in (a chunk with its labels and vector), how a search is
+narrowed (a filter), and what comes out (hits)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+import numpy as np
+import numpy.typing as npt
+
+from bastion.core.errors import ConfigurationError
+
+__all__ = ["DocumentMeta", "IndexFilter", "IndexHit", "IndexedChunk", "SearchMode"]
+
+
+class SearchMode(StrEnum):
+    BM25 = "bm25"
+    VECTOR = "vector"
+    HYBRID = "hybrid"
+
+    @classmethod
+    def parse(cls, value: str | SearchMode) -> SearchMode:
+        try:
+            return cls(value)
+        except ValueError:
+            raise ConfigurationError(
+                f"unknown search mode {value!r}; choose bm25, vector or hybrid"
+            ) from None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class DocumentMeta:
+    """What the index knows of a document as a whole: where it is and how it is labelled.
+    Every chunk of the document carries these labels."""
+
+    doc_id: str
+    path: str
+    """Workspace path (``/docs/a.md``)."""
+    title: str | None = None
+    date: str | None = None
+    """ISO 8601 date of the document, when known."""
+    tenant: str | None = None
+    classification: str = "public"
+    roles: frozenset[str] = frozenset()
+    """Roles allowed to read; empty means every role."""
+    tags: frozenset[str] = frozenset()
+    version: str | None = None
+    """The file version the chunks were made from (to notice a stale index)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class IndexedChunk:
+    """One chunk as stored in an index."""
+
+    chunk_id: str
+    doc: DocumentMeta
+    seq: int
+    text: str
+    start_line: int
+    end_line: int
+    section: str = ""
+    vector: npt.NDArray[np.float32] | None = field(default=None, compare=False, repr=False)
+
+
+AccessCheck = Callable[[DocumentMeta], bool]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class IndexFilter:
+    """Conditions every hit satisfies; evaluated inside the index, before ranking, so ``k``
+    results are ``k`` results that pass. ``None`` or empty means no condition."""
+
+    path_prefix: str | None = None
+    """Only documents at or under this workspace path (per segment: ``/docs`` not ``/docs2``)."""
+    doc_ids: frozenset[str] | None = None
+    tenant: str | None = None
+    """Only documents of this tenant (documents bound to no tenant pass)."""
+    classifications: frozenset[str] | None = None
+    """Only these classifications."""
+    roles: frozenset[str] | None = None
+    """The asker's roles: a document passes when it allows every role or one of these."""
+    tags: frozenset[str] = frozenset()
+    """Only documents carrying every one of these tags."""
+    section: str | None = None
+    """Only chunks whose heading path starts with this (case-insensitive)."""
+    date_from: str | None = None
+    date_to: str | None = None
+    """Only documents dated in ``[date_from, date_to]`` (ISO strings; undated ones fail)."""
+    access: AccessCheck | None = field(default=None, compare=False, hash=False)
+    """A final per-document check (the guard's path policy), cached per ``access_key``."""
+    access_key: object = None
+    """Identifies ``access`` for caching; two filters with equal keys must check alike."""
+
+    def admits(self, doc: DocumentMeta) -> bool:
+        """The document-level part of the filter (everything but ``section``)."""
+        if self.path_prefix is not None and self.path_prefix not in ("", "/"):
+            prefix = self.path_prefix.rstrip("/")
+            if doc.path != prefix and not doc.path.startswith(prefix + "/"):
+                return False
+        if self.doc_ids is not None and doc.doc_id not in self.doc_ids:
+            return False
+        if self.tenant is not None and doc.tenant not in (None, self.tenant):
+            return False
+        if self.classifications is not None and doc.classification not in self.classifications:
+            return False
+        if self.roles is not None and doc.roles and not (doc.roles & self.roles):
+            return False
+        if self.tags and not self.tags <= doc.tags:
+            return False
+        if self.date_from is not None or self.date_to is not None:
+            if doc.date is None:
+                return False
+            if self.date_from is not None and doc.date[: len(self.date_from)] < self.date_from:
+                return False
+            if self.date_to is not None and doc.date[: len(self.date_to)] > self.date_to:
+                return False
+        return self.access is None or self.access(doc)
+
+    def admits_section(self, section: str) -> bool:
+        return self.section is None or section.casefold().startswith(self.section.casefold())
+
+
+@dataclass(frozen=True, slots=True)
+class IndexHit:
+    """A chunk and its score for one query (higher is better; scales differ by mode)."""
+
+    chunk: IndexedChunk
+    score: float

@@ -1,0 +1,286 @@
+"""The workspace side of knowledge: keep the index in step with the files, and search it for
+one principal with the access filter pushed down into the index and re-checked on every hit.
+
+The indexer reads files through the mount's own store (it works for the system, so that every
+principal's search sees the same index); what leaves a search is filtered for the asker.
+Files on write-only mounts are not indexed: nobody may read them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from bastion.core.errors import BastionError, ConfigurationError, NotFoundError
+from bastion.core.models import Action, Labels, Scope
+from bastion.core.paths import VPath
+
+if TYPE_CHECKING:
+    from bastion.core.guard import GuardContext
+    from bastion.core.mounts import Mount, MountTable
+    from bastion.core.principal import Classifications
+    from bastion.knowledge.hits import SearchHit, SearchResult
+    from bastion.knowledge.index.models import DocumentMeta, IndexFilter
+    from bastion.knowledge.service import FileToIndex, Knowledge
+
+__all__ = ["IndexSummary", "KnowledgeLink"]
+
+_SNIPPET = 300
+_FILTER_KEYS = frozenset({"tags", "section", "date_from", "date_to", "doc_ids", "classifications"})
+
+
+@dataclass(kw_only=True, slots=True)
+class IndexSummary:
+    """What an indexing run did."""
+
+    indexed: int = 0
+    chunks: int = 0
+    skipped: dict[str, str] = field(default_factory=dict)
+    """Path -> why it was not indexed (unsupported type, parse error, too large...)."""
+    seconds: float = 0.0
+
+    def format(self) -> str:
+        lines = [
+            f"indexed {self.indexed} files ({self.chunks} chunks), skipped {len(self.skipped)} "
+            f"in {self.seconds:.1f} s"
+        ]
+        lines += [f"  skipped {path}: {why}" for path, why in sorted(self.skipped.items())]
+        return "\n".join(lines)
+
+
+class KnowledgeLink:
+    """Ties one :class:`Knowledge` to a workspace's mounts (shared by every principal view)."""
+
+    def __init__(self, knowledge: Knowledge, mounts: MountTable) -> None:
+        self.knowledge = knowledge
+        self.mounts = mounts
+        self.failures: dict[str, str] = {}
+        """Files that could not be indexed on their last change, and why."""
+
+    # -- following the files -----------------------------------------------------------------
+
+    def _mount(self, vp: VPath) -> Mount | None:
+        mount = self.mounts.find(vp)
+        if mount is None or mount.scope is Scope.WRITE_ONLY:
+            return None
+        return mount
+
+    async def file_changed(self, vp: VPath, classifications: Classifications) -> None:
+        """Re-index the file (or every file of the directory) now at ``vp``. Never raises for
+        a file it cannot index: the reason is kept in :attr:`failures`."""
+        mount = self._mount(vp)
+        if mount is None:
+            return
+        store, rel = mount.store, mount.to_store_path(vp)
+        try:
+            info = await store.stat(rel)
+        except NotFoundError:
+            await self.path_removed(vp)
+            return
+        if info.is_file:
+            files = [vp]
+        else:
+            files = [mount.prefix.join(e.path) async for e in store.walk(rel) if e.is_file]
+        await self.index_paths(files, classifications)
+
+    async def index_paths(
+        self,
+        paths: Sequence[VPath],
+        classifications: Classifications,
+        progress: Callable[[int, int, str], None] | None = None,
+        *,
+        batch: int = 128,
+    ) -> IndexSummary:
+        """Index these files (workspace paths) in batches; ``progress(done, total, path)``
+        after each batch."""
+
+        started = time.perf_counter()
+        summary = IndexSummary()
+        for lo in range(0, len(paths), batch):
+            todo: list[FileToIndex] = []
+            for vp in paths[lo : lo + batch]:
+                item = await self._load(vp)
+                if isinstance(item, str):
+                    summary.skipped[str(vp)] = item
+                    self.failures.pop(str(vp), None)
+                    await self.knowledge.remove(str(vp))
+                else:
+                    todo.append(item)
+            results = await self.knowledge.index_files(todo, classifications=classifications)
+            for item, result in zip(todo, results, strict=True):
+                if isinstance(result, BaseException):
+                    summary.skipped[item.path] = str(result)
+                    self.failures[item.path] = str(result)
+                else:
+                    summary.indexed += 1
+                    summary.chunks += result
+                    self.failures.pop(item.path, None)
+            done = min(lo + batch, len(paths))
+            if progress is not None:
+                progress(done, len(paths), str(paths[done - 1]))
+        summary.seconds = time.perf_counter() - started
+        return summary
+
+    async def _load(self, vp: VPath) -> FileToIndex | str:
+        """The file, ready to index, or why it will not be indexed."""
+        from bastion.knowledge.service import FileToIndex
+
+        mount = self._mount(vp)
+        if mount is None:
+            return "on a write-only mount or under no mount"
+        rel = mount.to_store_path(vp)
+        try:
+            info = await mount.store.stat(rel)
+            limit = self.knowledge.limits.max_bytes
+            if info.size > limit:
+                return f"over the {limit}-byte ingest limit"
+            data = await mount.store.read_all(rel)
+        except BastionError as exc:
+            return str(exc)
+        if not self.knowledge.indexable(str(vp), data):
+            return "unsupported type (not text, Markdown, HTML, PDF or DOCX)"
+        labels = info.labels if info.labels is not None else mount.labels
+        return FileToIndex(str(vp), data, labels, info.version)
+
+    async def all_files(self) -> list[VPath]:
+        """Every file of every mount that can be indexed (for a rebuild)."""
+        found: list[VPath] = []
+        for mount in self.mounts.mounts:
+            if mount.scope is Scope.WRITE_ONLY:
+                continue
+            async for entry in mount.store.walk():
+                full = mount.prefix.join(entry.path)
+                if entry.is_file and self.mounts.find(full) is mount:
+                    found.append(full)
+        return found
+
+    async def path_removed(self, vp: VPath) -> None:
+        """Forget the file at ``vp``, or every indexed file under it."""
+        prefix = str(vp).rstrip("/") + "/"
+        gone = [
+            meta.path
+            for meta in self.knowledge.index.documents().values()
+            if meta.path == str(vp) or meta.path.startswith(prefix)
+        ]
+        for path in gone:
+            await self.knowledge.remove(path)
+            self.failures.pop(path, None)
+
+    # -- searching ---------------------------------------------------------------------------
+
+    def access_filter(
+        self, ctx: GuardContext, path: VPath, options: Mapping[str, Any] | None
+    ) -> IndexFilter:
+        """The filter for one principal: labels as columns (tenant, clearance, roles), the
+        path policy and mount scopes as a cached per-document check, plus the caller's own
+        conditions (``tags``, ``section``, ``date_from``, ``date_to``, ``doc_ids``)."""
+        from bastion.knowledge.index.models import IndexFilter
+
+        order = ctx.policy.classifications.order
+        clearance = ctx.principal.clearance
+        allowed = frozenset(order[: order.index(clearance) + 1]) if clearance in order else None
+        base = IndexFilter(
+            path_prefix=None if path.is_root else str(path),
+            tenant=ctx.principal.tenant,
+            classifications=allowed if allowed is not None else frozenset(),
+            roles=ctx.roles,
+            access=lambda meta: self.may_read(ctx, meta),
+            access_key=(ctx.principal, id(ctx.policy), id(self.mounts)),
+        )
+        if not options:
+            return base
+        unknown = set(options) - _FILTER_KEYS
+        if unknown:
+            raise ConfigurationError(
+                f"unknown search filter {', '.join(sorted(unknown))}; use "
+                f"{', '.join(sorted(_FILTER_KEYS))}"
+            )
+        extra: dict[str, Any] = {}
+        for key, value in options.items():
+            many = key in ("tags", "doc_ids", "classifications")
+            extra[key] = frozenset([value] if isinstance(value, str) else value) if many else value
+        if "classifications" in extra:
+            extra["classifications"] = extra["classifications"] & base.classifications
+        return replace(base, **extra)
+
+    def may_read(self, ctx: GuardContext, meta: DocumentMeta) -> bool:
+        """Would the guard let this principal read this document? (scope, blocked segments,
+        path policy for read and search, labels)."""
+        try:
+            vp = VPath.parse(meta.path)
+        except BastionError:
+            return False
+        mount = self.mounts.find(vp)
+        if mount is None or not mount.scope.allows(Action.SEARCH):
+            return False
+        if not mount.scope.allows(Action.READ) or ctx.policy.limits.blocked(vp) is not None:
+            return False
+        if not (ctx.allows(Action.READ, vp) and ctx.allows(Action.SEARCH, vp)):
+            return False
+        labels = Labels(meta.tenant, meta.classification, meta.roles, meta.tags)
+        return ctx.admits(labels)
+
+    async def search(
+        self,
+        ctx: GuardContext,
+        query: str,
+        *,
+        mode: str,
+        k: int,
+        min_score: float | None,
+        path: VPath,
+        options: Mapping[str, Any] | None,
+        related: bool,
+    ) -> SearchResult:
+        from bastion.knowledge.hits import SearchResult
+
+        flt = self.access_filter(ctx, path, options)
+        hits = await self.knowledge.search(query, mode=mode, k=k, flt=flt)
+        out = [
+            _hit(h.chunk, h.score)
+            for h in hits
+            if (min_score is None or h.score >= min_score) and self.may_read(ctx, h.chunk.doc)
+        ]
+        if related and out:
+            out += self._related(ctx, out, flt)
+        return SearchResult(query=query, mode=mode, hits=tuple(out))
+
+    def _related(
+        self, ctx: GuardContext, hits: list[SearchHit], flt: IndexFilter
+    ) -> list[SearchHit]:
+        """One hop along relations from the hits: the first chunk of each related document
+        that the filter admits and the principal may read, flagged with the hit it came from."""
+        from bastion.knowledge.ingest import stable_doc_id
+
+        seen = {h.path for h in hits}
+        extra: list[SearchHit] = []
+        for source in dict.fromkeys(h.path for h in hits):
+            for neighbor in self.knowledge.relations.neighbors(source):
+                if neighbor.path in seen:
+                    continue
+                seen.add(neighbor.path)
+                chunks = self.knowledge.index.chunks_of(stable_doc_id(neighbor.path))
+                if chunks and flt.admits(chunks[0].doc) and self.may_read(ctx, chunks[0].doc):
+                    extra.append(replace(_hit(chunks[0], 0.0), related_to=source))
+        return extra
+
+
+def _hit(chunk: Any, score: float) -> SearchHit:
+    from bastion.knowledge.hits import SearchHit
+
+    doc = chunk.doc
+    text = chunk.text if len(chunk.text) <= _SNIPPET else chunk.text[: _SNIPPET - 3] + "..."
+    return SearchHit(
+        path=doc.path,
+        start_line=chunk.start_line,
+        end_line=chunk.end_line,
+        snippet=text,
+        score=score,
+        chunk_id=chunk.chunk_id,
+        doc_id=doc.doc_id,
+        section=chunk.section,
+        title=doc.title,
+        labels=Labels(doc.tenant, doc.classification, doc.roles, doc.tags),
+    )

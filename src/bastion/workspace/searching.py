@@ -1,0 +1,122 @@
+"""The knowledge half of :class:`~bastion.Workspace`: ``search``, ``index_directory`` and
+``rebuild_index``, plus the hooks that keep the index in step with every change."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from bastion.core.errors import ConfigurationError
+from bastion.core.paths import VPath
+
+if TYPE_CHECKING:
+    from bastion.core.guard import GuardContext, Operation
+    from bastion.knowledge.hits import SearchResult
+    from bastion.workspace.knowledge import IndexSummary, KnowledgeLink
+
+__all__ = ["SearchMixin"]
+
+Progress = Callable[[int, int, str], None]
+
+
+class SearchMixin:
+    """Mixed into :class:`~bastion.Workspace`; relies on its ``_ctx``, ``_knowledge`` and
+    ``_op``."""
+
+    _ctx: GuardContext
+    _knowledge: KnowledgeLink | None
+
+    def _op(self, name: str, path: VPath | str, target: VPath | str | None = None) -> Operation:
+        raise NotImplementedError
+
+    def _link(self) -> KnowledgeLink:
+        if self._knowledge is None:
+            raise ConfigurationError(
+                "this workspace has no knowledge index; pass knowledge=Knowledge(...) "
+                "(or Knowledge.open(folder)) to Workspace"
+            )
+        return self._knowledge
+
+    @property
+    def has_index(self) -> bool:
+        """True when the workspace keeps a search index."""
+        return self._knowledge is not None
+
+    async def search(
+        self,
+        query: str,
+        *,
+        mode: str = "hybrid",
+        k: int = 10,
+        min_score: float | None = None,
+        filter: Mapping[str, Any] | None = None,
+        path: str | VPath = "/",
+        related: bool = False,
+    ) -> SearchResult:
+        """The ``k`` best chunks for ``query`` that this principal may read.
+
+        ``mode`` is ``bm25``, ``vector`` or ``hybrid`` (a keyword-only index offers ``bm25``
+        only); ``path`` limits the search to a directory; ``filter`` takes ``tags``,
+        ``section``, ``date_from``, ``date_to``, ``doc_ids`` and ``classifications``;
+        ``min_score`` drops weaker hits (scores are on the mode's own scale); ``related=True``
+        adds, flagged, the documents one relation away from the hits.
+        """
+        link = self._link()
+        vp = VPath.parse(path)
+        if k < 0:
+            raise ValueError("k must be non-negative")
+        async with self._op("search", vp) as op:
+            result = await link.search(
+                self._ctx,
+                query,
+                mode=mode,
+                k=k,
+                min_score=min_score,
+                path=vp,
+                options=filter,
+                related=related,
+            )
+            op.bytes = len(result.hits)
+            return result
+
+    async def index_directory(
+        self, path: str | VPath = "/", *, progress: Progress | None = None
+    ) -> IndexSummary:
+        """Index every file under ``path`` that this principal can see (files already
+        indexed are refreshed); ``progress(done, total, path)`` is called after each file."""
+        link = self._link()
+        vp = VPath.parse(path)
+        async with self._op("index", vp):
+            files = (
+                [vp]
+                if (await self._stat(vp)).is_file
+                else [e.path async for e in self._walk(vp, None) if e.is_file]
+            )
+            return await link.index_paths(files, self._ctx.policy.classifications, progress)
+
+    async def rebuild_index(self, *, progress: Progress | None = None) -> IndexSummary:
+        """Throw the index away and index every file of every readable mount again (recovers
+        an index that was lost or is stale). An operator's task: it reads as the system."""
+        link = self._link()
+        async with self._op("rebuild-index", "/"):
+            link.knowledge.index.clear()
+            link.failures.clear()
+            files = await link.all_files()
+            return await link.index_paths(files, self._ctx.policy.classifications, progress)
+
+    async def _changed(self, *paths: VPath) -> None:
+        if self._knowledge is not None:
+            for vp in paths:
+                await self._knowledge.file_changed(vp, self._ctx.policy.classifications)
+
+    async def _removed(self, *paths: VPath) -> None:
+        if self._knowledge is not None:
+            for vp in paths:
+                await self._knowledge.path_removed(vp)
+
+    # provided by Workspace
+    async def _stat(self, vp: VPath) -> Any:
+        raise NotImplementedError
+
+    def _walk(self, root: VPath, max_depth: int | None, *, strict: bool = False) -> Any:
+        raise NotImplementedError
