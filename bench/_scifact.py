@@ -1,6 +1,6 @@
 """Load the offline BEIR SciFact copy and score a run with nDCG@10.
 
-Shared by the benchmark scripts in ``bench/``. The files live in ``/work/shared/data/scifact``
+Shared by the benchmark scripts in ``bench/``. The files live in ``../shared/data/scifact`` beside the repository
 (override with ``$BASTION_SCIFACT_DIR``); the loader accepts BEIR's own format too (an extra
 ``metadata`` key per line, CRLF line ends in the qrels).
 
@@ -22,7 +22,11 @@ import numpy as np
 
 __all__ = ["SciFact", "dense_search", "load_scifact", "ndcg_at_k"]
 
-DEFAULT_DIR = Path(os.environ.get("BASTION_SCIFACT_DIR", "/work/shared/data/scifact"))
+DEFAULT_DIR = Path(
+    os.environ.get(
+        "BASTION_SCIFACT_DIR", Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"
+    )
+)
 
 
 @dataclass(frozen=True, kw_only=True)

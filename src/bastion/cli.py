@@ -23,5 +23,16 @@ def demo() -> None:
     run_demo(click.echo)
 
 
+def _register() -> None:
+    from bastion.cli_knowledge import eval_command, index_command, search_command
+
+    main.add_command(index_command)
+    main.add_command(search_command)
+    main.add_command(eval_command)
+
+
+_register()
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

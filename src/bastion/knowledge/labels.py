@@ -29,15 +29,18 @@ def document_labels(
 ) -> Labels:
     """``base`` tightened by the ``classification``, ``roles`` and ``tags`` of ``metadata``.
 
-    An unknown classification in the front matter is taken as the highest known level, and
+    An unknown classification in the front matter (or one that is not a string) is taken as
+    the highest known level, an unknown base classification (which admits nobody) is kept, and
     roles that do not overlap the base roles leave a role nobody holds: fail closed.
     """
     classification = base.classification
     wanted = metadata.get("classification")
-    if isinstance(wanted, str) and wanted:
+    if isinstance(wanted, str):
+        wanted = wanted.strip()
+    if wanted is not None and wanted != "":
         order = classifications.order
-        level = wanted if wanted in order else order[-1]
-        if base.classification not in order or order.index(level) > order.index(classification):
+        level = wanted if isinstance(wanted, str) and wanted in order else order[-1]
+        if classification in order and order.index(level) > order.index(classification):
             classification = level
     roles = base.roles
     asked = _strings(metadata.get("roles"))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import threading
+from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
@@ -163,12 +164,15 @@ def _strip_fences(text: str) -> str:
 def _blank_code_spans(block: str) -> str:
     """``block`` with inline code spans replaced by spaces (same length)."""
     runs = [(m.start(), m.end()) for m in _BACKTICKS.finditer(block)]
+    by_width: dict[int, list[int]] = {}  # run indices by length: finds a closer in log time
+    for j, (start, end) in enumerate(runs):
+        by_width.setdefault(end - start, []).append(j)
     pieces: list[str] = []
     last = i = 0
     while i < len(runs):
         start = runs[i][0] + _escaped(block, runs[i][0])  # "\`" is a literal backtick
-        width = runs[i][1] - start
-        close = next((j for j in range(i + 1, len(runs)) if runs[j][1] - runs[j][0] == width), i)
+        same = by_width.get(runs[i][1] - start, [])
+        close = same[k] if (k := bisect_right(same, i)) < len(same) else i
         if close > i:
             pieces += [block[last:start], " " * (runs[close][1] - start)]
             last = runs[close][1]

@@ -96,10 +96,12 @@ class Knowledge:
         folder: str | os.PathLike[str],
         *,
         embedder: Embedder | str | None = "local",
+        embedding_cache: str | os.PathLike[str] | None = None,
         **kwargs: object,
     ) -> Knowledge:
         """The embedded default: a LanceDB index in ``folder``, the packaged local model
-        (``"local"``), vectors cached in ``folder/embeddings.sqlite``."""
+        (``"local"``), vectors cached in ``embedding_cache`` (default
+        ``folder/embeddings.sqlite``)."""
         from bastion.knowledge.embedders.cache import CachedEmbedder, EmbeddingCache
         from bastion.knowledge.index.lance import LanceIndex
 
@@ -117,7 +119,9 @@ class Knowledge:
         else:
             model = embedder
         if model is not None:
-            model = CachedEmbedder(model, EmbeddingCache(root / "embeddings.sqlite"))
+            cache_file = Path(embedding_cache or root / "embeddings.sqlite")
+            cache_file.parent.mkdir(parents=True, exist_ok=True)
+            model = CachedEmbedder(model, EmbeddingCache(cache_file))
         index = LanceIndex(
             root / "lance",
             dim=model.dim if model is not None else None,

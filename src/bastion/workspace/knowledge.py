@@ -9,6 +9,7 @@ Files on write-only mounts are not indexed: nobody may read them.
 from __future__ import annotations
 
 import time
+from functools import lru_cache
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = ["IndexSummary", "KnowledgeLink"]
 
 _SNIPPET = 300
+_MEMO = 200_000
 _FILTER_KEYS = frozenset({"tags", "section", "date_from", "date_to", "doc_ids", "classifications"})
 
 
@@ -58,6 +60,7 @@ class KnowledgeLink:
         self.mounts = mounts
         self.failures: dict[str, str] = {}
         """Files that could not be indexed on their last change, and why."""
+        self._readable: dict[tuple[object, DocumentMeta], bool] = {}
 
     # -- following the files -----------------------------------------------------------------
 
@@ -186,7 +189,7 @@ class KnowledgeLink:
             tenant=ctx.principal.tenant,
             classifications=allowed if allowed is not None else frozenset(),
             roles=ctx.roles,
-            access=lambda meta: self.may_read(ctx, meta),
+            access=lambda meta: self._may_read(ctx, meta),
             access_key=(ctx.principal, id(ctx.policy), id(self.mounts)),
         )
         if not options:
@@ -207,7 +210,17 @@ class KnowledgeLink:
 
     def may_read(self, ctx: GuardContext, meta: DocumentMeta) -> bool:
         """Would the guard let this principal read this document? (scope, blocked segments,
-        path policy for read and search, labels)."""
+        path policy for read and search, labels). Memoized per principal and document
+        metadata: both are immutable, and so are the policy and the mount table."""
+        key = ((ctx.principal, id(ctx.policy)), meta)
+        known = self._readable.get(key)
+        if known is None:
+            if len(self._readable) > _MEMO:
+                self._readable.clear()
+            known = self._readable[key] = self._may_read(ctx, meta)
+        return known
+
+    def _may_read(self, ctx: GuardContext, meta: DocumentMeta) -> bool:
         try:
             vp = VPath.parse(meta.path)
         except BastionError:
@@ -282,5 +295,10 @@ def _hit(chunk: Any, score: float) -> SearchHit:
         doc_id=doc.doc_id,
         section=chunk.section,
         title=doc.title,
-        labels=Labels(doc.tenant, doc.classification, doc.roles, doc.tags),
+        labels=_labels(doc),
     )
+
+
+@lru_cache(maxsize=65_536)
+def _labels(doc: DocumentMeta) -> Labels:
+    return Labels(doc.tenant, doc.classification, doc.roles, doc.tags)

@@ -39,6 +39,7 @@ from bastion.knowledge.eval.metrics import (
     reciprocal_rank,
 )
 from bastion.knowledge.eval.run import RunRecord, describe_machine, percentile, run_retrieval
+from bastion.knowledge.eval.workspace import evaluate_workspace
 
 __all__ = [
     "DEFAULT_KS",
@@ -53,6 +54,7 @@ __all__ = [
     "RunRecord",
     "describe_machine",
     "evaluate",
+    "evaluate_workspace",
     "iter_corpus",
     "load_corpus",
     "load_dataset",

@@ -11,14 +11,15 @@ import re
 import unicodedata
 from functools import lru_cache
 
-import Stemmer
+import Stemmer  # type: ignore[import-not-found]  # PyStemmer ships no stubs
 
 __all__ = ["ENGLISH_STOPWORDS", "Analyzer"]
 
-ENGLISH_STOPWORDS = frozenset(
+_ENGLISH = (
     "a an and are as at be but by for if in into is it no not of on or such that the their "
-    "then there these they this to was will with".split()
+    "then there these they this to was will with"
 )
+ENGLISH_STOPWORDS = frozenset(_ENGLISH.split())
 
 _WORD = re.compile(r"(?u)\b\w\w+\b")
 

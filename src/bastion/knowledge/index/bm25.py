@@ -114,19 +114,19 @@ class BM25:
         if n == 0:
             return out
         alive, norm = self._state()
+        complete = n == len(self._lengths)
         k1p1 = np.float32(self.k1 + 1.0)
         for term in dict.fromkeys(self.analyzer.analyze(query)):
             postings = self._postings.get(term)
             if postings is None:
                 continue
             slots, tfs = postings.arrays()
-            live = alive[slots]
-            df = int(np.count_nonzero(live))
+            df = len(slots) if complete else int(np.count_nonzero(alive[slots]))
             if df == 0:
                 continue
             idf = np.float32(np.log1p((n - df + 0.5) / (df + 0.5)))
             out[slots] += idf * k1p1 * tfs / (tfs + norm[slots])
-        if len(self._lengths) != self._live_count:
+        if not complete:
             out[~alive] = 0.0
         if mask is not None:
             out[~mask[: len(out)]] = 0.0

@@ -4,6 +4,9 @@
 * :func:`weighted` — each list's scores min-max normalized to [0, 1], then
   ``alpha * vector + (1 - alpha) * keyword``; a hit missing from a list gets 0 there.
 
+Ties are broken deterministically: by chunk id in :func:`rrf`, by the order of the more
+heavily weighted list in :func:`weighted`.
+
 The default is chosen by measurement on SciFact (``bench/search_scifact.py``; see
 ``docs/benchmarks.md``).
 """
@@ -33,12 +36,18 @@ def weighted(
 ) -> list[IndexHit]:
     scores: dict[str, float] = {}
     chunks: dict[str, IndexHit] = {}
-    for hits, weight in ((keyword, 1.0 - alpha), (vector, alpha)):
+    # The heavier list is read first and equal scores keep the order hits were first seen in:
+    # the bottom hit of a list (normalized to 0) still ranks above hits missing from it, and
+    # alpha=0 or alpha=1 gives exactly that list's order.
+    lists = [(keyword, 1.0 - alpha), (vector, alpha)]
+    lists.sort(key=lambda pair: -pair[1])
+    for hits, weight in lists:
         for hit, norm in zip(hits, _minmax([h.score for h in hits]), strict=True):
             key = hit.chunk.chunk_id
             scores[key] = scores.get(key, 0.0) + weight * norm
             chunks.setdefault(key, hit)
-    return _ranked(scores, chunks)
+    order = sorted(scores, key=lambda key: -scores[key])  # stable: ties in first-seen order
+    return [IndexHit(chunks[key].chunk, scores[key]) for key in order]
 
 
 def _minmax(values: Sequence[float]) -> list[float]:

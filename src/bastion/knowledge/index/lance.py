@@ -13,15 +13,17 @@ the index again (shared multi-process indexes are the PostgreSQL adapter's job).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
+import pyarrow as pa  # type: ignore[import-untyped]  # no py.typed marker
 
 from bastion.core.errors import ConfigurationError, StoreError
 from bastion.knowledge.index.analysis import Analyzer
@@ -123,6 +125,13 @@ class LanceIndex(MemoryIndex):
         MemoryIndex.upsert(self, chunks)
 
     def upsert(self, chunks: Sequence[IndexedChunk]) -> None:
+        # One row per chunk id, the last one winning as in the mirror: LanceDB's merge inserts
+        # both rows of a new id, and refuses a batch that matches a stored row twice.
+        chunks = list({c.chunk_id: c for c in chunks}.values())
+        if self.dim is None:
+            # A keyword-only index stores no vectors, so the mirror keeps none either and
+            # searches alike before and after a reopen.
+            chunks = [c if c.vector is None else replace(c, vector=None) for c in chunks]
         if not chunks:
             return
         table = pa.Table.from_pylist([self._row(c) for c in chunks], schema=_schema(self.dim))
@@ -134,7 +143,7 @@ class LanceIndex(MemoryIndex):
                     .when_not_matched_insert_all()
                     .execute(table)
                 )
-            except Exception as exc:  # noqa: BLE001 (LanceDB raises plain exceptions)
+            except Exception as exc:  # LanceDB raises plain exceptions
                 raise StoreError(f"index write failed: {exc}") from exc
             super().upsert(chunks)
             self._after_write()
@@ -143,12 +152,8 @@ class LanceIndex(MemoryIndex):
         ids = list(dict.fromkeys(doc_ids))
         if not ids:
             return 0
-        quoted = ", ".join("'" + i.replace("'", "''") + "'" for i in ids)
         with self._write_lock:
-            try:
-                self._table.delete(f"doc_id IN ({quoted})")
-            except Exception as exc:  # noqa: BLE001
-                raise StoreError(f"index delete failed: {exc}") from exc
+            self._delete_rows("doc_id", ids)
             removed = super().delete_documents(ids)
             self._after_write()
             return removed
@@ -156,16 +161,22 @@ class LanceIndex(MemoryIndex):
     def replace_documents(self, doc_ids: Sequence[str], chunks: Sequence[IndexedChunk]) -> None:
         """One LanceDB delete of the chunks that went, one merge of the new ones."""
         fresh = {c.chunk_id for c in chunks}
-        gone = [c.chunk_id for d in doc_ids for c in self.chunks_of(d) if c.chunk_id not in fresh]
         with self._write_lock:
+            gone = [
+                c.chunk_id for d in doc_ids for c in self.chunks_of(d) if c.chunk_id not in fresh
+            ]
             if gone:
-                quoted = ", ".join("'" + i.replace("'", "''") + "'" for i in gone)
-                try:
-                    self._table.delete(f"chunk_id IN ({quoted})")
-                except Exception as exc:  # noqa: BLE001
-                    raise StoreError(f"index delete failed: {exc}") from exc
+                self._delete_rows("chunk_id", gone)
             MemoryIndex.delete_documents(self, doc_ids)
             self.upsert(chunks)
+
+    def _delete_rows(self, column: str, values: Sequence[str]) -> None:
+        """Delete the rows whose ``column`` is one of ``values`` (quoted here, SQL style)."""
+        quoted = ", ".join("'" + v.replace("'", "''") + "'" for v in values)
+        try:
+            self._table.delete(f"{column} IN ({quoted})")
+        except Exception as exc:  # LanceDB raises plain exceptions
+            raise StoreError(f"index delete failed: {exc}") from exc
 
     def clear(self) -> None:
         with self._write_lock:
@@ -177,10 +188,8 @@ class LanceIndex(MemoryIndex):
         """Compact LanceDB's small fragments now and then (each write adds one)."""
         self._writes += 1
         if self._writes % 200 == 0:
-            try:
+            with contextlib.suppress(Exception):  # optimization is best effort
                 self._table.optimize()
-            except Exception:  # noqa: BLE001, S110 (optimization is best effort)
-                pass
 
     def _row(self, chunk: IndexedChunk) -> dict[str, Any]:
         doc = chunk.doc

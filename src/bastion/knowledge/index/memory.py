@@ -52,6 +52,7 @@ class MemoryIndex(Index):
 
     def upsert(self, chunks: Sequence[IndexedChunk]) -> None:
         with self._lock:
+            self._check_vectors(chunks)
             for chunk in chunks:
                 old = self._slot_of.get(chunk.chunk_id)
                 if old is not None:
@@ -72,23 +73,41 @@ class MemoryIndex(Index):
         self._slot_meta.append(code)
         self._put_vector(slot, chunk.vector)
 
+    def _check_vectors(self, chunks: Sequence[IndexedChunk]) -> None:
+        """Refuse a batch with a vector of the wrong size before anything changes (a half-applied
+        batch would leave slots without their vector row)."""
+        dim = None if self._vectors is None else self._vectors.shape[1]
+        for chunk in chunks:
+            if chunk.vector is None:
+                continue
+            size = np.asarray(chunk.vector).size
+            if dim is None:
+                dim = size
+            elif size != dim:
+                raise ValueError(
+                    f"chunk {chunk.chunk_id} has a vector of {size} dimensions in an index of {dim}"
+                )
+
     def _put_vector(self, slot: int, vector: npt.NDArray[np.float32] | None) -> None:
-        if vector is None:
-            self._has_vector.append(0)
-            return
-        vec = np.asarray(vector, dtype=np.float32).reshape(-1)
+        """Store the vector of ``slot``; once a vector exists, the matrix has a row per slot
+        (a zero row where a chunk has none), so rows and slots line up."""
+        vec = None if vector is None else np.asarray(vector, dtype=np.float32).reshape(-1)
         if self._vectors is None:
+            if vec is None:
+                self._has_vector.append(0)
+                return
             self._vectors = np.zeros((max(64, slot + 1), vec.shape[0]), dtype=np.float32)
-        elif vec.shape[0] != self._vectors.shape[1]:
-            raise ValueError(
-                f"vector of {vec.shape[0]} dimensions in an index of {self._vectors.shape[1]}"
-            )
-        if slot >= self._vectors.shape[0]:
-            grown = np.zeros((max(slot + 1, 2 * self._vectors.shape[0]), vec.shape[0]), np.float32)
-            grown[: self._vectors.shape[0]] = self._vectors
+        rows, dim = self._vectors.shape
+        if slot >= rows:
+            grown = np.zeros((max(slot + 1, 2 * rows), dim), np.float32)
+            grown[:rows] = self._vectors
             self._vectors = grown
-        self._vectors[slot] = vec
-        self._has_vector.append(1)
+        if vec is None:
+            self._vectors[slot] = 0.0
+            self._has_vector.append(0)
+        else:
+            self._vectors[slot] = vec
+            self._has_vector.append(1)
 
     def _drop_slot(self, slot: int) -> None:
         chunk = self._chunks[slot]
@@ -142,7 +161,7 @@ class MemoryIndex(Index):
         with self._lock:
             out: dict[str, DocumentMeta] = {}
             for doc_id, slots in self._doc_slots.items():
-                chunk = self._chunks[next(iter(slots))]
+                chunk = self._chunks[max(slots)]  # the latest write wins
                 assert chunk is not None
                 out[doc_id] = chunk.doc
             return out
@@ -158,6 +177,11 @@ class MemoryIndex(Index):
     def _slot_mask(self, flt: IndexFilter | None) -> npt.NDArray[np.bool_] | None:
         if flt is None:
             return None
+        if flt.access is not None and flt.access_key is None:
+            # Filters compare equal regardless of ``access``: without a key to tell two checks
+            # apart, a cached mask could be another principal's.
+            fresh = np.fromiter((flt.admits(m) for m in self._metas), bool, len(self._metas))
+            return self._section_mask(flt, fresh)
         doc_mask = self._masks.get(flt)
         if doc_mask is None or len(doc_mask) < len(self._metas):
             start = 0 if doc_mask is None else len(doc_mask)
@@ -169,6 +193,12 @@ class MemoryIndex(Index):
             if len(self._masks) > _MASK_CACHE:
                 self._masks.popitem(last=False)
         self._masks.move_to_end(flt)
+        return self._section_mask(flt, doc_mask)
+
+    def _section_mask(
+        self, flt: IndexFilter, doc_mask: npt.NDArray[np.bool_]
+    ) -> npt.NDArray[np.bool_]:
+        """Per-document mask -> per-slot mask, with the section condition applied."""
         mask = doc_mask[np.frombuffer(self._slot_meta, dtype=np.int32)]
         if flt.section is not None:
             for slot in np.flatnonzero(mask):

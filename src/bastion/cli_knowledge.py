@@ -1,0 +1,149 @@
+"""``bastion index``, ``bastion search`` and ``bastion eval``: thin shells over the library.
+
+``index`` mounts a folder read-only at ``/`` and indexes it into an index folder (default
+``.bastion/index`` in the current directory); ``search`` opens that index again; ``eval`` loads a
+BEIR dataset into a scratch workspace, indexes it and scores a search mode.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import click
+
+__all__ = ["eval_command", "index_command", "search_command"]
+
+_STATE = "bastion-cli.json"
+_DIR = click.Path(path_type=Path)
+_DEFAULT_INDEX = Path(".bastion/index")
+_MODES = click.Choice(["bm25", "vector", "hybrid"])
+
+
+def _knowledge(index_dir: Path, *, dense: bool) -> Any:
+    from bastion.knowledge.service import Knowledge
+
+    return Knowledge.open(index_dir, embedder="local" if dense else None)
+
+
+def _workspace(root: Path, knowledge: Any) -> Any:
+    from bastion import FileLimits, LocalStore, Mount, Policy, Workspace
+
+    policy = Policy.allow_all(limits=FileLimits(blocked_segments=frozenset({".bastion", ".git"})))
+    return Workspace(
+        [Mount.of("/", LocalStore(root), "read_only")], policy=policy, knowledge=knowledge
+    )
+
+
+@click.command("index")
+@click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "--index",
+    "index_dir",
+    type=click.Path(path_type=Path),
+    default=Path(".bastion/index"),
+    show_default=True,
+    help="Folder of the index (created if missing).",
+)
+@click.option("--rebuild", is_flag=True, help="Throw the index away and index everything again.")
+@click.option("--keyword-only", is_flag=True, help="No embeddings: BM25 search only.")
+def index_command(path: Path, index_dir: Path, rebuild: bool, keyword_only: bool) -> None:
+    """Index the documents of the folder PATH (Markdown, text, HTML, PDF, DOCX)."""
+    from bastion.errors import BastionError
+
+    root = path.resolve()
+    index_dir.mkdir(parents=True, exist_ok=True)
+    state = index_dir / _STATE
+    if state.exists() and not rebuild:
+        known = json.loads(state.read_text(encoding="utf-8"))
+        if known.get("keyword_only") != keyword_only:
+            raise click.ClickException(
+                "this index was built with"
+                f"{'out' if known.get('keyword_only') else ''} embeddings; pass --rebuild"
+            )
+    if rebuild and index_dir.exists():
+        import shutil
+
+        shutil.rmtree(index_dir)
+        index_dir.mkdir(parents=True)
+    try:
+        knowledge = _knowledge(index_dir, dense=not keyword_only)
+        ws = _workspace(root, knowledge)
+        state.write_text(json.dumps({"root": str(root), "keyword_only": keyword_only}))
+        with click.progressbar(length=1, label="indexing", show_pos=True) as bar:
+
+            def progress(done: int, total: int, _path: str) -> None:
+                bar.length = total
+                bar.update(done - bar.pos)
+
+            summary = asyncio.run(ws.index_directory("/", progress=progress))
+    except BastionError as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(summary.format())
+
+
+@click.command("search")
+@click.argument("query")
+@click.option(
+    "--index",
+    "index_dir",
+    type=click.Path(path_type=Path),
+    default=Path(".bastion/index"),
+    show_default=True,
+)
+@click.option(
+    "--mode", type=_MODES, default=None, help="Default: hybrid, or bm25 for a keyword-only index."
+)
+@click.option("-k", type=click.IntRange(1, 1000), default=10, show_default=True)
+@click.option("--related", is_flag=True, help="Add documents one relation away from the hits.")
+def search_command(query: str, index_dir: Path, mode: str | None, k: int, related: bool) -> None:
+    """Search an index built by `bastion index`."""
+    from bastion.errors import BastionError
+
+    state = index_dir / _STATE
+    if not state.exists():
+        raise click.ClickException(f"no index in {index_dir}; run `bastion index PATH` first")
+    known = json.loads(state.read_text(encoding="utf-8"))
+    dense = not known.get("keyword_only", False)
+    try:
+        ws = _workspace(Path(known["root"]), _knowledge(index_dir, dense=dense))
+        result = asyncio.run(
+            ws.search(query, mode=mode or ("hybrid" if dense else "bm25"), k=k, related=related)
+        )
+    except BastionError as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(result.format())
+
+
+@click.command("eval")
+@click.argument("dataset", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--mode", type=_MODES, default="hybrid", show_default=True)
+@click.option("--split", default="test", show_default=True)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    default=Path(".bastion/runs"),
+    show_default=True,
+    help="Folder for the run record (JSON).",
+)
+@click.option("--limit", type=int, default=None, help="Only the first N documents (smoke test).")
+def eval_command(dataset: Path, mode: str, split: str, out: Path, limit: int | None) -> None:
+    """Score a search mode on a BEIR-format DATASET (corpus.jsonl, queries.jsonl, qrels/)."""
+    from bastion.errors import BastionError
+    from bastion.knowledge.eval import evaluate_workspace
+
+    try:
+        with tempfile.TemporaryDirectory(prefix="bastion-eval-") as tmp:
+            record = evaluate_workspace(
+                dataset, mode=mode, split=split, index_dir=Path(tmp), limit=limit, echo=click.echo
+            )
+    except BastionError as exc:
+        raise click.ClickException(str(exc)) from exc
+    saved = record.save(out)
+    shown = ("ndcg@10", "recall@10", "recall@100", "mrr@10", "latency_p50_ms")
+    figures = ", ".join(f"{k} {record.figures[k]:.4f}" for k in shown if k in record.figures)
+    click.echo(f"{record.dataset} {mode}: {figures}")
+    click.echo(f"run record: {saved}")

@@ -1,0 +1,74 @@
+"""Evaluate Bastion's own search on a BEIR dataset: the corpus becomes files in a scratch
+workspace, indexed by the same pipeline as any file (parse, chunk, embed, index), and every
+query runs through ``Workspace.search``. A document scores its best chunk."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from urllib.parse import quote, unquote
+
+from bastion.knowledge.eval.beir import load_dataset
+from bastion.knowledge.eval.run import RunRecord, run_retrieval
+
+__all__ = ["evaluate_workspace"]
+
+_PREFIX = "/corpus/"
+
+
+def _file(doc_id: str) -> str:
+    return f"{_PREFIX}{quote(doc_id, safe='')}.md"
+
+
+def _doc_id(path: str) -> str:
+    return unquote(path[len(_PREFIX) : -3])
+
+
+def evaluate_workspace(
+    root: str | Path,
+    *,
+    mode: str = "hybrid",
+    split: str = "test",
+    index_dir: str | Path,
+    limit: int | None = None,
+    k: int = 100,
+    echo: Callable[[str], None] | None = None,
+) -> RunRecord:
+    """Index the dataset's corpus in ``index_dir`` and score ``mode`` on its queries."""
+    from bastion import MemoryStore, Mount, Policy, Workspace
+    from bastion.knowledge.service import Knowledge
+
+    say = echo or (lambda _line: None)
+    dataset = load_dataset(root, split=split)
+    knowledge = Knowledge.open(index_dir, embedder=None if mode == "bm25" else "local")
+    store = MemoryStore()
+    mounts = [Mount.of("/corpus", store, "read_write")]
+    raw = Workspace(mounts, policy=Policy.allow_all()).sync()
+    count = 0
+    for doc in dataset.iter_corpus():
+        if limit is not None and count >= limit:
+            break
+        body = f"# {doc.title}\n\n{doc.text}\n" if doc.title else f"{doc.text}\n"
+        raw.write(_file(doc.doc_id), body)
+        count += 1
+    ws = Workspace(mounts, policy=Policy.allow_all(), knowledge=knowledge).sync()
+    say(f"indexing {count} documents ({mode})...")
+    started = time.perf_counter()
+    summary = ws.index_directory("/corpus")
+    took = time.perf_counter() - started
+    say(summary.format().splitlines()[0])
+
+    def search(text: str) -> list[str]:
+        hits = ws.search(text, mode=mode, k=k).hits
+        return list(dict.fromkeys(_doc_id(h.path) for h in hits))
+
+    record = run_retrieval(
+        dataset,
+        search,
+        k=k,
+        mode=mode,
+        settings={"documents": count, "fusion": knowledge.fusion, "index_seconds": took},
+    )
+    knowledge.close()
+    return record
