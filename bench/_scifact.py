@@ -1,8 +1,8 @@
 """Load the offline BEIR SciFact copy and score a run with nDCG@10.
 
-Shared by the benchmark scripts in ``bench/``. The files live in ``../shared/data/scifact`` beside the repository
-(override with ``$BASTION_SCIFACT_DIR``); the loader accepts BEIR's own format too (an extra
-``metadata`` key per line, CRLF line ends in the qrels).
+Shared by the benchmark scripts in ``bench/``. The files live in ``../shared/data/scifact``,
+beside the repository (override with ``$BASTION_SCIFACT_DIR``); the loader accepts BEIR's
+own format too (an extra ``metadata`` key per line, CRLF line ends in the qrels).
 
 nDCG@10 follows pytrec_eval's ``ndcg_cut_10`` as BEIR uses it: linear gain (the relevance
 score), ``log2(rank + 1)`` discount, the ideal ranking built from the qrels of that query.

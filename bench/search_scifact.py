@@ -38,8 +38,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from _scifact import DEFAULT_DIR  # noqa: E402
-
-from bastion import Labels, MemoryStore, Mount, Policy, Principal, Workspace  # noqa: E402
+from bastion import MemoryStore, Mount, Policy, Principal, Workspace  # noqa: E402
 from bastion.knowledge.eval import evaluate, load_dataset, percentile  # noqa: E402
 from bastion.knowledge.index import fusion  # noqa: E402
 from bastion.knowledge.index.memory import MemoryIndex  # noqa: E402
@@ -94,8 +93,15 @@ def run_peers(corpus, queries, qrels, out: list[str]) -> None:
         docs, scores = model.retrieve(q, k=100, show_progress=False)
         lat.append(time.perf_counter() - t0)
         rankings[qid] = {ids[d]: float(s) for d, s in zip(docs[0], scores[0], strict=True)}
-    out.append(_row("bm25s 0.3 (k1 1.5, b 0.75, stemmed, stop words)", rankings, qrels, lat,
-                    f"{build:.2f} s"))
+    out.append(
+        _row(
+            "bm25s 0.3 (k1 1.5, b 0.75, stemmed, stop words)",
+            rankings,
+            qrels,
+            lat,
+            f"{build:.2f} s",
+        )
+    )
 
     t0 = time.perf_counter()
     vocab = tokens.vocab
@@ -106,8 +112,9 @@ def run_peers(corpus, queries, qrels, out: list[str]) -> None:
     rankings, lat = {}, []
     for qid, text in queries.items():
         t0 = time.perf_counter()
-        q = bm25s.tokenize([text], stopwords="en", stemmer=stemmer, show_progress=False,
-                           return_ids=False)[0]
+        q = bm25s.tokenize(
+            [text], stopwords="en", stemmer=stemmer, show_progress=False, return_ids=False
+        )[0]
         scores = okapi.get_scores(q)
         top = np.argsort(-scores)[:100]
         lat.append(time.perf_counter() - t0)
@@ -115,11 +122,14 @@ def run_peers(corpus, queries, qrels, out: list[str]) -> None:
     out.append(_row("rank_bm25 BM25Okapi (same tokens)", rankings, qrels, lat, f"{build:.2f} s"))
 
 
-async def build_workspace(corpus, knowledge: Knowledge, *, labelled: bool) -> tuple[Workspace, float]:
+async def build_workspace(
+    corpus, knowledge: Knowledge, *, labelled: bool
+) -> tuple[Workspace, float]:
     """Files written straight into the store, then indexed by ``index_directory``."""
     store = MemoryStore()
-    ws = Workspace([Mount.of("/scifact", store, "read_write")], policy=Policy.allow_all(),
-                   knowledge=knowledge)
+    ws = Workspace(
+        [Mount.of("/scifact", store, "read_write")], policy=Policy.allow_all(), knowledge=knowledge
+    )
     raw = Workspace([Mount.of("/scifact", store, "read_write")], policy=Policy.allow_all())
     for n, (doc_id, (title, text)) in enumerate(corpus.items()):
         body = f"# {title}\n\n{text}\n" if title else f"{text}\n"
@@ -147,32 +157,55 @@ async def candidates(knowledge: Knowledge, queries) -> dict[str, tuple[list, lis
     out = {}
     for qid, text in queries.items():
         vec = (await knowledge.embedder.embed([text]))[0]
-        out[qid] = (knowledge.index.search_keyword(text, 200), knowledge.index.search_vector(vec, 200))
+        out[qid] = (
+            knowledge.index.search_keyword(text, 200),
+            knowledge.index.search_vector(vec, 200),
+        )
     return out
 
 
 def fused(cands, fuse: Callable) -> dict[str, dict[str, float]]:
     return {
-        qid: _docs([(h.chunk.doc.path, h.score) for h in fuse(kw, vec)]) for qid, (kw, vec) in cands.items()
+        qid: _docs([(h.chunk.doc.path, h.score) for h in fuse(kw, vec)])
+        for qid, (kw, vec) in cands.items()
     }
 
 
-async def run_bastion(corpus, test_q, train_q, qrels_test, qrels_train, dense: bool, out: list[str],
-                      notes: list[str], cache: Path) -> None:
+async def run_bastion(
+    corpus,
+    test_q,
+    train_q,
+    qrels_test,
+    qrels_train,
+    dense: bool,
+    out: list[str],
+    notes: list[str],
+    cache: Path,
+) -> None:
     # keyword-only knowledge: the BM25 path on its own
     kb = Knowledge(MemoryIndex(), embedder=None)
     ws, took = await build_workspace(corpus, kb, labelled=False)
     rankings, lat = await search_all(ws, test_q, "bm25")
-    out.append(_row("**bastion bm25** (Workspace.search, keyword-only index)", rankings, qrels_test,
-                    lat, f"{took:.2f} s (parse + chunk + index)"))
+    out.append(
+        _row(
+            "**bastion bm25** (Workspace.search, keyword-only index)",
+            rankings,
+            qrels_test,
+            lat,
+            f"{took:.2f} s (parse + chunk + index)",
+        )
+    )
     engine, lat = {}, []
     for qid, text in test_q.items():
         t0 = time.perf_counter()
         hits = kb.index.search_keyword(text, 100)
         lat.append(time.perf_counter() - t0)
         engine[qid] = _docs([(h.chunk.doc.path, h.score) for h in hits])
-    out.append(_row("bastion bm25 engine alone (MemoryIndex.search_keyword, k=100)", engine,
-                    qrels_test, lat))
+    out.append(
+        _row(
+            "bastion bm25 engine alone (MemoryIndex.search_keyword, k=100)", engine, qrels_test, lat
+        )
+    )
     # write-to-searchable on the BM25 path
     notes.append(await write_to_searchable(ws, "bm25", 50))
     if not dense:
@@ -186,15 +219,23 @@ async def run_bastion(corpus, test_q, train_q, qrels_test, qrels_train, dense: b
         state = "warm embedding cache" if warm else "cold: every chunk embedded"
         for mode in ("vector", "hybrid"):
             rankings, lat = await search_all(ws, test_q, mode)
-            out.append(_row(f"**bastion {mode}** (LanceDB + int8 MiniLM, default fusion {kb.fusion})",
-                            rankings, qrels_test, lat,
-                            f"{took:.1f} s ({state})" if mode == "vector" else ""))
+            out.append(
+                _row(
+                    f"**bastion {mode}** (LanceDB + int8 MiniLM, default fusion {kb.fusion})",
+                    rankings,
+                    qrels_test,
+                    lat,
+                    f"{took:.1f} s ({state})" if mode == "vector" else "",
+                )
+            )
         # fusion: choose on train, report on test
         train = await candidates(kb, train_q)
         test = await candidates(kb, test_q)
         options: dict[str, Callable] = {"rrf (c=60)": fusion.rrf}
         for alpha in (0.3, 0.5, 0.7):
-            options[f"weighted alpha={alpha}"] = lambda a, b, al=alpha: fusion.weighted(a, b, alpha=al)
+            options[f"weighted alpha={alpha}"] = lambda a, b, al=alpha: fusion.weighted(
+                a, b, alpha=al
+            )
         notes.append("\n| fusion | train nDCG@10 (809 q) | test nDCG@10 (300 q) |\n|---|---:|---:|")
         for name, fn in options.items():
             tr = evaluate(fused(train, fn), qrels_train).ndcg_at_10
@@ -224,9 +265,11 @@ async def acl_latency(corpus, kb: Knowledge, queries) -> str:
         filtered.append(time.perf_counter() - t0)
         leaks += sum(1 for h in result.hits if h.labels.roles != frozenset({"a"}))
     p, f = statistics.median(plain) * 1e3, statistics.median(filtered) * 1e3
-    return (f"\nACL: bm25 k=100 over the labelled corpus, p50 unfiltered index call {p:.2f} ms, "
-            f"Workspace.search for a principal who may read half {f:.2f} ms "
-            f"({f / p:.2f}x); hits the principal may not read: {leaks}")
+    return (
+        f"\nACL: bm25 k=100 over the labelled corpus, p50 unfiltered index call {p:.2f} ms, "
+        f"Workspace.search for a principal who may read half {f:.2f} ms "
+        f"({f / p:.2f}x); hits the principal may not read: {leaks}"
+    )
 
 
 async def write_to_searchable(ws: Workspace, mode: str, n: int) -> str:
@@ -234,7 +277,9 @@ async def write_to_searchable(ws: Workspace, mode: str, n: int) -> str:
     for i in range(n):
         token = f"zqx{i}marker{int(time.time() * 1e6) % 10_000_000}"
         t0 = time.perf_counter()
-        await ws.write(f"/scifact/new-{mode}-{i}.md", f"# Fresh note {i}\n\nThe word {token} is new.\n")
+        await ws.write(
+            f"/scifact/new-{mode}-{i}.md", f"# Fresh note {i}\n\nThe word {token} is new.\n"
+        )
         t1 = time.perf_counter()
         result = await ws.search(token, mode="bm25", k=1)
         t2 = time.perf_counter()
@@ -242,8 +287,10 @@ async def write_to_searchable(ws: Workspace, mode: str, n: int) -> str:
         found += bool(result.hits) and result.hits[0].path.endswith(f"new-{mode}-{i}.md")
         _ = t1
     p50, p99 = _p(writes)
-    return (f"\nwrite-to-searchable ({mode} index): write + first search that finds it, "
-            f"p50 {p50:.1f} ms, p99 {p99:.1f} ms; found at rank 1: {found}/{n}")
+    return (
+        f"\nwrite-to-searchable ({mode} index): write + first search that finds it, "
+        f"p50 {p50:.1f} ms, p99 {p99:.1f} ms; found at rank 1: {found}/{n}"
+    )
 
 
 def main() -> None:
@@ -274,14 +321,27 @@ def main() -> None:
     ]
     notes: list[str] = []
     run_peers(flat, test_q, test.qrels, out)
-    asyncio.run(run_bastion(corpus, test_q, train_q, test.qrels, train.qrels, not args.no_dense,
-                            out, notes, args.cache))
+    asyncio.run(
+        run_bastion(
+            corpus,
+            test_q,
+            train_q,
+            test.qrels,
+            train.qrels,
+            not args.no_dense,
+            out,
+            notes,
+            args.cache,
+        )
+    )
     text = "\n".join(out + notes)
     print(text)
     RESULTS.mkdir(exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     (RESULTS / f"search_scifact-{stamp}.md").write_text(text + "\n", encoding="utf-8")
-    (RESULTS / f"search_scifact-{stamp}.json").write_text(json.dumps({"table": out, "notes": notes}))
+    (RESULTS / f"search_scifact-{stamp}.json").write_text(
+        json.dumps({"table": out, "notes": notes})
+    )
 
 
 if __name__ == "__main__":

@@ -52,6 +52,7 @@ __all__ = [
     "GrepResult",
     "InvalidPathError",
     "JsonLinesAuditSink",
+    "Knowledge",
     "Labels",
     "LocalStore",
     "MemoryAuditSink",
@@ -68,6 +69,8 @@ __all__ = [
     "Rule",
     "Scope",
     "ScopeError",
+    "SearchHit",
+    "SearchResult",
     "Store",
     "SyncWorkspace",
     "VPath",
@@ -77,3 +80,18 @@ __all__ = [
 ]
 
 __version__ = "0.1.0"
+
+_LAZY = {
+    "Knowledge": "bastion.knowledge.service",
+    "SearchHit": "bastion.knowledge.hits",
+    "SearchResult": "bastion.knowledge.hits",
+}
+
+
+def __getattr__(name: str) -> object:
+    """Knowledge names load on first use, so ``import bastion`` stays light."""
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'bastion' has no attribute {name!r}")

@@ -36,8 +36,9 @@ SAMPLE_DOCS: dict[str, str] = {
 }
 
 
-def build_demo_workspace(docs_root: Path) -> SyncWorkspace:
-    """The demo's workspace: sample docs on disk, scratch in memory, an HR folder denied."""
+def build_demo_workspace(docs_root: Path, knowledge: Any = None) -> SyncWorkspace:
+    """The demo's workspace: sample docs on disk, scratch in memory, an HR folder denied;
+    ``knowledge`` (a :class:`~bastion.Knowledge`) makes it searchable."""
     for rel, text in SAMPLE_DOCS.items():
         target = docs_root / rel
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -55,13 +56,16 @@ def build_demo_workspace(docs_root: Path) -> SyncWorkspace:
         Mount.of("/outbox", MemoryStore(), Scope.WRITE_ONLY, description="reports to hand in"),
     ]
     agent = Principal.of("demo-agent", roles={"engineer"})
-    return Workspace(mounts, policy=policy, principal=agent).sync()
+    return Workspace(mounts, policy=policy, principal=agent, knowledge=knowledge).sync()
 
 
 def run_demo(out: Callable[[str], Any] = print) -> None:
     """Run the tour, printing each step and its result."""
+    from bastion.knowledge.service import Knowledge
+
     with tempfile.TemporaryDirectory(prefix="bastion-demo-") as tmp:
-        ws = build_demo_workspace(Path(tmp))
+        knowledge = Knowledge.open(Path(tmp) / "index")  # LanceDB + the packaged local model
+        ws = build_demo_workspace(Path(tmp) / "docs", knowledge)
 
         def step(title: str) -> None:
             out(f"\n== {title}")
@@ -93,6 +97,15 @@ def run_demo(out: Callable[[str], Any] = print) -> None:
         step("Grep for 'on-call' across every mount")
         out(ws.grep("on-call", ignore_case=True).format())
 
+        step("Index the documents, then search by meaning (hybrid: BM25 + local embeddings)")
+        out(ws.index_directory("/").format())
+        out(ws.search("how quickly are pages answered?", k=2).format())
+        step("Search never returns what the agent may not read (the HR folder)")
+        out(ws.search("compensation bands", mode="bm25").format())
+        step("A new note is searchable as soon as the write returns")
+        ws.append("/scratch/notes/todo.md", "- rotate the canary keys\n")
+        out(ws.search("canary keys", mode="bm25").format())
+
         step("Hand in a report to the write-only /outbox")
         info = ws.write("/outbox/report.md", "All runbooks reviewed.\n")
         out(f"wrote {info.path} ({info.size} bytes)")
@@ -110,3 +123,4 @@ def run_demo(out: Callable[[str], Any] = print) -> None:
         for record in records[-5:]:
             verdict = "allowed" if record.allowed else "REFUSED"
             out(f"{record.operation:6} {record.path:28} {verdict}: {record.reason}")
+        knowledge.close()

@@ -39,7 +39,10 @@ DOCS = {
 def _ws(policy: Policy | None = None, *, dense: bool = True) -> SyncWorkspace:
     knowledge = Knowledge(MemoryIndex(), embedder=HashingEmbedder() if dense else None)
     ws = Workspace(
-        [Mount.of("/docs", MemoryStore(), "read_write"), Mount.of("/drop", MemoryStore(), "write_only")],
+        [
+            Mount.of("/docs", MemoryStore(), "read_write"),
+            Mount.of("/drop", MemoryStore(), "write_only"),
+        ],
         policy=policy or Policy.allow_all(),
         knowledge=knowledge,
         principal=Principal.of("admin", roles={"engineer"}, clearance="restricted"),
@@ -126,7 +129,9 @@ def test_k_results_are_k_authorized_results() -> None:
         ws.write(f"/docs/bulk/{i}.md", f"{secret}# Note {i}\n\nbilling ledger entry {i}\n")
     viewer = ws.with_principal(Principal.of("viewer", clearance="internal"))
     hits = viewer.search("billing ledger entry", mode="bm25", k=10, path="/docs/bulk").hits
-    assert len(hits) == 10  # ten public notes exist; the twenty restricted ones never crowd them out
+    assert (
+        len(hits) == 10
+    )  # ten public notes exist; the twenty restricted ones never crowd them out
     assert all(h.labels.classification == "public" for h in hits)
 
 
@@ -167,12 +172,19 @@ def test_blocked_segments_are_never_searchable() -> None:
 
 def test_filters_path_tags_section_and_dates() -> None:
     ws = _ws()
-    ws.write("/docs/a.md", "---\ntags: [ops]\ndate: 2024-03-05\n---\n# Runbook\n\n## Restart\n\nrestart billing\n")
+    ws.write(
+        "/docs/a.md",
+        "---\ntags: [ops]\ndate: 2024-03-05\n---\n# Runbook\n\n## Restart\n\nrestart billing\n",
+    )
     ws.write("/docs/b.md", "---\ndate: 2025-01-01\n---\n# Other\n\n## Restart\n\nrestart billing\n")
-    assert _paths(ws.search("restart billing", mode="bm25", filter={"tags": ["ops"]})) == ["/docs/a.md"]
+    assert _paths(ws.search("restart billing", mode="bm25", filter={"tags": ["ops"]})) == [
+        "/docs/a.md"
+    ]
     dated = ws.search("restart", mode="bm25", filter={"date_from": "2025-01-01"})
     assert _paths(dated) == ["/docs/b.md"]
-    assert _paths(ws.search("restart", mode="bm25", filter={"section": "runbook"})) == ["/docs/a.md"]
+    assert _paths(ws.search("restart", mode="bm25", filter={"section": "runbook"})) == [
+        "/docs/a.md"
+    ]
     assert ws.search("billing", mode="bm25", path="/docs/hr").hits[0].path == "/docs/hr/salaries.md"
     with pytest.raises(ConfigurationError, match="unknown search filter"):
         ws.search("x", filter={"owner": "me"})
@@ -180,7 +192,9 @@ def test_filters_path_tags_section_and_dates() -> None:
 
 def test_related_documents_are_added_flagged_and_still_guarded() -> None:
     ws = _ws()
-    ws.write("/docs/index.md", "# Index\n\nsee [deploys](deploy.md) and [pay](hr/salaries.md)\nzebra\n")
+    ws.write(
+        "/docs/index.md", "# Index\n\nsee [deploys](deploy.md) and [pay](hr/salaries.md)\nzebra\n"
+    )
     viewer = ws.with_principal(Principal.of("viewer", clearance="internal"))
     hits = viewer.search("zebra", mode="bm25", related=True).hits
     assert [h.path for h in hits] == ["/docs/index.md", "/docs/deploy.md"]
@@ -220,7 +234,8 @@ def test_randomized_principals_never_see_an_unauthorized_hit() -> None:
         for mode in ("bm25", "vector", "hybrid"):
             hits = view.search("shared words alpha", mode=mode, k=60, path="/docs/r").hits
             expected = {
-                p for p, (lvl, allowed) in truth.items()
+                p
+                for p, (lvl, allowed) in truth.items()
                 if levels.index(lvl) <= levels.index(clearance) and (not allowed or allowed & mine)
             }
             got = {h.path for h in hits}
@@ -229,7 +244,9 @@ def test_randomized_principals_never_see_an_unauthorized_hit() -> None:
                 assert got == expected
 
 
-def test_persistent_index_survives_a_restart_and_rebuild_recovers_a_lost_one(tmp_path: Path) -> None:
+def test_persistent_index_survives_a_restart_and_rebuild_recovers_a_lost_one(
+    tmp_path: Path,
+) -> None:
     store = MemoryStore()
     mounts = [Mount.of("/docs", store)]
     first = Knowledge.open(tmp_path / "idx", embedder=HashingEmbedder())

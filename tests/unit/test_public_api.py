@@ -9,10 +9,10 @@ EXPECTED = {
     "AccessDeniedError", "Action", "AlreadyExistsError", "AuditRecord", "AuditSink",
     "BastionError", "ConfigurationError", "ConflictError", "Decision", "EditError",
     "EditResult", "EntryKind", "FileInfo", "FileLimits", "GrepMatch", "GrepResult",
-    "InvalidPathError", "JsonLinesAuditSink", "Labels", "LocalStore", "MemoryAuditSink",
+    "InvalidPathError", "JsonLinesAuditSink", "Knowledge", "Labels", "LocalStore", "MemoryAuditSink",
     "MemoryStore", "Mount", "NoMountError", "NotFoundError", "OperationError", "Policy",
     "PolicyDeniedError", "Principal", "RateLimit", "RateLimitError", "Rule", "Scope",
-    "ScopeError", "Store", "SyncWorkspace", "VPath", "Workspace", "WriteMode", "load_policy",
+    "ScopeError", "SearchHit", "SearchResult", "Store", "SyncWorkspace", "VPath", "Workspace", "WriteMode", "load_policy",
 }
 
 

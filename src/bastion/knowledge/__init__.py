@@ -1,1 +1,4 @@
-"""Knowledge: turning workspace files into searchable, citable text (ingest, chunking, embedding)."""
+"""Knowledge: workspace files become searchable, citable text.
+
+Ingest, chunking, embedding, the index and its search (``bastion.knowledge.service``).
+"""

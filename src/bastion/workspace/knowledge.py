@@ -9,9 +9,9 @@ Files on write-only mounts are not indexed: nobody may read them.
 from __future__ import annotations
 
 import time
-from functools import lru_cache
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from bastion.core.errors import BastionError, ConfigurationError, NotFoundError
