@@ -125,26 +125,12 @@ class LanceIndex(MemoryIndex):
         MemoryIndex.upsert(self, chunks)
 
     def upsert(self, chunks: Sequence[IndexedChunk]) -> None:
-        # One row per chunk id, the last one winning as in the mirror: LanceDB's merge inserts
-        # both rows of a new id, and refuses a batch that matches a stored row twice.
-        chunks = list({c.chunk_id: c for c in chunks}.values())
-        if self.dim is None:
-            # A keyword-only index stores no vectors, so the mirror keeps none either and
-            # searches alike before and after a reopen.
-            chunks = [c if c.vector is None else replace(c, vector=None) for c in chunks]
+        chunks = self._prepare(chunks)
         if not chunks:
             return
-        table = pa.Table.from_pylist([self._row(c) for c in chunks], schema=_schema(self.dim))
-        with self._write_lock:  # re-entrant: replace_documents holds it
-            try:
-                (
-                    self._table.merge_insert("chunk_id")
-                    .when_matched_update_all()
-                    .when_not_matched_insert_all()
-                    .execute(table)
-                )
-            except Exception as exc:  # LanceDB raises plain exceptions
-                raise StoreError(f"index write failed: {exc}") from exc
+        table = self._arrow(chunks)
+        with self._write_lock:
+            self._merge_rows(table)
             super().upsert(chunks)
             self._after_write()
 
@@ -159,7 +145,10 @@ class LanceIndex(MemoryIndex):
             return removed
 
     def replace_documents(self, doc_ids: Sequence[str], chunks: Sequence[IndexedChunk]) -> None:
-        """One LanceDB delete of the chunks that went, one merge of the new ones."""
+        """One LanceDB delete of the chunks that went, one merge of the new ones; the mirror
+        then swaps old for new under its lock, so a search sees one or the other, never a gap."""
+        chunks = self._prepare(chunks)
+        table = self._arrow(chunks) if chunks else None  # refuses bad chunks before any write
         fresh = {c.chunk_id for c in chunks}
         with self._write_lock:
             gone = [
@@ -167,8 +156,36 @@ class LanceIndex(MemoryIndex):
             ]
             if gone:
                 self._delete_rows("chunk_id", gone)
-            MemoryIndex.delete_documents(self, doc_ids)
-            self.upsert(chunks)
+            if table is not None:
+                self._merge_rows(table)
+            with self._lock:
+                MemoryIndex.delete_documents(self, doc_ids)
+                MemoryIndex.upsert(self, chunks)
+            self._after_write()
+
+    def _prepare(self, chunks: Sequence[IndexedChunk]) -> list[IndexedChunk]:
+        """One chunk per id, the last one winning as in the mirror (LanceDB's merge would
+        insert both rows of a new id, and refuses a batch matching a stored row twice); no
+        vectors in a keyword-only index, which stores none (so it searches alike after a
+        reopen)."""
+        unique = list({c.chunk_id: c for c in chunks}.values())
+        if self.dim is None:
+            unique = [c if c.vector is None else replace(c, vector=None) for c in unique]
+        return unique
+
+    def _arrow(self, chunks: Sequence[IndexedChunk]) -> pa.Table:
+        return pa.Table.from_pylist([self._row(c) for c in chunks], schema=_schema(self.dim))
+
+    def _merge_rows(self, table: pa.Table) -> None:
+        try:
+            (
+                self._table.merge_insert("chunk_id")
+                .when_matched_update_all()
+                .when_not_matched_insert_all()
+                .execute(table)
+            )
+        except Exception as exc:  # LanceDB raises plain exceptions
+            raise StoreError(f"index write failed: {exc}") from exc
 
     def _delete_rows(self, column: str, values: Sequence[str]) -> None:
         """Delete the rows whose ``column`` is one of ``values`` (quoted here, SQL style)."""

@@ -60,6 +60,12 @@ class MemoryIndex(Index):
                 self._add(chunk)
             self._maybe_compact()
 
+    def replace_documents(self, doc_ids: Sequence[str], chunks: Sequence[IndexedChunk]) -> None:
+        with self._lock:  # a search sees the old chunks or the new ones, never neither
+            self._check_vectors(chunks)  # a refused batch leaves the old chunks in place
+            self.delete_documents(doc_ids)
+            self.upsert(chunks)
+
     def _add(self, chunk: IndexedChunk) -> None:
         slot = len(self._chunks)
         self._bm25.add(slot, _searchable_text(chunk))
@@ -147,10 +153,17 @@ class MemoryIndex(Index):
         self._chunks = [self._chunks[i] for i in keep]
         self._slot_of = {c.chunk_id: i for i, c in enumerate(self._chunks) if c is not None}
         self._doc_slots = {}
+        # Metadata no live chunk carries any more (old versions of edited documents) goes too,
+        # and with it the masks, or every new filter would still check each of them.
+        self._meta_code = {}
+        codes = array("i")
         for i, c in enumerate(self._chunks):
             assert c is not None
             self._doc_slots.setdefault(c.doc.doc_id, set()).add(i)
-        self._slot_meta = array("i", np.frombuffer(self._slot_meta, np.int32)[keep].tobytes())
+            codes.append(self._meta_code.setdefault(c.doc, len(self._meta_code)))
+        self._metas = list(self._meta_code)
+        self._slot_meta = codes
+        self._masks.clear()
         self._has_vector = array("b", np.frombuffer(self._has_vector, np.int8)[keep].tobytes())
         if self._vectors is not None:
             self._vectors = np.ascontiguousarray(self._vectors[keep])
