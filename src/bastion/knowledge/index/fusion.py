@@ -7,8 +7,8 @@
 Ties are broken deterministically: by chunk id in :func:`rrf`, by the order of the more
 heavily weighted list in :func:`weighted`.
 
-The default is chosen by measurement on SciFact (``bench/search_scifact.py``; see
-``docs/benchmarks.md``).
+The default (RRF) is provisional until the full SciFact run of ``bench/search_scifact.py``
+settles it on the train queries (``docs/decisions.md``).
 """
 
 from __future__ import annotations
