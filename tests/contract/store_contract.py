@@ -212,6 +212,65 @@ class StoreContract:
         with pytest.raises(NotFoundError):
             await store.read_all(P("/no/such/file"))
 
+    # -- read_file (one lookup: info, check, bytes) -------------------------------------------
+
+    async def test_read_file_returns_info_and_bytes(self, store: Store) -> None:
+        written = await store.write(P("/f"), b"0123456789")
+        info, data = await store.read_file(P("/f"))
+        assert data == b"0123456789"
+        assert info.is_file and info.size == 10 and info.version == written.version
+        assert info.path == P("/f")
+        assert (await store.read_file(P("/f"), 2, 3))[1] == b"234"
+        assert (await store.read_file(P("/f"), 7, 100))[1] == b"789"
+        assert (await store.read_file(P("/f"), 3))[1] == b"3456789"
+        assert (await store.read_file(P("/f"), 1000))[1] == b""
+        assert (await store.read_file(P("/f"), 5, 0))[1] == b""
+
+    async def test_read_file_check_sees_the_info_before_any_byte(self, store: Store) -> None:
+        await store.write(P("/f"), b"secret bytes")
+        seen: list[FileInfo] = []
+
+        class Refused(Exception):
+            pass
+
+        def refuse(info: FileInfo) -> None:
+            seen.append(info)
+            raise Refused
+
+        with pytest.raises(Refused):
+            await store.read_file(P("/f"), check=refuse)
+        assert [(i.path, i.size) for i in seen] == [(P("/f"), 12)]
+        info, data = await store.read_file(P("/f"), check=seen.append)
+        assert data == b"secret bytes" and seen[-1] == info
+
+    async def test_read_file_refuses_directories_missing_and_negatives(self, store: Store) -> None:
+        await store.mkdir(P("/d"))
+        await store.write(P("/f"), b"x")
+        checked: list[FileInfo] = []
+        with pytest.raises(IsADirectoryError_):
+            await store.read_file(P("/d"), check=checked.append)
+        with pytest.raises(IsADirectoryError_):
+            await store.read_file(VPath.ROOT)
+        with pytest.raises(NotFoundError):
+            await store.read_file(P("/nope"), check=checked.append)
+        with pytest.raises(NotFoundError):
+            await store.read_file(P("/no/such/file"))
+        with pytest.raises(NotADirectoryError_):
+            await store.read_file(P("/f/x"))
+        with pytest.raises(ValueError, match="non-negative"):
+            await store.read_file(P("/f"), -1)
+        with pytest.raises(ValueError, match="non-negative"):
+            await store.read_file(P("/f"), 0, -1)
+        assert checked == []
+
+    async def test_read_file_matches_read_range(self, store: Store) -> None:
+        blob = _blob(3 * MiB + 17)
+        await store.write(P("/big"), blob)
+        _, data = await store.read_file(P("/big"))
+        assert data == blob == await store.read_all(P("/big"))
+        _, part = await store.read_file(P("/big"), MiB - 3, MiB + 6)
+        assert part == blob[MiB - 3 : 2 * MiB + 3]
+
     # -- write -------------------------------------------------------------------------------
 
     async def test_write_returns_info_of_the_new_content(self, store: Store) -> None:

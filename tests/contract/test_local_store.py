@@ -19,3 +19,14 @@ class TestLocalStore(StoreContract):
         store = LocalStore(tmp_path / "root", create=True)
         yield store
         store.close()
+
+
+class TestLocalStoreWithoutOpenat2(StoreContract):
+    """The same contract when the kernel offers no ``openat2`` (every read walks)."""
+
+    @pytest.fixture
+    def store(self, tmp_path: Path) -> Iterator[LocalStore]:
+        store = LocalStore(tmp_path / "root", create=True)
+        store._openat2 = None
+        yield store
+        store.close()

@@ -231,6 +231,7 @@ async def test_link_target_is_refused(evil: Layout) -> None:
         lambda: store.stat(P("/evil")),
         lambda: store.read_all(P("/evil")),
         lambda: store.read_range(P("/evil"), 0, 3),
+        lambda: store.read_file(P("/evil")),
         lambda: store.list(P("/evil")),
         lambda: store.delete(P("/evil")),
         lambda: store.delete(P("/evil"), recursive=True),
@@ -252,6 +253,8 @@ async def test_link_as_a_path_component_is_refused(evil: Layout) -> None:
         lambda: store.stat(P("/evil/secret.txt")),
         lambda: store.read_all(P("/evil/secret.txt")),
         lambda: store.read_all(P("/evil/inner.txt")),
+        lambda: store.read_file(P("/evil/secret.txt")),
+        lambda: store.read_file(P("/evil/inner.txt"), 0, 3),
         lambda: store.list(P("/evil/x")),
         lambda: store.write(P("/evil/new.txt"), b"planted"),
         lambda: store.write(P("/evil/secret.txt"), b"overwritten"),
@@ -275,6 +278,8 @@ async def test_link_deeper_in_the_tree_is_refused(lay: Layout) -> None:
     (lay.root / "sub" / "deeper").symlink_to(lay.outside)
     with pytest.raises(UnsupportedFileError, match=f"/sub/deeper {LINK_REFUSED}"):
         await lay.store.read_all(P("/sub/deeper/secret.txt"))
+    with pytest.raises(UnsupportedFileError, match=f"/sub/deeper {LINK_REFUSED}"):
+        await lay.store.read_file(P("/sub/deeper/secret.txt"))
     with pytest.raises(UnsupportedFileError):
         await lay.store.write(P("/sub/deeper/planted"), b"x")
     assert not (lay.outside / "planted").exists()
@@ -346,6 +351,7 @@ async def test_forged_vpaths_are_refused(lay: Layout, parts: tuple[str, ...]) ->
     forged = VPath(parts)
     for call in (
         lambda: lay.store.read_all(forged),
+        lambda: lay.store.read_file(forged),
         lambda: lay.store.stat(forged),
         lambda: lay.store.write(forged, b"x"),
         lambda: lay.store.list(forged),
@@ -380,6 +386,7 @@ async def test_fifo_is_refused_without_blocking(lay: Layout) -> None:
 
     for call in (
         lambda: _drive(lay.store.read_all(P("/pipe"))),
+        lambda: _drive(lay.store.read_file(P("/pipe"))),
         lambda: _drive(lay.store.stat(P("/pipe"))),
         lambda: _drive(lay.store.write(P("/pipe"), b"x")),
         lambda: _drive(lay.store.write(P("/pipe"), b"x", mode=WriteMode.APPEND)),
@@ -397,6 +404,7 @@ async def test_unix_socket_is_refused(lay: Layout, monkeypatch: pytest.MonkeyPat
         sock.bind("sock")
         for call in (
             lambda: lay.store.read_all(P("/sock")),
+            lambda: lay.store.read_file(P("/sock")),
             lambda: lay.store.stat(P("/sock")),
             lambda: lay.store.write(P("/sock"), b"x"),
             lambda: lay.store.delete(P("/sock")),
@@ -416,6 +424,7 @@ async def test_device_is_refused(lay: Layout, kind: int, major: int, minor: int)
     _make_device(lay.root / "dev", kind, major, minor)
     for call in (
         lambda: _drive(lay.store.read_all(P("/dev"))),  # /dev/zero would never end
+        lambda: _drive(lay.store.read_file(P("/dev"))),
         lambda: _drive(lay.store.stat(P("/dev"))),
         lambda: _drive(lay.store.write(P("/dev"), b"x")),
     ):
@@ -559,6 +568,104 @@ async def test_parent_swapped_for_a_link_after_it_is_opened(
     assert await lay.store.read_all(P("/sub/inner.txt")) == b"INNER"
     assert fired == ["inner.txt"]
     assert (lay.root / "sub").is_symlink()  # the swap really happened
+
+
+# -- read_file's one-lookup open (openat2): swaps after its first look ------------------------------
+
+
+def _after(
+    monkeypatch: pytest.MonkeyPatch,
+    func_name: str,
+    when: Callable[[str], bool],
+    swap: Callable[[], None],
+) -> list[str]:
+    """Like :func:`_hook`, but ``swap`` runs just *after* the first matching call returns:
+    the store has looked, and the entry changes before it acts on what it saw."""
+    real = getattr(os, func_name)
+    fired: list[str] = []
+
+    def hooked(first: object, *args: object, **kwargs: object) -> object:
+        result = real(first, *args, **kwargs)
+        if not fired and isinstance(first, str) and when(first):
+            fired.append(first)
+            swap()
+        return result
+
+    monkeypatch.setattr(os, func_name, hooked)
+    return fired
+
+
+def _need_openat2(store: LocalStore) -> None:
+    if store._openat2 is None:
+        pytest.skip("openat2 is not available here: read_file walks like read_range")
+
+
+async def test_read_file_opens_in_one_lookup(lay: Layout, monkeypatch: pytest.MonkeyPatch) -> None:
+    _need_openat2(lay.store)
+    opened = _hook(monkeypatch, "open", lambda name: True, lambda: None)
+    info, data = await lay.store.read_file(P("/sub/inner.txt"))
+    assert data == b"INNER" and info.size == 5
+    assert opened == []  # no descriptor walk: the kernel resolved the path beneath the root
+
+
+@pytest.mark.parametrize("target", ["/inside.txt", "/sub/inner.txt"])
+async def test_file_swapped_for_a_link_after_the_first_look(
+    lay: Layout, monkeypatch: pytest.MonkeyPatch, target: str
+) -> None:
+    _need_openat2(lay.store)
+    relative = target.lstrip("/")
+    entry = lay.root / relative
+    secret = lay.outside / "secret.txt"
+    fired = _after(monkeypatch, "stat", lambda name: name == relative, _to_link(entry, secret))
+    with pytest.raises(UnsupportedFileError, match=f"{target} {LINK_REFUSED}"):
+        await lay.store.read_file(P(target))
+    assert fired == [relative]
+    assert entry.is_symlink()
+
+
+async def test_parent_swapped_for_a_link_after_the_first_look(
+    lay: Layout, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _need_openat2(lay.store)
+    swap = _to_link(lay.root / "sub", lay.outside)
+    fired = _after(monkeypatch, "stat", lambda name: name == "sub/inner.txt", swap)
+    with pytest.raises(UnsupportedFileError, match=f"/sub {LINK_REFUSED}"):
+        await lay.store.read_file(P("/sub/inner.txt"))
+    assert fired == ["sub/inner.txt"]
+    assert (lay.root / "sub").is_symlink()  # the outside inner.txt (SECRET) was never read
+
+
+async def test_file_swapped_for_a_fifo_after_the_first_look(
+    lay: Layout, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _need_openat2(lay.store)
+    target = lay.root / "inside.txt"
+
+    def swap() -> None:
+        target.unlink()
+        os.mkfifo(target)
+
+    fired = _after(monkeypatch, "stat", lambda name: name == "inside.txt", swap)
+
+    def unblock() -> None:
+        os.close(os.open(target, os.O_WRONLY | os.O_NONBLOCK))
+
+    with pytest.raises(UnsupportedFileError, match="is a FIFO"):
+        _within(5, lambda: _drive(lay.store.read_file(P("/inside.txt"))), unblock)
+    assert fired == ["inside.txt"]
+
+
+async def test_read_file_check_runs_on_the_opened_file(lay: Layout) -> None:
+    """The info handed to ``check`` is the descriptor's: a refusal reads nothing."""
+    seen: list[int] = []
+
+    def refuse(info: object) -> None:
+        seen.append(1)
+        raise PermissionError("refused by the caller")
+
+    with pytest.raises(PermissionError):
+        await lay.store.read_file(P("/inside.txt"), check=refuse)
+    assert seen == [1]
 
 
 async def test_parent_swapped_during_a_write(lay: Layout, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -39,6 +39,8 @@ def test_workspace_never_imports_a_concrete_store() -> None:
 
 
 def test_modules_stay_small() -> None:
-    sizes = {f.relative_to(SRC).as_posix(): len(f.read_text().splitlines()) for f in SRC.rglob("*.py")}
+    sizes = {
+        f.relative_to(SRC).as_posix(): len(f.read_text().splitlines()) for f in SRC.rglob("*.py")
+    }
     too_big = {name: n for name, n in sizes.items() if n > 700}
     assert too_big == {}

@@ -21,8 +21,14 @@ from bastion.workspace import Workspace
 
 def _record(i: int) -> AuditRecord:
     return AuditRecord(
-        time=1.0, principal="p", tenant="t", operation="read", path=f"/f{i}",
-        allowed=True, reason="allowed", bytes=i,
+        time=1.0,
+        principal="p",
+        tenant="t",
+        operation="read",
+        path=f"/f{i}",
+        allowed=True,
+        reason="allowed",
+        bytes=i,
     )
 
 

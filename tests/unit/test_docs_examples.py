@@ -21,7 +21,9 @@ def _examples() -> list[tuple[str, str]]:
 
 
 @pytest.mark.parametrize(("where", "code"), _examples(), ids=[w for w, _ in _examples()])
-def test_doc_example_runs(where: str, code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_doc_example_runs(
+    where: str, code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     exec(compile(code, where, "exec"), {"__name__": "__docs__"})
 

@@ -151,3 +151,65 @@ def test_climbing_out_is_always_refused(names: list[str]) -> None:
     escape = str(parsed) + "/.." * (parsed.depth + 1)
     with pytest.raises(InvalidPathError):
         VPath.parse(escape)
+
+
+# -- the fast path (plain ASCII paths skip the general parser) ---------------------------------
+
+_ascii_segment = st.text(st.characters(min_codepoint=0, max_codepoint=127), max_size=12)
+ascii_paths = st.one_of(
+    raw_paths,
+    st.lists(
+        st.one_of(
+            st.sampled_from(["", ".", "..", ".git", "a", "C:", "c:x", " ", "a b", "~", "\x7f"]),
+            _ascii_segment,
+        ),
+        max_size=10,
+    ).map(lambda parts: "/" + "/".join(parts)),
+)
+
+
+def _outcome(parse: object, raw: str) -> tuple[str, object]:
+    try:
+        return "ok", parse(raw)  # type: ignore[operator]
+    except InvalidPathError as exc:
+        return "refused", str(exc)
+
+
+@given(ascii_paths)
+def test_fast_path_agrees_with_the_general_parser(raw: str) -> None:
+    assert _outcome(VPath.parse, raw) == _outcome(VPath._parse_general, raw)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "/docs/a.md",
+        "/a",
+        "/" + "a" * MAX_NAME_BYTES,
+        "/" + "a" * (MAX_NAME_BYTES + 1),
+        "/" + "/".join(["a" * 200] * 20),
+        "/" + "/".join(["abcdefgh"] * 600),
+        "/docs/.git/x",
+        "/docs/C:/x",
+        "/docs/a:b",
+        "/docs/a\x7fb",
+        "/docs/a\tb",
+        "/docs/ lead and trail ",
+        "/a//b",
+        "/a/",
+        "/a/./b",
+        "/a/../b",
+        "/..",
+    ],
+    ids=ascii,
+)
+def test_fast_path_edges(raw: str) -> None:
+    assert _outcome(VPath.parse, raw) == _outcome(VPath._parse_general, raw)
+
+
+@pytest.mark.parametrize(
+    "char", ["\u061c", "\u200e", "\u200f", "\u202a", "\u202e", "\u2066", "\u2069"], ids=ascii
+)
+def test_every_bidi_control_is_refused(char: str) -> None:
+    with pytest.raises(InvalidPathError, match="control character"):
+        VPath.parse(f"/docs/report{char}.txt")

@@ -9,6 +9,7 @@ and are raised while building things, not while serving requests.
     ├── OperationError              agent-facing: the request cannot be served
     │   ├── InvalidPathError        the path string is malformed or unsafe
     │   ├── NotFoundError           no such entry (also: an entry the caller may not see)
+    │   │   └── NoMountError        the path lies under no mount (or only under hidden ones)
     │   ├── AlreadyExistsError      create or move onto an existing entry
     │   ├── NotADirectoryError_     a file where a directory was needed
     │   ├── IsADirectoryError_      a directory where a file was needed
@@ -20,7 +21,6 @@ and are raised while building things, not while serving requests.
     │   │   ├── PolicyDeniedError   a policy rule refused the action
     │   │   └── LimitError          a file limit: size, extension, blocked segment
     │   ├── RateLimitError          too many requests in the window
-    │   ├── NoMountError            the path lies under no mount
     │   ├── UnsupportedFileError    a link, FIFO, socket or device: never followed or opened
     │   ├── InvalidPatternError     a glob or regular expression that cannot be compiled
     │   └── StoreError              the backend failed (I/O error, unresponsive)
@@ -113,8 +113,12 @@ class RateLimitError(OperationError):
     """The principal made too many requests in the rate-limit window."""
 
 
-class NoMountError(OperationError):
-    """The path lies under no mount; there is no fallback root."""
+class NoMountError(NotFoundError):
+    """The path lies under no mount; there is no fallback root.
+
+    A kind of :class:`NotFoundError`: a mount the caller may not see at all (its labels do not
+    admit the caller) is reported exactly like no mount, so the two must be caught alike.
+    """
 
 
 class UnsupportedFileError(OperationError):

@@ -1,5 +1,7 @@
 """Glob patterns over virtual paths, matched in linear-ish time (no regex backtracking).
 
+Patterns are NFC-normalized like paths: ``cafe`` + U+0301 and ``caf`` + U+00E9 are one pattern.
+
 Syntax, per segment: ``*`` (any run of characters except ``/``), ``?`` (one character),
 ``[abc]`` / ``[a-z]`` / ``[!abc]`` (a class). A whole segment ``**`` matches zero or more
 segments, so ``/docs/**`` matches ``/docs`` itself and everything below it. ``*`` matches names
@@ -12,6 +14,7 @@ most O(len(pattern) x len(name)) instead of exponential time.
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 
 from bastion.core.errors import InvalidPatternError
@@ -131,6 +134,9 @@ class Glob:
             raise InvalidPatternError(f"glob pattern longer than {MAX_PATTERN_CHARS} characters")
         if "\x00" in pattern or "\\" in pattern:
             raise InvalidPatternError("glob pattern contains NUL or a backslash; use '/' only")
+        # Paths are NFC-normalized when parsed; a pattern typed in another form (NFD, as some
+        # editors and macOS file names produce) must name the same paths.
+        pattern = unicodedata.normalize("NFC", pattern)
         segments: list[_SegmentPattern | str] = []
         for raw in pattern.split("/"):
             if raw in ("", "."):

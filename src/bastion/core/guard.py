@@ -2,149 +2,47 @@
 
 A request is allowed only if the mount's scope allows the action, the policy allows the
 principal on the full workspace path, no path segment is blocked, and the document's labels
-admit the principal. What the principal may not read is reported as *not found* and never
-appears in a listing; a scope refusal is reported plainly, since the agent needs to know.
+admit the principal. What the principal may not read is reported as *not found*, with the same
+message as a missing entry, and never appears in a listing; a scope refusal is reported
+plainly, since the agent needs to know.
 
-Every operation is rate-limited and audited once. A workspace call (``grep``, say) opens one
-:class:`Operation`; the primitive calls it makes inside it are not counted again. A primitive
-called directly on a guarded store, outside any operation, is its own operation.
+The guard is the edge between store paths and workspace paths: a store's errors name store
+paths, so every error that leaves the guard is re-worded to name the workspace path asked for.
+A failure that could only happen because something hidden is there (a path *below* a hidden
+file, a hidden link) is reported as not found too.
+
+Every operation is rate-limited and audited once (:mod:`bastion.core.operation`).
 """
 
 from __future__ import annotations
 
-import contextlib
-import time
-from contextvars import ContextVar
-from dataclasses import dataclass
-from types import TracebackType
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 
-from bastion.core.audit import AuditRecord, AuditSink
 from bastion.core.errors import (
-    AccessDeniedError,
+    AlreadyExistsError,
+    ConflictError,
+    DirectoryNotEmptyError,
+    InvalidPathError,
+    IsADirectoryError_,
     LimitError,
+    NotADirectoryError_,
     NotFoundError,
     OperationError,
     PolicyDeniedError,
     ScopeError,
+    UnsupportedFileError,
 )
-from bastion.core.models import Action, EntryKind, FileInfo, Labels, WriteMode
+from bastion.core.models import Action, EntryKind, FileInfo, Scope, WriteMode
 from bastion.core.mounts import Mount
+from bastion.core.operation import GuardContext, Operation, current_operation, folded
 from bastion.core.paths import VPath
-from bastion.core.policy import Policy
-from bastion.core.ports import Store
-from bastion.core.principal import Principal, labels_admit
-from bastion.core.ratelimit import RateLimiter
+from bastion.core.ports import ReadCheck, Store
 
 __all__ = ["GuardContext", "GuardedStore", "Operation"]
 
-_in_operation: ContextVar[Operation | None] = ContextVar("bastion_operation", default=None)
-
-
-class GuardContext:
-    """Everything the guard needs to know about one principal in one workspace."""
-
-    def __init__(
-        self,
-        principal: Principal,
-        policy: Policy,
-        audit: AuditSink,
-        limiter: RateLimiter | None = None,
-    ) -> None:
-        self.principal = principal
-        self.policy = policy
-        self.audit = audit
-        self.limiter = limiter
-        self.roles = policy.effective_roles(principal)
-
-    def operation(
-        self, name: str, path: VPath | str, target: VPath | str | None = None
-    ) -> Operation:
-        return Operation(self, name, str(path), None if target is None else str(target))
-
-    def allows(self, action: Action, path: VPath) -> bool:
-        return self.policy.decide(self.principal, action, path, self.roles).allowed
-
-    def admits(self, labels: Labels) -> bool:
-        return labels_admit(labels, self.principal, self.roles, self.policy.classifications)
-
-
-class Operation:
-    """One audited, rate-limited operation. Nested operations are folded into the outer one."""
-
-    __slots__ = ("_ctx", "_nested", "_start", "_token", "bytes", "name", "path", "reason", "target")
-
-    def __init__(self, ctx: GuardContext, name: str, path: str, target: str | None) -> None:
-        self._ctx = ctx
-        self.name = name
-        self.path = path
-        self.target = target
-        self.reason = ""
-        self.bytes = 0
-        self._nested = False
-        self._start = 0.0
-        self._token: object = None
-
-    def refuse(self, reason: str) -> None:
-        """Record the real reason of a refusal (for the audit log, not the caller)."""
-        outer = _in_operation.get()
-        if outer is not None:
-            outer.reason = reason
-        self.reason = reason
-
-    async def __aenter__(self) -> Operation:
-        outer = _in_operation.get()
-        if outer is not None:
-            self._nested = True
-            return outer
-        self._token = _in_operation.set(self)
-        self._start = time.perf_counter()
-        if self._ctx.limiter is not None:
-            try:
-                self._ctx.limiter.check(self._ctx.principal)
-            except OperationError as exc:
-                self._finish(allowed=False, reason=f"rate limited: {exc}")
-                _in_operation.reset(self._token)
-                raise
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if self._nested:
-            return
-        _in_operation.reset(self._token)  # type: ignore[arg-type]
-        if exc is None:
-            self._finish(allowed=True, reason=self.reason or "allowed")
-        elif isinstance(exc, AccessDeniedError | NotFoundError) and self.reason:
-            self._finish(allowed=False, reason=self.reason)
-        else:
-            self._finish(allowed=False, reason=f"{type(exc).__name__}: {exc}")
-
-    def _finish(self, *, allowed: bool, reason: str) -> None:
-        ctx = self._ctx
-        self._ctx.audit.append(
-            AuditRecord(
-                time=time.time(),
-                principal=ctx.principal.id,
-                tenant=ctx.principal.tenant,
-                operation=self.name,
-                path=self.path,
-                allowed=allowed,
-                reason=reason,
-                bytes=self.bytes,
-                duration_ms=(time.perf_counter() - self._start) * 1000.0,
-                target=self.target,
-            )
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class _Refusal:
-    reason: str
-    error: OperationError
+_FILE, _DIR = EntryKind.FILE, EntryKind.DIRECTORY
+_CACHE_LIMIT = 4096
 
 
 class GuardedStore(Store):
@@ -155,6 +53,16 @@ class GuardedStore(Store):
         self.mount = mount
         self.ctx = ctx
         self.kind = store.kind
+        self._prefix = mount.prefix.parts
+        self._allowed = frozenset(action for action in Action if mount.scope.allows(action))
+        self._keeps_labels = bool(getattr(store, "keeps_labels", False))
+        self._mount_admits = ctx.admits(mount.labels)
+        self.hidden = mount.scope is not Scope.WRITE_ONLY and not self._mount_admits
+        """True when the whole mount is invisible to the principal: its labels do not admit
+        them (a write-only drop box is never hidden: its documents are not read back)."""
+        self._seen: dict[tuple[bool, tuple[str, ...]], str | None] = {}
+        """Blocked-segment and policy answers per (is directory, store path): pure functions
+        of the principal and the path, so each is worked out once."""
 
     def describe(self) -> str:
         return self.inner.describe()
@@ -162,59 +70,80 @@ class GuardedStore(Store):
     # -- checks ------------------------------------------------------------------------------
 
     def _full(self, path: VPath) -> VPath:
-        return self.mount.prefix.join(path)
+        return VPath(self._prefix + path.parts)
+
+    def _op(
+        self, name: str, path: VPath, target: VPath | None = None
+    ) -> AbstractContextManager[Operation]:
+        """This primitive's operation, or the one in progress that it is folded into."""
+        nested = folded()
+        if nested is not None:
+            return nested
+        full_target = None if target is None else self._full(target)
+        return self.ctx.operation(name, self._full(path), full_target)
 
     def _scope(self, action: Action, path: VPath) -> None:
-        scope = self.mount.scope
-        if not scope.allows(action):
+        if action not in self._allowed:
+            scope = self.mount.scope
             kind = scope.value.replace("_", "-")
             raise ScopeError(
                 f"{self._full(path)}: mount {self.mount.prefix} is {kind}; "
                 f"{action.value} is not allowed there"
             )
 
-    def _labels(self, info: FileInfo | None) -> Labels:
-        if info is not None and info.labels is not None:
-            return info.labels
-        return self.mount.labels
-
     def _visibility(self, path: VPath, kind: EntryKind | None, info: FileInfo | None) -> str | None:
         """Why ``path`` is hidden from the principal, or ``None`` when it is visible."""
+        key = (kind is _DIR, path.parts)
+        try:
+            why = self._seen[key]
+        except KeyError:
+            why = self._ruled_out(path, kind)
+            if len(self._seen) >= _CACHE_LIMIT:
+                self._seen.clear()
+            self._seen[key] = why
+        if why is not None:
+            return why
+        if info is not None and info.labels is not None:
+            admitted = self.ctx.admits(info.labels)
+        else:
+            admitted = self._mount_admits
+        return None if admitted else "labels do not admit the principal"
+
+    def _ruled_out(self, path: VPath, kind: EntryKind | None) -> str | None:
+        """Why a blocked segment or the policy hides ``path``, or ``None``."""
         full = self._full(path)
-        blocked = self.ctx.policy.limits.blocked(full)
+        blocked = self.ctx.blocked(full)
         if blocked is not None:
             return f"blocked segment {blocked!r}"
-        action = Action.LIST if kind is EntryKind.DIRECTORY else Action.READ
-        decision = self.ctx.policy.decide(self.ctx.principal, action, full, self.ctx.roles)
-        if not decision.allowed:
-            return decision.reason
-        if not self.ctx.admits(self._labels(info)):
-            return "labels do not admit the principal"
-        return None
+        decision = self.ctx.decide(Action.LIST if kind is _DIR else Action.READ, full)
+        return None if decision.allowed else decision.reason
 
     def _hide(self, path: VPath, why: str, op: Operation | None = None) -> NotFoundError:
-        reason = f"hidden: {why}"
-        (op or _current()).refuse(reason)
+        (op or current_operation()).refuse(f"hidden: {why}")
         return NotFoundError(f"{self._full(path)} not found")
 
     def _policy(self, action: Action, path: VPath) -> None:
         full = self._full(path)
-        decision = self.ctx.policy.decide(self.ctx.principal, action, full, self.ctx.roles)
+        decision = self.ctx.decide(action, full)
         if not decision.allowed:
-            _current().refuse(decision.reason)
+            current_operation().refuse(decision.reason)
             why = f" ({decision.public_reason})" if decision.public_reason else ""
             raise PolicyDeniedError(f"{action.value} on {full} is not allowed by policy{why}")
 
     def _writable_target(self, path: VPath, *, is_file: bool) -> None:
         full = self._full(path)
         limits = self.ctx.policy.limits
-        blocked = limits.blocked(full)
+        blocked = self.ctx.blocked(full)
         if blocked is not None:
-            _current().refuse(f"blocked segment {blocked!r}")
+            current_operation().refuse(f"blocked segment {blocked!r}")
             raise LimitError(f"{full}: the name {blocked!r} is blocked by policy; use another path")
+        if self.hidden:
+            # Writing into a mount the principal may not see would reveal (and clobber)
+            # documents it may not read: the mount is not there for this principal.
+            raise self._hide(path, "labels do not admit the principal")
         if is_file and not limits.extension_allowed(full):
             allowed = ", ".join(sorted(e or "(none)" for e in limits.allowed_extensions or ()))
-            _current().refuse("extension not allowed")
+            current_operation().refuse("extension not allowed")
             raise LimitError(
                 f"{full}: extension {full.suffix or '(none)'} not allowed; use {allowed}"
             )
@@ -226,41 +155,121 @@ class GuardedStore(Store):
             hidden = self._visibility(info.path, info.kind, info)
             if hidden is None and self.ctx.allows(Action.DELETE, self._full(info.path)):
                 continue
-            _current().refuse(
+            current_operation().refuse(
                 f"protected descendant {self._full(info.path)}: {hidden or 'delete denied'}"
             )
             raise PolicyDeniedError(
                 f"cannot {verb} {self._full(path)}: it contains entries you may not {verb}"
             )
 
+    async def _stat_visible(self, path: VPath, op: Operation) -> FileInfo:
+        blocked = self.ctx.blocked(self._full(path))
+        if blocked is not None:
+            raise self._hide(path, f"blocked segment {blocked!r}", op)
+        try:
+            info = await self.inner.stat(path)
+        except OperationError as exc:
+            raise await self._failed(exc, path, op) from None
+        hidden = self._visibility(path, info.kind, info)
+        if hidden is not None:
+            raise self._hide(path, hidden, op)
+        return info
+
+    # -- store errors, in workspace terms ----------------------------------------------------
+
+    async def _failed(
+        self, exc: OperationError, path: VPath, op: Operation, *, writing: bool = False
+    ) -> OperationError:
+        """The error to raise for a store failure on ``path`` (re-raise it ``from None``: the
+        store's own message names store paths)."""
+        if isinstance(exc, NotADirectoryError_ | IsADirectoryError_ | UnsupportedFileError):
+            # "is a file", "is a directory", "is a link" say something is there: if that
+            # something is hidden, the answer is the plain not found.
+            why = self._visibility(path, _FILE, None) or self._visibility(path, _DIR, None)
+            if why is None:
+                why = await self._hidden_above(path)
+            if why is not None:
+                return self._hide(path, why, op)
+        full = self._full(path)
+        if isinstance(exc, NotFoundError):
+            if writing:
+                return NotFoundError(f"parent directory {full.parent} does not exist")
+            return NotFoundError(f"{full} not found")
+        return _rebased(exc, path, full)
+
+    async def _hidden_above(self, path: VPath) -> str | None:
+        """Why the first non-directory above ``path`` is hidden, if there is one and it is."""
+        for depth in range(1, len(path.parts)):
+            above = VPath(path.parts[:depth])
+            info: FileInfo | None
+            try:
+                info = await self.inner.stat(above)
+            except UnsupportedFileError:
+                info = None  # a link or a special file: never a directory
+            except OperationError:
+                return None
+            if info is None or not info.is_dir:
+                return self._visibility(above, _FILE, info)
+        return None
+
     # -- primitives --------------------------------------------------------------------------
 
     async def stat(self, path: VPath) -> FileInfo:
-        async with self.ctx.operation("stat", self._full(path)) as op:
+        with self._op("stat", path) as op:
             if not (self.mount.scope.allows(Action.READ) or self.mount.scope.allows(Action.LIST)):
                 self._scope(Action.READ, path)
-            early = self.ctx.policy.limits.blocked(self._full(path))
-            if early is not None:
-                raise self._hide(path, f"blocked segment {early!r}", op)
-            info = await self.inner.stat(path)
-            hidden = self._visibility(path, info.kind, info)
-            if hidden is not None:
-                raise self._hide(path, hidden, op)
-            return info
+            return await self._stat_visible(path, op)
 
     async def read_range(self, path: VPath, offset: int = 0, length: int | None = None) -> bytes:
-        async with self.ctx.operation("read", self._full(path)) as op:
+        with self._op("read", path) as op:
             self._scope(Action.READ, path)
-            info = None
-            hidden = self._visibility(path, EntryKind.FILE, None)
-            if hidden is None and getattr(self.inner, "keeps_labels", False):
-                info = await self.inner.stat(path)
-                hidden = self._visibility(path, EntryKind.FILE, info)
+            hidden = self._visibility(path, _FILE, None)
+            if hidden is None and self._keeps_labels:
+                hidden = self._visibility(path, _FILE, await self._stat_visible(path, op))
             if hidden is not None:
                 raise self._hide(path, hidden, op)
-            data = await self.inner.read_range(path, offset, length)
+            try:
+                data = await self.inner.read_range(path, offset, length)
+            except OperationError as exc:
+                raise await self._failed(exc, path, op) from None
             op.bytes += len(data)
             return data
+
+    async def read_file(
+        self,
+        path: VPath,
+        offset: int = 0,
+        length: int | None = None,
+        *,
+        check: ReadCheck | None = None,
+    ) -> tuple[FileInfo, bytes]:
+        with self._op("read", path) as op:
+            self._scope(Action.READ, path)
+            hidden = self._visibility(path, _FILE, None)
+            if hidden is not None:
+                raise self._hide(path, hidden, op)
+            refused: list[BaseException] = []
+
+            def admit(info: FileInfo) -> None:
+                try:
+                    if info.labels is not None:
+                        why = self._visibility(path, info.kind, info)
+                        if why is not None:
+                            raise self._hide(path, why, op)
+                    if check is not None:
+                        check(info)
+                except BaseException as exc:
+                    refused.append(exc)
+                    raise
+
+            try:
+                info, data = await self.inner.read_file(path, offset, length, check=admit)
+            except OperationError as exc:
+                if refused and exc is refused[0]:
+                    raise
+                raise await self._failed(exc, path, op) from None
+            op.bytes += len(data)
+            return info, data
 
     async def write(
         self,
@@ -270,74 +279,139 @@ class GuardedStore(Store):
         mode: WriteMode = WriteMode.OVERWRITE,
         if_version: str | None = None,
     ) -> FileInfo:
-        async with self.ctx.operation("write", self._full(path)) as op:
-            self._scope(Action.WRITE, path)
-            self._writable_target(path, is_file=True)
-            limit = self.ctx.policy.limits.max_file_bytes
-            size = len(data)
-            if mode is WriteMode.APPEND and self.mount.scope.allows(Action.READ):
-                with contextlib.suppress(NotFoundError):
-                    size += (await self.inner.stat(path)).size
-            if size > limit:
-                op.refuse(f"size {size} over limit {limit}")
-                raise LimitError(
-                    f"{self._full(path)}: {size} bytes is over the {limit}-byte file limit; "
-                    "write a smaller file"
-                )
-            info = await self.inner.write(path, data, mode=mode, if_version=if_version)
+        with self._op("write", path) as op:
+            await self._admit_write(path, len(data), mode, op)
+            try:
+                info = await self.inner.write(path, data, mode=mode, if_version=if_version)
+            except OperationError as exc:
+                raise await self._failed(exc, path, op, writing=True) from None
             op.bytes += len(data)
             return info
 
     async def delete(self, path: VPath, *, recursive: bool = False) -> None:
-        async with self.ctx.operation("delete", self._full(path)) as op:
-            self._scope(Action.DELETE, path)
-            if path.is_root:
-                op.refuse("delete of a mount root")
-                raise PolicyDeniedError(
-                    f"{self.mount.prefix} is a mount point and cannot be deleted"
-                )
-            info = await self._stat_visible(path, op)
-            self._policy(Action.DELETE, path)
-            if recursive and info.is_dir:
-                await self._check_tree(path, "delete")
-            await self.inner.delete(path, recursive=recursive)
+        with self._op("delete", path) as op:
+            await self._admit_removal(path, "delete", op, recursive=recursive)
+            try:
+                await self.inner.delete(path, recursive=recursive)
+            except OperationError as exc:
+                raise await self._failed(exc, path, op) from None
 
     async def list(self, path: VPath) -> list[FileInfo]:
-        async with self.ctx.operation("list", self._full(path)) as op:
+        with self._op("list", path) as op:
             self._scope(Action.LIST, path)
             if not path.is_root:
                 await self._stat_visible(path, op)
             else:
-                hidden = self._visibility(path, EntryKind.DIRECTORY, None)
+                hidden = self._visibility(path, _DIR, None)
                 if hidden is not None:
                     raise self._hide(path, hidden, op)
-            entries = await self.inner.list(path)
+            try:
+                entries = await self.inner.list(path)
+            except OperationError as exc:
+                raise await self._failed(exc, path, op) from None
             return [e for e in entries if self._visibility(e.path, e.kind, e) is None]
 
     async def mkdir(self, path: VPath) -> None:
-        async with self.ctx.operation("mkdir", self._full(path)):
-            self._scope(Action.WRITE, path)
-            self._writable_target(path, is_file=False)
-            await self.inner.mkdir(path)
+        with self._op("mkdir", path) as op:
+            self.check_mkdir(path)
+            try:
+                await self.inner.mkdir(path)
+            except OperationError as exc:
+                raise await self._failed(exc, path, op, writing=True) from None
 
     async def rename(self, src: VPath, dst: VPath) -> None:
-        async with self.ctx.operation("move", self._full(src), self._full(dst)) as op:
-            self._scope(Action.DELETE, src)
-            info = await self._stat_visible(src, op)
-            self._policy(Action.DELETE, src)
-            self._writable_target(dst, is_file=info.is_file)
-            if info.is_dir:
-                await self._check_tree(src, "move")
-            await self.inner.rename(src, dst)
+        with self._op("move", src, dst) as op:
+            await self._admit_move(src, dst, op)
+            try:
+                await self.inner.rename(src, dst)
+            except OperationError as exc:
+                if isinstance(exc, AlreadyExistsError):
+                    raise _rebased(exc, dst, self._full(dst)) from None
+                raise await self._failed(exc, dst, op, writing=True) from None
 
-    async def _stat_visible(self, path: VPath, op: Operation) -> FileInfo:
-        blocked = self.ctx.policy.limits.blocked(self._full(path))
-        if blocked is not None:
-            raise self._hide(path, f"blocked segment {blocked!r}", op)
-        info = await self.inner.stat(path)
-        hidden = self._visibility(path, info.kind, info)
-        if hidden is not None:
-            raise self._hide(path, hidden, op)
+    # -- checks a workspace runs before it changes anything ----------------------------------
+
+    async def check_write(self, path: VPath, size: int, mode: WriteMode) -> None:
+        """Refuse now what :meth:`write` of ``size`` bytes would refuse (nothing is written)."""
+        with self._op("write", path) as op:
+            await self._admit_write(path, size, mode, op)
+
+    def check_mkdir(self, path: VPath) -> None:
+        """Refuse now what :meth:`mkdir` would refuse by scope, limits or policy."""
+        with self._op("mkdir", path):
+            self._scope(Action.WRITE, path)
+            self._writable_target(path, is_file=False)
+
+    async def check_removal(self, path: VPath, verb: str = "delete") -> FileInfo:
+        """Refuse now what deleting ``path`` (a whole tree) would refuse; the entry's info."""
+        with self._op(verb, path) as op:
+            return await self._admit_removal(path, verb, op, recursive=True)
+
+    async def check_move(self, src: VPath, dst: VPath) -> FileInfo:
+        """Refuse now what :meth:`rename` would refuse by scope, visibility, limits or policy
+        (whether ``dst`` exists is the rename's to say); the source's info."""
+        with self._op("move", src, dst) as op:
+            return await self._admit_move(src, dst, op)
+
+    async def lookup(self, path: VPath) -> FileInfo | None:
+        """The entry's info when it exists and the principal may see it, else ``None``; a
+        quiet probe (no refusal is recorded) for checks made before a change."""
+        scope = self.mount.scope
+        if not (scope.allows(Action.READ) or scope.allows(Action.LIST)):
+            return None
+        if self.ctx.blocked(self._full(path)) is not None:
+            return None
+        try:
+            info = await self.inner.stat(path)
+        except OperationError:
+            return None
+        return info if self._visibility(path, info.kind, info) is None else None
+
+    async def _admit_move(self, src: VPath, dst: VPath, op: Operation) -> FileInfo:
+        info = await self._admit_removal(src, "move", op, recursive=True)
+        self._writable_target(dst, is_file=info.is_file)
+        return info
+
+    async def _admit_write(self, path: VPath, size: int, mode: WriteMode, op: Operation) -> None:
+        self._scope(Action.WRITE, path)
+        self._writable_target(path, is_file=True)
+        may_read = (
+            self.mount.scope.allows(Action.READ) and self._visibility(path, _FILE, None) is None
+        )
+        existing: FileInfo | None = None
+        if (mode is WriteMode.APPEND and may_read) or self._keeps_labels:
+            try:
+                existing = await self.inner.stat(path)
+            except OperationError:
+                existing = None  # missing, or in the way: the write itself says so
+        if existing is not None and existing.labels is not None:
+            why = self._visibility(path, existing.kind, existing)
+            if why is not None:
+                raise self._hide(path, why, op)
+        total = size
+        if mode is WriteMode.APPEND and may_read and existing is not None:
+            # Only a file the principal may read counts with its current size: a refusal
+            # must not tell the size of a file it may not read (a drop box).
+            total += existing.size
+        limit = self.ctx.policy.limits.max_file_bytes
+        if total > limit:
+            op.refuse(f"size {total} over limit {limit}")
+            raise LimitError(
+                f"{self._full(path)}: {total} bytes is over the {limit}-byte file limit; "
+                "write a smaller file"
+            )
+
+    async def _admit_removal(
+        self, path: VPath, verb: str, op: Operation, *, recursive: bool
+    ) -> FileInfo:
+        self._scope(Action.DELETE, path)
+        if path.is_root:
+            op.refuse(f"{verb} of a mount root")
+            raise PolicyDeniedError(f"{self.mount.prefix} is a mount point and cannot be {verb}d")
+        info = await self._stat_visible(path, op)
+        self._policy(Action.DELETE, path)
+        if recursive and info.is_dir:
+            await self._check_tree(path, verb)
         return info
 
     # -- derived operations that need a raw view ---------------------------------------------
@@ -347,8 +421,22 @@ class GuardedStore(Store):
         return self._visibility(info.path, info.kind, info) is None
 
 
-def _current() -> Operation:
-    op = _in_operation.get()
-    if op is None:  # pragma: no cover - every check runs inside an operation
-        raise RuntimeError("guard check outside an operation")
-    return op
+_AFTER_PATH = frozenset(" :;,")
+_GENERIC: dict[type[OperationError], str] = {
+    AlreadyExistsError: "{} already exists",
+    IsADirectoryError_: "{} is a directory",
+    NotADirectoryError_: "{}: a parent in the path is a file, not a directory",
+    DirectoryNotEmptyError: "{} is not empty",
+    ConflictError: "{} changed since the version you expected; read it again and retry",
+    UnsupportedFileError: "{}: a link or a special file is in the way; Bastion does not open it",
+    InvalidPathError: "{}: this name cannot be used in this store",
+}
+
+
+def _rebased(exc: OperationError, path: VPath, full: VPath) -> OperationError:
+    """``exc`` re-worded to name the workspace path ``full`` instead of the store path."""
+    text, shown = str(exc), str(path)
+    cls: Callable[[str], OperationError] = type(exc)
+    if text.startswith(shown) and text[len(shown) : len(shown) + 1] in _AFTER_PATH | {""}:
+        return cls(f"{full}{text[len(shown) :]}")
+    return cls(_GENERIC.get(type(exc), "{}: the storage backend failed; retry").format(full))

@@ -66,9 +66,10 @@ class MountTable:
             if mount.prefix in seen:
                 raise ConfigurationError(f"two mounts at {mount.prefix}")
             seen.add(mount.prefix)
-        # Longest first, so the first hit is the longest prefix.
-        self._by_length = sorted(self._mounts, key=lambda m: -len(m.prefix.parts))
-        self._by_prefix = {m.prefix: m for m in self._mounts}
+        # Keyed by the prefix's parts; the prefix lengths in use, longest first, so the first
+        # hit is the longest prefix.
+        self._by_parts = {m.prefix.parts: m for m in self._mounts}
+        self._lengths = sorted({len(m.prefix.parts) for m in self._mounts}, reverse=True)
 
     def __iter__(self) -> Iterator[Mount]:
         return iter(self._mounts)
@@ -80,10 +81,12 @@ class MountTable:
     def find(self, path: VPath) -> Mount | None:
         """The mount whose prefix is the longest per-segment prefix of ``path``."""
         parts = path.parts
-        for length in range(len(parts), -1, -1):
-            mount = self._by_prefix.get(VPath(parts[:length]))
-            if mount is not None:
-                return mount
+        depth = len(parts)
+        for length in self._lengths:
+            if length <= depth:
+                mount = self._by_parts.get(parts[:length])
+                if mount is not None:
+                    return mount
         return None
 
     def resolve(self, path: VPath) -> Mount:

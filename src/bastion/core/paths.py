@@ -19,6 +19,7 @@ Rules (see ``docs/paths.md``):
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from dataclasses import dataclass
 from typing import ClassVar
@@ -30,8 +31,17 @@ __all__ = ["MAX_NAME_BYTES", "MAX_PATH_BYTES", "VPath"]
 MAX_NAME_BYTES = 255
 MAX_PATH_BYTES = 4096
 
-# Unicode bidirectional controls let a name display differently from what it is.
-_BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f")
+# Unicode bidirectional controls let a name display differently from what it is: every
+# character with the Bidi_Control property (ALM, LRM, RLM, the embeddings, overrides, isolates).
+_BIDI_CONTROLS = frozenset(
+    "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+)
+
+# The common case, answered without the general parser: an absolute ASCII path whose segments
+# are plain names (no control character, backslash or colon, no leading dot, so never "." or
+# ".." or a drive), one slash between them, each name within MAX_NAME_BYTES. ASCII is already
+# NFC. Anything else takes the general path below, which decides it in full.
+_PLAIN_PATH = re.compile(r"(?:/[^\x00-\x1f\x7f\\/:.][^\x00-\x1f\x7f\\/:]{0,254})+")
 
 
 def _is_forbidden_char(ch: str) -> bool:
@@ -57,21 +67,26 @@ class VPath:
             return raw
         if not isinstance(raw, str):
             raise InvalidPathError(f"path must be a string, got {type(raw).__name__}")
+        if len(raw) <= MAX_PATH_BYTES and raw.isascii() and _PLAIN_PATH.fullmatch(raw):
+            return cls(tuple(raw[1:].split("/")))
+        return cls._parse_general(raw)
+
+    @classmethod
+    def _parse_general(cls, raw: str) -> VPath:
         if raw == "":
             raise InvalidPathError("empty path: give an absolute path such as /docs/notes.md")
         text = unicodedata.normalize("NFC", raw)
-        shown = _show(text)
         for ch in text:
             if _is_forbidden_char(ch):
                 raise InvalidPathError(
-                    f"path {shown} contains a control character (U+{ord(ch):04X}); remove it"
+                    f"path {_show(text)} contains a control character (U+{ord(ch):04X}); remove it"
                 )
         if "\\" in text:
             raise InvalidPathError(
-                f"path {shown} contains a backslash; use '/' as the only separator"
+                f"path {_show(text)} contains a backslash; use '/' as the only separator"
             )
         if text.startswith("//") and not text.startswith("///"):
-            raise InvalidPathError(f"path {shown} has a UNC form (leading '//'); use one '/'")
+            raise InvalidPathError(f"path {_show(text)} has a UNC form (leading '//'); use one '/'")
         if len(text.encode("utf-8")) > MAX_PATH_BYTES:
             raise InvalidPathError(f"path is longer than {MAX_PATH_BYTES} bytes; shorten it")
         parts: list[str] = []
@@ -81,13 +96,14 @@ class VPath:
             if segment == "..":
                 if not parts:
                     raise InvalidPathError(
-                        f"path {shown} climbs above '/' with '..'; stay inside the workspace"
+                        f"path {_show(text)} climbs above '/' with '..'; stay inside the workspace"
                     )
                 parts.pop()
                 continue
             if _is_drive(segment):
                 raise InvalidPathError(
-                    f"path {shown} has a Windows drive ({segment}); use workspace paths like /docs"
+                    f"path {_show(text)} has a Windows drive ({segment}); "
+                    "use workspace paths like /docs"
                 )
             if len(segment.encode("utf-8")) > MAX_NAME_BYTES:
                 raise InvalidPathError(f"a name in the path is longer than {MAX_NAME_BYTES} bytes")

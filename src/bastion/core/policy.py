@@ -9,6 +9,7 @@ objects or from a mapping (what a TOML or YAML file holds, see :meth:`Policy.fro
 from __future__ import annotations
 
 import tomllib
+import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -121,27 +122,50 @@ class FileLimits:
     """Limits on files, whoever asks."""
 
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
-    """Largest file that may be written, or read whole (ranges of bigger files are allowed)."""
+    """Largest file that may be written, and most bytes one read returns (a whole file, a
+    byte range or a run of lines): bigger files are read a range at a time."""
     allowed_extensions: frozenset[str] | None = None
     """Extensions (``.md``) a write may create; ``None`` allows all, ``""`` means no extension."""
     blocked_segments: frozenset[str] = frozenset()
     """Names that make a path invisible and untouchable anywhere they appear (``.git``).
-    Compared per segment, case-insensitively; ``.gitignore`` is not blocked by ``.git``."""
+    Compared per segment, case-insensitively and after NFC normalization; ``.gitignore`` is
+    not blocked by ``.git``."""
+    _folded: frozenset[str] = field(init=False, repr=False, compare=False)
+    _extensions: frozenset[str] | None = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_folded", frozenset(_fold(s) for s in self.blocked_segments))
+        object.__setattr__(
+            self,
+            "_extensions",
+            None
+            if self.allowed_extensions is None
+            else frozenset(_nfc(e).lower() for e in self.allowed_extensions),
+        )
 
     def blocked(self, path: VPath) -> str | None:
         """The blocked segment in ``path``, if any."""
-        if not self.blocked_segments:
+        folded = self._folded
+        if not folded:
             return None
-        folded = {s.casefold() for s in self.blocked_segments}
         for part in path.parts:
-            if part.casefold() in folded:
+            if _fold(part) in folded:
                 return part
         return None
 
     def extension_allowed(self, path: VPath) -> bool:
-        if self.allowed_extensions is None:
+        if self._extensions is None:
             return True
-        return path.suffix in {e.lower() for e in self.allowed_extensions}
+        return path.suffix in self._extensions
+
+
+def _nfc(text: str) -> str:
+    return unicodedata.normalize("NFC", text)
+
+
+def _fold(text: str) -> str:
+    """Caseless form for comparing names: NFC, case-folded, NFC again (folding can denormalize)."""
+    return _nfc(_nfc(text).casefold())
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,20 +17,32 @@ Contract (checked by ``tests/contract/store_contract.py`` for every store):
 * ``list`` returns the direct children of a directory.
 * ``mkdir`` creates one directory whose parent exists.
 * ``rename`` moves an entry to a path that does not exist yet (never overwrites).
+
+Derived, and worth overriding where the backend can do better: ``read_file`` looks a file up
+once and returns its info with the bytes, after letting a ``check`` refuse it on its info
+(before any byte is read). ``LocalStore`` does it on one descriptor.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
-from bastion.core.errors import AlreadyExistsError, NotADirectoryError_, NotFoundError
+from bastion.core.errors import (
+    AlreadyExistsError,
+    IsADirectoryError_,
+    NotADirectoryError_,
+    NotFoundError,
+)
 from bastion.core.models import FileInfo, WriteMode
 from bastion.core.paths import VPath
 
-__all__ = ["Store"]
+__all__ = ["ReadCheck", "Store"]
 
 _COPY_CHUNK = 1 << 20
+
+ReadCheck = Callable[[FileInfo], None]
+"""Called with a file's info before its bytes are read; raises to refuse the read."""
 
 
 class Store(ABC):
@@ -82,6 +94,28 @@ class Store(ABC):
 
     async def read_all(self, path: VPath) -> bytes:
         return await self.read_range(path, 0, None)
+
+    async def read_file(
+        self,
+        path: VPath,
+        offset: int = 0,
+        length: int | None = None,
+        *,
+        check: ReadCheck | None = None,
+    ) -> tuple[FileInfo, bytes]:
+        """The file's info and the bytes of ``[offset, offset + length)`` (to the end of the
+        file when ``length`` is ``None``). ``check(info)`` runs before anything is read and
+        may raise to refuse. A directory raises :class:`IsADirectoryError_`."""
+        if offset < 0 or (length is not None and length < 0):
+            raise ValueError("offset and length must be non-negative")
+        info = await self.stat(path)
+        if info.is_dir:
+            raise IsADirectoryError_(f"{path} is a directory")
+        if check is not None:
+            check(info)
+        if length is None:
+            length = max(info.size - offset, 0)
+        return info, await self.read_range(path, offset, length)
 
     async def makedirs(self, path: VPath, *, exist_ok: bool = True) -> None:
         """Create ``path`` and any missing parents."""

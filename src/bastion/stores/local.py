@@ -7,7 +7,17 @@ segment at a time with ``openat(O_DIRECTORY | O_NOFOLLOW)`` and acts on the last
 single names (never ``..``, ``/`` or NUL, re-checked here even though :class:`VPath` already
 guarantees it) and no symbolic link is ever followed. Because a parent is held by descriptor once
 opened, swapping it for a link afterwards changes nothing; swapping it before it is opened makes
-the open fail.
+the open fail. (Lookups and reads start from the root descriptor itself; only a listing opens a
+fresh description of a directory, whose read offset it must not share.)
+
+One-lookup reads. ``read_file`` (what the workspace reads with) opens the file in one system
+call where the kernel offers ``openat2`` (Linux 5.6+): the whole relative path is resolved by
+the kernel *beneath* the root descriptor with ``RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS``, so no
+link is followed anywhere on the path and nothing outside the root can be reached, atomically.
+It first looks at the entry (``fstatat`` without following it) so that special files are not
+opened when seen, and checks the opened descriptor with ``fstat``. On any doubt (no
+``openat2``, a seccomp filter refusing it, an entry that is not a plain file, any error) it
+falls back to the descriptor walk above, which decides and says exactly what is wrong.
 
 Links and special files. Bastion never follows symbolic links, wherever they point (outside the
 root, inside it, nowhere, in a loop): a link as a path component or as the target raises
@@ -46,13 +56,11 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
-import secrets
 import stat
 import threading
 import time
 import weakref
 from collections.abc import Callable
-from contextlib import suppress
 from pathlib import Path
 
 from bastion.core.errors import (
@@ -60,31 +68,41 @@ from bastion.core.errors import (
     ConfigurationError,
     ConflictError,
     DirectoryNotEmptyError,
-    InvalidPathError,
     IsADirectoryError_,
     NotADirectoryError_,
     NotFoundError,
-    OperationError,
     StoreError,
-    UnsupportedFileError,
 )
-from bastion.core.models import EntryKind, FileInfo, WriteMode
+from bastion.core.models import FileInfo, WriteMode
 from bastion.core.paths import VPath
-from bastion.core.ports import Store
+from bastion.core.ports import ReadCheck, Store
+from bastion.stores._fd import (
+    _DIR_FLAGS,
+    TEMP_PREFIX,
+    _child,
+    _copy,
+    _info,
+    _lstat,
+    _lstat_raw,
+    _make_temp,
+    _name,
+    _open_at,
+    _open_file,
+    _openat2,
+    _pread,
+    _probe,
+    _refuse_special,
+    _remove_tree,
+    _translate,
+    _unlink_quietly,
+    _version,
+    _write_all,
+)
 
 __all__ = ["TEMP_PREFIX", "LocalStore"]
 
-TEMP_PREFIX = ".bastion-tmp-"
-"""Names starting with this are the store's temporary files: never listed, never addressable."""
-
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
-_TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-_CHUNK = 1 << 20
 _RENAME_NOREPLACE = 1
-# errno values an O_NOFOLLOW / O_DIRECTORY open returns when the entry is not what we want;
-# the entry is then inspected (without following it) to say what it is.
-_WRONG_TYPE = frozenset({errno.ELOOP, errno.EMLINK, errno.ENOTDIR, errno.ENXIO})
+_ODD_NAMES = frozenset({"", ".", ".."})
 
 
 def _load_renameat2() -> Callable[..., int] | None:
@@ -128,6 +146,7 @@ class LocalStore(Store):
         self._close_fd = weakref.finalize(self, os.close, fd)
         self._lock = threading.Lock()
         self._last_ns = 0
+        self._openat2 = _openat2 if _openat2 is not None and _probe(_openat2, fd) else None
 
     def close(self) -> None:
         """Release the root descriptor; the store cannot be used afterwards. Call it only when
@@ -148,11 +167,11 @@ class LocalStore(Store):
                 return _info(path, os.fstat(fd))
             finally:
                 os.close(fd)
-        pfd = self._open_dir(path.parent)
+        pfd = self._parent_fd(path)
         try:
             st = _lstat(pfd, _name(path), path)
         finally:
-            os.close(pfd)
+            self._release(pfd)
         if st is None:
             raise NotFoundError(f"{path} not found")
         _refuse_special(st, path)
@@ -163,25 +182,35 @@ class LocalStore(Store):
             raise ValueError("offset and length must be non-negative")
         if path.is_root:
             raise IsADirectoryError_("/ is a directory")
-        pfd = self._open_dir(path.parent)
+        fd, st = self._open_walked(path)
         try:
-            fd = _open_file(pfd, _name(path), path)
+            end = st.st_size if length is None else min(st.st_size, offset + length)
+            return _pread(fd, offset, end, path)
         finally:
-            os.close(pfd)
+            os.close(fd)
+
+    async def read_file(
+        self,
+        path: VPath,
+        offset: int = 0,
+        length: int | None = None,
+        *,
+        check: ReadCheck | None = None,
+    ) -> tuple[FileInfo, bytes]:
+        """One lookup: open the file (by ``openat2`` where the kernel has it, else by the
+        descriptor walk), then its info from that descriptor, ``check``, and the bytes."""
+        if offset < 0 or (length is not None and length < 0):
+            raise ValueError("offset and length must be non-negative")
+        if path.is_root:
+            raise IsADirectoryError_("/ is a directory")
+        opened = self._open_beneath(path)
+        fd, st = opened if opened is not None else self._open_walked(path)
         try:
-            size = os.fstat(fd).st_size
-            end = size if length is None else min(size, offset + length)
-            chunks: list[bytes] = []
-            pos = offset
-            while pos < end:
-                chunk = os.pread(fd, min(end - pos, _CHUNK), pos)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                pos += len(chunk)
-            return b"".join(chunks)
-        except OSError as exc:
-            raise _translate(exc, path) from exc
+            info = _info(path, st)
+            if check is not None:
+                check(info)
+            end = st.st_size if length is None else min(st.st_size, offset + length)
+            return info, _pread(fd, offset, end, path)
         finally:
             os.close(fd)
 
@@ -302,6 +331,78 @@ class LocalStore(Store):
             raise
         return fd
 
+    def _parent_fd(self, path: VPath) -> int:
+        """A descriptor on the parent directory of ``path``, for ``*at`` calls only (never to
+        list): the root descriptor itself when the parent is the root. Give it back with
+        :meth:`_release`."""
+        if self._closed:
+            raise StoreError("the local store is closed")
+        if len(path.parts) == 1:
+            return self._root_fd
+        fd = self._root_fd
+        try:
+            for depth in range(1, len(path.parts)):
+                here = VPath(path.parts[:depth])
+                parent, fd = fd, _open_at(fd, _name(here), here, _DIR_FLAGS)
+                self._release(parent)
+        except BaseException:
+            self._release(fd)
+            raise
+        return fd
+
+    def _release(self, fd: int) -> None:
+        if fd != self._root_fd:
+            os.close(fd)
+
+    def _open_walked(self, path: VPath) -> tuple[int, os.stat_result]:
+        """A read descriptor on the regular file ``path`` and its ``fstat``, walked from the
+        root one directory descriptor at a time."""
+        pfd = self._parent_fd(path)
+        try:
+            return _open_file(pfd, _name(path), path)
+        finally:
+            self._release(pfd)
+
+    def _open_beneath(self, path: VPath) -> tuple[int, os.stat_result] | None:
+        """The fast way to :meth:`_open_walked`: one ``openat2`` that the kernel confines
+        below the root and refuses through any link. ``None`` whenever it cannot decide
+        alone (no ``openat2``, not a plain regular file, any error): the walk then decides and
+        says exactly what is wrong."""
+        open_beneath = self._openat2
+        if open_beneath is None or self._closed:
+            return None
+        parts = path.parts
+        relative = "/".join(parts)
+        # Re-checked even though a VPath cannot hold these: one plain name per segment (a
+        # "/" inside a name would add a segment), no NUL, no reserved temporary name. Any
+        # doubt goes to the walk, which says exactly what is wrong.
+        if (
+            not _ODD_NAMES.isdisjoint(parts)
+            or relative.count("/") != len(parts) - 1
+            or "\0" in relative
+            or TEMP_PREFIX in relative
+        ):
+            return None
+        try:
+            # Special files are not opened at all when seen first (as on the walk).
+            seen = os.stat(relative, dir_fd=self._root_fd, follow_symlinks=False)
+        except (OSError, ValueError):
+            return None
+        if not stat.S_ISREG(seen.st_mode):
+            return None
+        fd = open_beneath(self._root_fd, relative)
+        if fd < 0:
+            return None
+        try:
+            st = os.fstat(fd)
+        except OSError:
+            os.close(fd)
+            return None
+        if not stat.S_ISREG(st.st_mode):  # swapped since the check: refused on the walk
+            os.close(fd)
+            return None
+        return fd, st
+
     def _open_parent(self, path: VPath) -> int:
         try:
             return self._open_dir(path.parent)
@@ -330,10 +431,11 @@ class LocalStore(Store):
             if mode is WriteMode.CREATE:
                 raise AlreadyExistsError(f"{path} already exists")
         appending = current is not None and mode is WriteMode.APPEND
-        old_fd = _open_file(pfd, name, path) if appending else -1
+        old_fd = -1
+        if appending:
+            # the version of what is actually appended to
+            old_fd, current = _open_file(pfd, name, path)
         try:
-            if old_fd >= 0:
-                current = _fstat(old_fd, path)  # the version of what is actually appended to
             if if_version is not None and (current is None or _version(current) != if_version):
                 raise ConflictError(
                     f"{path} changed since version {if_version}; read it again and retry"
@@ -399,156 +501,7 @@ class LocalStore(Store):
             raise _translate(exc, dst if exc.errno == errno.EEXIST else src) from exc
 
 
-# -- helpers -----------------------------------------------------------------------------------
-
-
-def _name(path: VPath) -> str:
-    """The last segment of ``path``, re-checked: one plain name, never a traversal."""
-    name = path.name
-    if name in ("", ".", "..") or "/" in name or "\0" in name:
-        raise InvalidPathError(f"{path} has an invalid name segment")
-    if name.startswith(TEMP_PREFIX):
-        raise InvalidPathError(f"names starting with {TEMP_PREFIX} are reserved; rename {path}")
-    return name
-
-
-def _child(path: VPath, name: str) -> VPath | None:
-    """The path of a listed entry, or ``None`` when the name cannot be addressed as one."""
-    if name.startswith(TEMP_PREFIX):
-        return None
-    try:
-        name.encode("utf-8")  # undecodable bytes come back as lone surrogates
-        child = path.child(name)
-    except (InvalidPathError, UnicodeError):
-        return None
-    return child if child.name == name else None  # not NFC: would not reach this entry
-
-
-def _version(st: os.stat_result) -> str:
-    return f"{st.st_mtime_ns:x}-{st.st_size:x}-{st.st_ino:x}"
-
-
-def _info(path: VPath, st: os.stat_result) -> FileInfo:
-    if stat.S_ISDIR(st.st_mode):
-        return FileInfo(path, EntryKind.DIRECTORY, 0, st.st_mtime_ns / 1e9, None)
-    return FileInfo(path, EntryKind.FILE, st.st_size, st.st_mtime_ns / 1e9, _version(st))
-
-
-def _refusal(st: os.stat_result, path: VPath) -> OperationError | None:
-    """Why an entry of this type is refused, or ``None`` for a regular file or a directory."""
-    mode = st.st_mode
-    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
-        return None
-    if stat.S_ISLNK(mode):
-        return UnsupportedFileError(f"{path} is a symbolic link; Bastion does not follow links")
-    what = (
-        "a FIFO"
-        if stat.S_ISFIFO(mode)
-        else "a socket"
-        if stat.S_ISSOCK(mode)
-        else "a device"
-        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
-        else "not a regular file"
-    )
-    return UnsupportedFileError(f"{path} is {what}; Bastion does not open special files")
-
-
-def _refuse_special(st: os.stat_result, path: VPath) -> None:
-    refusal = _refusal(st, path)
-    if refusal is not None:
-        raise refusal
-
-
-def _lstat_raw(dir_fd: int, name: str) -> os.stat_result | None:
-    """The entry itself (never what a link points to), or ``None`` when there is none."""
-    try:
-        return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-    except FileNotFoundError:
-        return None
-
-
-def _lstat(dir_fd: int, name: str, path: VPath) -> os.stat_result | None:
-    try:
-        return _lstat_raw(dir_fd, name)
-    except OSError as exc:
-        raise _translate(exc, path) from exc
-
-
-def _fstat(fd: int, path: VPath) -> os.stat_result:
-    try:
-        return os.fstat(fd)
-    except OSError as exc:
-        raise _translate(exc, path) from exc
-
-
-def _explain(dir_fd: int, name: str, path: VPath, *, want_dir: bool) -> OperationError:
-    """Say why opening ``name`` as a directory or a regular file failed."""
-    st = _lstat(dir_fd, name, path)
-    if st is None:
-        return NotFoundError(f"{path} not found")
-    refusal = _refusal(st, path)
-    if refusal is not None:
-        return refusal
-    if want_dir and stat.S_ISREG(st.st_mode):
-        return NotADirectoryError_(f"{path} is a file, not a directory")
-    return StoreError(f"{path} changed during the operation; retry")
-
-
-def _open_at(dir_fd: int, name: str, path: VPath, flags: int) -> int:
-    try:
-        return os.open(name, flags, dir_fd=dir_fd)
-    except OSError as exc:
-        if exc.errno in _WRONG_TYPE:
-            raise _explain(dir_fd, name, path, want_dir=bool(flags & os.O_DIRECTORY)) from exc
-        raise _translate(exc, path) from exc
-
-
-def _open_file(dir_fd: int, name: str, path: VPath) -> int:
-    """A read descriptor on the regular file ``name``; anything else is refused, unopened
-    when seen before the open and closed unread when swapped in just before it."""
-    st = _lstat(dir_fd, name, path)
-    if st is None:
-        raise NotFoundError(f"{path} not found")
-    if stat.S_ISDIR(st.st_mode):
-        raise IsADirectoryError_(f"{path} is a directory")
-    _refuse_special(st, path)
-    fd = _open_at(dir_fd, name, path, _FILE_FLAGS)
-    try:
-        st = os.fstat(fd)
-        if stat.S_ISDIR(st.st_mode):
-            raise IsADirectoryError_(f"{path} is a directory")
-        _refuse_special(st, path)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
-def _make_temp(dir_fd: int, path: VPath, *, private: bool) -> tuple[str, int]:
-    # An existing file's content must not be readable through a looser temporary file: start
-    # at 0600 and take the old mode just before the rename. A new file starts at 0666 & ~umask.
-    perms = 0o600 if private else 0o666
-    for _ in range(8):
-        tmp = TEMP_PREFIX + secrets.token_hex(8)
-        try:
-            return tmp, os.open(tmp, _TEMP_FLAGS, perms, dir_fd=dir_fd)
-        except FileExistsError:
-            continue
-        except OSError as exc:
-            raise _translate(exc, path) from exc
-    raise StoreError(f"could not create a temporary file next to {path}; retry")
-
-
-def _write_all(fd: int, data: memoryview) -> None:
-    while data:
-        data = data[os.write(fd, data) :]
-
-
-def _copy(src: int, dst: int) -> None:
-    offset = 0
-    while chunk := os.pread(src, _CHUNK, offset):
-        _write_all(dst, memoryview(chunk))
-        offset += len(chunk)
+# -- helpers that tests swap out (module globals) ------------------------------------------
 
 
 def _rename_noreplace(sfd: int, sname: str, dfd: int, dname: str) -> bool:
@@ -579,77 +532,3 @@ def _link_new(dir_fd: int, tmp: str, name: str) -> None:
             os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         return
     _unlink_quietly(dir_fd, tmp)
-
-
-def _unlink_quietly(dir_fd: int, name: str) -> None:
-    with suppress(OSError):  # best effort: a leftover temporary file is hidden and harmless
-        os.unlink(name, dir_fd=dir_fd)
-
-
-def _names(dir_fd: int) -> list[str]:
-    with os.scandir(dir_fd) as it:
-        return [entry.name for entry in it]
-
-
-def _remove_tree(parent_fd: int, name: str, path: VPath) -> None:
-    """Delete the directory ``name`` and everything in it, bottom-up, without following a link
-    (links are unlinked themselves). Iterative, one descriptor per level."""
-    top = _open_at(parent_fd, name, path, _DIR_FLAGS)
-    stack: list[tuple[int, str, list[str]]] = []
-    try:
-        stack.append((top, name, _names(top)))
-    except BaseException:
-        os.close(top)
-        raise
-    try:
-        while stack:
-            fd, dname, pending = stack[-1]
-            if not pending:
-                stack.pop()
-                os.close(fd)
-                os.rmdir(dname, dir_fd=stack[-1][0] if stack else parent_fd)
-                continue
-            entry = pending.pop()
-            try:
-                st = os.stat(entry, dir_fd=fd, follow_symlinks=False)
-            except FileNotFoundError:
-                continue
-            if not stat.S_ISDIR(st.st_mode):
-                os.unlink(entry, dir_fd=fd)
-                continue
-            try:
-                child = os.open(entry, _DIR_FLAGS, dir_fd=fd)
-            except OSError as exc:
-                if exc.errno not in _WRONG_TYPE:
-                    raise
-                os.unlink(entry, dir_fd=fd)  # swapped for a link or a file: remove that
-                continue
-            try:
-                stack.append((child, entry, _names(child)))
-            except BaseException:
-                os.close(child)
-                raise
-    finally:
-        for fd, _, _ in stack:
-            os.close(fd)
-
-
-def _translate(exc: OSError, path: VPath) -> OperationError:
-    """The Bastion error for a failed system call on ``path`` (never naming host paths)."""
-    code = exc.errno
-    if code == errno.ENOENT:
-        return NotFoundError(f"{path} not found")
-    if code == errno.EEXIST:
-        return AlreadyExistsError(f"{path} already exists")
-    if code == errno.ENOTDIR:
-        return NotADirectoryError_(f"{path}: a component of the path is not a directory")
-    if code == errno.EISDIR:
-        return IsADirectoryError_(f"{path} is a directory")
-    if code == errno.ENOTEMPTY:
-        return DirectoryNotEmptyError(f"{path} is not empty")
-    if code in (errno.ELOOP, errno.EMLINK):
-        return UnsupportedFileError(f"{path} is a symbolic link; Bastion does not follow links")
-    if code in (errno.EACCES, errno.EPERM):
-        return StoreError(f"{path}: permission denied by the local disk")
-    reason = os.strerror(code) if code else type(exc).__name__
-    return StoreError(f"{path}: local disk error ({reason})")

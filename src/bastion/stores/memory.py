@@ -17,7 +17,7 @@ from bastion.core.errors import (
 )
 from bastion.core.models import EntryKind, FileInfo, WriteMode
 from bastion.core.paths import VPath
-from bastion.core.ports import Store
+from bastion.core.ports import ReadCheck, Store
 
 __all__ = ["MemoryStore"]
 
@@ -88,6 +88,27 @@ class MemoryStore(Store):
             data = node.data
         end = None if length is None else offset + length
         return data[offset:end]
+
+    async def read_file(
+        self,
+        path: VPath,
+        offset: int = 0,
+        length: int | None = None,
+        *,
+        check: ReadCheck | None = None,
+    ) -> tuple[FileInfo, bytes]:
+        if offset < 0 or (length is not None and length < 0):
+            raise ValueError("offset and length must be non-negative")
+        with self._lock:
+            node = self._node(path)
+            if isinstance(node, _Dir):
+                raise IsADirectoryError_(f"{path} is a directory")
+            info = self._info(path, node)
+            if check is not None:
+                check(info)
+            data = node.data
+        end = None if length is None else offset + length
+        return info, data[offset:end]
 
     async def write(
         self,

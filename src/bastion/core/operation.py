@@ -1,0 +1,248 @@
+"""Operations and the per-principal guard context.
+
+Every request is one :class:`Operation`: rate-limited when it opens, audited once when it
+closes, whatever happened in between (a refusal, a malformed path, a store failure). A
+workspace call (``grep``, say) opens one operation; the primitive calls it makes inside it are
+folded into it and not counted again. A primitive called directly on a guarded store, outside
+any operation, is its own operation.
+
+:class:`GuardContext` holds what the guard knows about one principal in one workspace, and
+remembers its policy decisions: a decision is a pure function of (principal, action, path),
+so a path asked about twice is decided once.
+"""
+
+from __future__ import annotations
+
+import time
+from contextvars import ContextVar, Token
+from types import TracebackType
+
+from bastion.core.audit import AuditRecord, AuditSink
+from bastion.core.errors import AccessDeniedError, NotFoundError, OperationError
+from bastion.core.models import Action, Labels
+from bastion.core.paths import VPath
+from bastion.core.policy import Decision, Policy
+from bastion.core.principal import Principal, labels_admit
+from bastion.core.ratelimit import RateLimiter
+
+__all__ = ["GuardContext", "Operation", "current_operation", "folded", "note_refusal"]
+
+_in_operation: ContextVar[Operation | None] = ContextVar("bastion_operation", default=None)
+
+_CACHE_LIMIT = 4096
+"""Decisions remembered per principal view; the memory is cleared when it fills up."""
+
+_AUDIT_PATH_CHARS = 1024
+"""How much of a raw (unparsed, possibly hostile) path an audit record keeps."""
+
+
+class GuardContext:
+    """Everything the guard needs to know about one principal in one workspace."""
+
+    def __init__(
+        self,
+        principal: Principal,
+        policy: Policy,
+        audit: AuditSink,
+        limiter: RateLimiter | None = None,
+    ) -> None:
+        self.principal = principal
+        self.policy = policy
+        self.audit = audit
+        self.limiter = limiter
+        self.roles = policy.effective_roles(principal)
+        self._decisions: dict[tuple[Action, tuple[str, ...]], Decision] = {}
+        self._blocked: dict[tuple[str, ...], str | None] = {}
+
+    def operation(
+        self, name: str, path: VPath | str, target: VPath | str | None = None
+    ) -> Operation:
+        return Operation(self, name, path, target)
+
+    def decide(self, action: Action, path: VPath) -> Decision:
+        """The policy's decision for this principal (remembered)."""
+        key = (action, path.parts)
+        decision = self._decisions.get(key)
+        if decision is None:
+            decision = self.policy.decide(self.principal, action, path, self.roles)
+            if len(self._decisions) >= _CACHE_LIMIT:
+                self._decisions.clear()
+            self._decisions[key] = decision
+        return decision
+
+    def allows(self, action: Action, path: VPath) -> bool:
+        return self.decide(action, path).allowed
+
+    def blocked(self, path: VPath) -> str | None:
+        """The blocked segment of ``path``, if any (remembered)."""
+        try:
+            return self._blocked[path.parts]
+        except KeyError:
+            pass
+        found = self.policy.limits.blocked(path)
+        if len(self._blocked) >= _CACHE_LIMIT:
+            self._blocked.clear()
+        self._blocked[path.parts] = found
+        return found
+
+    def admits(self, labels: Labels) -> bool:
+        return labels_admit(labels, self.principal, self.roles, self.policy.classifications)
+
+
+class Operation:
+    """One audited, rate-limited operation. Nested operations are folded into the outer one.
+
+    Use it as a context manager (``with`` or ``async with``). ``path`` and ``target`` may be
+    raw strings while the request is being parsed; :meth:`name_paths` records the parsed form.
+    """
+
+    __slots__ = (
+        "_ctx",
+        "_nested",
+        "_start",
+        "_token",
+        "bytes",
+        "name",
+        "path",
+        "reason",
+        "target",
+    )
+
+    def __init__(
+        self,
+        ctx: GuardContext,
+        name: str,
+        path: VPath | str,
+        target: VPath | str | None = None,
+    ) -> None:
+        self._ctx = ctx
+        self.name = name
+        self.path = path
+        self.target = target
+        self.reason = ""
+        self.bytes = 0
+        self._nested = False
+        self._start = 0.0
+        self._token: Token[Operation | None] | None = None
+
+    def refuse(self, reason: str) -> None:
+        """Record the real reason of a refusal (for the audit log, not the caller)."""
+        outer = _in_operation.get()
+        if outer is not None:
+            outer.reason = reason
+        self.reason = reason
+
+    def name_paths(self, path: VPath, target: VPath | None = None) -> None:
+        """Record the parsed path (and target) instead of the raw input."""
+        self.path = path
+        if target is not None:
+            self.target = target
+
+    def __enter__(self) -> Operation:
+        outer = _in_operation.get()
+        if outer is not None:
+            self._nested = True
+            return outer
+        self._token = _in_operation.set(self)
+        self._start = time.perf_counter()
+        limiter = self._ctx.limiter
+        if limiter is not None:
+            try:
+                limiter.check(self._ctx.principal)
+            except OperationError as exc:
+                self._finish(allowed=False, reason=f"rate limited: {exc}")
+                _in_operation.reset(self._token)
+                raise
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._nested:
+            return
+        if self._token is not None:
+            _in_operation.reset(self._token)
+        if exc is None:
+            self._finish(allowed=True, reason=self.reason or "allowed")
+        elif isinstance(exc, AccessDeniedError | NotFoundError) and self.reason:
+            self._finish(allowed=False, reason=self.reason)
+        else:
+            self._finish(allowed=False, reason=f"{type(exc).__name__}: {exc}")
+
+    async def __aenter__(self) -> Operation:
+        return self.__enter__()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.__exit__(exc_type, exc, tb)
+
+    def _finish(self, *, allowed: bool, reason: str) -> None:
+        ctx = self._ctx
+        ctx.audit.append(
+            AuditRecord(
+                time=time.time(),
+                principal=ctx.principal.id,
+                tenant=ctx.principal.tenant,
+                operation=self.name,
+                path=_audit_path(self.path),
+                allowed=allowed,
+                reason=reason,
+                bytes=self.bytes,
+                duration_ms=(time.perf_counter() - self._start) * 1000.0,
+                target=None if self.target is None else _audit_path(self.target),
+            )
+        )
+
+
+class _Folded:
+    """What a nested operation is: the outer one, entered and left without a trace."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> Operation:
+        return current_operation()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        return None
+
+
+_FOLDED = _Folded()
+
+
+def folded() -> _Folded | None:
+    """The stand-in for a nested operation when one is in progress, else ``None``: a caller
+    inside an operation need not build (and name) a new one that would be folded anyway."""
+    return _FOLDED if _in_operation.get() is not None else None
+
+
+def current_operation() -> Operation:
+    """The operation in progress (every guard check runs inside one)."""
+    op = _in_operation.get()
+    if op is None:  # pragma: no cover - every check runs inside an operation
+        raise RuntimeError("guard check outside an operation")
+    return op
+
+
+def note_refusal(reason: str) -> None:
+    """Record the real reason of a refusal on the operation in progress, if there is one."""
+    op = _in_operation.get()
+    if op is not None:
+        op.reason = reason
+
+
+def _audit_path(path: VPath | str) -> str:
+    if isinstance(path, VPath):
+        return str(path)
+    return path if len(path) <= _AUDIT_PATH_CHARS else path[: _AUDIT_PATH_CHARS - 3] + "..."

@@ -1,0 +1,333 @@
+"""Descriptor-level helpers of the local store (``bastion.stores.local``).
+
+Everything here works on directory descriptors and single names, never on host path strings:
+the store's confinement rests on these functions (see the ``local`` module docstring).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import secrets
+import stat
+import sys
+from collections.abc import Callable
+from contextlib import suppress
+
+from bastion.core.errors import (
+    AlreadyExistsError,
+    DirectoryNotEmptyError,
+    InvalidPathError,
+    IsADirectoryError_,
+    NotADirectoryError_,
+    NotFoundError,
+    OperationError,
+    StoreError,
+    UnsupportedFileError,
+)
+from bastion.core.models import EntryKind, FileInfo
+from bastion.core.paths import VPath
+
+TEMP_PREFIX = ".bastion-tmp-"
+"""Names starting with this are the store's temporary files: never listed, never addressable."""
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+_TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+_CHUNK = 1 << 20
+# errno values an O_NOFOLLOW / O_DIRECTORY open returns when the entry is not what we want;
+# the entry is then inspected (without following it) to say what it is.
+_WRONG_TYPE = frozenset({errno.ELOOP, errno.EMLINK, errno.ENOTDIR, errno.ENXIO})
+
+
+_SYS_OPENAT2 = 437  # the same number on every Linux architecture (Linux 5.6 and later)
+_RESOLVE_NO_MAGICLINKS = 0x02
+_RESOLVE_NO_SYMLINKS = 0x04
+_RESOLVE_BENEATH = 0x08
+
+
+class _OpenHow(ctypes.Structure):
+    _fields_ = [
+        ("flags", ctypes.c_uint64),
+        ("mode", ctypes.c_uint64),
+        ("resolve", ctypes.c_uint64),
+    ]
+
+
+def _load_openat2() -> Callable[[int, str], int] | None:
+    """``openat2(dir_fd, relative, _FILE_FLAGS, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)``: the
+    kernel resolves the whole relative path below ``dir_fd`` and fails (-1) on any link."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        syscall = ctypes.CDLL(None, use_errno=True).syscall
+    except (AttributeError, OSError):
+        return None
+    syscall.restype = ctypes.c_long
+    syscall.argtypes = [
+        ctypes.c_long,
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.c_void_p,
+        ctypes.c_size_t,
+    ]
+    how = _OpenHow(_FILE_FLAGS, 0, _RESOLVE_BENEATH | _RESOLVE_NO_SYMLINKS | _RESOLVE_NO_MAGICLINKS)
+    how_ref, how_size = ctypes.byref(how), ctypes.sizeof(how)
+
+    def open_beneath(dir_fd: int, relative: str) -> int:
+        return int(syscall(_SYS_OPENAT2, dir_fd, os.fsencode(relative), how_ref, how_size))
+
+    return open_beneath
+
+
+_openat2 = _load_openat2()
+
+
+def _name(path: VPath) -> str:
+    """The last segment of ``path``, re-checked: one plain name, never a traversal."""
+    name = path.name
+    if name in ("", ".", "..") or "/" in name or "\0" in name:
+        raise InvalidPathError(f"{path} has an invalid name segment")
+    if name.startswith(TEMP_PREFIX):
+        raise InvalidPathError(f"names starting with {TEMP_PREFIX} are reserved; rename {path}")
+    return name
+
+
+def _child(path: VPath, name: str) -> VPath | None:
+    """The path of a listed entry, or ``None`` when the name cannot be addressed as one."""
+    if name.startswith(TEMP_PREFIX):
+        return None
+    try:
+        name.encode("utf-8")  # undecodable bytes come back as lone surrogates
+        child = path.child(name)
+    except (InvalidPathError, UnicodeError):
+        return None
+    return child if child.name == name else None  # not NFC: would not reach this entry
+
+
+def _version(st: os.stat_result) -> str:
+    return f"{st.st_mtime_ns:x}-{st.st_size:x}-{st.st_ino:x}"
+
+
+def _info(path: VPath, st: os.stat_result) -> FileInfo:
+    if stat.S_ISDIR(st.st_mode):
+        return FileInfo(path, EntryKind.DIRECTORY, 0, st.st_mtime_ns / 1e9, None)
+    return FileInfo(path, EntryKind.FILE, st.st_size, st.st_mtime_ns / 1e9, _version(st))
+
+
+def _refusal(st: os.stat_result, path: VPath) -> OperationError | None:
+    """Why an entry of this type is refused, or ``None`` for a regular file or a directory."""
+    mode = st.st_mode
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    if stat.S_ISLNK(mode):
+        return UnsupportedFileError(f"{path} is a symbolic link; Bastion does not follow links")
+    what = (
+        "a FIFO"
+        if stat.S_ISFIFO(mode)
+        else "a socket"
+        if stat.S_ISSOCK(mode)
+        else "a device"
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+        else "not a regular file"
+    )
+    return UnsupportedFileError(f"{path} is {what}; Bastion does not open special files")
+
+
+def _refuse_special(st: os.stat_result, path: VPath) -> None:
+    refusal = _refusal(st, path)
+    if refusal is not None:
+        raise refusal
+
+
+def _lstat_raw(dir_fd: int, name: str) -> os.stat_result | None:
+    """The entry itself (never what a link points to), or ``None`` when there is none."""
+    try:
+        return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+
+
+def _lstat(dir_fd: int, name: str, path: VPath) -> os.stat_result | None:
+    try:
+        return _lstat_raw(dir_fd, name)
+    except OSError as exc:
+        raise _translate(exc, path) from exc
+
+
+def _fstat(fd: int, path: VPath) -> os.stat_result:
+    try:
+        return os.fstat(fd)
+    except OSError as exc:
+        raise _translate(exc, path) from exc
+
+
+def _explain(dir_fd: int, name: str, path: VPath, *, want_dir: bool) -> OperationError:
+    """Say why opening ``name`` as a directory or a regular file failed."""
+    st = _lstat(dir_fd, name, path)
+    if st is None:
+        return NotFoundError(f"{path} not found")
+    refusal = _refusal(st, path)
+    if refusal is not None:
+        return refusal
+    if want_dir and stat.S_ISREG(st.st_mode):
+        return NotADirectoryError_(f"{path} is a file, not a directory")
+    return StoreError(f"{path} changed during the operation; retry")
+
+
+def _open_at(dir_fd: int, name: str, path: VPath, flags: int) -> int:
+    try:
+        return os.open(name, flags, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno in _WRONG_TYPE:
+            raise _explain(dir_fd, name, path, want_dir=bool(flags & os.O_DIRECTORY)) from exc
+        raise _translate(exc, path) from exc
+
+
+def _open_file(dir_fd: int, name: str, path: VPath) -> tuple[int, os.stat_result]:
+    """A read descriptor on the regular file ``name`` and its ``fstat``; anything else is
+    refused, unopened when seen before the open and closed unread when swapped in just
+    before it."""
+    st = _lstat(dir_fd, name, path)
+    if st is None:
+        raise NotFoundError(f"{path} not found")
+    if stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError_(f"{path} is a directory")
+    _refuse_special(st, path)
+    fd = _open_at(dir_fd, name, path, _FILE_FLAGS)
+    try:
+        st = _fstat(fd, path)
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError_(f"{path} is a directory")
+        _refuse_special(st, path)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
+
+
+def _pread(fd: int, offset: int, end: int, path: VPath) -> bytes:
+    """The bytes of ``[offset, end)`` (fewer if the file shrank meanwhile)."""
+    chunks: list[bytes] = []
+    pos = offset
+    try:
+        while pos < end:
+            chunk = os.pread(fd, min(end - pos, _CHUNK), pos)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            pos += len(chunk)
+    except OSError as exc:
+        raise _translate(exc, path) from exc
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+def _probe(open_beneath: Callable[[int, str], int], root_fd: int) -> bool:
+    """Whether ``openat2`` works here (a seccomp filter or an old kernel may refuse it)."""
+    fd = open_beneath(root_fd, ".")
+    if fd < 0:
+        return False
+    os.close(fd)
+    return True
+
+
+def _make_temp(dir_fd: int, path: VPath, *, private: bool) -> tuple[str, int]:
+    # An existing file's content must not be readable through a looser temporary file: start
+    # at 0600 and take the old mode just before the rename. A new file starts at 0666 & ~umask.
+    perms = 0o600 if private else 0o666
+    for _ in range(8):
+        tmp = TEMP_PREFIX + secrets.token_hex(8)
+        try:
+            return tmp, os.open(tmp, _TEMP_FLAGS, perms, dir_fd=dir_fd)
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise _translate(exc, path) from exc
+    raise StoreError(f"could not create a temporary file next to {path}; retry")
+
+
+def _write_all(fd: int, data: memoryview) -> None:
+    while data:
+        data = data[os.write(fd, data) :]
+
+
+def _copy(src: int, dst: int) -> None:
+    offset = 0
+    while chunk := os.pread(src, _CHUNK, offset):
+        _write_all(dst, memoryview(chunk))
+        offset += len(chunk)
+
+
+def _unlink_quietly(dir_fd: int, name: str) -> None:
+    with suppress(OSError):  # best effort: a leftover temporary file is hidden and harmless
+        os.unlink(name, dir_fd=dir_fd)
+
+
+def _names(dir_fd: int) -> list[str]:
+    with os.scandir(dir_fd) as it:
+        return [entry.name for entry in it]
+
+
+def _remove_tree(parent_fd: int, name: str, path: VPath) -> None:
+    """Delete the directory ``name`` and everything in it, bottom-up, without following a link
+    (links are unlinked themselves). Iterative, one descriptor per level."""
+    top = _open_at(parent_fd, name, path, _DIR_FLAGS)
+    stack: list[tuple[int, str, list[str]]] = []
+    try:
+        stack.append((top, name, _names(top)))
+    except BaseException:
+        os.close(top)
+        raise
+    try:
+        while stack:
+            fd, dname, pending = stack[-1]
+            if not pending:
+                stack.pop()
+                os.close(fd)
+                os.rmdir(dname, dir_fd=stack[-1][0] if stack else parent_fd)
+                continue
+            entry = pending.pop()
+            try:
+                st = os.stat(entry, dir_fd=fd, follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+            if not stat.S_ISDIR(st.st_mode):
+                os.unlink(entry, dir_fd=fd)
+                continue
+            try:
+                child = os.open(entry, _DIR_FLAGS, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno not in _WRONG_TYPE:
+                    raise
+                os.unlink(entry, dir_fd=fd)  # swapped for a link or a file: remove that
+                continue
+            try:
+                stack.append((child, entry, _names(child)))
+            except BaseException:
+                os.close(child)
+                raise
+    finally:
+        for fd, _, _ in stack:
+            os.close(fd)
+
+
+def _translate(exc: OSError, path: VPath) -> OperationError:
+    """The Bastion error for a failed system call on ``path`` (never naming host paths)."""
+    code = exc.errno
+    if code == errno.ENOENT:
+        return NotFoundError(f"{path} not found")
+    if code == errno.EEXIST:
+        return AlreadyExistsError(f"{path} already exists")
+    if code == errno.ENOTDIR:
+        return NotADirectoryError_(f"{path}: a component of the path is not a directory")
+    if code == errno.EISDIR:
+        return IsADirectoryError_(f"{path} is a directory")
+    if code == errno.ENOTEMPTY:
+        return DirectoryNotEmptyError(f"{path} is not empty")
+    if code in (errno.ELOOP, errno.EMLINK):
+        return UnsupportedFileError(f"{path} is a symbolic link; Bastion does not follow links")
+    if code in (errno.EACCES, errno.EPERM):
+        return StoreError(f"{path}: permission denied by the local disk")
+    reason = os.strerror(code) if code else type(exc).__name__
+    return StoreError(f"{path}: local disk error ({reason})")

@@ -1,0 +1,193 @@
+"""Copy and move, all or nothing.
+
+A copy (and a move between mounts, which is a copy and a delete) is planned before anything
+changes: every entry to create is checked against the target's scope, limits and policy, and
+against what already exists there; a move also checks up front that the source may be deleted
+as a whole (nothing under it hidden or protected). Only then are bytes written. A refused copy
+or move changes nothing; what can still fail midway is what no check can foresee (another
+writer, a full disk).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from bastion.core.errors import (
+    AlreadyExistsError,
+    IsADirectoryError_,
+    NotADirectoryError_,
+    NotFoundError,
+)
+from bastion.core.guard import GuardedStore
+from bastion.core.models import EntryKind, FileInfo, WriteMode
+from bastion.core.paths import VPath
+from bastion.workspace.base import WorkspaceBase
+
+__all__ = ["TransferMixin"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Step:
+    """One entry to create: ``src`` (seen as ``info``) copied to ``dst``."""
+
+    src: VPath
+    dst: VPath
+    info: FileInfo
+    exists: bool = False
+    """A directory that is already there (merged into, not created)."""
+
+
+class TransferMixin(WorkspaceBase):
+    """``copy`` and ``move`` of :class:`~bastion.Workspace`."""
+
+    async def copy(
+        self, src: str | VPath, dst: str | VPath, *, overwrite: bool = False
+    ) -> FileInfo:
+        """Copy a file or a directory tree; never overwrites unless ``overwrite=True``."""
+        async with self._op("copy", src, dst) as op:
+            s, d = self._parse_pair(op, src, dst)
+            info = await self._stat(s)
+            if d.is_relative_to(s) and info.is_dir:
+                raise NotADirectoryError_(f"cannot copy {s} into itself")
+            steps = await self._plan(s, d, info, overwrite=overwrite, merge=True)
+            result, op.bytes = await self._run(steps, overwrite=overwrite)
+            await self._changed(d)
+            return result
+
+    async def move(
+        self, src: str | VPath, dst: str | VPath, *, overwrite: bool = False
+    ) -> FileInfo:
+        """Move or rename. Refuses to replace an existing target unless ``overwrite=True``."""
+        async with self._op("move", src, dst) as op:
+            s, d = self._parse_pair(op, src, dst)
+            self._refuse_mount_points(s, "move")
+            if self._is_mount_point(d):
+                raise AlreadyExistsError(f"{d} already exists (a mount point)")
+            src_store, src_rel = self._route(s)
+            dst_store, dst_rel = self._route(d)
+            info = await src_store.stat(src_rel)
+            if d.is_relative_to(s):
+                raise NotADirectoryError_(f"cannot move {s} into itself")
+            if src_store is dst_store:
+                await self._rename(src_store, src_rel, dst_rel, d, info, overwrite=overwrite)
+                result = info.at(d)
+            else:
+                # Copy then delete, after checking that the delete will be allowed.
+                await src_store.check_removal(src_rel, "move")
+                replace = overwrite and info.is_file
+                steps = await self._plan(s, d, info, overwrite=replace, merge=False)
+                result, _ = await self._run(steps, overwrite=replace)
+                await src_store.delete(src_rel, recursive=info.is_dir)
+            await self._removed(s)
+            await self._changed(d)
+            return result
+
+    async def _rename(
+        self,
+        store: GuardedStore,
+        src_rel: VPath,
+        dst_rel: VPath,
+        d: VPath,
+        info: FileInfo,
+        *,
+        overwrite: bool,
+    ) -> None:
+        if overwrite and info.is_file:
+            existing = await store.lookup(dst_rel)
+            if existing is not None:
+                if existing.is_dir:
+                    raise IsADirectoryError_(f"{d} is a directory; it is not replaced")
+                # Replacing is delete then rename: check both before deleting anything.
+                await store.check_move(src_rel, dst_rel)
+                await store.check_removal(dst_rel)
+                await store.delete(dst_rel)
+        try:
+            await store.rename(src_rel, dst_rel)
+        except NotFoundError:  # the target's parent is missing: create it, then rename
+            if dst_rel.parent.is_root:
+                raise
+        else:
+            return
+        await self._make_dirs(store, dst_rel.parent)
+        await store.rename(src_rel, dst_rel)
+
+    # -- planning and running ----------------------------------------------------------------
+
+    async def _plan(
+        self, s: VPath, d: VPath, info: FileInfo, *, overwrite: bool, merge: bool
+    ) -> list[_Step]:
+        """Every entry to create, checked (raises before anything changes)."""
+        sources = [info.at(s)]
+        if info.is_dir:
+            sources += [entry async for entry in self._walk(s, None)]
+        steps = []
+        for entry in sources:
+            dst = d.join(entry.path.relative_to(s))
+            steps.append(
+                await self._admit(entry, dst, top=dst == d, overwrite=overwrite, merge=merge)
+            )
+        return steps
+
+    async def _admit(
+        self, entry: FileInfo, dst: VPath, *, top: bool, overwrite: bool, merge: bool
+    ) -> _Step:
+        if self._is_mount_point(dst):
+            if entry.is_file:
+                raise IsADirectoryError_(f"{dst} is a directory (a mount point)")
+            if top and not merge:
+                raise AlreadyExistsError(f"{dst} already exists (a mount point)")
+            return _Step(entry.path, dst, entry, exists=True)
+        guarded, rel = self._route(dst)
+        existing = None if rel.is_root else await guarded.lookup(rel)
+        if rel.is_root and top and not merge:
+            raise AlreadyExistsError(f"{dst} already exists (a mount point)")
+        taken = f"{dst} already exists; pick another name or pass overwrite=True"
+        if entry.is_dir:
+            if existing is not None and (not existing.is_dir or (top and not merge)):
+                raise AlreadyExistsError(taken)
+            if existing is None and not rel.is_root:
+                guarded.check_mkdir(rel)
+            return _Step(entry.path, dst, entry, exists=existing is not None or rel.is_root)
+        if existing is not None:
+            if existing.is_dir and not (top and not merge and not overwrite):
+                raise IsADirectoryError_(f"{dst} is a directory; it is not replaced")
+            if not overwrite:
+                raise AlreadyExistsError(taken)
+        mode = WriteMode.OVERWRITE if overwrite else WriteMode.CREATE
+        await guarded.check_write(rel, entry.size, mode)
+        return _Step(entry.path, dst, entry)
+
+    async def _run(self, steps: list[_Step], *, overwrite: bool) -> tuple[FileInfo, int]:
+        """Create what was planned; the info of the first entry and the bytes copied."""
+        mode = WriteMode.OVERWRITE if overwrite else WriteMode.CREATE
+        cap = self._shared.policy.limits.max_file_bytes
+        first: FileInfo | None = None
+        total = 0
+        for step in steps:
+            if step.info.is_dir:
+                if not step.exists:
+                    guarded, rel = self._route(step.dst)
+                    await self._make_dir(guarded, rel)
+                made = FileInfo(step.dst, EntryKind.DIRECTORY, 0, time.time())
+            else:
+                src_store, src_rel = self._route(step.src)
+                _, data = await src_store.read_file(src_rel, 0, cap + 1)
+                dst_store, dst_rel = self._route(step.dst)
+                written = await self._write(dst_store, dst_rel, data, mode, None, parents=True)
+                total += len(data)
+                made = written.at(step.dst)
+            first = first or made
+        assert first is not None
+        return first, total
+
+    async def _make_dir(self, guarded: GuardedStore, rel: VPath) -> None:
+        """Create ``rel``, and its parents only when they are missing."""
+        try:
+            await guarded.mkdir(rel)
+        except AlreadyExistsError:
+            return
+        except NotFoundError:
+            if rel.parent.is_root:
+                raise
+            await self._make_dirs(guarded, rel)

@@ -1,0 +1,174 @@
+"""Listing and searching the merged tree: ``list``, ``glob`` and ``grep``.
+
+Each walks only what the principal may see: hidden entries are dropped by the guard before
+they reach this module, directories it may not list are skipped, and grep reads a file only
+through the guard, so a hidden file is never opened, counted or named.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import AsyncIterator
+
+from bastion.core.errors import (
+    LimitError,
+    NoMountError,
+    NotADirectoryError_,
+    NotFoundError,
+    ScopeError,
+)
+from bastion.core.globs import Glob
+from bastion.core.models import FileInfo
+from bastion.core.paths import VPath
+from bastion.workspace.base import WorkspaceBase
+from bastion.workspace.grep import GrepMatch, GrepResult, clip, compile_matcher
+
+__all__ = ["TreeMixin"]
+
+_BINARY_SNIFF = 8192
+
+
+class TreeMixin(WorkspaceBase):
+    """``list``, ``glob`` and ``grep`` of :class:`~bastion.Workspace`."""
+
+    async def list(
+        self,
+        path: str | VPath = "/",
+        *,
+        recursive: bool = False,
+        depth: int | None = None,
+    ) -> builtins.list[FileInfo]:
+        """Entries under ``path``: direct children, or the whole tree with ``recursive=True``
+        (``depth`` levels at most). Mounts below ``path`` appear as directories."""
+        max_depth = depth if depth is not None else (None if recursive else 1)
+        async with self._op("list", path) as op:
+            vp = self._parse(op, path)
+            info = await self._stat(vp)
+            if not info.is_dir:
+                raise NotADirectoryError_(f"{vp} is a file; use stat or read")
+            entries = [entry async for entry in self._walk(vp, max_depth, strict=True)]
+            return sorted(entries, key=lambda e: e.path.parts)
+
+    async def glob(
+        self, pattern: str, *, path: str | VPath = "/", limit: int | None = None
+    ) -> builtins.list[FileInfo]:
+        """Entries matching a glob (``**/*.md``); relative patterns start at ``path``."""
+        async with self._op("glob", path) as op:
+            base = self._parse(op, path)
+            full = pattern if pattern.startswith("/") else f"{str(base).rstrip('/')}/{pattern}"
+            compiled = Glob.compile(full)
+            start = compiled.literal_prefix
+            try:
+                start_info = await self._stat(start)
+            except (NotFoundError, ScopeError, NoMountError):
+                return []
+            if not start_info.is_dir:
+                return [start_info] if compiled.matches(start) else []
+            found: builtins.list[FileInfo] = []
+            async for entry in self._walk_pruned(start, compiled):
+                if compiled.matches(entry.path):
+                    found.append(entry)
+                    if limit is not None and len(found) >= limit:
+                        break
+            return sorted(found, key=lambda i: i.path.parts)
+
+    async def _walk_pruned(self, root: VPath, compiled: Glob) -> AsyncIterator[FileInfo]:
+        stack = [root]
+        while stack:
+            directory = stack.pop()
+            try:
+                children = await self._children(directory)
+            except (ScopeError, NotFoundError, NotADirectoryError_):
+                continue
+            for child in children:
+                yield child
+                if child.is_dir and compiled.could_match_below(child.path):
+                    stack.append(child.path)
+
+    async def grep(
+        self,
+        pattern: str,
+        path: str | VPath = "/",
+        *,
+        regex: bool = False,
+        ignore_case: bool = False,
+        context: int = 0,
+        glob: str | None = None,
+        max_per_file: int = 100,
+        max_total: int = 1000,
+    ) -> GrepResult:
+        """Lines matching ``pattern`` (plain text, or an RE2 regular expression with
+        ``regex=True``) in the files under ``path``, as ``path:line: text``."""
+        context = max(context, 0)
+        async with self._op("grep", path) as op:
+            vp = self._parse(op, path)
+            matcher = compile_matcher(pattern, regex=regex, ignore_case=ignore_case)
+            name_glob = (
+                Glob.compile(glob if glob.startswith("/") else "/**/" + glob) if glob else None
+            )
+            info = await self._stat(vp)
+            files = [info] if info.is_file else [e async for e in self._walk(vp, None) if e.is_file]
+            matches: builtins.list[GrepMatch] = []
+            skipped: builtins.list[str] = []
+            searched = matched_files = total = 0
+            truncated = False
+            for entry in files:
+                if name_glob is not None and not name_glob.matches(entry.path):
+                    continue
+                data, why = await self._grep_read(entry)
+                if why:
+                    skipped.append(f"{entry.path}: {why}")
+                if data is None:
+                    continue
+                searched += 1
+                lines = data.decode("utf-8", "replace").splitlines()
+                hits = [i for i, line in enumerate(lines) if matcher(line)]
+                if not hits:
+                    continue
+                matched_files += 1
+                if len(hits) > max_per_file:
+                    hits = hits[:max_per_file]
+                    truncated = True
+                room = max_total - total
+                if len(hits) > room:
+                    hits = hits[:room]
+                    truncated = True
+                total += len(hits)
+                matches.extend(_with_context(str(entry.path), lines, hits, context))
+                if total >= max_total:
+                    truncated = truncated or entry is not files[-1]
+                    break
+            return GrepResult(tuple(matches), searched, matched_files, truncated, tuple(skipped))
+
+    async def _grep_read(self, entry: FileInfo) -> tuple[bytes | None, str]:
+        """The bytes of one file to grep, or ``None`` and why it is skipped (``""``: silently,
+        because the principal may not read it)."""
+        cap = self._shared.policy.limits.max_file_bytes
+        too_big = f"over the {cap}-byte size limit"
+
+        def small_enough(found: FileInfo) -> None:
+            if found.size > cap:
+                raise LimitError(too_big)
+
+        if entry.size > cap:
+            return None, too_big
+        guarded, rel = self._route(entry.path)
+        try:
+            _, data = await guarded.read_file(rel, check=small_enough)
+        except LimitError:
+            return None, too_big
+        except (NotFoundError, ScopeError):
+            return None, ""
+        if b"\x00" in data[:_BINARY_SNIFF]:
+            return None, "binary"
+        return data, ""
+
+
+def _with_context(path: str, lines: list[str], hits: list[int], context: int) -> list[GrepMatch]:
+    hit_set = set(hits)
+    shown: list[int] = []
+    for i in hits:
+        for j in range(max(i - context, 0), min(i + context + 1, len(lines))):
+            if not shown or j > shown[-1]:
+                shown.append(j)
+    return [GrepMatch(path, j + 1, clip(lines[j]), is_context=j not in hit_set) for j in shown]
