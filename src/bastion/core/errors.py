@@ -29,6 +29,8 @@ and are raised while building things, not while serving requests.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 __all__ = [
     "AccessDeniedError",
     "AlreadyExistsError",
@@ -135,3 +137,26 @@ class StoreError(OperationError):
 
 class ConfigurationError(BastionError):
     """A developer mistake: invalid mount table, policy, or options."""
+
+
+_AFTER_PATH = frozenset(" :;,")
+_GENERIC: dict[type[OperationError], str] = {
+    AlreadyExistsError: "{} already exists",
+    IsADirectoryError_: "{} is a directory",
+    NotADirectoryError_: "{}: a parent in the path is a file, not a directory",
+    DirectoryNotEmptyError: "{} is not empty",
+    ConflictError: "{} changed since the version you expected; read it again and retry",
+    UnsupportedFileError: "{}: a link or a special file is in the way; Bastion does not open it",
+    InvalidPathError: "{}: this name cannot be used in this store",
+}
+
+
+def reworded(exc: OperationError, path: object, full: object) -> OperationError:
+    """``exc`` re-worded to name ``full`` (a workspace path) instead of ``path`` (the store's
+    path): the store's sentence when it starts with its path, else a plain one of the same type.
+    Adapters use it at the edge where one kind of path becomes the other."""
+    text, shown = str(exc), str(path)
+    cls: Callable[[str], OperationError] = type(exc)
+    if text.startswith(shown) and text[len(shown) : len(shown) + 1] in _AFTER_PATH | {""}:
+        return cls(f"{full}{text[len(shown) :]}")
+    return cls(_GENERIC.get(type(exc), "{}: the storage backend failed; retry").format(full))

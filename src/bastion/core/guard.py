@@ -16,14 +16,11 @@ Every operation is rate-limited and audited once (:mod:`bastion.core.operation`)
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from contextlib import AbstractContextManager
 
 from bastion.core.errors import (
+    AccessDeniedError,
     AlreadyExistsError,
-    ConflictError,
-    DirectoryNotEmptyError,
-    InvalidPathError,
     IsADirectoryError_,
     LimitError,
     NotADirectoryError_,
@@ -32,6 +29,7 @@ from bastion.core.errors import (
     PolicyDeniedError,
     ScopeError,
     UnsupportedFileError,
+    reworded,
 )
 from bastion.core.models import Action, EntryKind, FileInfo, Scope, WriteMode
 from bastion.core.mounts import Mount
@@ -195,7 +193,7 @@ class GuardedStore(Store):
             if writing:
                 return NotFoundError(f"parent directory {full.parent} does not exist")
             return NotFoundError(f"{full} not found")
-        return _rebased(exc, path, full)
+        return reworded(exc, path, full)
 
     async def _hidden_above(self, path: VPath) -> str | None:
         """Why the first non-directory above ``path`` is hidden, if there is one and it is."""
@@ -249,25 +247,33 @@ class GuardedStore(Store):
             if hidden is not None:
                 raise self._hide(path, hidden, op)
             refused: list[BaseException] = []
+            admit = check
+            if self._keeps_labels:
 
-            def admit(info: FileInfo) -> None:
-                try:
-                    if info.labels is not None:
-                        why = self._visibility(path, info.kind, info)
-                        if why is not None:
-                            raise self._hide(path, why, op)
-                    if check is not None:
-                        check(info)
-                except BaseException as exc:
-                    refused.append(exc)
-                    raise
+                def admit(info: FileInfo) -> None:
+                    try:
+                        if info.labels is not None:
+                            why = self._visibility(path, info.kind, info)
+                            if why is not None:
+                                raise self._hide(path, why, op)
+                        if check is not None:
+                            check(info)
+                    except BaseException as exc:
+                        refused.append(exc)
+                        raise
 
             try:
                 info, data = await self.inner.read_file(path, offset, length, check=admit)
+            except AccessDeniedError:
+                raise  # the check's refusal (a store never refuses access itself)
             except OperationError as exc:
                 if refused and exc is refused[0]:
                     raise
                 raise await self._failed(exc, path, op) from None
+            if info.labels is not None:  # a store that labels without saying so: still checked
+                why = self._visibility(path, info.kind, info)
+                if why is not None:
+                    raise self._hide(path, why, op)
             op.bytes += len(data)
             return info, data
 
@@ -326,7 +332,7 @@ class GuardedStore(Store):
                 await self.inner.rename(src, dst)
             except OperationError as exc:
                 if isinstance(exc, AlreadyExistsError):
-                    raise _rebased(exc, dst, self._full(dst)) from None
+                    raise reworded(exc, dst, self._full(dst)) from None
                 raise await self._failed(exc, dst, op, writing=True) from None
 
     # -- checks a workspace runs before it changes anything ----------------------------------
@@ -419,24 +425,3 @@ class GuardedStore(Store):
     def visible(self, info: FileInfo) -> bool:
         """Whether a store entry may be shown to the principal (used by bulk operations)."""
         return self._visibility(info.path, info.kind, info) is None
-
-
-_AFTER_PATH = frozenset(" :;,")
-_GENERIC: dict[type[OperationError], str] = {
-    AlreadyExistsError: "{} already exists",
-    IsADirectoryError_: "{} is a directory",
-    NotADirectoryError_: "{}: a parent in the path is a file, not a directory",
-    DirectoryNotEmptyError: "{} is not empty",
-    ConflictError: "{} changed since the version you expected; read it again and retry",
-    UnsupportedFileError: "{}: a link or a special file is in the way; Bastion does not open it",
-    InvalidPathError: "{}: this name cannot be used in this store",
-}
-
-
-def _rebased(exc: OperationError, path: VPath, full: VPath) -> OperationError:
-    """``exc`` re-worded to name the workspace path ``full`` instead of the store path."""
-    text, shown = str(exc), str(path)
-    cls: Callable[[str], OperationError] = type(exc)
-    if text.startswith(shown) and text[len(shown) : len(shown) + 1] in _AFTER_PATH | {""}:
-        return cls(f"{full}{text[len(shown) :]}")
-    return cls(_GENERIC.get(type(exc), "{}: the storage backend failed; retry").format(full))

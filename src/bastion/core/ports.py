@@ -17,6 +17,8 @@ Contract (checked by ``tests/contract/store_contract.py`` for every store):
 * ``list`` returns the direct children of a directory.
 * ``mkdir`` creates one directory whose parent exists.
 * ``rename`` moves an entry to a path that does not exist yet (never overwrites).
+* A store never raises :class:`AccessDeniedError`: refusing access is the guard's job (a backend
+  that is refused by its own server raises :class:`StoreError`).
 
 Derived, and worth overriding where the backend can do better: ``read_file`` looks a file up
 once and returns its info with the bytes, after letting a ``check`` refuse it on its info

@@ -209,9 +209,17 @@ def _open_file(dir_fd: int, name: str, path: VPath) -> tuple[int, os.stat_result
 
 def _pread(fd: int, offset: int, end: int, path: VPath) -> bytes:
     """The bytes of ``[offset, end)`` (fewer if the file shrank meanwhile)."""
+    if end - offset <= 0:
+        return b""
     chunks: list[bytes] = []
     pos = offset
     try:
+        if end - pos <= _CHUNK:  # the common case: one pread
+            first = os.pread(fd, end - pos, pos)
+            if len(first) == end - pos or not first:
+                return first
+            chunks.append(first)
+            pos += len(first)
         while pos < end:
             chunk = os.pread(fd, min(end - pos, _CHUNK), pos)
             if not chunk:

@@ -42,12 +42,15 @@ class WorkspaceBase:
     _by_parts: dict[tuple[str, ...], GuardedStore]
     _visible_mounts: frozenset[VPath]
     """Prefixes of the mounts this principal may see (and so may be told about)."""
+    _mount_points: frozenset[VPath]
+    """Prefixes of the mounts that exist for this principal: all but the label-hidden ones."""
 
     def _bind_mounts(self) -> None:
         mounts = self._shared.mounts.mounts
         self._guarded = {m.prefix: GuardedStore(m.store, m, self._ctx) for m in mounts}
         self._by_parts = {prefix.parts: guarded for prefix, guarded in self._guarded.items()}
         self._visible_mounts = frozenset(m.prefix for m in mounts if self._mount_visible(m))
+        self._mount_points = frozenset(p for p, g in self._guarded.items() if not g.hidden)
 
     if TYPE_CHECKING:  # provided by SearchMixin (the knowledge index follows every change)
 
@@ -105,10 +108,10 @@ class WorkspaceBase:
         return mount if mount is not None and mount.prefix == path else None
 
     def _is_mount_point(self, path: VPath) -> bool:
-        """A visible mount's prefix, or a directory that exists because a visible mount lies
-        below it. (A hidden mount is no mount point: paths there are simply not found.)"""
+        """A mount's prefix, or a directory that exists because a mount lies below it. A mount
+        whose labels hide it from the principal is no mount point: paths there are not found."""
         n = len(path.parts)
-        return any(prefix.parts[:n] == path.parts for prefix in self._visible_mounts)
+        return any(prefix.parts[:n] == path.parts for prefix in self._mount_points)
 
     def _refuse_mount_points(self, vp: VPath, verb: str) -> None:
         if self._is_mount_point(vp):

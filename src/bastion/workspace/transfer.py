@@ -45,7 +45,7 @@ class TransferMixin(WorkspaceBase):
         self, src: str | VPath, dst: str | VPath, *, overwrite: bool = False
     ) -> FileInfo:
         """Copy a file or a directory tree; never overwrites unless ``overwrite=True``."""
-        async with self._op("copy", src, dst) as op:
+        with self._op("copy", src, dst) as op:
             s, d = self._parse_pair(op, src, dst)
             info = await self._stat(s)
             if d.is_relative_to(s) and info.is_dir:
@@ -59,7 +59,7 @@ class TransferMixin(WorkspaceBase):
         self, src: str | VPath, dst: str | VPath, *, overwrite: bool = False
     ) -> FileInfo:
         """Move or rename. Refuses to replace an existing target unless ``overwrite=True``."""
-        async with self._op("move", src, dst) as op:
+        with self._op("move", src, dst) as op:
             s, d = self._parse_pair(op, src, dst)
             self._refuse_mount_points(s, "move")
             if self._is_mount_point(d):

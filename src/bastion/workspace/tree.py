@@ -41,7 +41,7 @@ class TreeMixin(WorkspaceBase):
         """Entries under ``path``: direct children, or the whole tree with ``recursive=True``
         (``depth`` levels at most). Mounts below ``path`` appear as directories."""
         max_depth = depth if depth is not None else (None if recursive else 1)
-        async with self._op("list", path) as op:
+        with self._op("list", path) as op:
             vp = self._parse(op, path)
             info = await self._stat(vp)
             if not info.is_dir:
@@ -53,7 +53,7 @@ class TreeMixin(WorkspaceBase):
         self, pattern: str, *, path: str | VPath = "/", limit: int | None = None
     ) -> builtins.list[FileInfo]:
         """Entries matching a glob (``**/*.md``); relative patterns start at ``path``."""
-        async with self._op("glob", path) as op:
+        with self._op("glob", path) as op:
             base = self._parse(op, path)
             full = pattern if pattern.startswith("/") else f"{str(base).rstrip('/')}/{pattern}"
             compiled = Glob.compile(full)
@@ -100,7 +100,7 @@ class TreeMixin(WorkspaceBase):
         """Lines matching ``pattern`` (plain text, or an RE2 regular expression with
         ``regex=True``) in the files under ``path``, as ``path:line: text``."""
         context = max(context, 0)
-        async with self._op("grep", path) as op:
+        with self._op("grep", path) as op:
             vp = self._parse(op, path)
             matcher = compile_matcher(pattern, regex=regex, ignore_case=ignore_case)
             name_glob = (

@@ -132,12 +132,12 @@ class Workspace(TreeMixin, TransferMixin, SearchMixin):
 
     async def stat(self, path: str | VPath) -> FileInfo:
         """Size, kind, modification time and version of one entry."""
-        async with self._op("stat", path) as op:
+        with self._op("stat", path) as op:
             return await self._stat(self._parse(op, path))
 
     async def exists(self, path: str | VPath) -> bool:
         """True when the entry exists and the principal may see it."""
-        async with self._op("exists", path) as op:
+        with self._op("exists", path) as op:
             vp = self._parse(op, path)
             try:
                 await self._stat(vp)
@@ -155,7 +155,7 @@ class Workspace(TreeMixin, TransferMixin, SearchMixin):
         One read returns at most the policy's ``max_file_bytes``: a larger file is read a
         range at a time, and a larger range is refused (never cut silently).
         """
-        async with self._op("read", path) as op:
+        with self._op("read", path) as op:
             vp = self._parse(op, path)
             if (start is not None and start < 0) or (end is not None and end < 0):
                 raise ValueError("start and end must be non-negative")
@@ -192,7 +192,7 @@ class Workspace(TreeMixin, TransferMixin, SearchMixin):
         range of a large file never loads the whole file. Undecodable bytes become U+FFFD.
         One read returns at most the policy's ``max_file_bytes``; ask for fewer lines.
         """
-        async with self._op("read", path) as op:
+        with self._op("read", path) as op:
             vp = self._parse(op, path)
             if offset < 0 or (limit is not None and limit < 0):
                 raise ValueError("offset and limit must be non-negative")
@@ -293,7 +293,7 @@ class Workspace(TreeMixin, TransferMixin, SearchMixin):
         the file changed since that version; ``backup=True`` keeps the previous content as
         ``NAME.bak`` beside it. A refused write changes nothing (the backup included).
         """
-        async with self._op("write", path) as op:
+        with self._op("write", path) as op:
             vp = self._parse(op, path)
             data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
             write_mode = WriteMode(mode)
@@ -336,7 +336,7 @@ class Workspace(TreeMixin, TransferMixin, SearchMixin):
         """Replace the exact text ``old`` with ``new``; ``old`` must occur once unless
         ``replace_all``. The write is conditional on the version read, so a concurrent change
         gives a conflict instead of a lost update."""
-        async with self._op("edit", path) as op:
+        with self._op("edit", path) as op:
             vp = self._parse(op, path)
             if not old:
                 raise EditError("the text to replace is empty; give the exact text to change")
@@ -371,7 +371,7 @@ class Workspace(TreeMixin, TransferMixin, SearchMixin):
         self, path: str | VPath, *, parents: bool = True, exist_ok: bool = True
     ) -> None:
         """Create a directory (and its parents unless ``parents=False``)."""
-        async with self._op("mkdir", path) as op:
+        with self._op("mkdir", path) as op:
             vp = self._parse(op, path)
             if self._is_mount_point(vp):
                 if exist_ok:
@@ -390,7 +390,7 @@ class Workspace(TreeMixin, TransferMixin, SearchMixin):
     async def delete(self, path: str | VPath, *, recursive: bool = False) -> None:
         """Delete a file or an empty directory; a whole tree only with ``recursive=True``,
         and then only if every entry in it may be deleted by this principal."""
-        async with self._op("delete", path) as op:
+        with self._op("delete", path) as op:
             vp = self._parse(op, path)
             self._refuse_mount_points(vp, "delete")
             guarded, rel = self._route(vp)
