@@ -8,10 +8,10 @@ docstring says what goes wrong today.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
+from security_stores import seed
 
 import bastion.workspace.workspace as workspace_module
 from bastion.core.errors import (
@@ -34,33 +34,6 @@ from bastion.core.principal import Principal
 from bastion.core.ratelimit import RateLimiter
 from bastion.stores.memory import MemoryStore
 from bastion.workspace import Workspace
-
-LocalStore: Any
-try:
-    from bastion.stores.local import LocalStore
-except ImportError:  # pragma: no cover - the local adapter is optional while it is built
-    LocalStore = None
-
-STORE_KINDS = ["memory"] + (["local"] if LocalStore is not None else [])
-
-
-@pytest.fixture(params=STORE_KINDS)
-def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[str], Store]:
-    def make(name: str) -> Store:
-        if request.param == "memory":
-            return MemoryStore()
-        root = tmp_path / name
-        root.mkdir()
-        return LocalStore(root)
-
-    return make
-
-
-async def seed(store: Store, files: dict[str, str | bytes]) -> None:
-    for raw, data in files.items():
-        path = VPath.parse(raw)
-        await store.makedirs(path.parent)
-        await store.write(path, data.encode() if isinstance(data, str) else data)
 
 
 async def snapshot(store: Store) -> dict[str, bytes | None]:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from security_stores import STORE_KINDS, new_store, seed
 
 from bastion.core.errors import (
     AccessDeniedError,
@@ -40,27 +41,10 @@ from bastion.core.paths import VPath
 from bastion.core.policy import FileLimits, Policy, Rule
 from bastion.core.ports import Store
 from bastion.core.principal import Principal, RoleGraph
-from bastion.stores.memory import MemoryStore
+from bastion.stores.local import LocalStore
 from bastion.workspace import Workspace
 
-LocalStore: Any
-try:
-    from bastion.stores.local import LocalStore
-except ImportError:  # pragma: no cover - the local adapter is optional while it is built
-    LocalStore = None
-
-STORE_KINDS = ["memory"] + (["local"] if LocalStore is not None else [])
-
-
 # -- helpers ---------------------------------------------------------------------------------
-
-
-def _new_store(kind: str, tmp_path: Path, name: str) -> Store:
-    if kind == "memory":
-        return MemoryStore()
-    root = tmp_path / "stores" / name
-    root.mkdir(parents=True)
-    return LocalStore(root)
 
 
 @pytest.fixture(params=STORE_KINDS)
@@ -70,18 +54,7 @@ def store_kind(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def make_store(store_kind: str, tmp_path: Path) -> Callable[[str], Store]:
-    return lambda name: _new_store(store_kind, tmp_path, name)
-
-
-async def seed(store: Store, files: dict[str, str | bytes]) -> None:
-    """Write files straight into a store, bypassing the guard (keys ending in / are dirs)."""
-    for raw, data in files.items():
-        path = VPath.parse(raw)
-        if raw.endswith("/"):
-            await store.makedirs(path)
-            continue
-        await store.makedirs(path.parent)
-        await store.write(path, data.encode() if isinstance(data, str) else data)
+    return lambda name: new_store(store_kind, tmp_path, name)
 
 
 async def snapshot(store: Store) -> dict[str, bytes | None]:
@@ -423,7 +396,7 @@ async def test_encoded_and_dotty_names_are_literal_names_inside_the_mount(
     assert await snapshot(other) == {"/keep.txt": b"untouched"}
     assert [str(e.path) for e in await ws.list("/docs")] == [f"/docs/{name}"]
     assert await ws.read_text(target) == "literal"
-    if LocalStore is not None and isinstance(docs, LocalStore):
+    if isinstance(docs, LocalStore):
         escaped = [k for k in host_tree(tmp_path) if not k.startswith("stores")]
         assert escaped == []
         assert (tmp_path / "stores" / "docs" / name / name / "other" / "keep.txt").is_file()
@@ -456,7 +429,7 @@ async def test_unicode_lookalike_dots_are_ordinary_characters(
     await ws.write(f"/docs/sub/{dots}/y.txt", "still in sub")
     assert await ws.read_text(f"/docs/sub/{dots}/y.txt") == "still in sub"
     assert not await ws.exists("/docs/y.txt")
-    if LocalStore is not None and isinstance(docs, LocalStore):
+    if isinstance(docs, LocalStore):
         assert [k for k in host_tree(tmp_path) if not k.startswith("stores")] == []
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from security_stores import seed
 
 from bastion.core.errors import (
     AccessDeniedError,
@@ -22,7 +23,6 @@ from bastion.core.errors import (
 )
 from bastion.core.models import Labels
 from bastion.core.mounts import Mount
-from bastion.core.paths import VPath
 from bastion.core.policy import FileLimits, Policy, Rule
 from bastion.core.ports import Store
 from bastion.core.principal import Principal
@@ -31,25 +31,6 @@ from bastion.stores.memory import MemoryStore
 from bastion.workspace import Workspace
 
 AGENT = Principal.of("agent", roles={"engineer"}, clearance="internal")
-
-
-@pytest.fixture(params=["memory", "local"])
-def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[str], Store]:
-    def make(name: str) -> Store:
-        if request.param == "memory":
-            return MemoryStore()
-        root = tmp_path / name
-        root.mkdir()
-        return LocalStore(root)
-
-    return make
-
-
-async def seed(store: Store, files: dict[str, str]) -> None:
-    for raw, data in files.items():
-        path = VPath.parse(raw)
-        await store.makedirs(path.parent)
-        await store.write(path, data.encode())
 
 
 async def snapshot(store: Store) -> dict[str, bytes | None]:

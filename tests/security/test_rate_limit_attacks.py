@@ -9,10 +9,10 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
+from security_stores import seed as _seed
 
 import bastion.workspace.workspace as workspace_module
 from bastion.core.errors import (
@@ -33,13 +33,6 @@ from bastion.core.ratelimit import RateLimiter
 from bastion.stores.memory import MemoryStore
 from bastion.workspace import Workspace
 
-LocalStore: Any
-try:
-    from bastion.stores.local import LocalStore
-except ImportError:  # pragma: no cover - the local adapter is optional while it is built
-    LocalStore = None
-
-STORE_KINDS = ["memory"] + (["local"] if LocalStore is not None else [])
 AGENT = Principal.of("agent", roles={"engineer"})
 
 
@@ -59,25 +52,6 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
         workspace_module, "RateLimiter", lambda limit: RateLimiter(limit, clock=fake)
     )
     return fake
-
-
-@pytest.fixture(params=STORE_KINDS)
-def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[str], Store]:
-    def make(name: str) -> Store:
-        if request.param == "memory":
-            return MemoryStore()
-        root = tmp_path / name
-        root.mkdir()
-        return LocalStore(root)
-
-    return make
-
-
-async def _seed(store: Store, files: dict[str, str]) -> None:
-    for raw, data in files.items():
-        path = VPath.parse(raw)
-        await store.makedirs(path.parent)
-        await store.write(path, data.encode())
 
 
 @pytest.fixture

@@ -10,10 +10,10 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
-from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from security_stores import seed as _seed
 
 from bastion.core.errors import (
     InvalidPatternError,
@@ -27,13 +27,6 @@ from bastion.core.ports import Store
 from bastion.stores.memory import MemoryStore
 from bastion.workspace import Workspace
 
-LocalStore: Any
-try:
-    from bastion.stores.local import LocalStore
-except ImportError:  # pragma: no cover - the local adapter is optional while it is built
-    LocalStore = None
-
-STORE_KINDS = ["memory"] + (["local"] if LocalStore is not None else [])
 HARD_TIMEOUT = 10.0
 T = TypeVar("T")
 
@@ -55,25 +48,6 @@ def finishes(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
     if "error" in box:
         raise box["error"]
     return box["value"]  # type: ignore[no-any-return]
-
-
-@pytest.fixture(params=STORE_KINDS)
-def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[str], Store]:
-    def make(name: str) -> Store:
-        if request.param == "memory":
-            return MemoryStore()
-        root = tmp_path / name
-        root.mkdir()
-        return LocalStore(root)
-
-    return make
-
-
-async def _seed(store: Store, files: dict[str, bytes]) -> None:
-    for raw, data in files.items():
-        path = VPath.parse(raw)
-        await store.makedirs(path.parent)
-        await store.write(path, data)
 
 
 async def _snapshot(store: Store) -> dict[str, bytes | None]:

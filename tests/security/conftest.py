@@ -1,0 +1,3 @@
+"""Fixtures shared by the security suites."""
+
+from security_stores import make_store  # noqa: F401 (a fixture, found by name)
