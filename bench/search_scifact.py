@@ -280,12 +280,10 @@ async def write_to_searchable(ws: Workspace, mode: str, n: int) -> str:
         await ws.write(
             f"/scifact/new-{mode}-{i}.md", f"# Fresh note {i}\n\nThe word {token} is new.\n"
         )
-        t1 = time.perf_counter()
         result = await ws.search(token, mode="bm25", k=1)
         t2 = time.perf_counter()
         writes.append(t2 - t0)
         found += bool(result.hits) and result.hits[0].path.endswith(f"new-{mode}-{i}.md")
-        _ = t1
     p50, p99 = _p(writes)
     return (
         f"\nwrite-to-searchable ({mode} index): write + first search that finds it, "

@@ -14,6 +14,7 @@ import pytest
 from bastion import (
     ConfigurationError,
     FileLimits,
+    InvalidPathError,
     Labels,
     MemoryStore,
     Mount,
@@ -264,3 +265,11 @@ def test_persistent_index_survives_a_restart_and_rebuild_recovers_a_lost_one(
     assert _paths(ws.search("kiwi", mode="bm25")) == ["/docs/a.md"]
     with pytest.raises(ConfigurationError, match="built differently"):
         Knowledge.open(tmp_path / "idx", embedder=HashingEmbedder(dim=64))
+
+
+def test_a_malformed_search_path_is_refused_and_audited() -> None:
+    ws = _ws()
+    with pytest.raises(InvalidPathError):
+        ws.search("billing", path="/docs/../../etc")
+    last = ws.audit.records[-1]  # type: ignore[attr-defined]
+    assert (last.operation, last.allowed) == ("search", False)

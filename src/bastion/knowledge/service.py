@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bastion.core.errors import ConfigurationError
 from bastion.core.models import Labels
 from bastion.core.principal import Classifications
 from bastion.knowledge.chunking import Chunker, ChunkingConfig
@@ -79,8 +80,6 @@ class Knowledge:
         relations: RelationGraph | None = None,
     ) -> None:
         if fusion not in ("rrf", "weighted"):
-            from bastion.core.errors import ConfigurationError
-
             raise ConfigurationError(f"unknown fusion {fusion!r}; choose rrf or weighted")
         self.index = index if index is not None else MemoryIndex()
         self.embedder = embedder
@@ -113,8 +112,6 @@ class Knowledge:
 
             model = LocalEmbedder()
         elif isinstance(embedder, str):
-            from bastion.core.errors import ConfigurationError
-
             raise ConfigurationError(f"unknown embedder {embedder!r}; use 'local' or an Embedder")
         else:
             model = embedder
@@ -235,9 +232,17 @@ class Knowledge:
 
     async def remove(self, path: str) -> bool:
         """Forget one file; True when it was indexed."""
-        removed = await asyncio.to_thread(self.index.delete_documents, [stable_doc_id(path)])
-        self.relations.remove_document(str(path))
-        return removed > 0
+        return await self.remove_many([path]) > 0
+
+    async def remove_many(self, paths: Sequence[str]) -> int:
+        """Forget these files in one index write; return how many chunks went."""
+        if not paths:
+            return 0
+        ids = [stable_doc_id(p) for p in paths]
+        removed = await asyncio.to_thread(self.index.delete_documents, ids)
+        for path in paths:
+            self.relations.remove_document(str(path))
+        return removed
 
     # -- search ------------------------------------------------------------------------------
 
@@ -252,8 +257,6 @@ class Knowledge:
         """The best ``k`` chunks for ``query`` among those ``flt`` admits."""
         chosen = SearchMode.parse(mode)
         if chosen is not SearchMode.BM25 and self.embedder is None:
-            from bastion.core.errors import ConfigurationError
-
             raise ConfigurationError(
                 f"{chosen.value} search needs an embedder; this knowledge base is keyword-only "
                 "(use mode='bm25')"

@@ -21,7 +21,7 @@ from bastion.core.paths import VPath
 if TYPE_CHECKING:
     from bastion.core.guard import GuardContext
     from bastion.core.mounts import Mount, MountTable
-    from bastion.core.principal import Classifications
+    from bastion.core.principal import Classifications, Principal
     from bastion.knowledge.hits import SearchHit, SearchResult
     from bastion.knowledge.index.models import DocumentMeta, IndexFilter
     from bastion.knowledge.service import FileToIndex, Knowledge
@@ -60,7 +60,12 @@ class KnowledgeLink:
         self.mounts = mounts
         self.failures: dict[str, str] = {}
         """Files that could not be indexed on their last change, and why."""
-        self._readable: dict[tuple[object, DocumentMeta], bool] = {}
+        self._readable: dict[tuple[Principal, DocumentMeta], bool] = {}
+        """may_read answers. A link serves one workspace (one policy, one mount table), so the
+        principal and the document are the whole key."""
+        self._token = object()
+        """Names this link's access checks in index mask caches: a live object, so a cache
+        entry can never be matched by another workspace (``id()`` values can be reused)."""
 
     # -- following the files -----------------------------------------------------------------
 
@@ -103,14 +108,16 @@ class KnowledgeLink:
         summary = IndexSummary()
         for lo in range(0, len(paths), batch):
             todo: list[FileToIndex] = []
+            dropped: list[str] = []
             for vp in paths[lo : lo + batch]:
                 item = await self._load(vp)
                 if isinstance(item, str):
                     summary.skipped[str(vp)] = item
                     self.failures.pop(str(vp), None)
-                    await self.knowledge.remove(str(vp))
+                    dropped.append(str(vp))
                 else:
                     todo.append(item)
+            await self.knowledge.remove_many(dropped)
             results = await self.knowledge.index_files(todo, classifications=classifications)
             for item, result in zip(todo, results, strict=True):
                 if isinstance(result, BaseException):
@@ -160,16 +167,19 @@ class KnowledgeLink:
         return found
 
     async def path_removed(self, vp: VPath) -> None:
-        """Forget the file at ``vp``, or every indexed file under it."""
-        prefix = str(vp).rstrip("/") + "/"
+        """Forget the file at ``vp``, or every indexed file under it (a directory: the only
+        case that scans the index's document list)."""
+        path = str(vp)
+        self.failures.pop(path, None)
+        if await self.knowledge.remove(path):
+            return
+        prefix = path.rstrip("/") + "/"
         gone = [
-            meta.path
-            for meta in self.knowledge.index.documents().values()
-            if meta.path == str(vp) or meta.path.startswith(prefix)
+            m.path for m in self.knowledge.index.documents().values() if m.path.startswith(prefix)
         ]
-        for path in gone:
-            await self.knowledge.remove(path)
-            self.failures.pop(path, None)
+        for doc in gone:
+            self.failures.pop(doc, None)
+        await self.knowledge.remove_many(gone)
 
     # -- searching ---------------------------------------------------------------------------
 
@@ -190,7 +200,7 @@ class KnowledgeLink:
             classifications=allowed if allowed is not None else frozenset(),
             roles=ctx.roles,
             access=lambda meta: self._may_read(ctx, meta),
-            access_key=(ctx.principal, id(ctx.policy), id(self.mounts)),
+            access_key=(ctx.principal, self._token),
         )
         if not options:
             return base
@@ -212,7 +222,7 @@ class KnowledgeLink:
         """Would the guard let this principal read this document? (scope, blocked segments,
         path policy for read and search, labels). Memoized per principal and document
         metadata: both are immutable, and so are the policy and the mount table."""
-        key = ((ctx.principal, id(ctx.policy)), meta)
+        key = (ctx.principal, meta)
         known = self._readable.get(key)
         if known is None:
             if len(self._readable) > _MEMO:

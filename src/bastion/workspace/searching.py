@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 from bastion.core.errors import ConfigurationError
 from bastion.core.paths import VPath
+from bastion.workspace.base import WorkspaceBase
 
 if TYPE_CHECKING:
-    from bastion.core.guard import GuardContext, Operation
     from bastion.knowledge.hits import SearchResult
     from bastion.workspace.knowledge import IndexSummary, KnowledgeLink
 
@@ -19,15 +19,10 @@ __all__ = ["SearchMixin"]
 Progress = Callable[[int, int, str], None]
 
 
-class SearchMixin:
-    """Mixed into :class:`~bastion.Workspace`; relies on its ``_ctx``, ``_knowledge`` and
-    ``_op``."""
+class SearchMixin(WorkspaceBase):
+    """Mixed into :class:`~bastion.Workspace`."""
 
-    _ctx: GuardContext
     _knowledge: KnowledgeLink | None
-
-    def _op(self, name: str, path: VPath | str, target: VPath | str | None = None) -> Operation:
-        raise NotImplementedError
 
     def _link(self) -> KnowledgeLink:
         if self._knowledge is None:
@@ -62,10 +57,10 @@ class SearchMixin:
         adds, flagged, the documents one relation away from the hits.
         """
         link = self._link()
-        vp = VPath.parse(path)
         if k < 0:
             raise ValueError("k must be non-negative")
-        async with self._op("search", vp) as op:
+        with self._op("search", path) as op:
+            vp = self._parse(op, path)
             result = await link.search(
                 self._ctx,
                 query,
@@ -85,8 +80,8 @@ class SearchMixin:
         """Index every file under ``path`` that this principal can see (files already
         indexed are refreshed); ``progress(done, total, path)`` is called after each file."""
         link = self._link()
-        vp = VPath.parse(path)
-        async with self._op("index", vp):
+        with self._op("index", path) as op:
+            vp = self._parse(op, path)
             files = (
                 [vp]
                 if (await self._stat(vp)).is_file
@@ -98,7 +93,7 @@ class SearchMixin:
         """Throw the index away and index every file of every readable mount again (recovers
         an index that was lost or is stale). An operator's task: it reads as the system."""
         link = self._link()
-        async with self._op("rebuild-index", "/"):
+        with self._op("rebuild-index", "/"):
             link.knowledge.index.clear()
             link.failures.clear()
             files = await link.all_files()
@@ -113,10 +108,3 @@ class SearchMixin:
         if self._knowledge is not None:
             for vp in paths:
                 await self._knowledge.path_removed(vp)
-
-    # provided by Workspace
-    async def _stat(self, vp: VPath) -> Any:
-        raise NotImplementedError
-
-    def _walk(self, root: VPath, max_depth: int | None, *, strict: bool = False) -> Any:
-        raise NotImplementedError
