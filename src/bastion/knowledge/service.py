@@ -74,7 +74,7 @@ class Knowledge:
         embedder: Embedder | None = None,
         chunking: ChunkingConfig | None = None,
         chunker: Chunker | None = None,
-        fusion: Fusion = "rrf",
+        fusion: Fusion = "weighted",
         alpha: float = 0.5,
         limits: IngestLimits = DEFAULT_LIMITS,
         relations: RelationGraph | None = None,
