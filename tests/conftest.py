@@ -1,0 +1,51 @@
+"""Fixtures shared by every test package: a real PostgreSQL with pgvector.
+
+``pg_server`` starts one PostgreSQL (``pgserver`` from PyPI, which ships the server binaries
+and pgvector) for the whole run, on a Unix socket in a temporary folder, and stops it at the
+end. ``pg_dsn`` gives each test a fresh, empty database on it, dropped afterwards. Tests that
+must stop or kill PostgreSQL start a private server with :func:`start_private_pg` instead.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+def start_private_pg(folder: Path) -> Any:
+    """Start a PostgreSQL server of its own in ``folder``; the caller calls ``cleanup()``."""
+    import pgserver
+
+    return pgserver.get_server(folder, cleanup_mode="stop")
+
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    server = start_private_pg(tmp_path_factory.mktemp("pg"))
+    server.psql("CREATE EXTENSION IF NOT EXISTS vector;")
+    try:
+        yield server
+    finally:
+        server.cleanup()
+
+
+@pytest.fixture
+def pg_dsn(pg_server: Any) -> Iterator[str]:
+    """A DSN for a fresh database (pgvector enabled) that is dropped after the test."""
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    pg_server.psql(f"CREATE DATABASE {name};")
+    base = pg_server.get_uri()
+    dsn = base.replace("/postgres?", f"/{name}?", 1) if "/postgres?" in base else None
+    if dsn is None:
+        raise RuntimeError(f"unexpected pgserver URI shape: {base}")
+    try:
+        yield dsn
+    finally:
+        pg_server.psql(
+            f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}';"
+        )
+        pg_server.psql(f"DROP DATABASE IF EXISTS {name};")
