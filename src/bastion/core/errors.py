@@ -23,7 +23,8 @@ and are raised while building things, not while serving requests.
     │   ├── RateLimitError          too many requests in the window
     │   ├── UnsupportedFileError    a link, FIFO, socket or device: never followed or opened
     │   ├── InvalidPatternError     a glob or regular expression that cannot be compiled
-    │   └── StoreError              the backend failed (I/O error, unresponsive)
+    │   └── StoreError              the backend failed (I/O error)
+    │       └── StoreUnavailableError   no answer within the mount's timeout, or down
     └── ConfigurationError          developer-facing: invalid mounts, policy or options
 """
 
@@ -51,6 +52,7 @@ __all__ = [
     "RateLimitError",
     "ScopeError",
     "StoreError",
+    "StoreUnavailableError",
     "UnsupportedFileError",
 ]
 
@@ -133,6 +135,10 @@ class InvalidPatternError(OperationError):
 
 class StoreError(OperationError):
     """The storage backend failed; the message names the mount."""
+
+
+class StoreUnavailableError(StoreError):
+    """The backend did not answer within the mount's timeout, or is down."""
 
 
 class ConfigurationError(BastionError):
