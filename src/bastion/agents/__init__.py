@@ -1,0 +1,1 @@
+"""Agents: one tool definition for every framework, scoped workspaces, and skills."""

@@ -1,0 +1,1 @@
+"""Governance: identities (JWT), guardrails, and governed answers with citations."""
