@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from bastion.core.models import Labels
 
 __all__ = ["SearchHit", "SearchResult"]
 
+_PUBLIC = Labels()
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+
+@dataclass(kw_only=True, slots=True)
 class SearchHit:
-    """One chunk that answers a query."""
+    """One chunk that answers a query.
+
+    Not frozen, unlike most records here: a search builds up to ``k`` of them per call and a
+    frozen dataclass costs twice as much to build (``docs/decisions.md``). A hit is a copy;
+    changing it changes nothing in the index.
+    """
 
     path: str
     """Workspace path of the file."""
@@ -27,7 +34,7 @@ class SearchHit:
     section: str = ""
     """Heading path of the chunk (``"Setup > Install"``)."""
     title: str | None = None
-    labels: Labels = field(default_factory=Labels)
+    labels: Labels = _PUBLIC
     related_to: str | None = None
     """Set when the hit was added by following a relation from this hit path."""
 

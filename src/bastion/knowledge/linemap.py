@@ -10,6 +10,8 @@ no meaningful source line, and hits point into the extracted text instead.
 
 from __future__ import annotations
 
+import re
+
 __all__ = ["line_map"]
 
 _KEY = 24
@@ -17,8 +19,12 @@ _WINDOW = 500
 """Source lines looked at past the last match (bounds the work on unmatched lines)."""
 
 
+_NOT_ALNUM = re.compile(r"[\W_]+")
+"""Everything but letters and digits (``\\w`` is ``str.isalnum`` plus the underscore)."""
+
+
 def _key(line: str) -> str:
-    return "".join(ch for ch in line.casefold() if ch.isalnum())[:_KEY]
+    return _NOT_ALNUM.sub("", line.casefold())[:_KEY]
 
 
 def line_map(source: str, clean: str) -> list[int]:

@@ -11,19 +11,19 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from bastion.core.errors import BastionError, ConfigurationError, NotFoundError
 from bastion.core.models import Action, Labels, Scope
 from bastion.core.paths import VPath
+from bastion.knowledge.hits import SearchHit
 
 if TYPE_CHECKING:
     from bastion.core.guard import GuardContext
     from bastion.core.mounts import Mount, MountTable
     from bastion.core.principal import Classifications, Principal
-    from bastion.knowledge.hits import SearchHit, SearchResult
-    from bastion.knowledge.index.models import DocumentMeta, IndexFilter
+    from bastion.knowledge.hits import SearchResult
+    from bastion.knowledge.index.models import DocumentMeta, IndexedChunk, IndexFilter
     from bastion.knowledge.service import FileToIndex, Knowledge
 
 __all__ = ["IndexSummary", "KnowledgeLink"]
@@ -60,7 +60,8 @@ class KnowledgeLink:
         self.mounts = mounts
         self.failures: dict[str, str] = {}
         """Files that could not be indexed on their last change, and why."""
-        self._readable: dict[tuple[Principal, DocumentMeta], bool] = {}
+        self._readable: dict[Principal, dict[DocumentMeta, bool]] = {}
+        self._memo_size = 0
         """may_read answers. A link serves one workspace (one policy, one mount table), so the
         principal and the document are the whole key."""
         self._token = object()
@@ -222,13 +223,28 @@ class KnowledgeLink:
         """Would the guard let this principal read this document? (scope, blocked segments,
         path policy for read and search, labels). Memoized per principal and document
         metadata: both are immutable, and so are the policy and the mount table."""
-        key = (ctx.principal, meta)
-        known = self._readable.get(key)
+        answers = self._readable.get(ctx.principal)
+        if answers is None:
+            answers = self._readable[ctx.principal] = {}
+        known = answers.get(meta)
         if known is None:
-            if len(self._readable) > _MEMO:
+            if self._memo_size > _MEMO:
                 self._readable.clear()
-            known = self._readable[key] = self._may_read(ctx, meta)
+                self._memo_size = 0
+                answers = self._readable[ctx.principal] = {}
+            known = answers[meta] = self._may_read(ctx, meta)
+            self._memo_size += 1
         return known
+
+    def _reader(self, ctx: GuardContext) -> Callable[[DocumentMeta], bool]:
+        """:meth:`may_read` bound to one principal: the post-check of every hit."""
+        answers = self._readable.get(ctx.principal)
+
+        def check(meta: DocumentMeta) -> bool:
+            known = None if answers is None else answers.get(meta)
+            return self.may_read(ctx, meta) if known is None else known
+
+        return check
 
     def _may_read(self, ctx: GuardContext, meta: DocumentMeta) -> bool:
         try:
@@ -261,10 +277,11 @@ class KnowledgeLink:
 
         flt = self.access_filter(ctx, path, options)
         hits = await self.knowledge.search(query, mode=mode, k=k, flt=flt)
+        may_read = self._reader(ctx)
         out = [
             _hit(h.chunk, h.score)
             for h in hits
-            if (min_score is None or h.score >= min_score) and self.may_read(ctx, h.chunk.doc)
+            if (min_score is None or h.score >= min_score) and may_read(h.chunk.doc)
         ]
         if related and out:
             out += self._related(ctx, out, flt)
@@ -290,9 +307,7 @@ class KnowledgeLink:
         return extra
 
 
-def _hit(chunk: Any, score: float) -> SearchHit:
-    from bastion.knowledge.hits import SearchHit
-
+def _hit(chunk: IndexedChunk, score: float) -> SearchHit:
     doc = chunk.doc
     text = chunk.text if len(chunk.text) <= _SNIPPET else chunk.text[: _SNIPPET - 3] + "..."
     return SearchHit(
@@ -305,10 +320,5 @@ def _hit(chunk: Any, score: float) -> SearchHit:
         doc_id=doc.doc_id,
         section=chunk.section,
         title=doc.title,
-        labels=_labels(doc),
+        labels=doc.labels,
     )
-
-
-@lru_cache(maxsize=65_536)
-def _labels(doc: DocumentMeta) -> Labels:
-    return Labels(doc.tenant, doc.classification, doc.roles, doc.tags)

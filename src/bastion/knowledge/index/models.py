@@ -11,6 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from bastion.core.errors import ConfigurationError
+from bastion.core.models import Labels
 
 __all__ = ["DocumentMeta", "IndexFilter", "IndexHit", "IndexedChunk", "SearchMode"]
 
@@ -48,6 +49,20 @@ class DocumentMeta:
     tags: frozenset[str] = frozenset()
     version: str | None = None
     """The file version the chunks were made from (to notice a stale index)."""
+    labels: Labels = field(init=False, repr=False, compare=False)
+    """The access labels as one record (derived from the fields above)."""
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # Every search hashes the metadata of each hit (memoized access answers, labels):
+        # compute the hash and the labels once, since the record never changes.
+        labels = Labels(self.tenant, self.classification, self.roles, self.tags)
+        object.__setattr__(self, "labels", labels)
+        key = (self.doc_id, self.path, self.title, self.date, labels, self.version)
+        object.__setattr__(self, "_hash", hash(key))
+
+    def __hash__(self) -> int:
+        return self._hash
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -22,7 +22,10 @@ __all__ = ["clean_text"]
 
 _NEWLINES = re.compile(r"\r\n?|[\f\v\x1c\x1d\x1e\x85\u2028\u2029]")
 _SOFT_HYPHEN_BREAK = re.compile("\u00ad[ \t]*\n[ \t]*")
-_INVISIBLE = frozenset("\u00ad\u200b\u2060\ufeff\ufffe")
+# Control characters (category Cc, but newline and tab), surrogates (Cs) and invisibles.
+_DROP = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u00ad\u200b\u2060\ufeff\ufffe]")
+# Unicode space separators (category Zs) other than the plain space.
+_SPACES = re.compile("[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _SPACE_RUN = re.compile(r"(?<=\S) {2,}")
 
@@ -32,7 +35,7 @@ def clean_text(text: str, *, keep_indent: bool = True) -> str:
     text = _NEWLINES.sub("\n", text)
     text = unicodedata.normalize("NFC", text)
     text = _SOFT_HYPHEN_BREAK.sub("", text)
-    text = "".join(ch for ch in text if _keep_char(ch))
+    text = _DROP.sub("", text)
     lines: list[tuple[str, bool]] = []  # (line, is code)
     fence: str | None = None
     for raw in text.split("\n"):
@@ -50,16 +53,8 @@ def clean_text(text: str, *, keep_indent: bool = True) -> str:
     return _squeeze_blank_lines(_join_hyphenated(lines))
 
 
-def _keep_char(ch: str) -> bool:
-    if ch in "\n\t":
-        return True
-    if ch in _INVISIBLE:
-        return False
-    return unicodedata.category(ch) not in ("Cc", "Cs")
-
-
 def _clean_line(line: str, *, keep_indent: bool) -> str:
-    line = "".join(" " if unicodedata.category(ch) == "Zs" else ch for ch in line).rstrip()
+    line = (line if line.isascii() else _SPACES.sub(" ", line)).rstrip()
     body = line.lstrip(" ")
     indent = line[: len(line) - len(body)] if keep_indent else ""
     return indent + _SPACE_RUN.sub(" ", body)

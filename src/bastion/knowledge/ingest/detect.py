@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import io
 import re
-import unicodedata
 import zipfile
 from posixpath import splitext
 
@@ -59,6 +58,8 @@ _ALIASES = {
 _SNIFF_BYTES = 1024
 _TEXT_SAMPLE = 8192
 _BOMS = (b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")
+_CONTROLS = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f]")
+"""Control characters (category Cc) other than newline, carriage return, tab and form feed."""
 _HTML_START = re.compile(
     rb"\s*(?:<\?xml[^>]*>\s*)?(?:<!--.*?-->\s*)*<(?:!doctype\s+html|html)[\s>]", re.I | re.S
 )
@@ -128,5 +129,5 @@ def _looks_like_text(data: bytes) -> bool:
         if len(data) <= _TEXT_SAMPLE or exc.start < len(sample) - 3:
             return False
         text = sample[: exc.start].decode("utf-8")
-    controls = sum(1 for ch in text if ch not in "\n\r\t\f" and unicodedata.category(ch) == "Cc")
+    controls = len(_CONTROLS.findall(text))
     return controls <= len(text) // 100
