@@ -165,4 +165,6 @@ def reworded(exc: OperationError, path: object, full: object) -> OperationError:
     cls: Callable[[str], OperationError] = type(exc)
     if text.startswith(shown) and text[len(shown) : len(shown) + 1] in _AFTER_PATH | {""}:
         return cls(f"{full}{text[len(shown) :]}")
+    if isinstance(exc, StoreUnavailableError):  # names the mount, never a store path
+        return cls(f"{full}: {text}")
     return cls(_GENERIC.get(type(exc), "{}: the storage backend failed; retry").format(full))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -9,6 +10,7 @@ from bastion.core.errors import ConfigurationError, InvalidPathError, NoMountErr
 from bastion.core.models import Labels, Scope
 from bastion.core.paths import VPath
 from bastion.core.ports import Store
+from bastion.core.timeouts import TimedStore
 
 __all__ = ["Mount", "MountTable"]
 
@@ -23,6 +25,16 @@ class Mount:
     labels: Labels = field(default_factory=Labels)
     description: str = ""
     """One line for the filesystem map (what lives here)."""
+    timeout: float | None = None
+    """Seconds to wait for one store call before the mount is reported unresponsive:
+    ``None`` takes the store's own default (``Store.timeout``), ``math.inf`` waits forever."""
+
+    def __post_init__(self) -> None:
+        limit = self.store.timeout if self.timeout is None else self.timeout
+        if limit is not None and limit <= 0:
+            raise ConfigurationError(f"mount {self.prefix}: timeout must be positive")
+        if limit is not None and math.isfinite(limit) and not isinstance(self.store, TimedStore):
+            object.__setattr__(self, "store", TimedStore(self.store, limit, str(self.prefix)))
 
     @classmethod
     def of(
@@ -33,6 +45,7 @@ class Mount:
         *,
         labels: Labels | None = None,
         description: str = "",
+        timeout: float | None = None,
     ) -> Mount:
         try:
             parsed = VPath.parse(prefix)
@@ -45,7 +58,7 @@ class Mount:
             raise ConfigurationError(
                 f"mount {prefix}: unknown scope {scope!r}; use {known}"
             ) from None
-        return cls(parsed, store, scope_value, labels or Labels(), description)
+        return cls(parsed, store, scope_value, labels or Labels(), description, timeout)
 
     def to_store_path(self, path: VPath) -> VPath:
         return path.relative_to(self.prefix)

@@ -52,6 +52,9 @@ class Store(ABC):
 
     kind: str = "store"
     """A short name for the backend kind shown in the filesystem map (``memory``, ``local``)."""
+    timeout: float | None = 30.0
+    """Seconds a mount waits for one call before it reports the store unresponsive
+    (``core.timeouts``); ``None`` for stores whose calls cannot hang."""
 
     # -- primitives --------------------------------------------------------------------------
 

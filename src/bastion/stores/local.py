@@ -122,6 +122,7 @@ class LocalStore(Store):
     """Files under one host directory, reached only through descriptors (see the module doc)."""
 
     kind = "local"
+    timeout = None  # system calls run on the event loop; a timeout could not interrupt them
 
     def __init__(self, root: str | os.PathLike[str], *, create: bool = False) -> None:
         if os.open not in os.supports_dir_fd or os.stat not in os.supports_follow_symlinks:

@@ -39,6 +39,7 @@ class MemoryStore(Store):
     """Files and directories in a dict tree, guarded by one lock (safe across threads)."""
 
     kind = "memory"
+    timeout = None  # in-process: nothing to wait for
 
     def __init__(self) -> None:
         self._root = _Dir(time.time())

@@ -1,0 +1,114 @@
+"""A time limit on every call to a mount's store.
+
+A backend that hangs (a stopped database, a stalled object store) must not hang the agent,
+nor the other mounts: :class:`TimedStore` wraps a store so that each call either finishes
+within the mount's timeout or raises :class:`StoreUnavailableError` naming the mount. Other
+mounts have their own stores and are untouched.
+
+It bounds waiting, and only waiting: a call that blocks the event loop itself (a synchronous
+system call) cannot be interrupted. Stores that talk to a network are asynchronous or run their
+blocking work in threads, so their waits are bounded here; ``LocalStore`` works on the loop for
+speed and carries no timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable
+from typing import Any, TypeVar
+
+from bastion.core.errors import StoreUnavailableError
+from bastion.core.models import FileInfo, WriteMode
+from bastion.core.paths import VPath
+from bastion.core.ports import ReadCheck, Store
+
+__all__ = ["TimedStore"]
+
+T = TypeVar("T")
+
+
+class TimedStore(Store):
+    """``inner`` with every call bounded by ``timeout`` seconds. Attributes that are not part
+    of the store port (``close``, ``keeps_labels``, ...) are the inner store's."""
+
+    def __init__(self, inner: Store, timeout: float, name: str) -> None:
+        if timeout <= 0:
+            raise ValueError("timeout must be positive")
+        self.inner = inner
+        self.timeout = timeout
+        self.name = name
+        self.kind = inner.kind
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self.inner, attr)
+
+    async def _bounded(self, call: Awaitable[T]) -> T:
+        try:
+            async with asyncio.timeout(self.timeout):
+                return await call
+        except TimeoutError:
+            raise StoreUnavailableError(
+                f"filesystem unresponsive: mount {self.name} ({self.kind}) did not answer "
+                f"within {self.timeout:g} s; other mounts still work, try again later"
+            ) from None
+
+    async def stat(self, path: VPath) -> FileInfo:
+        return await self._bounded(self.inner.stat(path))
+
+    async def read_range(self, path: VPath, offset: int = 0, length: int | None = None) -> bytes:
+        return await self._bounded(self.inner.read_range(path, offset, length))
+
+    async def write(
+        self,
+        path: VPath,
+        data: bytes,
+        *,
+        mode: WriteMode = WriteMode.OVERWRITE,
+        if_version: str | None = None,
+    ) -> FileInfo:
+        return await self._bounded(self.inner.write(path, data, mode=mode, if_version=if_version))
+
+    async def delete(self, path: VPath, *, recursive: bool = False) -> None:
+        await self._bounded(self.inner.delete(path, recursive=recursive))
+
+    async def list(self, path: VPath) -> list[FileInfo]:
+        return await self._bounded(self.inner.list(path))
+
+    async def mkdir(self, path: VPath) -> None:
+        await self._bounded(self.inner.mkdir(path))
+
+    async def rename(self, src: VPath, dst: VPath) -> None:
+        await self._bounded(self.inner.rename(src, dst))
+
+    # The inner store's own versions of the derived calls (they may be one round trip).
+
+    async def exists(self, path: VPath) -> bool:
+        return await self._bounded(self.inner.exists(path))
+
+    async def read_all(self, path: VPath) -> bytes:
+        return await self._bounded(self.inner.read_all(path))
+
+    async def read_file(
+        self,
+        path: VPath,
+        offset: int = 0,
+        length: int | None = None,
+        *,
+        check: ReadCheck | None = None,
+    ) -> tuple[FileInfo, bytes]:
+        return await self._bounded(self.inner.read_file(path, offset, length, check=check))
+
+    async def makedirs(self, path: VPath, *, exist_ok: bool = True) -> None:
+        await self._bounded(self.inner.makedirs(path, exist_ok=exist_ok))
+
+    async def copy_file(self, src: VPath, dst: VPath, *, overwrite: bool = False) -> FileInfo:
+        return await self._bounded(self.inner.copy_file(src, dst, overwrite=overwrite))
+
+    def walk(
+        self, path: VPath = VPath.ROOT, *, max_depth: int | None = None
+    ) -> AsyncIterator[FileInfo]:
+        # The base walk lists through ``self.list``: each listing is bounded on its own.
+        return super().walk(path, max_depth=max_depth)
+
+    def describe(self) -> str:
+        return self.inner.describe()
