@@ -40,6 +40,7 @@ from bastion.knowledge.ingest.detect import detect_type
 from bastion.knowledge.labels import document_labels
 from bastion.knowledge.linemap import line_map
 from bastion.knowledge.relations import RelationGraph, extract_relations
+from bastion.knowledge.routing import Router, route
 
 __all__ = ["FileToIndex", "Fusion", "Knowledge"]
 
@@ -78,6 +79,7 @@ class Knowledge:
         alpha: float = 0.5,
         limits: IngestLimits = DEFAULT_LIMITS,
         relations: RelationGraph | None = None,
+        router: Router | None = None,
     ) -> None:
         if fusion not in ("rrf", "weighted"):
             raise ConfigurationError(f"unknown fusion {fusion!r}; choose rrf or weighted")
@@ -88,6 +90,8 @@ class Knowledge:
         self.alpha = alpha
         self.limits = limits
         self.relations = relations if relations is not None else RelationGraph()
+        self.router = router
+        """Optional: picks the sources a query searches (``bastion.knowledge.routing``)."""
 
     @classmethod
     def open(
@@ -96,11 +100,13 @@ class Knowledge:
         *,
         embedder: Embedder | str | None = "local",
         embedding_cache: str | os.PathLike[str] | None = None,
+        partitioned: bool = True,
         **kwargs: object,
     ) -> Knowledge:
         """The embedded default: a LanceDB index in ``folder``, the packaged local model
         (``"local"``), vectors cached in ``embedding_cache`` (default
-        ``folder/embeddings.sqlite``)."""
+        ``folder/embeddings.sqlite``). ``partitioned`` keeps one table per tenant and source
+        (``chunks__tenant_{t}__src_{s}``, see :mod:`bastion.knowledge.index.partitioned`)."""
         from bastion.knowledge.embedders.cache import CachedEmbedder, EmbeddingCache
         from bastion.knowledge.index.lance import LanceIndex
 
@@ -119,11 +125,22 @@ class Knowledge:
             cache_file = Path(embedding_cache or root / "embeddings.sqlite")
             cache_file.parent.mkdir(parents=True, exist_ok=True)
             model = CachedEmbedder(model, EmbeddingCache(cache_file))
-        index = LanceIndex(
-            root / "lance",
-            dim=model.dim if model is not None else None,
-            embedder=model.name if model is not None else None,
-        )
+        dim = model.dim if model is not None else None
+        name = model.name if model is not None else None
+        index: Index
+        if partitioned:
+            from bastion.knowledge.index.partitioned import PartitionedIndex
+
+            tables = root / "tables"
+            tables.mkdir(exist_ok=True)
+
+            def table(table: str) -> Index:
+                return LanceIndex(tables / table, dim=dim, embedder=name)
+
+            found = [table(p.name) for p in sorted(tables.iterdir()) if p.is_dir()]
+            index = PartitionedIndex(table, existing=found)
+        else:
+            index = LanceIndex(root / "lance", dim=dim, embedder=name)
         return cls(index, embedder=model, **kwargs)  # type: ignore[arg-type]
 
     @property
@@ -263,6 +280,8 @@ class Knowledge:
             )
         if k <= 0 or not query.strip():
             return []
+        if self.router is not None and flt is not None:
+            flt = await asyncio.to_thread(route, self.router, query, self.index, flt)
         if chosen is SearchMode.BM25:
             return self.index.search_keyword(query, k, flt)
         assert self.embedder is not None

@@ -13,7 +13,15 @@ import numpy.typing as npt
 from bastion.core.errors import ConfigurationError
 from bastion.core.models import Labels
 
-__all__ = ["DocumentMeta", "IndexFilter", "IndexHit", "IndexedChunk", "SearchMode"]
+__all__ = ["DocumentMeta", "IndexFilter", "IndexHit", "IndexedChunk", "SearchMode", "source_of"]
+
+
+def source_of(path: str) -> str:
+    """The source a document belongs to: its path's first segment (``/hr/a.md`` -> ``/hr``;
+    ``/a.md`` -> ``/``), usually a mount. Indexes may keep each tenant's sources in separate
+    tables."""
+    end = path.find("/", 1)
+    return "/" if end < 0 else path[:end]
 
 
 class SearchMode(StrEnum):
@@ -98,6 +106,8 @@ class IndexFilter:
     """The asker's roles: a document passes when it allows every role or one of these."""
     tags: frozenset[str] = frozenset()
     """Only documents carrying every one of these tags."""
+    sources: frozenset[str] | None = None
+    """Only documents of these sources (see :func:`source_of`: a path's first segment)."""
     section: str | None = None
     """Only chunks whose heading path starts with this (case-insensitive)."""
     date_from: str | None = None
@@ -123,6 +133,8 @@ class IndexFilter:
         if self.roles is not None and doc.roles and not (doc.roles & self.roles):
             return False
         if self.tags and not self.tags <= doc.tags:
+            return False
+        if self.sources is not None and source_of(doc.path) not in self.sources:
             return False
         if self.date_from is not None or self.date_to is not None:
             if doc.date is None:

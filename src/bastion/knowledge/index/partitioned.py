@@ -1,0 +1,216 @@
+"""One index table per tenant and source, behind the same :class:`Index` port.
+
+Documents of tenant ``t`` under source ``s`` (a path's first segment, usually a mount) live in
+their own table, named ``chunks__tenant_{t}__src_{s}`` (documents bound to no tenant in
+``chunks__tenant_shared__src_{s}``). A search visits only the tables its filter can admit:
+the asker's tenant and the shared ones, narrowed by ``path_prefix`` and ``sources``. Another
+tenant's table is never opened for a query, so one tenant's documents cannot appear in another
+tenant's results even through a bug in a per-document check, and a tenant's data can be
+dropped or moved as a unit.
+
+Scores are merged by value. Vector scores (cosine) compare across tables as they are; BM25
+scores are computed with each table's own statistics, which is the price of separate tables
+(``docs/decisions.md``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import re
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from bastion.core.errors import ConfigurationError
+from bastion.knowledge.index.models import (
+    DocumentMeta,
+    IndexedChunk,
+    IndexFilter,
+    IndexHit,
+    source_of,
+)
+from bastion.knowledge.index.port import Index
+
+__all__ = ["Partition", "PartitionedIndex", "table_name"]
+
+Partition = tuple[str | None, str]
+"""(tenant or ``None`` for shared documents, source)."""
+
+_UNSAFE = re.compile(r"[^a-z0-9]+")
+_NAME = re.compile(r"^chunks__tenant_[a-z0-9_]+__src_[a-z0-9_]+$")
+
+
+def _slug(text: str) -> str:
+    slug = _UNSAFE.sub("_", text.casefold()).strip("_")
+    if slug == text and len(slug) <= 40:
+        return slug
+    # Lossy: make it unique with a short hash of the original.
+    return f"{slug[:32]}_{hashlib.blake2b(text.encode(), digest_size=4).hexdigest()}".lstrip("_")
+
+
+def table_name(tenant: str | None, source: str) -> str:
+    """``chunks__tenant_{t}__src_{s}`` with both parts reduced to ``[a-z0-9_]`` (a short hash
+    keeps names distinct when that loses information)."""
+    t = "shared" if tenant is None else _slug(tenant) or "_"
+    s = _slug(source.strip("/")) if source.strip("/") else "root"
+    name = f"chunks__tenant_{t}__src_{s}"
+    if not _NAME.match(name):
+        raise ConfigurationError(f"cannot name an index table for tenant {tenant!r}")
+    return name
+
+
+class PartitionedIndex(Index):
+    """Tables made on demand by ``factory(table_name)``; see the module docstring."""
+
+    kind = "partitioned"
+
+    def __init__(
+        self,
+        factory: Callable[[str], Index],
+        *,
+        existing: Iterable[Index] = (),
+    ) -> None:
+        self._factory = factory
+        self._lock = threading.RLock()
+        self._parts: dict[Partition, Index] = {}
+        self._where: dict[str, Partition] = {}
+        for index in existing:  # tables found on disk: learn their partition from a document
+            docs = index.documents()
+            if not docs:
+                continue
+            meta = next(iter(docs.values()))
+            key = (meta.tenant, source_of(meta.path))
+            self._parts[key] = index
+            for doc_id in docs:
+                self._where[doc_id] = key
+
+    # -- routing -----------------------------------------------------------------------------
+
+    def partitions(self, flt: IndexFilter | None = None) -> list[Partition]:
+        """The partitions a search with ``flt`` may visit (all of them without a filter)."""
+        with self._lock:
+            return [key for key in self._parts if _may_hold(key, flt)]
+
+    def tables(self, flt: IndexFilter | None = None) -> list[str]:
+        return [table_name(*key) for key in self.partitions(flt)]
+
+    def _targets(self, flt: IndexFilter | None) -> list[Index]:
+        with self._lock:
+            return [index for key, index in self._parts.items() if _may_hold(key, flt)]
+
+    def _part(self, key: Partition) -> Index:
+        index = self._parts.get(key)
+        if index is None:
+            index = self._parts[key] = self._factory(table_name(*key))
+        return index
+
+    # -- writes ------------------------------------------------------------------------------
+
+    def upsert(self, chunks: Sequence[IndexedChunk]) -> None:
+        with self._lock:
+            groups: dict[Partition, list[IndexedChunk]] = {}
+            for chunk in chunks:
+                key = (chunk.doc.tenant, source_of(chunk.doc.path))
+                old = self._where.get(chunk.doc.doc_id)
+                if old is not None and old != key:  # relabelled to another tenant: move it
+                    self._parts[old].delete_documents([chunk.doc.doc_id])
+                groups.setdefault(key, []).append(chunk)
+            for key, group in groups.items():
+                self._part(key).upsert(group)
+                for chunk in group:
+                    self._where[chunk.doc.doc_id] = key
+
+    def replace_documents(self, doc_ids: Sequence[str], chunks: Sequence[IndexedChunk]) -> None:
+        """Each table touched replaces its part in one call (atomic per table): tables that
+        receive chunks first, so a refused batch leaves the old chunks where they were."""
+        with self._lock:
+            incoming: dict[Partition, list[IndexedChunk]] = {}
+            for chunk in chunks:
+                incoming.setdefault((chunk.doc.tenant, source_of(chunk.doc.path)), []).append(chunk)
+            moved_to = {c.doc.doc_id: key for key, group in incoming.items() for c in group}
+            ids = list(dict.fromkeys([*doc_ids, *moved_to]))
+            old = {doc_id: self._where.get(doc_id) for doc_id in ids}
+            for key, group in incoming.items():
+                mine = [d for d in ids if moved_to.get(d) == key or old[d] == key]
+                self._part(key).replace_documents(mine, group)
+            for key in {k for k in old.values() if k is not None} - set(incoming):
+                self._parts[key].delete_documents([d for d in ids if old[d] == key])
+            for doc_id in ids:
+                key = moved_to.get(doc_id)
+                if key is None:
+                    self._where.pop(doc_id, None)
+                else:
+                    if old[doc_id] not in (None, key):
+                        self._parts[old[doc_id]].delete_documents([doc_id])  # type: ignore[index]
+                    self._where[doc_id] = key
+
+    def delete_documents(self, doc_ids: Iterable[str]) -> int:
+        with self._lock:
+            groups: dict[Partition, list[str]] = {}
+            for doc_id in doc_ids:
+                key = self._where.pop(doc_id, None)
+                if key is not None:
+                    groups.setdefault(key, []).append(doc_id)
+            return sum(self._parts[key].delete_documents(ids) for key, ids in groups.items())
+
+    def clear(self) -> None:
+        with self._lock:
+            for index in self._parts.values():
+                index.clear()
+            self._where.clear()
+
+    def close(self) -> None:
+        with self._lock:
+            for index in self._parts.values():
+                index.close()
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def search_keyword(self, query: str, k: int, flt: IndexFilter | None = None) -> list[IndexHit]:
+        return _best(k, (index.search_keyword(query, k, flt) for index in self._targets(flt)))
+
+    def search_vector(
+        self, vector: npt.NDArray[np.float32], k: int, flt: IndexFilter | None = None
+    ) -> list[IndexHit]:
+        return _best(k, (index.search_vector(vector, k, flt) for index in self._targets(flt)))
+
+    def documents(self) -> dict[str, DocumentMeta]:
+        with self._lock:
+            out: dict[str, DocumentMeta] = {}
+            for index in self._parts.values():
+                out.update(index.documents())
+            return out
+
+    def chunks_of(self, doc_id: str) -> list[IndexedChunk]:
+        with self._lock:
+            key = self._where.get(doc_id)
+            return [] if key is None else self._parts[key].chunks_of(doc_id)
+
+    def count(self) -> int:
+        with self._lock:
+            return sum(index.count() for index in self._parts.values())
+
+
+def _may_hold(key: Partition, flt: IndexFilter | None) -> bool:
+    """Could a document of partition ``key`` pass ``flt``? (Shared documents pass any tenant.)"""
+    if flt is None:
+        return True
+    tenant, source = key
+    if flt.tenant is not None and tenant not in (None, flt.tenant):
+        return False
+    if flt.sources is not None and source not in flt.sources:
+        return False
+    prefix = (flt.path_prefix or "").rstrip("/")
+    if prefix and source != "/":
+        return (
+            source == prefix or prefix.startswith(source + "/") or source.startswith(prefix + "/")
+        )
+    return True
+
+
+def _best(k: int, lists: Iterator[list[IndexHit]] | Iterable[list[IndexHit]]) -> list[IndexHit]:
+    hits = [hit for found in lists for hit in found]
+    return heapq.nlargest(k, hits, key=lambda hit: hit.score)
