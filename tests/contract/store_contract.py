@@ -919,3 +919,172 @@ class StoreContract:
             assert all(r.result(timeout=120) > 0 for r in readers)
         assert seen <= {b"A", b"B"}
         assert asyncio.run(store.read_all(path)) == b"A" * size
+
+    # -- large files, many writers, conflicts -------------------------------------------------
+
+    async def test_ranges_of_a_12_mib_file(self, store: Store) -> None:
+        size = 12 * MiB + 5
+        data = _blob(size, seed=12)
+        await store.mkdir(P("/big"))
+        path = P("/big/twelve.bin")
+        assert (await store.write(path, data)).size == size
+        cases: list[tuple[int, int | None]] = [
+            (0, 1),
+            (0, 100),
+            (0, 64 * 1024 + 1),
+            (1, MiB),
+            (6 * MiB - 1000, 3 * MiB + 2000),  # the middle, across many chunk boundaries
+            (size // 2, 10),
+            (size - 100, 100),
+            (size - 1, 1),
+            (size - 5, 1000),
+            (size - 100, None),
+            (size, 10),
+        ]
+        for boundary in (4096, 64 * 1024, MiB, 4 * MiB, 6 * MiB, 8 * MiB, 12 * MiB):
+            cases += [(boundary - 1, 2), (boundary - 3, 7), (boundary, 1), (boundary - 1, 1)]
+        for offset, length in cases:
+            end = size if length is None else offset + length
+            expected = data[offset:end]
+            assert await store.read_range(path, offset, length) == expected, (offset, length)
+            info, part = await store.read_file(path, offset, length)
+            assert part == expected, (offset, length)
+            assert info.size == size
+        assert await store.read_all(path) == data
+
+    async def test_appends_across_chunk_boundaries(self, store: Store) -> None:
+        path = P("/grow.bin")
+        expected = b""
+        versions: list[str | None] = []
+        pieces = [1, 1023, 1024, 1025, 4095, 65535, 65536, 70001, 3, 300_000, 0, MiB + 7]
+        for n, size in enumerate(pieces):
+            piece = _blob(size, seed=100 + n)
+            info = await store.write(path, piece, mode=WriteMode.APPEND)
+            expected += piece
+            versions.append(info.version)
+            assert info.size == len(expected)
+        assert len(set(versions)) == len(versions)
+        assert await store.read_all(path) == expected
+        total = len(expected)
+        for offset in (0, 1023, 1024, 2047, 65535, 65536, 131071, 500_000, total - 3):
+            assert (
+                await store.read_range(path, offset, 70_000) == expected[offset : offset + 70_000]
+            )
+        await store.write(path, b"short", mode=WriteMode.OVERWRITE)
+        await store.write(path, b"+tail", mode=WriteMode.APPEND)
+        assert await store.read_all(path) == b"short+tail"
+
+    async def test_many_writers_exactly_one_wins_each_round(self, store: Store) -> None:
+        path = P("/race.txt")
+        version = (await store.write(path, b"start")).version
+        writers = 12
+        for round_ in range(10):
+
+            async def attempt(n: int, expected: str | None, r: int = round_) -> FileInfo | None:
+                await asyncio.sleep(0)  # all writers start before any one finishes
+                try:
+                    return await store.write(path, b"round %d by %d" % (r, n), if_version=expected)
+                except ConflictError:
+                    return None
+
+            results = await asyncio.gather(*(attempt(n, version) for n in range(writers)))
+            winners = [(n, info) for n, info in enumerate(results) if info is not None]
+            assert len(winners) == 1, f"round {round_}: {len(winners)} writers won"
+            [(winner, info)] = winners
+            assert await store.read_all(path) == b"round %d by %d" % (round_, winner)
+            assert info.version != version
+            assert (await store.stat(path)).version == info.version
+            version = info.version
+
+    def test_many_threads_exactly_one_wins_each_round(self, store: Store) -> None:
+        path = P("/race.txt")
+        version = asyncio.run(store.write(path, b"start")).version
+        writers = 6
+        with ThreadPoolExecutor(writers) as pool:
+            for round_ in range(6):
+                start = threading.Barrier(writers)
+
+                def attempt(
+                    n: int, expected: str | None, r: int = round_, start: threading.Barrier = start
+                ) -> FileInfo | None:
+                    start.wait(timeout=30)
+                    try:
+                        return asyncio.run(
+                            store.write(path, b"round %d by %d" % (r, n), if_version=expected)
+                        )
+                    except ConflictError:
+                        return None
+
+                futures = [pool.submit(attempt, n, version) for n in range(writers)]
+                results = [f.result(timeout=120) for f in futures]
+                winners = [(n, info) for n, info in enumerate(results) if info is not None]
+                assert len(winners) == 1, f"round {round_}: {len(winners)} writers won"
+                [(winner, info)] = winners
+                assert asyncio.run(store.read_all(path)) == b"round %d by %d" % (round_, winner)
+                version = info.version
+
+    async def test_concurrent_appends_lose_nothing(self, store: Store) -> None:
+        path = P("/log.txt")
+        tasks, each = 10, 10
+
+        async def appender(task: int) -> None:
+            for n in range(each):
+                await store.write(path, b"task %02d line %02d\n" % (task, n), mode=WriteMode.APPEND)
+                await asyncio.sleep(0)
+
+        await asyncio.gather(*(appender(t) for t in range(tasks)))
+        lines = (await store.read_all(path)).splitlines()
+        expected = {b"task %02d line %02d" % (t, n) for t in range(tasks) for n in range(each)}
+        assert len(lines) == tasks * each
+        assert set(lines) == expected
+        for task in range(tasks):  # each writer's lines stay in its own order
+            mine = [line for line in lines if line.startswith(b"task %02d " % task)]
+            assert mine == sorted(mine)
+
+    def test_concurrent_threads_append_lose_nothing(self, store: Store) -> None:
+        path = P("/log.txt")
+        threads, each = 4, 15
+        start = threading.Barrier(threads)
+
+        def appender(thread: int) -> None:
+            start.wait(timeout=30)
+            for n in range(each):
+                line = b"thread %d line %02d\n" % (thread, n)
+                asyncio.run(store.write(path, line, mode=WriteMode.APPEND))
+
+        with ThreadPoolExecutor(threads) as pool:
+            for future in [pool.submit(appender, t) for t in range(threads)]:
+                future.result(timeout=120)
+        lines = asyncio.run(store.read_all(path)).splitlines()
+        assert len(lines) == threads * each
+        assert set(lines) == {
+            b"thread %d line %02d" % (t, n) for t in range(threads) for n in range(each)
+        }
+
+    async def test_conflicts_are_conflict_errors_that_name_the_path(self, store: Store) -> None:
+        path = P("/doc.txt")
+        first = await store.write(path, b"secret first content")
+        second = await store.write(path, b"secret second content")
+        appended = await store.write(path, b"!", mode=WriteMode.APPEND)
+        stale_cases: list[tuple[WriteMode, str | None]] = [
+            (WriteMode.OVERWRITE, first.version),
+            (WriteMode.APPEND, first.version),
+            (WriteMode.OVERWRITE, second.version),
+            (WriteMode.APPEND, second.version),
+        ]
+        for mode, stale in stale_cases:
+            with pytest.raises(ConflictError) as caught:
+                await store.write(path, b"late", mode=mode, if_version=stale)
+            message = str(caught.value)
+            assert message.startswith(str(path)), message
+            assert "\n" not in message and "secret" not in message
+        assert await store.read_all(path) == b"secret second content!"
+        assert (await store.stat(path)).version == appended.version
+        await store.delete(path)
+        with pytest.raises(ConflictError):
+            await store.write(path, b"late", if_version=appended.version)
+        assert not await store.exists(path)
+        again = await store.write(path, b"new")
+        with pytest.raises(ConflictError):
+            await store.write(path, b"late", if_version=appended.version)
+        assert (await store.write(path, b"newer", if_version=again.version)).size == 5
