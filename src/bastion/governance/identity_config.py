@@ -1,0 +1,219 @@
+"""What a JWT verifier trusts: keys, issuer, audience, algorithms, clock skew, claim mapping.
+
+Everything is checked when the configuration is built, so a server refuses to start with a
+configuration that could be attacked (``none`` in the allowlist, a key whose algorithm is not
+allowed, two keys a token could not tell apart) instead of failing on the first request.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import yaml
+
+from bastion.core.errors import ConfigurationError
+from bastion.governance.claims import ClaimsMapping
+from bastion.governance.identity_keys import SUPPORTED_ALGORITHMS, VerificationKey
+
+__all__ = ["DEFAULT_LEEWAY_SECONDS", "DEFAULT_MAX_TOKEN_BYTES", "IdentityConfig"]
+
+DEFAULT_LEEWAY_SECONDS = 60.0
+MAX_LEEWAY_SECONDS = 300.0
+"""Clock skew is meant to be small; more than five minutes is a configuration mistake."""
+DEFAULT_MAX_TOKEN_BYTES = 8192
+_TOKEN_BYTES_RANGE = (256, 65536)
+
+
+@dataclass(frozen=True, kw_only=True)
+class IdentityConfig:
+    """Who issues tokens we trust, for which audience, verified with which keys."""
+
+    issuer: str | tuple[str, ...]
+    """The ``iss`` every token must carry (one of them, when several are given)."""
+    audience: str | tuple[str, ...]
+    """This service's name(s); a token's ``aud`` must name at least one."""
+    keys: tuple[VerificationKey, ...]
+    """Keys, each bound to its algorithm; at most one without a ``kid`` (the default key)."""
+    algorithms: frozenset[str] | None = None
+    """The allowlist; ``None`` allows exactly the algorithms of the configured keys."""
+    leeway_seconds: float = DEFAULT_LEEWAY_SECONDS
+    """Clock skew allowed on ``exp``, ``nbf`` and ``iat``."""
+    required_claims: frozenset[str] = frozenset({"exp"})
+    """Claims that must be present besides ``iss``, ``aud`` and the mapped ones."""
+    max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES
+    """Longer tokens are refused before anything is decoded."""
+    claims: ClaimsMapping = field(default_factory=ClaimsMapping)
+    role_clearances: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    """Clearance an (effective) role brings: ``{"hr": "confidential"}``. A principal's maximum
+    clearance is the highest of its own and those of its effective roles."""
+
+    def __post_init__(self) -> None:
+        fix = object.__setattr__
+        fix(self, "issuer", _names(self.issuer, "issuer"))
+        fix(self, "audience", _names(self.audience, "audience"))
+        fix(self, "keys", tuple(self.keys))
+        fix(self, "required_claims", frozenset(_strs(self.required_claims, "required_claims")))
+        fix(self, "role_clearances", _role_clearances(self.role_clearances))
+        if not self.keys or not all(isinstance(k, VerificationKey) for k in self.keys):
+            raise ConfigurationError("identity needs at least one key (VerificationKey)")
+        kids = [k.kid for k in self.keys]
+        if kids.count(None) > 1:
+            raise ConfigurationError(
+                "at most one key may have no 'kid': a token could not say which one it means"
+            )
+        repeated = sorted({k for k in kids if k is not None and kids.count(k) > 1})
+        if repeated:
+            raise ConfigurationError(f"repeated key ids: {', '.join(repeated)}")
+        allowed = (
+            frozenset(k.algorithm for k in self.keys)
+            if self.algorithms is None
+            else frozenset(_strs(self.algorithms, "algorithms"))
+        )
+        if any(alg.strip().lower() == "none" for alg in allowed):
+            raise ConfigurationError("the algorithm allowlist can never contain 'none'")
+        unsupported = sorted(allowed - SUPPORTED_ALGORITHMS)
+        if unsupported:
+            known = ", ".join(sorted(SUPPORTED_ALGORITHMS))
+            raise ConfigurationError(
+                f"unsupported algorithms {', '.join(unsupported)}; supported: {known}"
+            )
+        for key in self.keys:
+            if key.algorithm not in allowed:
+                raise ConfigurationError(
+                    f"{key.name} uses {key.algorithm}, which the allowlist does not include"
+                )
+        fix(self, "algorithms", allowed)
+        leeway = self.leeway_seconds
+        if (
+            isinstance(leeway, bool)
+            or not isinstance(leeway, int | float)
+            or not math.isfinite(leeway)
+            or not 0 <= leeway <= MAX_LEEWAY_SECONDS
+        ):
+            raise ConfigurationError(
+                f"leeway_seconds must be a number from 0 to {MAX_LEEWAY_SECONDS:g}"
+            )
+        low, high = _TOKEN_BYTES_RANGE
+        size = self.max_token_bytes
+        if isinstance(size, bool) or not isinstance(size, int) or not low <= size <= high:
+            raise ConfigurationError(f"max_token_bytes must be an integer from {low} to {high}")
+        if not isinstance(self.claims, ClaimsMapping):
+            raise ConfigurationError("claims must be a ClaimsMapping")
+
+    @property
+    def allowed_algorithms(self) -> frozenset[str]:
+        """The allowlist, resolved (never ``None`` once built)."""
+        assert self.algorithms is not None
+        return self.algorithms
+
+    # -- loading -----------------------------------------------------------------------------
+
+    @classmethod
+    def from_dict(
+        cls,
+        data: Mapping[str, Any],
+        *,
+        base_dir: str | os.PathLike[str] | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> IdentityConfig:
+        """Build from plain data (an ``[identity]`` table of a TOML or YAML file).
+
+        ``base_dir`` anchors relative ``pem_file`` / ``secret_file`` paths; ``environ``
+        (default: the process environment) resolves ``secret_env``.
+        """
+        known = {
+            "issuer",
+            "audience",
+            "keys",
+            "algorithms",
+            "leeway_seconds",
+            "required_claims",
+            "max_token_bytes",
+            "claims",
+            "role_clearances",
+        }
+        unknown = set(data) - known
+        if unknown:
+            raise ConfigurationError(f"unknown identity keys: {', '.join(sorted(unknown))}")
+        for name in ("issuer", "audience", "keys"):
+            if name not in data:
+                raise ConfigurationError(f"identity needs '{name}'")
+        raw_keys = data["keys"]
+        if not isinstance(raw_keys, list) or not all(isinstance(k, Mapping) for k in raw_keys):
+            raise ConfigurationError("identity 'keys' must be a list of tables")
+        anchor = None if base_dir is None else Path(base_dir)
+        keys = tuple(
+            VerificationKey.from_dict(k, base_dir=anchor, environ=environ) for k in raw_keys
+        )
+        claims = data.get("claims", {})
+        if not isinstance(claims, Mapping):
+            raise ConfigurationError("identity 'claims' must be a table")
+        kwargs: dict[str, Any] = {
+            "issuer": data["issuer"],
+            "audience": data["audience"],
+            "keys": keys,
+            "claims": ClaimsMapping.from_dict(claims),
+        }
+        for name in ("leeway_seconds", "max_token_bytes", "role_clearances"):
+            if name in data:
+                kwargs[name] = data[name]
+        for name in ("algorithms", "required_claims"):
+            if name in data:
+                kwargs[name] = frozenset(_strs(data[name], name))
+        return cls(**kwargs)
+
+    @classmethod
+    def from_file(
+        cls, path: str | os.PathLike[str], *, environ: Mapping[str, str] | None = None
+    ) -> IdentityConfig:
+        """Load ``.toml``, ``.yaml`` or ``.yml``: its ``identity`` table, or the whole file when
+        it has none. Relative key files are found next to the configuration file."""
+        file = Path(path)
+        suffix = file.suffix.lower()
+        if suffix not in (".toml", ".yaml", ".yml"):
+            raise ConfigurationError(f"identity file {file} must end in .toml, .yaml or .yml")
+        try:
+            text = file.read_text(encoding="utf-8")
+            data: object = (
+                tomllib.loads(text) if suffix == ".toml" else (yaml.safe_load(text) or {})
+            )
+        except (OSError, ValueError, yaml.YAMLError) as exc:
+            raise ConfigurationError(f"cannot load identity configuration {file}: {exc}") from exc
+        if not isinstance(data, Mapping):
+            raise ConfigurationError(f"identity file {file} must be a mapping at the top level")
+        table = data.get("identity", data)
+        if not isinstance(table, Mapping):
+            raise ConfigurationError(f"identity file {file}: 'identity' must be a table")
+        return cls.from_dict(table, base_dir=file.parent, environ=environ)
+
+
+def _strs(value: object, where: str) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, Iterable) and not isinstance(value, Mapping):
+        items = list(value)
+        if all(isinstance(item, str) and item for item in items):
+            return items
+    raise ConfigurationError(f"{where} must be a list of non-empty strings")
+
+
+def _names(value: object, where: str) -> str | tuple[str, ...]:
+    items = _strs(value, where)
+    if not items:
+        raise ConfigurationError(f"identity needs a non-empty '{where}'")
+    return items[0] if len(items) == 1 else tuple(items)
+
+
+def _role_clearances(value: object) -> Mapping[str, str]:
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str) and k and isinstance(v, str) and v for k, v in value.items()
+    ):
+        raise ConfigurationError("role_clearances must map role names to classifications")
+    return MappingProxyType(dict(value))
