@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-__all__ = ["eval_command", "index_command", "search_command"]
+__all__ = ["eval_command", "index_command", "reindex_command", "search_command"]
 
 _STATE = "bastion-cli.json"
 _DIR = click.Path(path_type=Path)
@@ -79,7 +79,9 @@ def index_command(path: Path, index_dir: Path, rebuild: bool, keyword_only: bool
                 bar.length = total
                 bar.update(done - bar.pos)
 
-            summary = asyncio.run(ws.index_directory("/", progress=progress))
+            # Indexing reads as the system (every file, whatever its labels); an existing
+            # index is only brought up to date (changed, new and deleted files).
+            summary = asyncio.run(ws.reindex(progress=progress))
     except BastionError as exc:
         raise click.ClickException(str(exc)) from exc
     click.echo(summary.format())
@@ -116,6 +118,32 @@ def search_command(query: str, index_dir: Path, mode: str | None, k: int, relate
     except BastionError as exc:
         raise click.ClickException(str(exc)) from exc
     click.echo(result.format())
+
+
+@click.command("reindex")
+@click.option(
+    "--index",
+    "index_dir",
+    type=click.Path(path_type=Path),
+    default=Path(".bastion/index"),
+    show_default=True,
+)
+def reindex_command(index_dir: Path) -> None:
+    """Repair an index built by `bastion index`: index files that are missing or changed
+    since, drop documents whose files are gone (after a crash, or edits made without it)."""
+    from bastion.errors import BastionError
+
+    state = index_dir / _STATE
+    if not state.exists():
+        raise click.ClickException(f"no index in {index_dir}; run `bastion index PATH` first")
+    known = json.loads(state.read_text(encoding="utf-8"))
+    dense = not known.get("keyword_only", False)
+    try:
+        ws = _workspace(Path(known["root"]), _knowledge(index_dir, dense=dense))
+        summary = asyncio.run(ws.reindex())
+    except BastionError as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(summary.format())
 
 
 @click.command("eval")

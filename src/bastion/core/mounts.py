@@ -33,7 +33,7 @@ class Mount:
         limit = self.store.timeout if self.timeout is None else self.timeout
         if limit is not None and limit <= 0:
             raise ConfigurationError(f"mount {self.prefix}: timeout must be positive")
-        if limit is not None and math.isfinite(limit) and not isinstance(self.store, TimedStore):
+        if limit is not None and math.isfinite(limit) and not _bounded(self.store):
             object.__setattr__(self, "store", TimedStore(self.store, limit, str(self.prefix)))
 
     @classmethod
@@ -65,6 +65,17 @@ class Mount:
 
     def to_workspace_path(self, store_path: VPath) -> VPath:
         return self.prefix.join(store_path)
+
+
+def _bounded(store: Store) -> bool:
+    """True when ``store`` or a store it wraps (``.inner``) already carries a timeout."""
+    seen = 0
+    probe: object = store
+    while probe is not None and seen < 8:
+        if isinstance(probe, TimedStore):
+            return True
+        probe, seen = getattr(probe, "inner", None), seen + 1
+    return False
 
 
 class MountTable:

@@ -14,9 +14,10 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from bastion.core.errors import BastionError, ConfigurationError, NotFoundError
-from bastion.core.models import Action, Labels, Scope
+from bastion.core.models import Action, FileInfo, Labels, Scope
 from bastion.core.paths import VPath
 from bastion.knowledge.hits import SearchHit
+from bastion.workspace.doclabels import labelled_file_of
 
 if TYPE_CHECKING:
     from bastion.core.guard import GuardContext
@@ -42,12 +43,16 @@ class IndexSummary:
     skipped: dict[str, str] = field(default_factory=dict)
     """Path -> why it was not indexed (unsupported type, parse error, too large...)."""
     seconds: float = 0.0
+    unchanged: int = 0
+    """Files already indexed at their current version (``reindex`` leaves them alone)."""
+    removed: int = 0
+    """Indexed documents whose files are gone (``reindex`` drops them)."""
 
     def format(self) -> str:
-        lines = [
-            f"indexed {self.indexed} files ({self.chunks} chunks), skipped {len(self.skipped)} "
-            f"in {self.seconds:.1f} s"
-        ]
+        head = f"indexed {self.indexed} files ({self.chunks} chunks), skipped {len(self.skipped)}"
+        if self.unchanged or self.removed:
+            head += f", unchanged {self.unchanged}, removed {self.removed}"
+        lines = [f"{head} in {self.seconds:.1f} s"]
         lines += [f"  skipped {path}: {why}" for path, why in sorted(self.skipped.items())]
         return "\n".join(lines)
 
@@ -107,6 +112,7 @@ class KnowledgeLink:
 
         started = time.perf_counter()
         summary = IndexSummary()
+        paths = [vp for vp in paths if labelled_file_of(vp) is None]  # sidecars label, not teach
         for lo in range(0, len(paths), batch):
             todo: list[FileToIndex] = []
             dropped: list[str] = []
@@ -157,15 +163,52 @@ class KnowledgeLink:
 
     async def all_files(self) -> list[VPath]:
         """Every file of every mount that can be indexed (for a rebuild)."""
-        found: list[VPath] = []
+        return list(await self._files())
+
+    async def _files(self) -> dict[VPath, FileInfo]:
+        found: dict[VPath, FileInfo] = {}
         for mount in self.mounts.mounts:
             if mount.scope is Scope.WRITE_ONLY:
                 continue
             async for entry in mount.store.walk():
                 full = mount.prefix.join(entry.path)
                 if entry.is_file and self.mounts.find(full) is mount:
-                    found.append(full)
+                    found[full] = entry
         return found
+
+    async def reindex(
+        self,
+        classifications: Classifications,
+        progress: Callable[[int, int, str], None] | None = None,
+    ) -> IndexSummary:
+        """Bring the index in step with the files: index what is missing or changed since it
+        was indexed (version or labels), drop documents whose files are gone. This repairs a
+        write that reached its store but not the index (a crash between the two, a process
+        that writes without this index)."""
+        started = time.perf_counter()
+        files = await self._files()
+        indexed = {meta.path: meta for meta in self.knowledge.index.documents().values()}
+        todo: list[VPath] = []
+        documents = 0
+        for vp, info in files.items():
+            if labelled_file_of(vp) is not None:
+                continue
+            documents += 1
+            meta = indexed.get(str(vp))
+            stale = meta is None or meta.version != info.version
+            if not stale and meta is not None and info.labels is not None:
+                stale = meta.labels != info.labels
+            if stale:
+                todo.append(vp)
+        gone = [path for path in indexed if VPath.parse(path) not in files]
+        await self.knowledge.remove_many(gone)
+        for path in gone:
+            self.failures.pop(path, None)
+        summary = await self.index_paths(todo, classifications, progress)
+        summary.unchanged = documents - len(todo)
+        summary.removed = len(gone)
+        summary.seconds = time.perf_counter() - started
+        return summary
 
     async def path_removed(self, vp: VPath) -> None:
         """Forget the file at ``vp``, or every indexed file under it (a directory: the only

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from bastion.core.errors import ConfigurationError
 from bastion.core.paths import VPath
 from bastion.workspace.base import WorkspaceBase
+from bastion.workspace.doclabels import labelled_file_of
 
 if TYPE_CHECKING:
     from bastion.knowledge.hits import SearchResult
@@ -99,12 +100,29 @@ class SearchMixin(WorkspaceBase):
             files = await link.all_files()
             return await link.index_paths(files, self._ctx.policy.classifications, progress)
 
+    async def reindex(self, *, progress: Progress | None = None) -> IndexSummary:
+        """Repair the index without starting over: index the files that are missing from it
+        or changed since (version or labels), and drop documents whose files are gone. Run it
+        when a process starts over an existing index, or after writes that bypassed it (a
+        crash between a store write and its index update). An operator's task: it reads as
+        the system."""
+        link = self._link()
+        with self._op("reindex", "/"):
+            return await link.reindex(self._ctx.policy.classifications, progress)
+
     async def _changed(self, *paths: VPath) -> None:
         if self._knowledge is not None:
             for vp in paths:
-                await self._knowledge.file_changed(vp, self._ctx.policy.classifications)
+                # A labels sidecar re-labels the file it describes: index that file again.
+                await self._knowledge.file_changed(
+                    labelled_file_of(vp) or vp, self._ctx.policy.classifications
+                )
 
     async def _removed(self, *paths: VPath) -> None:
         if self._knowledge is not None:
             for vp in paths:
-                await self._knowledge.path_removed(vp)
+                described = labelled_file_of(vp)
+                if described is not None:
+                    await self._knowledge.file_changed(described, self._ctx.policy.classifications)
+                else:
+                    await self._knowledge.path_removed(vp)

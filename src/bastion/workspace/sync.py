@@ -111,3 +111,5 @@ class SyncWorkspace:
     search = _blocking(Workspace.search)
     index_directory = _blocking(Workspace.index_directory)
     rebuild_index = _blocking(Workspace.rebuild_index)
+    reindex = _blocking(Workspace.reindex)
+    ask = _blocking(Workspace.ask)

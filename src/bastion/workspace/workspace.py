@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import codecs
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from bastion.core.audit import AuditSink, MemoryAuditSink
@@ -34,6 +34,8 @@ from bastion.core.policy import Policy
 from bastion.core.ports import ReadCheck
 from bastion.core.principal import Principal
 from bastion.core.ratelimit import RateLimiter
+from bastion.workspace.asking import AskMixin
+from bastion.workspace.doclabels import DocumentLabels
 from bastion.workspace.fsmap import filesystem_map
 from bastion.workspace.knowledge import KnowledgeLink
 from bastion.workspace.searching import SearchMixin
@@ -71,7 +73,7 @@ class _Shared:
         self.knowledge = KnowledgeLink(knowledge, mounts) if knowledge is not None else None
 
 
-class Workspace(TreeMixin, TransferMixin, SearchMixin):
+class Workspace(TreeMixin, TransferMixin, AskMixin, SearchMixin):
     """A governed virtual filesystem for one principal.
 
     >>> from bastion import Workspace, Mount, MemoryStore, Policy
@@ -86,8 +88,19 @@ class Workspace(TreeMixin, TransferMixin, SearchMixin):
         principal: Principal | None = None,
         audit: AuditSink | None = None,
         knowledge: Knowledge | None = None,
+        document_labels: bool = True,
     ) -> None:
+        """``document_labels`` applies each file's own labels (Markdown front matter, a
+        ``<name>.labels.yaml`` sidecar) on every path: reads, listings, grep and search
+        (``bastion.workspace.doclabels``). Turn it off only where no file carries labels."""
         table = mounts if isinstance(mounts, MountTable) else MountTable(mounts)
+        if document_labels:
+            table = MountTable(
+                replace(m, store=DocumentLabels(m.store, m.labels, policy.classifications))
+                if not isinstance(m.store, DocumentLabels)
+                else m
+                for m in table.mounts
+            )
         sink = audit if audit is not None else MemoryAuditSink()
         self._shared = _Shared(table, policy, sink, knowledge)
         self._bind(principal or Principal.of("local"))

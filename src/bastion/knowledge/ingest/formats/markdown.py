@@ -19,7 +19,7 @@ _LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 __all__ = ["parse_markdown", "split_front_matter"]
 
 # "---" on the first line, YAML, then "---" or "..." alone on a line.
-_FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)?(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.S)
+FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)?(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.S)
 
 
 def split_front_matter(text: str, where: str, limits: IngestLimits) -> tuple[dict[str, Any], str]:
@@ -29,7 +29,7 @@ def split_front_matter(text: str, where: str, limits: IngestLimits) -> tuple[dic
     :class:`ParseError` (the message gives the line, never the content). A ``---`` first line
     with no closing ``---`` is a thematic break, not front matter.
     """
-    match = _FRONT_MATTER.match(text)
+    match = FRONT_MATTER.match(text)
     if match is None:
         return {}, text
     block = match.group(1) or ""

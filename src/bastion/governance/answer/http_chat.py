@@ -1,0 +1,306 @@
+"""Any OpenAI-compatible chat endpoint (``POST {base_url}/chat/completions``) through httpx.
+
+Works with OpenAI, vLLM, llama.cpp's server, Ollama, LM Studio and anything else that speaks
+the same JSON, whole replies or Server-Sent Events (``stream=True``).
+
+Failures are bounded, as for :class:`~bastion.knowledge.embedders.HttpEmbedder`: each attempt
+has a total ``timeout``; a 429, a 5xx, a timeout or a connection failure is retried at most
+``max_retries`` times with exponential backoff and jitter, waiting what ``Retry-After`` asks
+for (giving up at once when it asks for more than ``max_wait``); any other 4xx is not retried.
+A stream is retried only until the server accepts it (a 200): once text may have been handed
+on, a failure ends the stream with an error (never a silently shortened reply), and a stream
+that stalls for ``timeout`` seconds between events, or ends without ``[DONE]`` or a finish
+reason, is a failure too. Every message names the
+service without credentials and never contains the API key, the prompt or the contexts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import math
+import random
+import time
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import AsyncExitStack
+from typing import Any
+
+import httpx
+
+from bastion.core.errors import ConfigurationError
+from bastion.governance.answer.chat import ChatModel, Message
+from bastion.governance.answer.errors import (
+    ChatRequestError,
+    ChatResponseError,
+    ChatUnavailableError,
+)
+
+__all__ = ["HttpChatModel"]
+
+_RETRYABLE_TRANSPORT = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
+_HINTS = {
+    401: "check the API key",
+    403: "check the API key's permissions",
+    404: "check base_url and the model name",
+    413: "ask with a smaller context budget",
+}
+
+
+class HttpChatModel(ChatModel):
+    """A chat model behind an OpenAI-compatible HTTP endpoint.
+
+    ``base_url`` is the API root with its version (``https://api.openai.com/v1``,
+    ``http://127.0.0.1:8080/v1``). ``temperature`` defaults to 0 so answers repeat. Pass
+    ``client`` to reuse one :class:`httpx.AsyncClient` (the caller owns and closes it);
+    otherwise each call opens and closes its own.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        name: str | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 3,
+        backoff: float = 0.5,
+        max_wait: float = 30.0,
+        temperature: float = 0.0,
+        max_tokens: int | None = None,
+        headers: Mapping[str, str] | None = None,
+        client: httpx.AsyncClient | None = None,
+    ) -> None:
+        try:
+            url = httpx.URL(base_url.rstrip("/") + "/chat/completions")
+        except httpx.InvalidURL as exc:
+            raise ConfigurationError("HttpChatModel: base_url is not a valid URL") from exc
+        if url.scheme not in ("http", "https") or not url.host:
+            raise ConfigurationError("HttpChatModel: base_url must be an http(s) URL with a host")
+        if max_retries < 0 or timeout <= 0 or backoff < 0 or max_wait < 0:
+            raise ConfigurationError(
+                "HttpChatModel: max_retries, backoff and max_wait must be >= 0 and timeout > 0"
+            )
+        self.url = url
+        self.model = model
+        self.name = name or model
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.backoff = backoff
+        self.max_wait = max_wait
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self._api_key = api_key or ""
+        self._headers = {"Accept": "application/json", **(headers or {})}
+        if api_key:
+            self._headers["Authorization"] = f"Bearer {api_key}"
+        self._client = client
+        self._where = str(url.copy_with(userinfo=b"", query=None, fragment=None))
+
+    def __repr__(self) -> str:
+        return f"HttpChatModel(name={self.name!r}, url={self._where!r})"
+
+    # -- the port ------------------------------------------------------------------------------
+
+    async def complete(self, messages: Sequence[Message], *, max_tokens: int | None = None) -> str:
+        payload = self._payload(messages, max_tokens, stream=False)
+        async with AsyncExitStack() as stack:
+            client = await self._client_in(stack)
+            response = await self._open(client, payload, stream=False)
+            return self._content(response)
+
+    async def stream(
+        self, messages: Sequence[Message], *, max_tokens: int | None = None
+    ) -> AsyncIterator[str]:
+        payload = self._payload(messages, max_tokens, stream=True)
+        async with AsyncExitStack() as stack:
+            client = await self._client_in(stack)
+            response = await self._open(client, payload, stream=True)
+            stack.push_async_callback(response.aclose)
+            async for delta in self._events(response):
+                yield delta
+
+    # -- requests ------------------------------------------------------------------------------
+
+    def _payload(
+        self, messages: Sequence[Message], max_tokens: int | None, *, stream: bool
+    ) -> dict[str, Any]:
+        payload: dict[str, Any] = {
+            "model": self.model,
+            "messages": [m.to_dict() for m in messages],
+            "temperature": self.temperature,
+            "stream": stream,
+        }
+        limit = max_tokens if max_tokens is not None else self.max_tokens
+        if limit is not None:
+            payload["max_tokens"] = limit
+        return payload
+
+    async def _client_in(self, stack: AsyncExitStack) -> httpx.AsyncClient:
+        if self._client is not None:
+            return self._client
+        return await stack.enter_async_context(httpx.AsyncClient(timeout=self.timeout))
+
+    async def _open(
+        self, client: httpx.AsyncClient, payload: dict[str, Any], *, stream: bool
+    ) -> httpx.Response:
+        """A 200 response (headers read; the body too unless ``stream``), after bounded
+        retries."""
+        status: int | None = None
+        last = "no attempt"
+        attempts = self.max_retries + 1
+        headers = {**self._headers, "Accept": "text/event-stream"} if stream else self._headers
+        for attempt in range(attempts):
+            wait: float | None = None
+            request = client.build_request("POST", self.url, json=payload, headers=headers)
+            try:
+                async with asyncio.timeout(self.timeout):
+                    response = await client.send(request, stream=stream)
+            except TimeoutError:
+                last = f"no reply within {self.timeout:g} s"
+            except _RETRYABLE_TRANSPORT as exc:
+                last = type(exc).__name__
+            except httpx.HTTPError as exc:
+                raise ChatRequestError(
+                    f"chat request to {self._where} failed ({type(exc).__name__}); "
+                    "check the chat model's base_url"
+                ) from None
+            else:
+                status = response.status_code
+                if status == 200:
+                    return response
+                if stream:
+                    await response.aread()
+                    await response.aclose()
+                if status != 429 and status < 500:
+                    raise ChatRequestError(self._refusal(response), status=status)
+                last = f"HTTP {status}"
+                wait = _retry_after(response.headers.get("retry-after"))
+                if wait is not None and wait > self.max_wait:
+                    raise ChatUnavailableError(
+                        f"chat service {self._where} is unavailable ({last}) and asks to retry "
+                        f"after {wait:.0f} s; try again later",
+                        status=status,
+                    )
+            if attempt + 1 < attempts:
+                await asyncio.sleep(self._delay(attempt, wait))
+        raise ChatUnavailableError(
+            f"chat service {self._where} did not answer after {attempts} attempts "
+            f"(last: {last}); try again later or check the service",
+            status=status,
+        )
+
+    def _delay(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return retry_after + random.uniform(0.0, 0.1 * max(retry_after, self.backoff))  # noqa: S311
+        ceiling = min(self.max_wait, self.backoff * 2**attempt)
+        return random.uniform(ceiling / 2, ceiling)  # noqa: S311 - jitter, not crypto
+
+    # -- replies -------------------------------------------------------------------------------
+
+    def _bad(self, what: str, status: int | None = 200) -> ChatResponseError:
+        return ChatResponseError(
+            f"chat service {self._where} sent an invalid reply ({what}); check that base_url "
+            "points at an OpenAI-compatible /v1 API",
+            status=status,
+        )
+
+    def _content(self, response: httpx.Response) -> str:
+        try:
+            body: Any = response.json()
+        except ValueError:
+            raise self._bad("not JSON") from None
+        choices = body.get("choices") if isinstance(body, dict) else None
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            raise self._bad("no choices")
+        message = choices[0].get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(content, str):
+            raise self._bad("no message content")
+        return content
+
+    async def _events(self, response: httpx.Response) -> AsyncIterator[str]:
+        """Text deltas from a Server-Sent Events body, until ``[DONE]`` or a finish reason.
+        Reasoning deltas (``reasoning_content``) are not content and are dropped."""
+        lines = response.aiter_lines()
+        finished = False
+        while True:
+            try:
+                async with asyncio.timeout(self.timeout):
+                    line = await anext(lines)
+            except StopAsyncIteration:
+                break
+            except TimeoutError:
+                raise ChatUnavailableError(
+                    f"chat service {self._where} stalled mid-answer (nothing for "
+                    f"{self.timeout:g} s); try again"
+                ) from None
+            except _RETRYABLE_TRANSPORT as exc:
+                raise ChatUnavailableError(
+                    f"chat service {self._where} broke off mid-answer ({type(exc).__name__}); "
+                    "try again"
+                ) from None
+            if not line.startswith("data:"):
+                continue  # comments, event names, ids, blank separators
+            data = line[5:].strip()
+            if data == "[DONE]":
+                finished = True
+                break
+            try:
+                event: Any = json.loads(data)
+            except ValueError:
+                raise self._bad("an event is not JSON") from None
+            if not isinstance(event, dict) or "error" in event:
+                raise self._bad("the stream reported an error")
+            for choice in event.get("choices") or ():
+                if not isinstance(choice, dict):
+                    raise self._bad("a choice is not an object")
+                delta = choice.get("delta")
+                text = delta.get("content") if isinstance(delta, dict) else None
+                if isinstance(text, str) and text:
+                    yield text
+                if choice.get("finish_reason"):
+                    finished = True
+        if not finished:
+            raise ChatUnavailableError(
+                f"chat service {self._where} ended the stream before the answer was complete; "
+                "try again"
+            )
+
+    def _refusal(self, response: httpx.Response) -> str:
+        code = ""
+        try:
+            error = response.json().get("error")
+            if isinstance(error, dict):
+                tags = [str(error[k]) for k in ("type", "code") if isinstance(error.get(k), str)]
+                code = self._redact(", ".join(tags)[:80])
+        except (ValueError, AttributeError):
+            pass
+        detail = f" ({code})" if code else ""
+        hint = _HINTS.get(response.status_code, "check the model name and the request")
+        return (
+            f"chat service {self._where} refused the request: HTTP {response.status_code} "
+            f"{response.reason_phrase}{detail}; {hint}"
+        )
+
+    def _redact(self, text: str) -> str:
+        return text.replace(self._api_key, "***") if self._api_key else text
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Seconds from a ``Retry-After`` header (delta-seconds or HTTP-date), or None."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        pass
+    else:
+        return max(0.0, seconds) if math.isfinite(seconds) else None
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())

@@ -1,0 +1,261 @@
+"""What the answer workflow returns: the answer, its citations, the contexts it was built from,
+how it was verified and what the guardrails did. Small frozen records with ``to_dict`` for the
+wire; none of them holds reasoning (no chain-of-thought ever leaves the workflow)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from bastion.governance.answer.text import number_markers
+
+__all__ = [
+    "NO_ANSWER",
+    "NO_CONTEXT",
+    "REFUSED",
+    "WITHHELD",
+    "Answer",
+    "AnswerStatus",
+    "Citation",
+    "Context",
+    "DroppedChunk",
+    "GuardrailOutcome",
+    "GuardrailReport",
+    "Verification",
+]
+
+NO_CONTEXT = "No authorized documents found."
+"""The answer when no chunk the asker may read matches the question."""
+
+NO_ANSWER = "The authorized documents found do not answer this question."
+"""The answer when chunks were found but none of them supports an answer."""
+
+
+REFUSED = "The question was refused by the guardrails."
+"""The answer when the question guardrail refuses the question (see ``guardrails``)."""
+
+WITHHELD = "The answer was withheld by the guardrails."
+"""The answer when the answer guardrail finds it unsafe and offers no redaction."""
+
+
+class AnswerStatus(StrEnum):
+    ANSWERED = "answered"
+    NO_CONTEXT = "no_context"
+    """No authorized chunk matched: the answer is :data:`NO_CONTEXT`."""
+    NO_ANSWER = "no_answer"
+    """Chunks were found, but none supports an answer: :data:`NO_ANSWER`."""
+    REFUSED = "refused"
+    """The question guardrail refused the question; nothing was retrieved."""
+    WITHHELD = "withheld"
+    """The answer guardrail found the answer unsafe and offered no redaction."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Context:
+    """One chunk as it entered (or was considered for) the answer's context."""
+
+    chunk_id: str
+    doc_id: str
+    path: str
+    start_line: int
+    end_line: int
+    """1-based, inclusive line range of the chunk in its file."""
+    text: str
+    """The chunk's full text (the asker may read it: it passed the guard twice)."""
+    score: float
+    """The score contexts are ordered by: the reranker's when one ran, else retrieval's."""
+    retrieval_score: float
+    """The score search gave the chunk (the mode's own scale), kept when a reranker rescored."""
+    section: str = ""
+    title: str | None = None
+    tokens: int = 0
+    """Tokens of the context block (marker included), counted when the context is assembled."""
+    truncated: bool = False
+    """True when the block was cut to fit the budget (only ever the best chunk, alone)."""
+
+    @property
+    def marker(self) -> str:
+        return f"§{self.chunk_id}"
+
+    def block(self) -> str:
+        """The block a generator sees: the ``§chunk_id`` marker line, then the text."""
+        return f"{self.marker}\n{self.text}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "chunk_id": self.chunk_id,
+            "doc_id": self.doc_id,
+            "path": self.path,
+            "lines": [self.start_line, self.end_line],
+            "section": self.section,
+            "title": self.title,
+            "score": self.score,
+            "retrieval_score": self.retrieval_score,
+            "tokens": self.tokens,
+            "truncated": self.truncated,
+            "text": self.text,
+        }
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Citation:
+    """A chunk the answer cites: always one of the answer's contexts."""
+
+    chunk_id: str
+    doc_id: str
+    path: str
+    start_line: int
+    end_line: int
+
+    @classmethod
+    def of(cls, context: Context) -> Citation:
+        return cls(
+            chunk_id=context.chunk_id,
+            doc_id=context.doc_id,
+            path=context.path,
+            start_line=context.start_line,
+            end_line=context.end_line,
+        )
+
+    @property
+    def lines(self) -> str:
+        """``"3-5"`` (or ``"3"`` for one line)."""
+        if self.start_line == self.end_line:
+            return str(self.start_line)
+        return f"{self.start_line}-{self.end_line}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "chunk_id": self.chunk_id,
+            "doc_id": self.doc_id,
+            "path": self.path,
+            "lines": [self.start_line, self.end_line],
+        }
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Verification:
+    """What verification found. ``passed`` is False whenever any check failed; a failure is
+    reported, never smoothed over."""
+
+    passed: bool
+    problems: tuple[str, ...] = ()
+    """One line per failed check; sentence numbers and chunk ids, never document text."""
+    sentences: int = 0
+    """Answer sentences that make a claim (have content words)."""
+    supported: int = 0
+    """Of those, how many the deterministic overlap check found supported by a cited chunk."""
+    judge: str | None = None
+    """``"passed"`` or ``"failed"`` when a chat-model judge also checked; None otherwise."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "passed": self.passed,
+            "problems": list(self.problems),
+            "sentences": self.sentences,
+            "supported": self.supported,
+            "judge": self.judge,
+        }
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class GuardrailOutcome:
+    """A guardrail's verdict on one text, as the answer reports it."""
+
+    safe: bool
+    reasons: tuple[str, ...] = ()
+    redacted: bool = False
+    """True when the guardrail's redacted text was used instead of the original."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"safe": self.safe, "reasons": list(self.reasons), "redacted": self.redacted}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class DroppedChunk:
+    """A chunk the chunk guardrail kept out of the context, and why."""
+
+    chunk_id: str
+    reasons: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"chunk_id": self.chunk_id, "reasons": list(self.reasons)}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class GuardrailReport:
+    """What the guardrails did to the question, the chunks and the answer."""
+
+    question: GuardrailOutcome | None = None
+    chunks_dropped: tuple[DroppedChunk, ...] = ()
+    answer: GuardrailOutcome | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "question": None if self.question is None else self.question.to_dict(),
+            "chunks_dropped": [d.to_dict() for d in self.chunks_dropped],
+            "answer": None if self.answer is None else self.answer.to_dict(),
+        }
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Answer:
+    """A governed answer. ``answer`` carries ``§chunk_id`` markers after the sentences they
+    support; :meth:`format` renders them as numbered references for a terminal."""
+
+    answer: str
+    citations: tuple[Citation, ...] = ()
+    contexts: tuple[Context, ...] = ()
+    status: AnswerStatus = AnswerStatus.ANSWERED
+    verification: Verification | None = None
+    """None when verification was switched off (``verify=False``): not verified, not passed."""
+    guardrails: GuardrailReport | None = None
+    """None when no guardrails were given."""
+    mode: str = ""
+    """The search mode retrieval used (after any fallback)."""
+    generator: str = ""
+    """``"extractive"`` or ``"chat:<model>"``."""
+    reranker: str = "none"
+    notes: tuple[str, ...] = field(default=())
+    """Plain facts about the run worth showing (a mode fallback, a truncated context)."""
+
+    @property
+    def verified(self) -> bool:
+        """True only when verification ran and every check passed."""
+        return self.verification is not None and self.verification.passed
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "answer": self.answer,
+            "status": self.status.value,
+            "citations": [c.to_dict() for c in self.citations],
+            "contexts": [c.to_dict() for c in self.contexts],
+            "verification": None if self.verification is None else self.verification.to_dict(),
+            "guardrails": None if self.guardrails is None else self.guardrails.to_dict(),
+            "mode": self.mode,
+            "generator": self.generator,
+            "reranker": self.reranker,
+            "notes": list(self.notes),
+        }
+
+    def format(self) -> str:
+        """The answer with ``[n]`` references, then the numbered citations (``path:lines``)
+        and the verification verdict: for a person at a terminal."""
+        numbers = {c.chunk_id: i for i, c in enumerate(self.citations, start=1)}
+        lines = [number_markers(self.answer, numbers)]
+        if self.citations:
+            lines.append("")
+            lines += [f"[{numbers[c.chunk_id]}] {c.path}:{c.lines}" for c in self.citations]
+        lines.append("")
+        if self.verification is None:
+            lines.append("not verified (verification was switched off)")
+        elif self.verification.passed and self.verification.sentences == 0:
+            lines.append("verified: the answer makes no claim to support")
+        elif self.verification.passed:
+            lines.append("verified: citations are authorized contexts; every sentence is supported")
+        else:
+            lines.append("VERIFICATION FAILED:")
+            lines += [f"  - {p}" for p in self.verification.problems]
+        lines += [f"note: {n}" for n in self.notes]
+        return "\n".join(lines)

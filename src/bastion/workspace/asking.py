@@ -1,0 +1,169 @@
+"""``Workspace.ask``: a governed answer with citations, for the workspace's own principal.
+
+Retrieval goes through :meth:`~bastion.Workspace.search`, so the guard, the access filter
+pushed down into the index and the post-check all apply; every chunk is then fetched whole
+from the index and checked once more before it may enter the context (defence in depth: scores
+are not touched). The rest of the workflow is :mod:`bastion.governance.answer`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from bastion.core.paths import VPath
+from bastion.workspace.searching import SearchMixin
+
+if TYPE_CHECKING:
+    from bastion.governance.answer.chat import ChatModel
+    from bastion.governance.answer.guardrail_port import GuardrailsPort
+    from bastion.governance.answer.models import Answer, Context
+    from bastion.governance.answer.rerank import Reranker
+    from bastion.governance.answer.verify import Verifier
+    from bastion.governance.answer.workflow import Retrieval
+    from bastion.knowledge.index.models import DocumentMeta, IndexedChunk
+    from bastion.knowledge.index.port import Index
+
+__all__ = ["AskMixin"]
+
+
+class AskMixin(SearchMixin):
+    """Mixed into :class:`~bastion.Workspace`."""
+
+    async def ask(
+        self,
+        question: str,
+        *,
+        k: int = 8,
+        mode: str = "hybrid",
+        budget_tokens: int = 2048,
+        reranker: Reranker | None = None,
+        chat: ChatModel | None = None,
+        guardrails: GuardrailsPort | None = None,
+        verify: bool | Verifier = True,
+        path: str | VPath = "/",
+        filter: Mapping[str, Any] | None = None,
+    ) -> Answer:
+        """Answer ``question`` from the documents this principal may read, with citations.
+
+        Retrieves the ``k`` best chunks (``mode`` as for :meth:`search`; ``hybrid`` falls back
+        to ``bm25`` on a keyword-only index), reranks them (``reranker``: none by default),
+        assembles a context of at most ``budget_tokens`` tokens, generates the answer (the
+        extractive answerer, or ``chat``), and verifies it (``verify``: True for the
+        deterministic check, a ``Verifier`` to tune it or add a judge, False to skip).
+        ``guardrails`` screens the question, each chunk and the answer. With no authorized
+        context the answer is "No authorized documents found." and cites nothing.
+        """
+        from bastion.governance.answer.extractive import ExtractiveAnswerer
+        from bastion.governance.answer.generate import ChatAnswerer
+        from bastion.governance.answer.rerank import NoRerank
+        from bastion.governance.answer.verify import Verifier
+        from bastion.governance.answer.workflow import AnswerWorkflow, AuditTrail
+        from bastion.knowledge.index.models import SearchMode
+
+        link = self._link()
+        if k < 1:
+            raise ValueError("k must be at least 1")
+        with self._op("ask", path) as op:
+            vp = self._parse(op, path)
+            chosen = SearchMode.parse(mode)
+            notes: tuple[str, ...] = ()
+            if chosen is SearchMode.HYBRID and chosen not in link.knowledge.modes:
+                chosen = SearchMode.BM25
+                notes = ("keyword-only index: hybrid retrieval fell back to bm25",)
+            workflow = AnswerWorkflow(
+                counter=link.knowledge.chunker.counter,
+                budget_tokens=budget_tokens,
+                reranker=reranker if reranker is not None else NoRerank(),
+                generator=ChatAnswerer(chat) if chat is not None else ExtractiveAnswerer(),
+                verifier=verify if isinstance(verify, Verifier) else Verifier() if verify else None,
+                guardrails=guardrails,
+            )
+            retriever = _SearchRetriever(
+                self, k=k, mode=chosen.value, path=vp, options=filter, notes=notes
+            )
+            trail = AuditTrail(self._ctx.audit, self._ctx.principal, str(vp))
+            answer = await workflow.run(question, retriever, trail)
+            op.reason = (
+                f"{answer.status.value}: cited {len(answer.citations)} of "
+                f"{len(answer.contexts)} contexts; "
+                + ("verified" if answer.verified else "NOT verified")
+            )
+            op.bytes = len(answer.citations)
+            return answer
+
+
+class _SearchRetriever:
+    """Retrieval for one ask: ``Workspace.search``, then each chunk fetched whole and checked
+    again with the guard's own ``may_read``."""
+
+    def __init__(
+        self,
+        ws: AskMixin,
+        *,
+        k: int,
+        mode: str,
+        path: VPath,
+        options: Mapping[str, Any] | None,
+        notes: tuple[str, ...],
+    ) -> None:
+        self._ws = ws
+        self._k = k
+        self._mode = mode
+        self._path = path
+        self._options = options
+        self._notes = notes
+        self._docs: dict[str, DocumentMeta] = {}
+
+    async def retrieve(self, question: str) -> Retrieval:
+        from bastion.governance.answer.models import Context
+        from bastion.governance.answer.workflow import Retrieval
+
+        ws = self._ws
+        link = ws._link()
+        result = await ws.search(
+            question, mode=self._mode, k=self._k, path=self._path, filter=self._options
+        )
+        doc_ids = list(dict.fromkeys(hit.doc_id for hit in result.hits))
+        chunks = await asyncio.to_thread(_chunks_by_id, link.knowledge.index, doc_ids)
+        contexts: list[Context] = []
+        dropped: list[tuple[str, str]] = []
+        for hit in result.hits:
+            chunk = chunks.get(hit.chunk_id)
+            if chunk is None:
+                dropped.append((hit.chunk_id, "no longer indexed (the file changed)"))
+                continue
+            if chunk.doc.path != hit.path or not link.may_read(ws._ctx, chunk.doc):
+                dropped.append((hit.chunk_id, "re-check refused it"))
+                continue
+            self._docs[chunk.chunk_id] = chunk.doc
+            contexts.append(
+                Context(
+                    chunk_id=chunk.chunk_id,
+                    doc_id=chunk.doc.doc_id,
+                    path=chunk.doc.path,
+                    start_line=hit.start_line,
+                    end_line=hit.end_line,
+                    text=chunk.text,
+                    score=hit.score,
+                    retrieval_score=hit.score,
+                    section=chunk.section,
+                    title=chunk.doc.title,
+                )
+            )
+        return Retrieval(
+            contexts=tuple(contexts),
+            considered=tuple(hit.chunk_id for hit in result.hits),
+            dropped=tuple(dropped),
+            mode=self._mode,
+            notes=self._notes,
+        )
+
+    def may_read(self, context: Context) -> bool:
+        meta = self._docs.get(context.chunk_id)
+        return meta is not None and self._ws._link().may_read(self._ws._ctx, meta)
+
+
+def _chunks_by_id(index: Index, doc_ids: Sequence[str]) -> dict[str, IndexedChunk]:
+    return {c.chunk_id: c for doc_id in doc_ids for c in index.chunks_of(doc_id)}

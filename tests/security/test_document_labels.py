@@ -1,0 +1,96 @@
+"""A file's own labels (Markdown front matter, a ``<name>.labels.yaml`` sidecar) hold on every
+read path, not only in search: read, stat, list, glob, grep, search, copy."""
+
+from __future__ import annotations
+
+import pytest
+
+from bastion import (
+    Labels,
+    MemoryStore,
+    Mount,
+    NotFoundError,
+    Policy,
+    Principal,
+    SyncWorkspace,
+    Workspace,
+)
+from bastion.knowledge.index.memory import MemoryIndex
+from bastion.knowledge.service import Knowledge
+
+ADMIN = Principal.of("admin", roles={"hr"}, clearance="restricted")
+READER = Principal.of("reader", clearance="internal")
+
+
+@pytest.fixture
+def ws() -> SyncWorkspace:
+    ws = Workspace(
+        [Mount.of("/docs", MemoryStore(), labels=Labels(classification="internal"))],
+        policy=Policy.allow_all(),
+        knowledge=Knowledge(MemoryIndex()),
+        principal=ADMIN,
+    ).sync()
+    ws.write("/docs/open.md", "# Open\n\nThe canteen opens at nine.\n")
+    ws.write("/docs/pay.md", "---\nclassification: confidential\n---\n# Pay\n\nzebra salary\n")
+    ws.write("/docs/plan.txt", "zebra launch plan\n")
+    ws.write("/docs/plan.txt.labels.yaml", "roles: [hr]\n")
+    return ws
+
+
+def _as(ws: SyncWorkspace, who: Principal) -> SyncWorkspace:
+    return ws.aio.with_principal(who).sync()
+
+
+@pytest.mark.parametrize("path", ["/docs/pay.md", "/docs/plan.txt", "/docs/plan.txt.labels.yaml"])
+def test_labelled_files_are_not_found_by_direct_calls(ws: SyncWorkspace, path: str) -> None:
+    reader = _as(ws, READER)
+    for call in (reader.read_text, reader.stat):
+        with pytest.raises(NotFoundError) as err:
+            call(path)
+        assert "zebra" not in str(err.value)
+    with pytest.raises(NotFoundError):
+        reader.copy(path, "/docs/copy.txt")
+
+
+def test_listings_grep_and_search_show_only_what_the_reader_may_see(ws: SyncWorkspace) -> None:
+    reader = _as(ws, READER)
+    assert [str(e.path) for e in reader.list("/docs")] == ["/docs/open.md"]
+    assert [str(e.path) for e in reader.glob("/docs/**")] == ["/docs/open.md"]
+    assert not reader.grep("zebra", "/docs").matches
+    assert not reader.search("zebra", mode="bm25").hits
+    admin = _as(ws, ADMIN)
+    assert {h.path for h in admin.search("zebra", mode="bm25").hits} == {
+        "/docs/pay.md",
+        "/docs/plan.txt",
+    }
+
+
+def test_a_sidecar_change_relabels_the_indexed_file(ws: SyncWorkspace) -> None:
+    reader = _as(ws, READER)
+    ws.write("/docs/open.md.labels.yaml", "classification: restricted\n")
+    assert not reader.search("canteen", mode="bm25").hits
+    with pytest.raises(NotFoundError):
+        reader.read_text("/docs/open.md")
+    hit = ws.search("canteen", mode="bm25").hits[0]
+    assert hit.labels.classification == "restricted"
+    ws.delete("/docs/open.md.labels.yaml")
+    assert [h.path for h in reader.search("canteen", mode="bm25").hits] == ["/docs/open.md"]
+    assert "canteen" in reader.read_text("/docs/open.md")
+
+
+def test_labels_only_tighten_and_broken_ones_fail_closed(ws: SyncWorkspace) -> None:
+    reader = _as(ws, READER)
+    ws.write("/docs/loose.md", "---\nclassification: public\n---\nloosened text\n")
+    assert ws.stat("/docs/loose.md").labels.classification == "internal"  # not lowered
+    ws.write("/docs/odd.txt", "odd text\n")
+    ws.write("/docs/odd.txt.labels.yaml", "- not\n- a mapping\n")
+    with pytest.raises(NotFoundError):
+        reader.read_text("/docs/odd.txt")
+    assert ws.read_text("/docs/odd.txt") == "odd text\n"  # the highest clearance still reads it
+
+
+def test_a_reader_cannot_clobber_a_file_labelled_above_them(ws: SyncWorkspace) -> None:
+    reader = _as(ws, READER)
+    with pytest.raises(NotFoundError):
+        reader.write("/docs/pay.md", "overwritten")
+    assert "zebra salary" in ws.read_text("/docs/pay.md")
