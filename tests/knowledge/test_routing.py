@@ -91,3 +91,30 @@ async def test_router_can_never_widen_and_falls_back_to_all(router) -> None:
     paths = sorted(h.path for h in hits.hits)
     assert paths == ["/acme-eng/dev.md", "/acme-hr/pay.md", "/public/faq.md"]
     assert all("globex" not in h.snippet.lower() for h in hits.hits)
+
+
+async def test_chat_router_picks_through_a_model_and_never_widens() -> None:
+    from bastion.governance.answer.chat import ChatModel, Message
+    from bastion.governance.answer.router import ChatRouter
+
+    class Scripted(ChatModel):
+        name = "scripted"
+
+        def __init__(self, reply: str) -> None:
+            self.reply = reply
+            self.seen: list[str] = []
+
+        async def complete(self, messages: Sequence[Message], *, max_tokens=None) -> str:
+            self.seen.append(messages[-1].content)
+            return self.reply
+
+    model = Scripted('{"sources": ["/acme-hr", "/globex"]}')
+    ws, _, _ = _workspace(None)
+    ws._link().knowledge.router = ChatRouter(model, {"/acme-hr": "pay and leave"})
+    await _seed(ws)
+    hits = await ws.search("vacation policy", mode="bm25", k=10)
+    assert [h.path for h in hits.hits] == ["/acme-hr/pay.md"]
+    assert "/globex" not in model.seen[-1] and "pay and leave" in model.seen[-1]
+    model.reply = "I cannot decide."  # unusable: every authorized source is searched
+    hits = await ws.search("vacation policy", mode="bm25", k=10)
+    assert len(hits.hits) == 3

@@ -9,8 +9,9 @@ searched.
 
 from __future__ import annotations
 
+import inspect
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import replace
 
 from bastion.knowledge.index.models import IndexFilter, source_of
@@ -18,8 +19,10 @@ from bastion.knowledge.index.port import Index
 
 __all__ = ["Router", "authorized_sources", "route"]
 
-Router = Callable[[str, Sequence[str]], Iterable[str]]
-"""``router(query, sources)`` -> the sources worth searching (a subset of ``sources``)."""
+Router = Callable[[str, Sequence[str]], Iterable[str] | Awaitable[Iterable[str]]]
+"""``router(query, sources)`` -> the sources worth searching (a subset of ``sources``); a
+coroutine function for routers that wait on something (a chat model), else keep it quick:
+a plain function runs on the event loop."""
 
 _log = logging.getLogger(__name__)
 
@@ -36,13 +39,16 @@ def authorized_sources(index: Index, flt: IndexFilter) -> list[str]:
     return sorted(found)
 
 
-def route(router: Router, query: str, index: Index, flt: IndexFilter) -> IndexFilter:
+async def route(router: Router, query: str, index: Index, flt: IndexFilter) -> IndexFilter:
     """``flt`` narrowed to the sources ``router`` picks among the authorized ones."""
     allowed = authorized_sources(index, flt)
     if len(allowed) <= 1:
         return flt
     try:
-        picked = {str(s) for s in router(query, tuple(allowed))} & set(allowed)
+        answer = router(query, tuple(allowed))
+        if inspect.isawaitable(answer):
+            answer = await answer
+        picked = {str(s) for s in answer} & set(allowed)
     except Exception as exc:  # noqa: BLE001 - a router may fail in any way: search them all
         _log.warning("source router failed (%s); searching every authorized source", type(exc))
         picked = set()

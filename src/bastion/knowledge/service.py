@@ -281,7 +281,7 @@ class Knowledge:
         if k <= 0 or not query.strip():
             return []
         if self.router is not None and flt is not None:
-            flt = await asyncio.to_thread(route, self.router, query, self.index, flt)
+            flt = await route(self.router, query, self.index, flt)
         if chosen is SearchMode.BM25:
             return self.index.search_keyword(query, k, flt)
         assert self.embedder is not None
