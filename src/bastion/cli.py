@@ -24,11 +24,21 @@ def demo() -> None:
 
 
 def _register() -> None:
-    from bastion.cli_knowledge import eval_command, index_command, search_command
+    from bastion.cli_ask import ask_command
+    from bastion.cli_knowledge import (
+        eval_command,
+        index_command,
+        reindex_command,
+        search_command,
+    )
+    from bastion.cli_mcp import mcp_command
 
     main.add_command(index_command)
     main.add_command(search_command)
     main.add_command(eval_command)
+    main.add_command(reindex_command)
+    main.add_command(ask_command)
+    main.add_command(mcp_command)
 
 
 _register()

@@ -1,0 +1,383 @@
+"""Granular tools: one small tool per file operation (the shape of Claude Code's and the MCP
+reference filesystem server's tools).
+
+Each is a typed function; its docstring's first paragraph is what the model reads, so it is
+short. Every call goes through the workspace and its guard: a tool that exists can still be
+refused for a path the principal may not use.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import Field
+
+from bastion.agents.tools.outputs import fail, fit_items, fit_text, ok, one_line
+from bastion.agents.tools.session import ToolSession, split_lines
+from bastion.agents.tools.spec import Capability, Output, Tool, tool
+from bastion.core.errors import ConfigurationError
+from bastion.core.models import FileInfo
+from bastion.core.paths import VPath
+
+if TYPE_CHECKING:
+    from bastion.governance.answer.models import Answer
+
+__all__ = [
+    "GRANULAR_TOOLS",
+    "ask",
+    "copy",
+    "delete",
+    "edit_file",
+    "glob",
+    "grep",
+    "list_files",
+    "mkdir",
+    "move",
+    "read_file",
+    "search",
+    "stat",
+    "write_file",
+]
+
+R, W, D, L, S = (
+    Capability.READ,
+    Capability.WRITE,
+    Capability.DELETE,
+    Capability.LIST,
+    Capability.SEARCH,
+)
+
+Path = Annotated[str, Field(description="Absolute path, e.g. /docs/a.md")]
+Dir = Annotated[str, Field(description="Directory to start from")]
+Overwrite = Annotated[bool, Field(description="Replace an existing file")]
+
+_GLOB_CAP = 10_000
+_GREP_CAP = 2_000
+_SNIPPET = 300
+
+
+# -- reading ---------------------------------------------------------------------------------
+
+
+@tool(needs={R})
+async def read_file(
+    s: ToolSession,
+    path: Path,
+    offset: Annotated[int, Field(ge=0, description="Lines to skip")] = 0,
+    limit: Annotated[int | None, Field(ge=1, le=5000, description="Most lines to return")] = None,
+) -> Output:
+    """Read a text file as numbered lines. A long file comes in pages: call again with
+    offset=next_offset to go on."""
+    return await read_page(s, path, offset, limit)
+
+
+async def read_page(s: ToolSession, path: str, offset: int, limit: int | None) -> Output:
+    """The numbered page of ``path`` (a file, or a scratch result) both read tools return."""
+    count = limit or s.limits.read_lines
+    if s.scratch.owns(path):
+        vp = VPath.parse(path)
+        everything = split_lines(s.scratch.get(path))
+        lines, more = everything[offset : offset + count], len(everything) > offset + count
+    else:
+        vp = VPath.parse(path)
+        text, more = await s.read_lines(vp, offset, count)
+        if "\x00" in text:
+            return fail(f"{vp} is a binary file; it cannot be shown as text")
+        lines = split_lines(text)
+    if not lines and offset > 0:
+        return fail(f"{vp}: offset {offset} is past the end of the file; read from offset 0")
+    return ok(path=str(vp), **_numbered(lines, offset, more, s))
+
+
+def _numbered(lines: list[str], offset: int, more: bool, s: ToolSession) -> dict[str, Any]:
+    """``cat -n`` style lines within the character cap, and where to resume."""
+    cap, width = s.limits.max_chars, s.limits.max_line_chars
+    out: list[str] = []
+    size = 0
+    for i, raw in enumerate(lines):
+        line = raw.rstrip("\n").rstrip("\r")
+        if len(line) > width:
+            line = f"{line[:width]} [... line cut: {len(line) - width} more characters]"
+        numbered = f"{offset + i + 1:>6}\t{line}"
+        if out and size + len(numbered) + 1 > cap:
+            break
+        out.append(numbered)
+        size += len(numbered) + 1
+    shown = len(out)
+    fields: dict[str, Any] = {"content": "\n".join(out)}
+    if shown < len(lines) or more:
+        resume = offset + shown
+        fields["content"] += f"\n[... more lines: call again with offset={resume}]"
+        fields["next_offset"] = resume
+    return fields
+
+
+@tool(needs={R})
+async def stat(s: ToolSession, path: Path) -> Output:
+    """Kind, size and modification time of a file or directory."""
+    info = await s.workspace.stat(path)
+    return ok(**describe(info))
+
+
+def describe(info: FileInfo) -> dict[str, Any]:
+    """The flat fields of an entry's metadata."""
+    fields: dict[str, Any] = {"path": str(info.path), "kind": info.kind.value}
+    if info.is_file:
+        fields["size"] = info.size
+    if info.mtime:
+        fields["modified"] = iso(info.mtime)
+    return fields
+
+
+def iso(mtime: float) -> str:
+    return datetime.fromtimestamp(mtime, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+# -- listing and finding ---------------------------------------------------------------------
+
+
+@tool(needs={L})
+async def list_files(
+    s: ToolSession,
+    path: Annotated[str, Field(description="Directory to list")] = "/",
+    depth: Annotated[int, Field(ge=1, le=10, description="Levels to show")] = 2,
+) -> Output:
+    """List a directory as a compact tree (directories end in /, files show their size)."""
+    vp = VPath.parse(path)
+    entries = await s.workspace.list(vp, recursive=True, depth=depth)
+    lines = [str(vp) if vp.is_root else f"{vp}/"]
+    for entry in entries:
+        indent = "  " * len(entry.path.relative_to(vp).parts)
+        tail = "/" if entry.is_dir else f" ({human_size(entry.size)})"
+        lines.append(f"{indent}{entry.path.name}{tail}")
+    text = "\n".join(lines)
+    hint = "list a subdirectory or use less depth"
+    shaped = fit_text(
+        text, tool="list_files", limits=s.limits, scratch=s.scratch, hint=hint, key="tree"
+    )
+    return ok(path=str(vp), total_found=len(entries), **shaped)
+
+
+def human_size(size: int) -> str:
+    value = float(size)
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            return f"{int(value)} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+@tool(needs={L})
+async def glob(
+    s: ToolSession,
+    pattern: Annotated[str, Field(description="Glob, e.g. **/*.md")],
+    path: Dir = "/",
+) -> Output:
+    """Find files and directories whose path matches a glob pattern."""
+    found = await s.workspace.glob(pattern, path=path, limit=_GLOB_CAP)
+    files = [f"{e.path}/" if e.is_dir else str(e.path) for e in found]
+    shaped = fit_items(files, str, tool="glob", limits=s.limits, scratch=s.scratch, key="files")
+    return ok(total_found=len(files), **shaped)
+
+
+@tool(needs={R, L})
+async def grep(
+    s: ToolSession,
+    pattern: Annotated[str, Field(description="Text to find (a regex with regex=true)")],
+    path: Annotated[str, Field(description="File or directory to search")] = "/",
+    glob: Annotated[str | None, Field(description="Only files matching, e.g. *.py")] = None,
+    ignore_case: bool = False,
+    regex: Annotated[bool, Field(description="Pattern is an RE2 regular expression")] = False,
+    context: Annotated[int, Field(ge=0, le=10, description="Lines around each match")] = 0,
+) -> Output:
+    """Find lines in files, as path:line: text."""
+    result = await s.workspace.grep(
+        pattern,
+        path,
+        regex=regex,
+        ignore_case=ignore_case,
+        context=context,
+        glob=glob,
+        max_per_file=_GREP_CAP,
+        max_total=_GREP_CAP,
+    )
+    hint = "narrow the pattern, the path or the glob"
+    text = result.format()
+    shaped = fit_text(text, tool="grep", limits=s.limits, scratch=s.scratch, hint=hint)
+    matches = sum(1 for m in result.matches if not m.is_context)
+    skipped = list(result.skipped[:20]) or None
+    return ok(total_found=matches, files_matched=result.files_matched, skipped=skipped, **shaped)
+
+
+# -- writing ---------------------------------------------------------------------------------
+
+
+@tool(needs={W}, changes=True)
+async def write_file(
+    s: ToolSession,
+    path: Path,
+    content: Annotated[str, Field(description="The whole new content")],
+) -> Output:
+    """Create a file, or replace one you have read (parent directories are created)."""
+    info, created = await s.write(VPath.parse(path), content)
+    return ok(path=str(info.path), size=info.size, created=created)
+
+
+@tool(needs={R, W}, changes=True)
+async def edit_file(
+    s: ToolSession,
+    path: Path,
+    old_string: Annotated[str, Field(description="Exact text to replace")],
+    new_string: Annotated[str, Field(description="Replacement text")],
+    replace_all: Annotated[bool, Field(description="Replace every occurrence")] = False,
+) -> Output:
+    """Replace exact text in a file you have read; old_string must occur once unless
+    replace_all."""
+    result = await s.edit(VPath.parse(path), old_string, new_string, replace_all=replace_all)
+    return ok(path=result.path, replacements=result.replacements)
+
+
+@tool(needs={W}, changes=True)
+async def mkdir(s: ToolSession, path: Path) -> Output:
+    """Create a directory and its missing parents."""
+    vp = VPath.parse(path)
+    await s.workspace.mkdir(vp)
+    return ok(path=str(vp))
+
+
+@tool(needs={D}, changes=True)
+async def delete(
+    s: ToolSession,
+    path: Path,
+    recursive: Annotated[bool, Field(description="Delete a directory and its content")] = False,
+) -> Output:
+    """Delete a file or an empty directory (a whole tree with recursive=true)."""
+    vp = VPath.parse(path)
+    await s.delete(vp, recursive=recursive)
+    return ok(path=str(vp))
+
+
+@tool(needs={R, W, D}, same_mount=False, changes=True)
+async def move(
+    s: ToolSession,
+    src: Annotated[str, Field(description="Path to move")],
+    dst: Annotated[str, Field(description="New path")],
+    overwrite: Overwrite = False,
+) -> Output:
+    """Move or rename a file or directory."""
+    info = await s.transfer(VPath.parse(src), VPath.parse(dst), move=True, overwrite=overwrite)
+    return ok(path=str(info.path))
+
+
+@tool(needs={R, W}, same_mount=False, changes=True)
+async def copy(
+    s: ToolSession,
+    src: Annotated[str, Field(description="Path to copy")],
+    dst: Annotated[str, Field(description="Path of the copy")],
+    overwrite: Overwrite = False,
+) -> Output:
+    """Copy a file or a directory tree."""
+    info = await s.transfer(VPath.parse(src), VPath.parse(dst), move=False, overwrite=overwrite)
+    return ok(path=str(info.path))
+
+
+# -- knowledge -------------------------------------------------------------------------------
+
+
+@tool(needs={S})
+async def search(
+    s: ToolSession,
+    query: Annotated[str, Field(min_length=1, description="What to look for")],
+    k: Annotated[int, Field(ge=1, le=50, description="Most results")] = 5,
+    path: Annotated[str, Field(description="Only under this directory")] = "/",
+    mode: Annotated[
+        Literal["bm25", "vector", "hybrid"] | None,
+        Field(description="Default: hybrid, or bm25 on a keyword-only index"),
+    ] = None,
+    related: Annotated[bool, Field(description="Add documents linked from the hits")] = False,
+) -> Output:
+    """Search the indexed documents by meaning and keywords; hits give path, lines and a
+    snippet."""
+    chosen = mode or ("hybrid" if dense_search(s) else "bm25")
+    result = await s.workspace.search(query, mode=chosen, k=k, path=path, related=related)
+    hits = [hit_fields(hit) for hit in result.hits]
+    shaped = fit_items(
+        hits,
+        lambda h: f"{h['path']}:{h['lines']} {h['snippet']}",
+        tool="search",
+        limits=s.limits,
+        scratch=s.scratch,
+        key="hits",
+    )
+    return ok(total_found=len(hits), **shaped)
+
+
+def hit_fields(hit: Any) -> dict[str, Any]:
+    """One search hit as a small flat record."""
+    fields: dict[str, Any] = {
+        "path": hit.path,
+        "lines": f"{hit.start_line}-{hit.end_line}",
+        "score": round(float(hit.score), 3),
+        "snippet": one_line(hit.snippet, _SNIPPET),
+    }
+    if hit.section:
+        fields["section"] = hit.section
+    if hit.related_to:
+        fields["related_to"] = hit.related_to
+    return fields
+
+
+def dense_search(s: ToolSession) -> bool:
+    """True when the workspace's index has embeddings (vector and hybrid search)."""
+    # The workspace does not say which modes its index offers; its knowledge link does.
+    link = getattr(s.workspace, "_knowledge", None)
+    knowledge = getattr(link, "knowledge", None)
+    return getattr(knowledge, "embedder", None) is not None
+
+
+@tool(needs={Capability.ASK})
+async def ask(
+    s: ToolSession,
+    question: Annotated[str, Field(min_length=1, description="The question")],
+    path: Annotated[str, Field(description="Only documents under this directory")] = "/",
+) -> Output:
+    """Answer a question from the documents you may read; [n] in the answer refer to the
+    citations (path:lines)."""
+    answer_fn = getattr(s.workspace, "ask", None)
+    if answer_fn is None:
+        raise ConfigurationError("this workspace cannot answer questions")
+    answer = await answer_fn(question, path=path)
+    return ok(**answer_fields(answer))
+
+
+def answer_fields(answer: Answer) -> dict[str, Any]:
+    """A governed answer as flat fields: the text with [n] references, the status, whether
+    it was verified, and the citations as ``[n] path:lines``."""
+    from bastion.governance.answer.text import number_markers
+
+    numbers = {c.chunk_id: i for i, c in enumerate(answer.citations, start=1)}
+    return {
+        "answer": number_markers(answer.answer, numbers),
+        "status": answer.status.value,
+        "verified": answer.verified,
+        "citations": [f"[{numbers[c.chunk_id]}] {c.path}:{c.lines}" for c in answer.citations],
+    }
+
+
+GRANULAR_TOOLS: tuple[Tool, ...] = (
+    read_file,
+    write_file,
+    edit_file,
+    list_files,
+    glob,
+    grep,
+    stat,
+    mkdir,
+    delete,
+    move,
+    copy,
+    search,
+    ask,
+)
+"""The granular tool set, in the order a model sees it."""

@@ -1,0 +1,264 @@
+"""The tool definition record: one typed async function, its docstring and its signature.
+
+A tool is written once, as a function whose first parameter is the :class:`ToolSession` and
+whose other parameters are the tool's arguments, each ``Annotated`` with a pydantic ``Field``
+that carries its description and bounds. :func:`tool` turns the function into a :class:`Tool`:
+the first paragraph of the docstring is the description, the signature becomes a pydantic
+input model, and the model's JSON schema (made compact) is what every adapter (MCP, OpenAI,
+LangChain, Pydantic AI) hands to the model. Adapters only convert; they never re-describe.
+
+Adding a tool is one function and one registration::
+
+    @tool(needs={Capability.READ})
+    async def word_count(s: ToolSession, path: Path) -> Output:
+        \"\"\"Count the words of a text file.\"\"\"
+        text = await s.workspace.read_text(path)
+        return ok(path=path, words=len(text.split()))
+
+    toolset = Toolset(ws, extra=[word_count])
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import re
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from typing import Any, Literal, get_type_hints, overload
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+
+from bastion.core.errors import OperationError
+
+__all__ = [
+    "Capability",
+    "Output",
+    "Tool",
+    "ToolArgumentError",
+    "compact_schema",
+    "tool",
+]
+
+Output = dict[str, Any]
+"""A tool's result: flat, ``success`` first, data fields at the top level."""
+
+ToolFn = Callable[..., Awaitable[Output]]
+
+_NAME = re.compile(r"^[a-zA-Z][a-zA-Z0-9_-]{0,63}$")
+_MAX_ARGUMENT_ERROR = 300
+
+
+class Capability(StrEnum):
+    """What a principal can do somewhere in a workspace; a tool exists only when the
+    capabilities it needs are all there."""
+
+    READ = "read"
+    WRITE = "write"
+    DELETE = "delete"
+    LIST = "list"
+    SEARCH = "search"
+    """Search is allowed and the workspace keeps an index."""
+    ASK = "ask"
+    """Search, plus a workspace that answers questions (``Workspace.ask``)."""
+
+
+class ToolArgumentError(OperationError):
+    """The arguments of a tool call do not fit the tool's input schema."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Tool:
+    """One tool: what a model sees (name, description, schema) and what runs (``fn``)."""
+
+    name: str
+    description: str
+    args: type[BaseModel]
+    """The input model; its compact JSON schema is the tool's parameters."""
+    fn: ToolFn
+    """``async fn(session, **arguments) -> Output``."""
+    needs: frozenset[Capability] = frozenset()
+    """Capabilities that must all be present for the tool to exist."""
+    same_mount: bool = True
+    """The needs must all hold on one mount (``edit_file`` reads and writes one file);
+    ``False`` lets them be spread over mounts (``copy`` reads here and writes there)."""
+    choices: Mapping[str, Mapping[str, frozenset[Capability]]] = field(default_factory=dict)
+    """For an enumerated argument (``operation``), the capabilities each value needs; values
+    that cannot be served are dropped from the schema, and a tool left with none is dropped."""
+    changes: bool = False
+    """True when the tool creates, changes or deletes files (approval path rules, MCP hints)."""
+    paths: tuple[str, ...] = ()
+    """Names of the arguments that hold workspace paths (approval, locks)."""
+
+    _schema: dict[str, Any] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not _NAME.match(self.name):
+            raise ValueError(f"tool name {self.name!r} must match {_NAME.pattern}")
+        object.__setattr__(self, "_schema", compact_schema(self.args))
+
+    def schema(self) -> dict[str, Any]:
+        """The input model's JSON schema, compact (see :func:`compact_schema`); a copy."""
+        return copy.deepcopy(self._schema)
+
+    def parse(self, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
+        """Validated arguments, or :class:`ToolArgumentError` with a one-line reason."""
+        try:
+            model = self.args.model_validate(dict(arguments or {}))
+        except ValidationError as exc:
+            raise ToolArgumentError(_argument_error(self.name, exc)) from None
+        return {name: getattr(model, name) for name in type(model).model_fields}
+
+    def restrict(self, argument: str, allowed: Iterable[str]) -> Tool:
+        """A copy whose ``argument`` accepts only the values in ``allowed`` (in schema order);
+        an optional argument keeps its default when still allowed, else takes the first."""
+        kept = [c for c in self.choices.get(argument, {}) if c in set(allowed)]
+        if not kept:
+            raise ValueError(f"{self.name}: no value of {argument!r} is left")
+        fields: dict[str, Any] = {}
+        for name, info in self.args.model_fields.items():
+            if name == argument:
+                if info.is_required():
+                    default: Any = ...
+                else:
+                    default = info.default if info.default in kept else kept[0]
+                narrowed = Field(default, description=info.description)
+                fields[name] = (Literal[tuple(kept)], narrowed)
+            else:
+                fields[name] = (info.annotation, info)
+        model = create_model(self.args.__name__, __config__=_CONFIG, **fields)
+        choices = {**self.choices, argument: {c: self.choices[argument][c] for c in kept}}
+        return replace(self, args=model, choices=choices)
+
+
+_CONFIG = ConfigDict(extra="forbid")
+
+
+@overload
+def tool(fn: ToolFn, /) -> Tool: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    needs: Iterable[Capability] = (),
+    same_mount: bool = True,
+    choices: Mapping[str, Mapping[str, Iterable[Capability]]] | None = None,
+    changes: bool = False,
+    paths: Iterable[str] | None = None,
+) -> Callable[[ToolFn], Tool]: ...
+
+
+def tool(
+    fn: ToolFn | None = None,
+    /,
+    *,
+    name: str | None = None,
+    needs: Iterable[Capability] = (),
+    same_mount: bool = True,
+    choices: Mapping[str, Mapping[str, Iterable[Capability]]] | None = None,
+    changes: bool = False,
+    paths: Iterable[str] | None = None,
+) -> Tool | Callable[[ToolFn], Tool]:
+    """Make a :class:`Tool` of an async function ``fn(session, **arguments)``.
+
+    The description is the docstring's first paragraph; each argument's type and ``Field``
+    (description, bounds, default) become its schema. ``paths`` defaults to the arguments
+    named ``path``, ``src`` and ``dst``.
+    """
+
+    def build(func: ToolFn) -> Tool:
+        if not inspect.iscoroutinefunction(func):
+            raise TypeError(f"tool {func.__name__} must be an async function")
+        hints = get_type_hints(func, include_extras=True)
+        params = list(inspect.signature(func).parameters.values())[1:]
+        fields: dict[str, Any] = {}
+        for param in params:
+            default = ... if param.default is inspect.Parameter.empty else param.default
+            fields[param.name] = (hints[param.name], default)
+        model = create_model(f"{_camel(name or func.__name__)}Args", __config__=_CONFIG, **fields)
+        names = [p.name for p in params]
+        return Tool(
+            name=name or func.__name__,
+            description=_summary(func),
+            args=model,
+            fn=func,
+            needs=frozenset(needs),
+            same_mount=same_mount,
+            choices={
+                arg: {value: frozenset(caps) for value, caps in per.items()}
+                for arg, per in (choices or {}).items()
+            },
+            changes=changes,
+            paths=tuple(paths)
+            if paths is not None
+            else tuple(n for n in names if n in ("path", "src", "dst")),
+        )
+
+    return build(fn) if fn is not None else build
+
+
+def _summary(func: Callable[..., Any]) -> str:
+    doc = inspect.getdoc(func) or ""
+    first = doc.split("\n\n", 1)[0]
+    return " ".join(first.split())
+
+
+def _camel(name: str) -> str:
+    return "".join(part.capitalize() for part in re.split(r"[_-]", name))
+
+
+def _argument_error(name: str, exc: ValidationError) -> str:
+    problems = []
+    for error in exc.errors(include_url=False, include_context=False, include_input=False):
+        where = ".".join(str(p) for p in error["loc"]) or "arguments"
+        message = error["msg"]
+        if error["type"] == "extra_forbidden":
+            message = "unknown argument"
+        problems.append(f"{where}: {message}")
+    text = f"invalid arguments for {name}: " + "; ".join(problems) + "; fix them and call again"
+    text = " ".join(text.split())
+    if len(text) > _MAX_ARGUMENT_ERROR:
+        text = text[: _MAX_ARGUMENT_ERROR - 3] + "..."
+    return text
+
+
+# -- compact schemas ---------------------------------------------------------------------------
+
+
+def compact_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The model's JSON schema with what a model does not need taken out: titles, ``$defs``
+    (inlined), and the ``anyOf [X, null]`` that pydantic writes for an optional argument
+    (it becomes ``X``, not required). Every token here is paid on every request."""
+    raw = model.model_json_schema()
+    defs = raw.pop("$defs", {})
+    return _compact(raw, defs)  # type: ignore[no-any-return]
+
+
+def _compact(node: Any, defs: Mapping[str, Any]) -> Any:
+    if isinstance(node, list):
+        return [_compact(item, defs) for item in node]
+    if not isinstance(node, dict):
+        return node
+    if "$ref" in node:
+        target = defs[node["$ref"].rsplit("/", 1)[-1]]
+        merged = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+        return _compact(merged, defs)
+    any_of = node.get("anyOf")
+    if isinstance(any_of, list) and len(any_of) == 2 and {"type": "null"} in any_of:
+        (inner,) = [s for s in any_of if s != {"type": "null"}]
+        rest = {k: v for k, v in node.items() if k != "anyOf"}
+        if rest.get("default", 0) is None:
+            rest.pop("default")
+        return _compact({**inner, **rest}, defs)
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key == "title":
+            continue
+        if key == "properties":
+            out[key] = {name: _compact(sub, defs) for name, sub in value.items()}
+        else:
+            out[key] = _compact(value, defs)
+    return out
