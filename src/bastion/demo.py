@@ -1,8 +1,13 @@
-"""The scripted tour that ``make demo`` runs: a governed workspace, start to finish.
+"""The scripted tour that ``make demo`` runs: a governed workspace, start to finish, offline.
 
-It mounts a folder of sample documents read-only at ``/docs`` (local disk), a read-write
-scratch area at ``/scratch`` (memory) and a write-only drop box at ``/outbox``, then reads,
-writes, edits and greps as an agent would, and shows what the guard refuses.
+Part one is the filesystem an agent sees: a folder of sample documents mounted read-only at
+``/docs`` (local disk), a read-write scratch area at ``/scratch`` (memory) and a write-only
+drop box at ``/outbox``; it reads, writes, edits, greps and searches (hybrid, with the packaged
+local model) as an agent would, and shows what the guard refuses.
+
+Part two is the governed story (:mod:`bastion.demo_story`): two companies' labelled documents,
+the same questions asked by different people, who gets which answer and citations, and who
+gets "No authorized documents found."
 """
 
 from __future__ import annotations
@@ -60,7 +65,16 @@ def build_demo_workspace(docs_root: Path, knowledge: Any = None) -> SyncWorkspac
 
 
 def run_demo(out: Callable[[str], Any] = print) -> None:
-    """Run the tour, printing each step and its result."""
+    """Run the tour, printing each step and its result: the filesystem, then the story."""
+    from bastion.demo_story import run_story
+
+    out("# Part 1: one governed filesystem for an agent")
+    _run_filesystem_tour(out)
+    out("\n# Part 2: governed answers over two companies' documents")
+    run_story(out)
+
+
+def _run_filesystem_tour(out: Callable[[str], Any]) -> None:
     from bastion.knowledge.service import Knowledge
 
     with tempfile.TemporaryDirectory(prefix="bastion-demo-") as tmp:
