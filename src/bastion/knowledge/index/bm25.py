@@ -8,9 +8,9 @@ Scoring is Lucene's BM25 (the variant bm25s and Elasticsearch use)::
                idf(t) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))
 
 Postings keep raw term frequencies, not precomputed scores, so N, df and avgdl are always the
-live collection's. Slots of removed entries stay in the arrays (masked out by ``alive``) until
-:meth:`BM25.compact` is due; ``bench/search_scifact.py`` checks the scores against bm25s and
-rank_bm25 on SciFact.
+live collection's, or, for a filtered search, those of the entries the filter admits. Slots of
+removed entries stay in the arrays (masked out by ``alive``) until :meth:`BM25.compact` is due;
+``bench/search_scifact.py`` checks the scores against bm25s and rank_bm25 on SciFact.
 """
 
 from __future__ import annotations
@@ -64,6 +64,7 @@ class BM25:
         self._live_count = 0
         self._live_length = 0.0
         self._cache: tuple[npt.NDArray[np.bool_], _F32] | None = None
+        self._masked: tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_], int, _F32] | None = None
 
     def __len__(self) -> int:
         return self._live_count
@@ -88,6 +89,7 @@ class BM25:
         self._live_count += 1
         self._live_length += len(terms)
         self._cache = None
+        self._masked = None
 
     def remove(self, slot: int) -> None:
         """Take ``slot`` out of scoring (idempotent)."""
@@ -96,6 +98,7 @@ class BM25:
             self._live_count -= 1
             self._live_length -= self._lengths[slot]
             self._cache = None
+        self._masked = None
 
     def _state(self) -> tuple[npt.NDArray[np.bool_], _F32]:
         """(alive per slot, the length normalization per slot), rebuilt after a change."""
@@ -107,14 +110,41 @@ class BM25:
             self._cache = (alive, norm)
         return self._cache
 
+    def _masked_state(self, mask: npt.NDArray[np.bool_]) -> tuple[npt.NDArray[np.bool_], int, _F32]:
+        """(visible per slot, how many, the length normalization over them) for ``mask``,
+        remembered for the mask object last seen (masks are cached per filter upstream)."""
+        cached = self._masked
+        if cached is not None and cached[0] is mask:
+            return cached[1], cached[2], cached[3]
+        alive, _ = self._state()
+        size = len(self._lengths)
+        visible = alive & mask[:size] if len(mask) >= size else alive & np.resize(mask, size)
+        n = int(np.count_nonzero(visible))
+        lengths = np.frombuffer(self._lengths, dtype=np.float32)
+        avgdl = max(float(lengths[visible].sum()) / max(n, 1), 1e-9)
+        norm = (self.k1 * (1.0 - self.b + self.b * lengths / avgdl)).astype(np.float32)
+        self._masked = (mask, visible, n, norm)
+        return visible, n, norm
+
     def scores(self, query: str, mask: npt.NDArray[np.bool_] | None = None) -> _F32:
-        """One score per slot (0 where nothing matched, removed or masked out)."""
+        """One score per slot (0 where nothing matched, removed or masked out).
+
+        With a ``mask`` (the entries a search may return), N, df and the average length are
+        those of the masked entries only: a score never depends on entries the asker may not
+        see (otherwise the score of one's own document would tell how many hidden documents
+        hold a word)."""
         out = np.zeros(len(self._lengths), dtype=np.float32)
-        n = self._live_count
-        if n == 0:
+        if self._live_count == 0:
             return out
-        alive, norm = self._state()
-        complete = n == len(self._lengths)
+        if mask is None:
+            alive, norm = self._state()
+            n = self._live_count
+            complete = n == len(self._lengths)
+        else:
+            alive, n, norm = self._masked_state(mask)
+            complete = False
+            if n == 0:
+                return out
         k1p1 = np.float32(self.k1 + 1.0)
         for term in dict.fromkeys(self.analyzer.analyze(query)):
             postings = self._postings.get(term)
@@ -128,8 +158,6 @@ class BM25:
             out[slots] += idf * k1p1 * tfs / (tfs + norm[slots])
         if not complete:
             out[~alive] = 0.0
-        if mask is not None:
-            out[~mask[: len(out)]] = 0.0
         return out
 
     def compact(self, keep: npt.NDArray[np.int64]) -> None:
@@ -155,3 +183,4 @@ class BM25:
         self._live_count = int(np.count_nonzero(alive))
         self._live_length = float(lengths[alive.astype(bool)].sum())
         self._cache = None
+        self._masked = None
