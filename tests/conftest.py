@@ -8,6 +8,8 @@ must stop or kill PostgreSQL start a private server with :func:`start_private_pg
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,13 +26,17 @@ def start_private_pg(folder: Path) -> Any:
 
 
 @pytest.fixture(scope="session")
-def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    server = start_private_pg(tmp_path_factory.mktemp("pg"))
+def pg_server() -> Iterator[Any]:
+    # Not under pytest's temporary folder: a second pytest run resets that folder's mode, and
+    # a server started as root runs as its own user, which would then lose its data folder.
+    folder = Path(tempfile.mkdtemp(prefix="bastion-pg-"))
+    server = start_private_pg(folder)
     server.psql("CREATE EXTENSION IF NOT EXISTS vector;")
     try:
         yield server
     finally:
         server.cleanup()
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture

@@ -53,8 +53,8 @@ def _opener(module: str, cls: str, **options: object) -> Callable[[str], Store]:
 OPENERS: dict[str, Callable[[str], Store]] = {
     "local": _opener("bastion.stores.local", "LocalStore", create=True),
     "sqlite": _opener("bastion.stores.sqlite", "SqliteStore"),
-    # PostgreSQL (TARGET is the DSN), once it lands:
-    # "postgres": _opener("bastion.stores.postgres", "PostgresStore"),
+    # PostgreSQL: TARGET is the DSN.
+    "postgres": _opener("bastion.stores.postgres", "PostgresStore"),
 }
 """How each store kind is opened from ``TARGET``."""
 

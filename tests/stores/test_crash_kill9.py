@@ -48,7 +48,7 @@ CHILD = Path(__file__).with_name("store_child.py")
 AFTER = VPath.parse("/crash/after.txt")
 
 
-@pytest.fixture(params=["local", "sqlite"])
+@pytest.fixture(params=["local", "sqlite", "postgres"])
 def crash_target(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]:
     """``(kind, target)`` for one store kind, in a fresh place."""
     kind: str = request.param

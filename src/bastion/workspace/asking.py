@@ -40,7 +40,7 @@ class AskMixin(SearchMixin):
         budget_tokens: int = 2048,
         reranker: Reranker | None = None,
         chat: ChatModel | None = None,
-        guardrails: GuardrailsPort | None = None,
+        guardrails: GuardrailsPort | bool = True,
         verify: bool | Verifier = True,
         path: str | VPath = "/",
         filter: Mapping[str, Any] | None = None,
@@ -52,7 +52,9 @@ class AskMixin(SearchMixin):
         assembles a context of at most ``budget_tokens`` tokens, generates the answer (the
         extractive answerer, or ``chat``), and verifies it (``verify``: True for the
         deterministic check, a ``Verifier`` to tune it or add a judge, False to skip).
-        ``guardrails`` screens the question, each chunk and the answer. With no authorized
+        ``guardrails`` screens the question, each chunk and the answer (True: the built-in
+        :class:`~bastion.governance.guardrails.Guardrails`; False: none; or your own object
+        with ``check_question``, ``check_chunk``, ``check_answer``). With no authorized
         context the answer is "No authorized documents found." and cites nothing.
         """
         from bastion.governance.answer.extractive import ExtractiveAnswerer
@@ -78,7 +80,7 @@ class AskMixin(SearchMixin):
                 reranker=reranker if reranker is not None else NoRerank(),
                 generator=ChatAnswerer(chat) if chat is not None else ExtractiveAnswerer(),
                 verifier=verify if isinstance(verify, Verifier) else Verifier() if verify else None,
-                guardrails=guardrails,
+                guardrails=_guardrails(guardrails),
             )
             retriever = _SearchRetriever(
                 self, k=k, mode=chosen.value, path=vp, options=filter, notes=notes
@@ -92,6 +94,16 @@ class AskMixin(SearchMixin):
             )
             op.bytes = len(answer.citations)
             return answer
+
+
+def _guardrails(choice: GuardrailsPort | bool) -> GuardrailsPort | None:
+    if choice is True:
+        from bastion.governance.guardrails import Guardrails
+
+        return Guardrails()
+    if choice is False:
+        return None
+    return choice
 
 
 class _SearchRetriever:
