@@ -47,6 +47,29 @@ class IndexSummary:
     """Files already indexed at their current version (``reindex`` leaves them alone)."""
     removed: int = 0
     """Indexed documents whose files are gone (``reindex`` drops them)."""
+    outcomes: dict[str, tuple[str, int]] = field(default_factory=dict, repr=False)
+    """Path -> (``indexed`` / ``unchanged`` / ``removed`` / ``skipped``, chunks)."""
+    labels: dict[str, Labels] = field(default_factory=dict, repr=False)
+    """Path -> the file's labels (for removed files, what the index held): who may hear of it."""
+
+    def only(self, visible: Callable[[str], bool]) -> IndexSummary:
+        """The part of this summary about the paths ``visible`` admits (counts recomputed):
+        an index run reads as the system, its caller hears only of what it may see."""
+        out = IndexSummary(seconds=self.seconds)
+        for path, (outcome, chunks) in self.outcomes.items():
+            if not visible(path):
+                continue
+            out.outcomes[path] = (outcome, chunks)
+            if outcome == "indexed":
+                out.indexed += 1
+                out.chunks += chunks
+            elif outcome == "unchanged":
+                out.unchanged += 1
+            elif outcome == "removed":
+                out.removed += 1
+            elif path in self.skipped:
+                out.skipped[path] = self.skipped[path]
+        return out
 
     def format(self) -> str:
         head = f"indexed {self.indexed} files ({self.chunks} chunks), skipped {len(self.skipped)}"
@@ -120,19 +143,23 @@ class KnowledgeLink:
                 item = await self._load(vp)
                 if isinstance(item, str):
                     summary.skipped[str(vp)] = item
+                    summary.outcomes[str(vp)] = ("skipped", 0)
                     self.failures.pop(str(vp), None)
                     dropped.append(str(vp))
                 else:
                     todo.append(item)
+                    summary.labels[item.path] = item.labels
             await self.knowledge.remove_many(dropped)
             results = await self.knowledge.index_files(todo, classifications=classifications)
             for item, result in zip(todo, results, strict=True):
                 if isinstance(result, BaseException):
                     summary.skipped[item.path] = str(result)
+                    summary.outcomes[item.path] = ("skipped", 0)
                     self.failures[item.path] = str(result)
                 else:
                     summary.indexed += 1
                     summary.chunks += result
+                    summary.outcomes[item.path] = ("indexed", result)
                     self.failures.pop(item.path, None)
             done = min(lo + batch, len(paths))
             if progress is not None:
@@ -207,6 +234,15 @@ class KnowledgeLink:
         summary = await self.index_paths(todo, classifications, progress)
         summary.unchanged = documents - len(todo)
         summary.removed = len(gone)
+        redo = set(todo)
+        for vp, info in files.items():
+            if vp not in redo and labelled_file_of(vp) is None:
+                summary.outcomes[str(vp)] = ("unchanged", 0)
+                if info.labels is not None:
+                    summary.labels[str(vp)] = info.labels
+        for path in gone:
+            summary.outcomes[path] = ("removed", 0)
+            summary.labels[path] = indexed[path].labels
         summary.seconds = time.perf_counter() - started
         return summary
 

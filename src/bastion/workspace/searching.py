@@ -98,7 +98,8 @@ class SearchMixin(WorkspaceBase):
             link.knowledge.index.clear()
             link.failures.clear()
             files = await link.all_files()
-            return await link.index_paths(files, self._ctx.policy.classifications, progress)
+            summary = await link.index_paths(files, self._ctx.policy.classifications, progress)
+            return self._told(summary)
 
     async def reindex(self, *, progress: Progress | None = None) -> IndexSummary:
         """Repair the index without starting over: index the files that are missing from it
@@ -108,7 +109,32 @@ class SearchMixin(WorkspaceBase):
         the system."""
         link = self._link()
         with self._op("reindex", "/"):
-            return await link.reindex(self._ctx.policy.classifications, progress)
+            summary = await link.reindex(self._ctx.policy.classifications, progress)
+            return self._told(summary)
+
+    def _told(self, summary: IndexSummary) -> IndexSummary:
+        """The summary cut to what this principal may read: the run read every file as the
+        system, and neither a path nor a count of a hidden file may reach the caller. A file
+        whose labels are unknown (it could not be read) is not told either."""
+        from bastion.knowledge.index.models import DocumentMeta
+
+        link = self._link()
+
+        def visible(path: str) -> bool:
+            labels = summary.labels.get(path)
+            if labels is None:
+                return False
+            meta = DocumentMeta(
+                doc_id="",
+                path=path,
+                tenant=labels.tenant,
+                classification=labels.classification,
+                roles=labels.roles,
+                tags=labels.tags,
+            )
+            return link.may_read(self._ctx, meta)
+
+        return summary.only(visible)
 
     async def _changed(self, *paths: VPath) -> None:
         if self._knowledge is not None:

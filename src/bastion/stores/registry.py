@@ -1,0 +1,166 @@
+"""Stores and mounts by URL: one line per scheme, each store imported only when used.
+
+=====================================  ==============================================
+``memory://``                          :class:`~bastion.stores.memory.MemoryStore` (gone with
+                                       the process)
+``file:///abs/path``, ``file:rel``     :class:`~bastion.stores.local.LocalStore`
+``sqlite:///abs/ws.db``, ``sqlite:rel.db``  :class:`~bastion.stores.sqlite.SqliteStore` (file
+                                       and folder created when missing)
+``postgresql://user@host/db``          :class:`~bastion.stores.postgres.PostgresStore`
+``s3://bucket/prefix``, ``gs://``, ...  :class:`~bastion.stores.fsspec.FsspecStore` (any
+                                       protocol fsspec knows)
+=====================================  ==============================================
+
+A relative path (``file:docs``, ``sqlite:data/ws.db``) is taken from ``relative_to`` (the
+folder of the workspace file that names it, or the current folder). ``options`` go to the
+store's constructor (``namespace`` for PostgreSQL, ``chunk_size`` for SQLite; for fsspec URLs
+they are the filesystem's storage options: ``endpoint_url``, ``key``, ``secret``, ...).
+
+Errors are one line and never quote the URL, which may carry a password: they name the
+scheme, and the mount when there is one.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import SplitResult, unquote, urlsplit
+
+from bastion.core.errors import ConfigurationError
+from bastion.core.models import Labels, Scope
+from bastion.core.mounts import Mount
+from bastion.core.ports import Store
+
+__all__ = ["SCHEMES", "mount_from_url", "store_from_url"]
+
+Opener = Callable[[str, SplitResult, Path, dict[str, Any]], Store]
+
+
+def _memory(url: str, parts: SplitResult, base: Path, options: dict[str, Any]) -> Store:
+    from bastion.stores.memory import MemoryStore
+
+    if parts.netloc or parts.path.strip("/") or options:
+        raise ConfigurationError("memory:// takes no path and no options")
+    return MemoryStore()
+
+
+def _file(url: str, parts: SplitResult, base: Path, options: dict[str, Any]) -> Store:
+    from bastion.stores.local import LocalStore
+
+    return LocalStore(_local_path(parts, base), **options)
+
+
+def _sqlite(url: str, parts: SplitResult, base: Path, options: dict[str, Any]) -> Store:
+    from bastion.stores.sqlite import SqliteStore
+
+    path = _local_path(parts, base)
+    if options.get("create", True):  # the file is created when missing: its folder too
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigurationError(
+                f"cannot create the folder of the SQLite file: {exc.strerror}"
+            ) from None
+    return SqliteStore(path, **options)
+
+
+def _postgres(url: str, parts: SplitResult, base: Path, options: dict[str, Any]) -> Store:
+    from bastion.stores.postgres import PostgresStore
+
+    return PostgresStore(url, **options)
+
+
+def _fsspec(url: str, parts: SplitResult, base: Path, options: dict[str, Any]) -> Store:
+    from bastion.stores.fsspec import FsspecStore
+
+    if parts.scheme in ("s3", "s3a", "gs", "gcs", "az", "abfs", "abfss") and not parts.netloc:
+        raise ConfigurationError(f"a {parts.scheme}:// URL needs a bucket: {parts.scheme}://bucket")
+    return FsspecStore(url, storage_options=options)
+
+
+SCHEMES: dict[str, Opener] = {
+    "memory": _memory,
+    "file": _file,
+    "sqlite": _sqlite,
+    "postgresql": _postgres,
+    "postgres": _postgres,
+    "s3": _fsspec,
+}
+"""Schemes Bastion opens itself; any other scheme fsspec knows opens an ``FsspecStore``."""
+
+
+def _local_path(parts: SplitResult, base: Path) -> Path:
+    if parts.netloc not in ("", "localhost") or not parts.path or parts.query:
+        raise ConfigurationError(
+            f"a {parts.scheme}: URL names a path on this machine: "
+            f"{parts.scheme}:///absolute/path or {parts.scheme}:relative/path"
+        )
+    path = Path(unquote(parts.path)).expanduser()
+    return path if path.is_absolute() else base / path
+
+
+def _opener(scheme: str) -> Opener:
+    opener = SCHEMES.get(scheme)
+    if opener is not None:
+        return opener
+    try:
+        from fsspec.registry import known_implementations  # type: ignore[import-untyped]
+    except ImportError:  # pragma: no cover - fsspec is a dependency
+        known_implementations = {}
+    if scheme in known_implementations:
+        return _fsspec
+    known = ", ".join(f"{name}://" for name in SCHEMES)
+    raise ConfigurationError(
+        f"unknown URL scheme {scheme!r}; use {known} or another protocol fsspec knows"
+    )
+
+
+def store_from_url(
+    url: str, *, relative_to: str | os.PathLike[str] | None = None, **options: Any
+) -> Store:
+    """The store ``url`` names (see the module doc), built with ``options``."""
+    if not isinstance(url, str) or not url.strip():
+        raise ConfigurationError("a store URL must be a non-empty string such as memory://")
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError:
+        raise ConfigurationError(
+            "the store URL is malformed; check its brackets and port"
+        ) from None
+    scheme = parts.scheme.lower()
+    if not scheme or len(scheme) == 1:  # "C:\..." is a Windows path, not a scheme
+        raise ConfigurationError(
+            "a store URL starts with a scheme: memory://, file:///path, sqlite:///path.db, "
+            "postgresql://host/db or s3://bucket/prefix"
+        )
+    opener = _opener(scheme)
+    base = Path(relative_to) if relative_to is not None else Path.cwd()
+    try:
+        return opener(url.strip(), parts, base, dict(options))
+    except TypeError:
+        names = ", ".join(sorted(options)) or "(none)"
+        raise ConfigurationError(
+            f"a {scheme}:// store does not take these options: {names}; check their names"
+        ) from None
+
+
+def mount_from_url(
+    prefix: str,
+    url: str,
+    scope: Scope | str = Scope.READ_WRITE,
+    *,
+    labels: Labels | None = None,
+    description: str = "",
+    timeout: float | None = None,
+    relative_to: str | os.PathLike[str] | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> Mount:
+    """A mount of the store ``url`` names at ``prefix`` (see :meth:`Mount.of`). Errors name
+    the mount: ``mount /data: unknown URL scheme 'ftp'; ...``."""
+    try:
+        store = store_from_url(url, relative_to=relative_to, **dict(options or {}))
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"mount {prefix}: {exc}") from None
+    return Mount.of(prefix, store, scope, labels=labels, description=description, timeout=timeout)

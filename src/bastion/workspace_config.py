@@ -1,0 +1,383 @@
+"""The workspace file (``bastion.toml``): mounts by URL, a policy, an optional knowledge index.
+
+``load_workspace("bastion.toml")`` reads the file, builds every store its mounts name
+(``bastion.stores.registry``), loads the policy and opens the knowledge index; the shape of
+the file is in ``docs/configuration.md``. Loading is separate from building:
+:meth:`WorkspaceConfig.from_toml` checks the whole file first (unknown keys, scopes, labels,
+timeouts, the policy) and builds nothing, so a typo never leaves half a workspace open.
+
+Secrets stay out of the file: any string may name environment variables, ``${PG_PASSWORD}``
+or ``${NAME:-default}`` (``$$`` is a plain ``$``). A missing variable is an error that names
+the variable, never a value. Errors are one line and name the mount; they never quote a URL
+or an option (either may hold a password once expanded).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import math
+import os
+import re
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bastion.config import load_policy
+from bastion.core.errors import ConfigurationError, StoreError
+from bastion.core.models import Labels, Scope
+from bastion.core.mounts import Mount
+from bastion.core.paths import VPath
+from bastion.core.policy import Policy
+from bastion.core.principal import Principal
+from bastion.stores.registry import mount_from_url
+
+if TYPE_CHECKING:
+    from bastion.core.audit import AuditSink
+    from bastion.knowledge.service import Knowledge
+    from bastion.workspace.workspace import Workspace
+
+__all__ = [
+    "KnowledgeConfig",
+    "MountConfig",
+    "WorkspaceConfig",
+    "check_mounts",
+    "close_mounts",
+    "expand_env",
+    "load_workspace",
+]
+
+_VARIABLE = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_TOP_KEYS = frozenset({"mounts", "policy", "knowledge"})
+_MOUNT_KEYS = frozenset({"prefix", "url", "scope", "labels", "description", "timeout", "options"})
+_LABEL_KEYS = frozenset({"tenant", "classification", "roles", "tags"})
+_EMBEDDERS = ("local", "none")
+
+
+def expand_env(value: Any, env: Mapping[str, str], where: str) -> Any:
+    """``value`` with ``${NAME}`` / ``${NAME:-default}`` replaced in every string, through
+    lists and tables. ``where`` names the place for the error of a missing variable."""
+    if isinstance(value, str):
+
+        def replace(match: re.Match[str]) -> str:
+            if match.group(0) == "$$":
+                return "$"
+            name, default = match.group(1), match.group(2)
+            if name in env:
+                return env[name]
+            if default is not None:
+                return default
+            raise ConfigurationError(
+                f"{where}: environment variable {name} is not set; set it or write "
+                f"${{{name}:-default}}"
+            )
+
+        return _VARIABLE.sub(replace, value)
+    if isinstance(value, list):
+        return [expand_env(item, env, where) for item in value]
+    if isinstance(value, dict):
+        return {key: expand_env(item, env, where) for key, item in value.items()}
+    return value
+
+
+def _table(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ConfigurationError(f"{where} must be a table")
+    return value
+
+
+def _unknown(data: Mapping[str, Any], known: Iterable[str], where: str) -> None:
+    extra = sorted(set(data) - set(known))
+    if extra:
+        raise ConfigurationError(
+            f"{where}: unknown keys {', '.join(extra)}; known: {', '.join(sorted(known))}"
+        )
+
+
+def _names(value: Any, what: str, where: str) -> frozenset[str]:
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not all(isinstance(i, str) and i for i in items):
+        raise ConfigurationError(f"{where}: {what} must be a list of names")
+    return frozenset(items)
+
+
+def _labels(raw: Any, policy: Policy, where: str) -> Labels:
+    data = _table(raw, f"{where}: labels")
+    _unknown(data, _LABEL_KEYS, f"{where}: labels")
+    tenant = data.get("tenant")
+    if tenant is not None and (not isinstance(tenant, str) or not tenant):
+        raise ConfigurationError(f"{where}: labels.tenant must be a name")
+    classification = data.get("classification", "public")
+    if classification not in policy.classifications.order:
+        known = ", ".join(policy.classifications.order)
+        raise ConfigurationError(
+            f"{where}: unknown classification {classification!r}; known: {known}"
+        )
+    return Labels(
+        tenant=tenant,
+        classification=classification,
+        roles=_names(data.get("roles", []), "labels.roles", where),
+        tags=_names(data.get("tags", []), "labels.tags", where),
+    )
+
+
+def _timeout(raw: Any, where: str) -> float | None:
+    if raw is None:
+        return None
+    if raw in ("none", "never"):
+        return math.inf
+    if isinstance(raw, bool) or not isinstance(raw, int | float) or not raw > 0:
+        raise ConfigurationError(
+            f'{where}: timeout must be a positive number of seconds (or "never")'
+        )
+    return float(raw)
+
+
+@dataclass(frozen=True)
+class MountConfig:
+    """One ``[[mounts]]`` entry, checked but not opened."""
+
+    prefix: str
+    url: str = field(repr=False)
+    """The store's URL, variables expanded (it may hold a password: never shown)."""
+    scope: Scope = Scope.READ_WRITE
+    labels: Labels = field(default_factory=Labels)
+    description: str = ""
+    timeout: float | None = None
+    options: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    """Options of the store (credentials, ``endpoint_url``, ``namespace``...): never shown."""
+
+    @property
+    def scheme(self) -> str:
+        return self.url.partition(":")[0].lower()
+
+    def open(self, relative_to: str | os.PathLike[str] | None = None) -> Mount:
+        """Build the store and mount it."""
+        return mount_from_url(
+            self.prefix,
+            self.url,
+            self.scope,
+            labels=self.labels,
+            description=self.description,
+            timeout=self.timeout,
+            relative_to=relative_to,
+            options=self.options,
+        )
+
+
+@dataclass(frozen=True)
+class KnowledgeConfig:
+    """The ``[knowledge]`` table: where the search index lives and which embedder fills it."""
+
+    folder: Path
+    embedder: str = "local"
+    """``"local"`` (the packaged model: BM25, vector and hybrid search) or ``"none"``
+    (BM25 only)."""
+
+    def open(self) -> Knowledge:
+        from bastion.knowledge.service import Knowledge
+
+        return Knowledge.open(self.folder, embedder=None if self.embedder == "none" else "local")
+
+
+@dataclass(frozen=True)
+class WorkspaceConfig:
+    """A checked workspace file. :meth:`build` opens its stores and makes the workspace."""
+
+    mounts: tuple[MountConfig, ...]
+    policy: Policy
+    knowledge: KnowledgeConfig | None = None
+    base: Path = field(default_factory=Path.cwd)
+    """The folder relative paths are taken from (the file's own folder)."""
+
+    @classmethod
+    def from_toml(
+        cls, path: str | os.PathLike[str], *, env: Mapping[str, str] | None = None
+    ) -> WorkspaceConfig:
+        """Read and check a ``bastion.toml``; ``env`` defaults to ``os.environ``."""
+        file = Path(path)
+        try:
+            with file.open("rb") as fh:
+                data = tomllib.load(fh)
+        except OSError as exc:
+            raise ConfigurationError(f"cannot read workspace file {file}: {exc.strerror}") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigurationError(f"workspace file {file} is not valid TOML: {exc}") from None
+        return cls.from_dict(data, base=file.resolve().parent, env=env)
+
+    @classmethod
+    def from_dict(
+        cls,
+        data: Mapping[str, Any],
+        *,
+        base: str | os.PathLike[str] | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> WorkspaceConfig:
+        """Check plain data of the shape of a workspace file."""
+        environ = os.environ if env is None else env
+        folder = Path(base) if base is not None else Path.cwd()
+        _unknown(data, _TOP_KEYS, "workspace file")
+        policy = _policy(data.get("policy"), folder, environ)
+        raw_mounts = data.get("mounts")
+        if not isinstance(raw_mounts, list) or not raw_mounts:
+            raise ConfigurationError(
+                "workspace file: needs at least one [[mounts]] entry with a prefix and a url"
+            )
+        mounts = tuple(_mount(raw, n + 1, policy, environ) for n, raw in enumerate(raw_mounts))
+        seen: set[str] = set()
+        for mount in mounts:
+            if mount.prefix in seen:
+                raise ConfigurationError(f"mount {mount.prefix}: mounted twice")
+            seen.add(mount.prefix)
+        knowledge = _knowledge(data.get("knowledge"), folder, environ)
+        return cls(mounts, policy, knowledge, folder)
+
+    def open_mounts(self) -> list[Mount]:
+        """Build every store and mount it; on an error, close those already opened."""
+        opened: list[Mount] = []
+        try:
+            for mount in self.mounts:
+                opened.append(mount.open(self.base))
+        except BaseException:
+            _close_now(opened)
+            raise
+        return opened
+
+    def build(
+        self, *, principal: Principal | None = None, audit: AuditSink | None = None
+    ) -> Workspace:
+        """The workspace this file describes, acting for ``principal``."""
+        from bastion.workspace.workspace import Workspace
+
+        mounts = self.open_mounts()
+        try:
+            knowledge = self.knowledge.open() if self.knowledge is not None else None
+            return Workspace(
+                mounts, policy=self.policy, principal=principal, audit=audit, knowledge=knowledge
+            )
+        except BaseException:
+            _close_now(mounts)
+            raise
+
+
+def _policy(raw: Any, folder: Path, env: Mapping[str, str]) -> Policy:
+    if isinstance(raw, str):
+        return load_policy(folder / expand_env(raw, env, "policy"))
+    if isinstance(raw, dict):
+        return Policy.from_dict(expand_env(raw, env, "policy"))
+    raise ConfigurationError(
+        'workspace file: needs a policy: policy = "policy.toml" (a file next to it) '
+        "or a [policy] table (see docs/policy.md)"
+    )
+
+
+def _mount(raw: Any, number: int, policy: Policy, env: Mapping[str, str]) -> MountConfig:
+    data = _table(raw, f"mount {number}")
+    prefix = data.get("prefix")
+    if not isinstance(prefix, str) or not prefix:
+        raise ConfigurationError(f'mount {number}: needs a prefix such as "/docs"')
+    where = f"mount {prefix}"
+    _unknown(data, _MOUNT_KEYS, where)
+    data = expand_env(data, env, where)
+    url = data.get("url")
+    if not isinstance(url, str) or not url.strip():
+        raise ConfigurationError(f'{where}: needs a url such as "memory://"')
+    try:
+        scope = Scope(data.get("scope", Scope.READ_WRITE))
+    except ValueError:
+        known = ", ".join(s.value for s in Scope)
+        raise ConfigurationError(f"{where}: unknown scope; use {known}") from None
+    description = data.get("description", "")
+    if not isinstance(description, str):
+        raise ConfigurationError(f"{where}: description must be text")
+    return MountConfig(
+        prefix=data["prefix"],
+        url=url.strip(),
+        scope=scope,
+        labels=_labels(data.get("labels", {}), policy, where),
+        description=description,
+        timeout=_timeout(data.get("timeout"), where),
+        options=_options(data.get("options", {}), where),
+    )
+
+
+def _options(raw: Any, where: str) -> dict[str, Any]:
+    """The store's options; one set to the empty string is left out, so that
+    ``"${VAR:-}"`` makes an option optional (``endpoint_url`` for AWS itself)."""
+    return {k: v for k, v in _table(raw, f"{where}: options").items() if v != ""}
+
+
+def _knowledge(raw: Any, folder: Path, env: Mapping[str, str]) -> KnowledgeConfig | None:
+    if raw is None:
+        return None
+    data = _table(expand_env(raw, env, "knowledge"), "knowledge")
+    _unknown(data, ("folder", "embedder"), "knowledge")
+    where = data.get("folder")
+    if not isinstance(where, str) or not where:
+        raise ConfigurationError("knowledge: needs a folder for the index")
+    embedder = data.get("embedder", "local")
+    if embedder not in _EMBEDDERS:
+        raise ConfigurationError(f"knowledge: embedder must be one of {', '.join(_EMBEDDERS)}")
+    path = Path(where).expanduser()
+    return KnowledgeConfig(path if path.is_absolute() else folder / path, embedder)
+
+
+def load_workspace(
+    path: str | os.PathLike[str],
+    *,
+    principal: Principal | None = None,
+    audit: AuditSink | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Workspace:
+    """Read ``bastion.toml`` at ``path`` and build its workspace (see the module doc)."""
+    return WorkspaceConfig.from_toml(path, env=env).build(principal=principal, audit=audit)
+
+
+async def check_mounts(mounts: Iterable[Mount]) -> None:
+    """Reach every mount's store once (a stat of its root, or the store's own ``check``),
+    within the mount's timeout; a store that fails raises :class:`ConfigurationError` that
+    names the mount: a missing bucket, refused credentials, an unreachable server."""
+    for mount in mounts:
+        store = mount.store
+        probe = getattr(store, "check", None)
+        limit = mount.timeout if mount.timeout is not None else store.timeout
+        try:
+            async with asyncio.timeout(limit if limit is not None and limit < math.inf else None):
+                if callable(probe):
+                    await probe()
+                else:
+                    await store.stat(VPath.ROOT)
+        except StoreError as exc:
+            reason = str(exc).removeprefix("/: ").removeprefix("/")
+            raise ConfigurationError(
+                f"mount {mount.prefix} ({mount.store.kind}): {reason}"
+            ) from None
+        except TimeoutError:
+            raise ConfigurationError(
+                f"mount {mount.prefix} ({mount.store.kind}): no answer within {limit:g} s"
+            ) from None
+
+
+async def close_mounts(mounts: Iterable[Mount]) -> None:
+    """Close the stores of ``mounts`` that hold connections or files (``close``)."""
+    for mount in mounts:
+        closer = getattr(mount.store, "close", None)
+        if callable(closer):
+            outcome = closer()
+            if inspect.isawaitable(outcome):
+                await outcome
+
+
+def _close_now(mounts: list[Mount]) -> None:
+    """Close what a failed build opened (blocking: this runs outside any event loop)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        asyncio.run(close_mounts(mounts))
+        return
+    for mount in mounts:  # inside a loop: close what closes without awaiting
+        closer = getattr(mount.store, "close", None)
+        if callable(closer) and not inspect.iscoroutinefunction(closer):
+            closer()
