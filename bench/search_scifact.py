@@ -127,10 +127,16 @@ async def build_workspace(
 ) -> tuple[Workspace, float]:
     """Files written straight into the store, then indexed by ``index_directory``."""
     store = MemoryStore()
+    owner = Principal.of("owner", roles={"a", "b"})  # may read both halves of a labelled run
     ws = Workspace(
-        [Mount.of("/scifact", store, "read_write")], policy=Policy.allow_all(), knowledge=knowledge
+        [Mount.of("/scifact", store, "read_write")],
+        policy=Policy.allow_all(),
+        knowledge=knowledge,
+        principal=owner,
     )
-    raw = Workspace([Mount.of("/scifact", store, "read_write")], policy=Policy.allow_all())
+    raw = Workspace(
+        [Mount.of("/scifact", store, "read_write")], policy=Policy.allow_all(), principal=owner
+    )
     for n, (doc_id, (title, text)) in enumerate(corpus.items()):
         body = f"# {title}\n\n{text}\n" if title else f"{text}\n"
         if labelled:  # half the corpus for role "a", half for role "b"

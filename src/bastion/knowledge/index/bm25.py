@@ -26,6 +26,8 @@ from bastion.knowledge.index.analysis import Analyzer
 __all__ = ["BM25"]
 
 _F32 = npt.NDArray[np.float32]
+_MASKED = 16
+"""Statistics kept for this many masks (one per principal view and filter in use)."""
 _I32 = npt.NDArray[np.int32]
 
 
@@ -64,7 +66,7 @@ class BM25:
         self._live_count = 0
         self._live_length = 0.0
         self._cache: tuple[npt.NDArray[np.bool_], _F32] | None = None
-        self._masked: tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_], int, _F32] | None = None
+        self._masked: dict[int, tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_], int, _F32]] = {}
 
     def __len__(self) -> int:
         return self._live_count
@@ -89,7 +91,7 @@ class BM25:
         self._live_count += 1
         self._live_length += len(terms)
         self._cache = None
-        self._masked = None
+        self._masked = {}
 
     def remove(self, slot: int) -> None:
         """Take ``slot`` out of scoring (idempotent)."""
@@ -98,7 +100,7 @@ class BM25:
             self._live_count -= 1
             self._live_length -= self._lengths[slot]
             self._cache = None
-        self._masked = None
+        self._masked = {}
 
     def _state(self) -> tuple[npt.NDArray[np.bool_], _F32]:
         """(alive per slot, the length normalization per slot), rebuilt after a change."""
@@ -112,8 +114,8 @@ class BM25:
 
     def _masked_state(self, mask: npt.NDArray[np.bool_]) -> tuple[npt.NDArray[np.bool_], int, _F32]:
         """(visible per slot, how many, the length normalization over them) for ``mask``,
-        remembered for the mask object last seen (masks are cached per filter upstream)."""
-        cached = self._masked
+        remembered per mask object (masks are cached per filter upstream)."""
+        cached = self._masked.get(id(mask))
         if cached is not None and cached[0] is mask:
             return cached[1], cached[2], cached[3]
         alive, _ = self._state()
@@ -123,7 +125,9 @@ class BM25:
         lengths = np.frombuffer(self._lengths, dtype=np.float32)
         avgdl = max(float(lengths[visible].sum()) / max(n, 1), 1e-9)
         norm = (self.k1 * (1.0 - self.b + self.b * lengths / avgdl)).astype(np.float32)
-        self._masked = (mask, visible, n, norm)
+        if len(self._masked) >= _MASKED:
+            self._masked.clear()
+        self._masked[id(mask)] = (mask, visible, n, norm)  # holds the mask: ids stay unique
         return visible, n, norm
 
     def scores(self, query: str, mask: npt.NDArray[np.bool_] | None = None) -> _F32:
@@ -183,4 +187,4 @@ class BM25:
         self._live_count = int(np.count_nonzero(alive))
         self._live_length = float(lengths[alive.astype(bool)].sum())
         self._cache = None
-        self._masked = None
+        self._masked = {}

@@ -47,6 +47,10 @@ class MemoryIndex(Index):
         self._vectors: npt.NDArray[np.float32] | None = None
         self._has_vector = array("b")
         self._masks: OrderedDict[IndexFilter, npt.NDArray[np.bool_]] = OrderedDict()
+        self._slot_masks: dict[IndexFilter, tuple[int, npt.NDArray[np.bool_]]] = {}
+        """Per-slot masks of the current generation: the same array for the same filter, so
+        BM25 can keep its statistics for it (it recognizes a mask by identity)."""
+        self._generation = 0
 
     # -- writes ------------------------------------------------------------------------------
 
@@ -67,6 +71,7 @@ class MemoryIndex(Index):
             self.upsert(chunks)
 
     def _add(self, chunk: IndexedChunk) -> None:
+        self._generation += 1
         slot = len(self._chunks)
         self._bm25.add(slot, _searchable_text(chunk))
         self._chunks.append(chunk)
@@ -119,6 +124,7 @@ class MemoryIndex(Index):
         chunk = self._chunks[slot]
         if chunk is None:
             return
+        self._generation += 1
         self._chunks[slot] = None
         del self._slot_of[chunk.chunk_id]
         slots = self._doc_slots[chunk.doc.doc_id]
@@ -149,6 +155,7 @@ class MemoryIndex(Index):
 
     def _compact(self) -> None:
         keep = np.array([i for i, c in enumerate(self._chunks) if c is not None], dtype=np.int64)
+        self._generation += 1
         self._bm25.compact(keep)
         self._chunks = [self._chunks[i] for i in keep]
         self._slot_of = {c.chunk_id: i for i, c in enumerate(self._chunks) if c is not None}
@@ -206,7 +213,14 @@ class MemoryIndex(Index):
             if len(self._masks) > _MASK_CACHE:
                 self._masks.popitem(last=False)
         self._masks.move_to_end(flt)
-        return self._section_mask(flt, doc_mask)
+        known = self._slot_masks.get(flt)
+        if known is not None and known[0] == self._generation:
+            return known[1]
+        mask = self._section_mask(flt, doc_mask)
+        if len(self._slot_masks) >= _MASK_CACHE:
+            self._slot_masks.clear()
+        self._slot_masks[flt] = (self._generation, mask)
+        return mask
 
     def _section_mask(
         self, flt: IndexFilter, doc_mask: npt.NDArray[np.bool_]
