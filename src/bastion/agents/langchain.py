@@ -1,0 +1,130 @@
+"""LangChain and LangGraph: the tool set as LangChain tools, and an agent middleware.
+
+Conversion only. Each tool's name, description and compact JSON schema come from its one
+definition (the schema is handed to LangChain as JSON Schema, not re-derived from a model);
+a call runs :meth:`Toolset.call`, so it is validated, approved when it must be, and checked by
+the workspace's guard like a call from any other adapter. The tool message holds the compact
+JSON output; a failed call (refused, not found, bad argument) is a tool message with
+``status="error"`` holding ``{"success":false,"error":"..."}``, for the model to correct.
+Nothing the model sends raises into the agent loop.
+
+:class:`BastionMiddleware` is what ``create_agent`` takes: it brings the tools, and before
+each model call it adds the workspace's filesystem map for the principal (and, given a
+:class:`~bastion.agents.skills.SkillLibrary`, the skills catalog) to the system prompt::
+
+    agent = create_agent(model, middleware=[BastionMiddleware(Toolset(ws), skills=library)])
+
+Agents run with ``ainvoke`` / ``astream``; ``invoke`` works too, running the tools on
+Bastion's background event loop (as :class:`~bastion.SyncWorkspace` does). Use one or the
+other with one tool set. Needs the ``langchain`` extra (``pip install 'bastion[langchain]'``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from bastion.agents.openai import dumps
+from bastion.agents.skills import SkillLibrary
+from bastion.agents.tools.spec import Output
+from bastion.agents.tools.toolset import Toolset
+from bastion.core.errors import ConfigurationError
+from bastion.workspace.sync import _Portal
+
+try:
+    from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
+    from langchain_core.messages import SystemMessage
+    from langchain_core.tools import BaseTool, ToolException
+except ImportError as exc:  # pragma: no cover - exercised in a test that hides langchain
+    raise ConfigurationError(
+        "bastion.agents.langchain needs LangChain: pip install 'bastion[langchain]'"
+    ) from exc
+
+__all__ = ["BastionMiddleware", "BastionTool", "agent_instructions", "langchain_tools"]
+
+
+class BastionTool(BaseTool):
+    """One tool of a :class:`Toolset` as a LangChain tool."""
+
+    toolset: Toolset
+
+    async def _arun(self, **arguments: Any) -> tuple[str, Output]:
+        output = await self.toolset.call(self.name, arguments)
+        if not output.get("success", False):
+            raise ToolException(dumps(output))
+        return dumps(output), output
+
+    def _run(self, **arguments: Any) -> tuple[str, Output]:
+        return _Portal.call(self._arun(**arguments))
+
+
+def langchain_tools(toolset: Toolset) -> list[BastionTool]:
+    """Every tool of ``toolset`` as a LangChain tool (for ``create_agent(tools=...)``,
+    LangGraph's ``ToolNode`` or ``model.bind_tools``)."""
+    return [
+        BastionTool(
+            name=t.name,
+            description=t.description,
+            args_schema=t.schema(),
+            toolset=toolset,
+            response_format="content_and_artifact",  # the output dict rides as the artifact
+            handle_tool_error=True,  # a failed call: a tool message with status="error"
+            metadata={"bastion_changes": t.changes},
+        )
+        for t in toolset.tools
+    ]
+
+
+async def agent_instructions(toolset: Toolset, skills: SkillLibrary | None = None) -> str:
+    """The text an agent's system prompt needs: the filesystem map for the principal and,
+    when ``skills`` has any the principal may use, the catalog and how to load one."""
+    parts = [toolset.filesystem_map()]
+    if skills is not None:
+        catalog = await skills.catalog()
+        if catalog:
+            roots = ", ".join(f"{root.path}/<name>/SKILL.md" for root in skills.roots)
+            parts.append(f"{catalog}\nBefore following a skill, read its SKILL.md ({roots}).")
+    return "\n\n".join(parts)
+
+
+class BastionMiddleware(AgentMiddleware):
+    """Gives an agent the tools of ``toolset`` and puts the filesystem map (and the skills
+    catalog) into its system prompt, after any prompt of its own, before every model call
+    (skills are looked up each time, so new ones show up mid-run)."""
+
+    def __init__(self, toolset: Toolset, *, skills: SkillLibrary | None = None) -> None:
+        super().__init__()
+        self.toolset = toolset
+        self.skills = skills
+        self.tools = langchain_tools(toolset)
+
+    async def instructions(self) -> str:
+        return await agent_instructions(self.toolset, self.skills)
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelResponse[Any]:
+        text = await self.instructions()
+        return await handler(request.override(system_message=_with(request.system_message, text)))
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> ModelResponse[Any]:
+        text = _Portal.call(self.instructions())
+        return handler(request.override(system_message=_with(request.system_message, text)))
+
+
+def _with(system: SystemMessage | None, text: str) -> SystemMessage:
+    """``system`` with ``text`` added as its last block (or a new system message)."""
+    if system is None:
+        return SystemMessage(content=text)
+    content: Any
+    if isinstance(system.content, str):
+        content = f"{system.content}\n\n{text}" if system.content else text
+    else:
+        content = [*system.content, {"type": "text", "text": text}]
+    return system.model_copy(update={"content": content})
