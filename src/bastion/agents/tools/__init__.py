@@ -14,6 +14,7 @@ from bastion.agents.tools.session import (
     StaleFileError,
     ToolSession,
 )
+from bastion.agents.tools.skills import skill_tools
 from bastion.agents.tools.spec import Capability, Output, Tool, ToolArgumentError, tool
 from bastion.agents.tools.toolset import PERMISSIONS, Toolset, capabilities
 
@@ -38,5 +39,6 @@ __all__ = [
     "capabilities",
     "fail",
     "ok",
+    "skill_tools",
     "tool",
 ]
