@@ -22,6 +22,8 @@ from bastion.core.errors import (
     PolicyDeniedError,
     RateLimitError,
     ScopeError,
+    StoreError,
+    StoreUnavailableError,
 )
 from bastion.core.models import Action, EntryKind, FileInfo, Labels, Scope, WriteMode
 from bastion.core.mounts import Mount
@@ -37,9 +39,13 @@ __all__ = [
     "AccessDeniedError",
     "Action",
     "AlreadyExistsError",
+    "Answer",
     "AuditRecord",
     "AuditSink",
+    "AuthenticationError",
     "BastionError",
+    "ChatModel",
+    "Citation",
     "ConfigurationError",
     "ConflictError",
     "Decision",
@@ -48,10 +54,17 @@ __all__ = [
     "EntryKind",
     "FileInfo",
     "FileLimits",
+    "FsspecStore",
     "GrepMatch",
     "GrepResult",
+    "GuardrailResult",
+    "Guardrails",
+    "HttpChatModel",
+    "Identity",
+    "IdentityConfig",
     "InvalidPathError",
     "JsonLinesAuditSink",
+    "JwtVerifier",
     "Knowledge",
     "Labels",
     "LocalStore",
@@ -63,33 +76,69 @@ __all__ = [
     "OperationError",
     "Policy",
     "PolicyDeniedError",
+    "PostgresStore",
     "Principal",
     "RateLimit",
     "RateLimitError",
     "Rule",
     "Scope",
     "ScopeError",
+    "ScopedWorkspace",
+    "Scopes",
     "SearchHit",
     "SearchResult",
+    "Skill",
+    "SkillLibrary",
+    "SqliteStore",
     "Store",
+    "StoreError",
+    "StoreUnavailableError",
     "SyncWorkspace",
+    "Toolset",
     "VPath",
     "Workspace",
+    "WorkspaceConfig",
     "WriteMode",
     "load_policy",
+    "load_workspace",
+    "mount_from_url",
+    "store_from_url",
 ]
 
 __version__ = "0.1.0"
 
 _LAZY = {
-    "Knowledge": "bastion.knowledge.service",
+    "ScopedWorkspace": "bastion.agents.scopes",
+    "Scopes": "bastion.agents.scopes",
+    "SkillLibrary": "bastion.agents.skills",
+    "Skill": "bastion.agents.skills_model",
+    "Toolset": "bastion.agents.tools",
+    "ChatModel": "bastion.governance.answer.chat",
+    "HttpChatModel": "bastion.governance.answer.http_chat",
+    "Answer": "bastion.governance.answer.models",
+    "Citation": "bastion.governance.answer.models",
+    "AuthenticationError": "bastion.governance.errors",
+    "GuardrailResult": "bastion.governance.guardrails",
+    "Guardrails": "bastion.governance.guardrails",
+    "Identity": "bastion.governance.identity",
+    "JwtVerifier": "bastion.governance.identity",
+    "IdentityConfig": "bastion.governance.identity_config",
     "SearchHit": "bastion.knowledge.hits",
     "SearchResult": "bastion.knowledge.hits",
+    "Knowledge": "bastion.knowledge.service",
+    "FsspecStore": "bastion.stores.fsspec",
+    "PostgresStore": "bastion.stores.postgres",
+    "mount_from_url": "bastion.stores.registry",
+    "store_from_url": "bastion.stores.registry",
+    "SqliteStore": "bastion.stores.sqlite",
+    "WorkspaceConfig": "bastion.workspace_config",
+    "load_workspace": "bastion.workspace_config",
 }
 
 
 def __getattr__(name: str) -> object:
-    """Knowledge names load on first use, so ``import bastion`` stays light."""
+    """Knowledge, governance, agent and backend names load on first use, so ``import bastion``
+    stays light (no database driver, model runtime or framework is imported by it)."""
     if name in _LAZY:
         import importlib
 
