@@ -1,0 +1,282 @@
+"""SQL of the PostgreSQL index, as pure functions: an :class:`IndexFilter` as a ``WHERE``
+clause, the three ranked queries (exact BM25, ``ts_rank_cd``, vector), and rows to records.
+
+Every value travels as a bound parameter; names are :class:`psycopg.sql.Identifier`.
+
+BM25 is Lucene's formula (the one :mod:`bastion.knowledge.index.bm25` computes in memory),
+evaluated in one statement over the ``terms`` table: one row per (chunk, analyzed term) with
+the term frequency and the chunk's length. Unfiltered, ``N`` and the average length come from
+the registry row and ``df`` is the length of the term's posting list. Filtered, all three are
+those of the chunks the filter admits, as in memory: a score never depends on chunks the
+asker may not see (or one's own document's score would tell how many hidden ones hold a word).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from psycopg import sql
+
+from bastion.knowledge.index._pg_schema import TableNames
+from bastion.knowledge.index.models import DocumentMeta, IndexedChunk, IndexFilter
+
+__all__ = [
+    "CHUNK_COLUMNS",
+    "DOC_COLUMNS",
+    "Where",
+    "bm25_query",
+    "chunk_from_row",
+    "columns",
+    "fts_query",
+    "meta_from_row",
+    "meta_key",
+    "vector_query",
+    "where",
+]
+
+DOC_COLUMNS = (
+    "doc_id",
+    "path",
+    "title",
+    "date",
+    "tenant",
+    "classification",
+    "roles",
+    "tags",
+    "version",
+)
+"""The document-level columns, in :func:`meta_from_row` order."""
+
+CHUNK_COLUMNS = (
+    "rid",
+    "chunk_id",
+    "seq",
+    "text",
+    "start_line",
+    "end_line",
+    "section",
+    *DOC_COLUMNS,
+)
+"""The columns of a chunk, in :func:`chunk_from_row` order (without its vector)."""
+
+_C = "C"  # byte-order collation: ISO dates compare as Python compares them
+
+
+def columns(names: Sequence[str], alias: str = "c") -> sql.Composed:
+    return sql.SQL(", ").join(sql.Identifier(alias, n) for n in names)
+
+
+def meta_key(doc: DocumentMeta) -> str:
+    """A digest of every label of a document: the unit an access check is cached by."""
+    payload = json.dumps(
+        [
+            doc.doc_id,
+            doc.path,
+            doc.title,
+            doc.date,
+            doc.tenant,
+            doc.classification,
+            sorted(doc.roles),
+            sorted(doc.tags),
+            doc.version,
+        ],
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+    return hashlib.blake2b(payload.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+def meta_from_row(row: Sequence[Any]) -> DocumentMeta:
+    doc_id, path, title, date, tenant, classification, roles, tags, version = row
+    return DocumentMeta(
+        doc_id=doc_id,
+        path=path,
+        title=title,
+        date=date,
+        tenant=tenant,
+        classification=classification,
+        roles=frozenset(roles),
+        tags=frozenset(tags),
+        version=version,
+    )
+
+
+def chunk_from_row(row: Sequence[Any], vector: Any = None) -> IndexedChunk:
+    """A row of :data:`CHUNK_COLUMNS` (``rid`` first) as a chunk; ``vector`` is pgvector's
+    ``Vector`` or ``None``."""
+    _, chunk_id, seq, text, start_line, end_line, section = row[:7]
+    return IndexedChunk(
+        chunk_id=chunk_id,
+        doc=meta_from_row(row[7:16]),
+        seq=seq,
+        text=text,
+        start_line=start_line,
+        end_line=end_line,
+        section=section,
+        vector=None if vector is None else np.asarray(vector.to_numpy(), dtype=np.float32),
+    )
+
+
+@dataclass(slots=True)
+class Where:
+    """Conditions on the chunks (alias ``c``) and their parameters."""
+
+    conditions: list[sql.Composable] = field(default_factory=list)
+    params: dict[str, Any] = field(default_factory=dict)
+    empty: bool = False
+    """True when the filter admits nothing (no query needs to run)."""
+
+    def add(self, condition: str, **params: Any) -> None:
+        self.conditions.append(sql.SQL(condition))
+        self.params.update(params)
+
+    def clause(self, *extra: str) -> sql.Composable:
+        parts: list[sql.Composable] = [sql.SQL(e) for e in extra]
+        parts += self.conditions
+        return sql.SQL(" AND ").join(parts) if parts else sql.SQL("TRUE")
+
+
+def where(flt: IndexFilter | None, *, section: bool = True) -> Where:
+    """Every condition of ``flt`` but its ``access`` callable, as SQL over the chunks (``c``).
+    ``section=False`` leaves the chunk-level section condition out (for document queries)."""
+    out = Where()
+    if flt is None:
+        return out
+    prefix = flt.path_prefix
+    if prefix is not None and prefix not in ("", "/"):
+        base = prefix.rstrip("/")
+        out.add(
+            "(c.path = %(f_path)s OR starts_with(c.path, %(f_under)s))",
+            f_path=base,
+            f_under=base + "/",
+        )
+    if flt.doc_ids is not None:
+        out.empty |= not flt.doc_ids
+        out.add("c.doc_id = ANY(%(f_docs)s::text[])", f_docs=sorted(flt.doc_ids))
+    if flt.tenant is not None:
+        out.add("(c.tenant IS NULL OR c.tenant = %(f_tenant)s)", f_tenant=flt.tenant)
+    if flt.classifications is not None:
+        out.empty |= not flt.classifications
+        out.add(
+            "c.classification = ANY(%(f_classes)s::text[])", f_classes=sorted(flt.classifications)
+        )
+    if flt.roles is not None:
+        out.add(
+            "(cardinality(c.roles) = 0 OR c.roles && %(f_roles)s::text[])",
+            f_roles=sorted(flt.roles),
+        )
+    if flt.tags:
+        out.add("c.tags @> %(f_tags)s::text[]", f_tags=sorted(flt.tags))
+    if flt.sources is not None:
+        out.empty |= not flt.sources
+        out.add("c.source = ANY(%(f_sources)s::text[])", f_sources=sorted(flt.sources))
+    if flt.date_from is not None or flt.date_to is not None:
+        out.add("c.date IS NOT NULL")
+        if flt.date_from is not None:
+            out.add(
+                f'left(c.date, %(f_from_n)s) COLLATE "{_C}" >= %(f_from)s COLLATE "{_C}"',
+                f_from_n=len(flt.date_from),
+                f_from=flt.date_from,
+            )
+        if flt.date_to is not None:
+            out.add(
+                f'left(c.date, %(f_to_n)s) COLLATE "{_C}" <= %(f_to)s COLLATE "{_C}"',
+                f_to_n=len(flt.date_to),
+                f_to=flt.date_to,
+            )
+    if section and flt.section is not None:
+        out.add("starts_with(lower(c.section), lower(%(f_section)s))", f_section=flt.section)
+    return out
+
+
+def bm25_query(names: TableNames, flt: Where) -> sql.Composed:
+    """Parameters: ``name`` (the index), ``terms`` (distinct analyzed query terms), ``k1``,
+    ``b``, ``k``, and the filter's. Rows: :data:`CHUNK_COLUMNS` then the score."""
+    if flt.conditions:
+        stats = sql.SQL(
+            """visible AS (
+                SELECT c.rid, c.length FROM {chunks} c WHERE {cond}
+            ), stats AS (
+                SELECT count(*)::float8 AS n,
+                       greatest(coalesce(sum(length), 0)::float8 / greatest(count(*), 1), 1e-9)
+                           AS avgdl
+                FROM visible
+            ), postings AS (
+                SELECT p.rid, p.tf, p.length, count(*) OVER (PARTITION BY p.term) AS df
+                FROM {terms} p JOIN visible v ON v.rid = p.rid
+                WHERE p.term = ANY(%(terms)s::text[])
+            )"""
+        ).format(chunks=names.chunks, terms=names.terms, cond=flt.clause())
+    else:
+        stats = sql.SQL(
+            """stats AS (
+                SELECT chunks::float8 AS n,
+                       greatest(total_len::float8 / greatest(chunks, 1), 1e-9) AS avgdl
+                FROM {registry} WHERE name = %(name)s
+            ), postings AS (
+                SELECT p.rid, p.tf, p.length, count(*) OVER (PARTITION BY p.term) AS df
+                FROM {terms} p
+                WHERE p.term = ANY(%(terms)s::text[])
+            )"""
+        ).format(registry=names.registry, terms=names.terms)
+    return sql.SQL(
+        """WITH {stats}, top AS (
+            SELECT x.rid,
+                   sum(ln(1 + (s.n - x.df + 0.5) / (x.df + 0.5)) * x.tf * (%(k1)s + 1)
+                       / (x.tf + %(k1)s * (1 - %(b)s + %(b)s * x.length / s.avgdl))) AS score
+            FROM postings x CROSS JOIN stats s
+            GROUP BY x.rid
+            ORDER BY score DESC, x.rid
+            LIMIT %(k)s
+        )
+        SELECT {cols}, top.score FROM top JOIN {chunks} r ON r.rid = top.rid
+        ORDER BY top.score DESC, top.rid"""
+    ).format(stats=stats, chunks=names.chunks, cols=columns(CHUNK_COLUMNS, "r"))
+
+
+def fts_query(names: TableNames, flt: Where) -> sql.Composed:
+    """PostgreSQL's own full-text ranking: the query's lexemes OR-ed (as BM25 does), ranked by
+    ``ts_rank_cd``. Parameters: ``query``, ``k`` and the filter's."""
+    return sql.SQL(
+        """WITH q AS (
+            SELECT replace(plainto_tsquery('english', %(query)s)::text, ' & ', ' | ')::tsquery
+                AS q
+        )
+        SELECT {cols}, ts_rank_cd(c.keywords, q.q) AS score
+        FROM {chunks} c CROSS JOIN q
+        WHERE c.keywords @@ q.q AND {cond}
+        ORDER BY score DESC, c.rid
+        LIMIT %(k)s"""
+    ).format(chunks=names.chunks, cols=columns(CHUNK_COLUMNS), cond=flt.clause())
+
+
+def vector_query(names: TableNames, flt: Where, *, exact: bool) -> sql.Composed:
+    """Nearest chunks by inner product. ``exact=False`` orders by the HNSW index's own
+    operator (approximate; with a filter it may return fewer than ``k`` rows); ``exact=True``
+    orders by an expression no index serves, so every admitted vector is compared.
+    Parameters: ``vector``, ``k`` and the filter's. Rows: :data:`CHUNK_COLUMNS`, the score."""
+    order = (
+        sql.SQL("(c.embedding <#> %(vector)s) + 0, c.rid")
+        if exact
+        else sql.SQL("c.embedding <#> %(vector)s")
+    )
+    return sql.SQL(
+        """WITH top AS (
+            SELECT c.rid, -(c.embedding <#> %(vector)s) AS score
+            FROM {chunks} c
+            WHERE {cond}
+            ORDER BY {order}
+            LIMIT %(k)s
+        )
+        SELECT {cols}, top.score FROM top JOIN {chunks} r ON r.rid = top.rid"""
+    ).format(
+        cols=columns(CHUNK_COLUMNS, "r"),
+        chunks=names.chunks,
+        cond=flt.clause("c.embedding IS NOT NULL"),
+        order=order,
+    )

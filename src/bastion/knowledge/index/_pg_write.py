@@ -1,0 +1,197 @@
+"""Writes of the PostgreSQL index: chunks prepared before the transaction, deleted with their
+postings, copied in (binary ``COPY``), and the collection statistics kept exact.
+
+Each chunk gets a fresh ``rid`` from the table's sequence on every write, so the highest
+``rid`` of a document is its latest write (what :meth:`Index.documents` reports).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import psycopg
+from psycopg import sql
+
+from bastion.knowledge.index._pg_query import meta_key
+from bastion.knowledge.index._pg_schema import TableNames
+from bastion.knowledge.index.analysis import Analyzer
+from bastion.knowledge.index.memory import _searchable_text
+from bastion.knowledge.index.models import IndexedChunk, source_of
+
+__all__ = ["BULK", "Row", "bump", "delete_rows", "insert_rows", "prepare_rows"]
+
+BULK = 1000
+"""A batch of this many vectors, and at least as many as stay in the table, rebuilds the
+HNSW graph instead of inserting into it."""
+
+_COLUMNS = (
+    ("rid", "int8"),
+    ("chunk_id", "text"),
+    ("doc_id", "text"),
+    ("path", "text"),
+    ("source", "text"),
+    ("seq", "int4"),
+    ("text", "text"),
+    ("start_line", "int4"),
+    ("end_line", "int4"),
+    ("section", "text"),
+    ("title", "text"),
+    ("date", "text"),
+    ("tenant", "text"),
+    ("classification", "text"),
+    ("roles", "text[]"),
+    ("tags", "text[]"),
+    ("version", "text"),
+    ("meta_key", "text"),
+    ("length", "int4"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """A chunk ready to be written: checked and analyzed before any transaction opens."""
+
+    chunk: IndexedChunk
+    terms: Counter[str]
+    length: int
+    meta_key: str
+
+
+def prepare_rows(
+    chunks: Sequence[IndexedChunk], *, dim: int | None, analyzer: Analyzer
+) -> list[Row]:
+    """One row per chunk id (the last wins); raises ``ValueError`` for a vector of another
+    size or a NUL character (PostgreSQL text holds none), before anything is written. A
+    keyword-only index (``dim=None``) keeps no vectors."""
+    rows = []
+    for given in {c.chunk_id: c for c in chunks}.values():
+        chunk = given
+        if dim is None and given.vector is not None:
+            chunk = replace(given, vector=None)
+        elif chunk.vector is not None:
+            size = np.asarray(chunk.vector).size
+            if size != dim:
+                raise ValueError(
+                    f"chunk {chunk.chunk_id} has a vector of {size} dimensions in an index of {dim}"
+                )
+        _refuse_nul(chunk)
+        terms = Counter(analyzer.analyze(_searchable_text(chunk)))
+        rows.append(Row(chunk, terms, sum(terms.values()), meta_key(chunk.doc)))
+    return rows
+
+
+def _refuse_nul(chunk: IndexedChunk) -> None:
+    doc = chunk.doc
+    fields = [chunk.chunk_id, chunk.text, chunk.section, doc.doc_id, doc.path, doc.title or ""]
+    fields += [doc.date or "", doc.tenant or "", doc.classification, doc.version or ""]
+    fields += [*doc.roles, *doc.tags]
+    if any("\x00" in f for f in fields):
+        raise ValueError(f"chunk {chunk.chunk_id!r} holds a NUL character; PostgreSQL stores none")
+
+
+def delete_rows(
+    cur: psycopg.Cursor[Any], names: TableNames, column: str, values: list[str]
+) -> tuple[int, int]:
+    """Delete the chunks whose ``column`` is in ``values``, and their postings; return how
+    many chunks went and their total length."""
+    if not values:
+        return 0, 0
+    cur.execute(
+        sql.SQL(
+            """WITH gone AS (
+                DELETE FROM {chunks} WHERE {column} = ANY(%s::text[]) RETURNING rid, length
+            ), postings AS (
+                DELETE FROM {terms} WHERE rid IN (SELECT rid FROM gone)
+            )
+            SELECT count(*), coalesce(sum(length), 0) FROM gone"""
+        ).format(chunks=names.chunks, terms=names.terms, column=sql.Identifier(column)),
+        [values],
+    )
+    row = cur.fetchone()
+    assert row is not None
+    return int(row[0]), int(row[1])
+
+
+def insert_rows(
+    cur: psycopg.Cursor[Any], names: TableNames, rows: list[Row], *, dim: int | None, present: int
+) -> None:
+    """Copy ``rows`` in, next to ``present`` chunks that stay. A batch of ``BULK`` vectors or
+    more, and no smaller than what stays, is a bulk load: the HNSW index is dropped and built
+    again over every row, an order of magnitude faster than inserting into the graph row by
+    row (measured here with pgvector 0.6: 2,000 vectors of 384 dimensions built in 2.8 s,
+    inserted in 29 s). Searches wait for the build: the transaction holds the table. Any bulk
+    load, with vectors or not, refreshes the planner's statistics."""
+    rebuild = (
+        _drop_hnsw(cur, names) if dim is not None and len(rows) >= max(BULK, present) else None
+    )
+    cur.execute(
+        "SELECT nextval(%s::regclass) FROM generate_series(1, %s)",
+        [names.rows.as_string(), len(rows)],
+    )
+    rids = [int(r[0]) for r in cur.fetchall()]
+    columns = [name for name, _ in _COLUMNS]
+    types = [kind for _, kind in _COLUMNS]
+    if dim is not None:
+        columns.append("embedding")
+        types.append("vector")
+    statement = sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(
+        names.chunks, sql.SQL(", ").join(map(sql.Identifier, columns))
+    )
+    with cur.copy(statement) as copy:
+        copy.set_types(types)
+        for rid, row in zip(rids, rows, strict=True):
+            c, doc = row.chunk, row.chunk.doc
+            values: list[Any] = [
+                rid, c.chunk_id, doc.doc_id, doc.path, source_of(doc.path), c.seq, c.text,
+                c.start_line, c.end_line,
+                c.section, doc.title, doc.date, doc.tenant, doc.classification, sorted(doc.roles),
+                sorted(doc.tags), doc.version, row.meta_key, row.length,
+            ]  # fmt: skip
+            if dim is not None:
+                vector = c.vector
+                values.append(
+                    None if vector is None else np.asarray(vector, dtype=np.float32).reshape(-1)
+                )
+            copy.write_row(values)
+    statement = sql.SQL("COPY {} (term, rid, tf, length) FROM STDIN (FORMAT BINARY)").format(
+        names.terms
+    )
+    with cur.copy(statement) as copy:
+        copy.set_types(["text", "int8", "int4", "int4"])
+        for rid, row in zip(rids, rows, strict=True):
+            for term, tf in row.terms.items():
+                copy.write_row((term, rid, tf, row.length))
+    if rebuild is not None:
+        cur.execute(sql.SQL(rebuild))  # the catalog's own statement
+    if len(rows) >= max(BULK, present):
+        # fresh statistics now, not when autovacuum comes by: the planner needs them to use
+        # the posting index rather than scan every posting
+        cur.execute(sql.SQL("ANALYZE {}, {}").format(names.chunks, names.terms))
+
+
+def _drop_hnsw(cur: psycopg.Cursor[Any], names: TableNames) -> str | None:
+    """Drop the HNSW index; return its definition as the catalog states it (so the build
+    keeps the graph parameters the table was created with)."""
+    hnsw = names.index("hnsw")
+    cur.execute("SELECT pg_get_indexdef(to_regclass(%s))", [hnsw.as_string()])
+    row = cur.fetchone()
+    if row is None or row[0] is None:
+        return None
+    cur.execute(sql.SQL("DROP INDEX {}").format(hnsw))
+    return str(row[0])
+
+
+def bump(cur: psycopg.Cursor[Any], names: TableNames, chunks: int, length: int) -> None:
+    """Apply a write to the statistics and advance the generation (which invalidates the
+    cached answers of access checks)."""
+    cur.execute(
+        sql.SQL(
+            "UPDATE {} SET chunks = chunks + %s, total_len = total_len + %s, "
+            "generation = generation + 1 WHERE name = %s"
+        ).format(names.registry),
+        [chunks, length, names.table],
+    )
