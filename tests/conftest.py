@@ -3,7 +3,7 @@
 ``pg_server`` starts one PostgreSQL (``pgserver`` from PyPI, which ships the server binaries
 and pgvector) for the whole run, on a Unix socket in a temporary folder, and stops it at the
 end. ``pg_dsn`` gives each test a fresh, empty database on it, dropped afterwards. Tests that
-must stop or kill PostgreSQL start a private server with :func:`start_private_pg` instead.
+must stop or kill PostgreSQL start a private server with ``pg_support.start_private_pg``.
 """
 
 from __future__ import annotations
@@ -17,12 +17,7 @@ from typing import Any
 
 import pytest
 
-
-def start_private_pg(folder: Path) -> Any:
-    """Start a PostgreSQL server of its own in ``folder``; the caller calls ``cleanup()``."""
-    import pgserver
-
-    return pgserver.get_server(folder, cleanup_mode="stop")
+from pg_support import start_private_pg
 
 
 @pytest.fixture(scope="session")

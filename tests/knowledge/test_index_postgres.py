@@ -23,7 +23,7 @@ from bastion.knowledge.index.models import IndexedChunk, IndexFilter
 from bastion.knowledge.index.partitioned import PartitionedIndex, table_name
 from bastion.knowledge.index.postgres import KeywordScoring, PostgresIndex
 from bastion.knowledge.service import FileToIndex, Knowledge
-from conftest import start_private_pg
+from pg_support import start_private_pg
 
 EMBEDDER = "test-embedder"
 

@@ -29,7 +29,7 @@ from bastion.core.policy import Policy
 from bastion.stores.memory import MemoryStore
 from bastion.stores.postgres import PostgresStore
 from bastion.workspace import Workspace
-from conftest import start_private_pg
+from pg_support import start_private_pg
 
 P = VPath.parse
 T = TypeVar("T")
