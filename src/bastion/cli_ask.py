@@ -78,13 +78,27 @@ def load_users(path: Path) -> dict[str, Principal]:
 
 
 def authenticate(user: str, users: Mapping[str, Principal]) -> Principal:
-    """The principal that asks. Identity hook: a ``--token JWT`` option verifies the token
-    (``bastion.governance.identity``) and returns its principal here, instead of this lookup."""
+    """The principal named ``user`` in ``users`` (``--as``; ``--token`` verifies a JWT
+    instead)."""
     principal = users.get(user)
     if principal is None:
         known = ", ".join(sorted(users)) or "(none)"
         raise click.ClickException(f"unknown user {user!r}; known users: {known}")
     return principal
+
+
+def _from_token(token: str, identity_file: Path | None) -> Principal:
+    """The principal of a verified JWT; every refusal is one line that shows no claim."""
+    from bastion.errors import BastionError
+    from bastion.governance.identity import JwtVerifier
+    from bastion.governance.identity_config import IdentityConfig
+
+    if identity_file is None:
+        raise click.ClickException("--token needs --identity FILE (keys, issuer, audience)")
+    try:
+        return JwtVerifier(IdentityConfig.from_file(identity_file)).authenticate(token).principal
+    except BastionError as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 def _chat(url: str | None, model: str | None) -> Any:
@@ -115,7 +129,20 @@ def _reranker(kind: str, chat: Any, cross_encoder: Path | None) -> Any:
 
 @click.command("ask")
 @click.argument("question")
-@click.option("--as", "user", required=True, help="Who asks: a user of --users (or a demo user).")
+@click.option("--as", "user", default=None, help="Who asks: a user of --users (or a demo user).")
+@click.option(
+    "--token",
+    default=None,
+    envvar="BASTION_TOKEN",
+    help="Who asks, as a JWT (verified with --identity); also read from $BASTION_TOKEN.",
+)
+@click.option(
+    "--identity",
+    "identity_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Identity configuration (TOML/YAML: keys, issuer, audience, claims) for --token.",
+)
 @click.option(
     "--users",
     "users_file",
@@ -153,7 +180,9 @@ def _reranker(kind: str, chat: Any, cross_encoder: Path | None) -> Any:
 @click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON.")
 def ask_command(
     question: str,
-    user: str,
+    user: str | None,
+    token: str | None,
+    identity_file: Path | None,
     users_file: Path | None,
     index_dir: Path,
     mode: str,
@@ -170,8 +199,14 @@ def ask_command(
     from bastion.cli_knowledge import _STATE, _knowledge, _workspace
     from bastion.errors import BastionError
 
-    users = load_users(users_file) if users_file is not None else DEMO_USERS
-    principal = authenticate(user, users)
+    if (user is None) == (token is None):
+        raise click.ClickException("say who asks: --as USER or --token JWT (one of them)")
+    if token is not None:
+        principal = _from_token(token, identity_file)
+    else:
+        assert user is not None
+        users = load_users(users_file) if users_file is not None else DEMO_USERS
+        principal = authenticate(user, users)
     state = index_dir / _STATE
     if not state.exists():
         raise click.ClickException(f"no index in {index_dir}; run `bastion index PATH` first")

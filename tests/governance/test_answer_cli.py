@@ -177,3 +177,56 @@ def test_a_failed_verification_exits_2_and_says_why(
         "--no-verify",
     )
     assert skipped.exit_code == 0 and "not verified" in skipped.output
+
+
+def _identity(tmp_path: Path) -> Path:
+    file = tmp_path / "identity.toml"
+    file.write_text(
+        'issuer = "https://id.test"\naudience = "bastion"\n\n[[keys]]\nalgorithm = "HS256"\n'
+        'secret_env = "TEST_JWT_SECRET"\n\n[claims]\nrequired = []\n',
+        encoding="utf-8",
+    )
+    return file
+
+
+def _jwt(secret: str, **claims: Any) -> str:
+    import time
+
+    import jwt
+
+    now = int(time.time())
+    body = {"iss": "https://id.test", "aud": "bastion", "sub": "mia", "iat": now}
+    body |= {"exp": now + 300, **claims}
+    return jwt.encode(body, secret, algorithm="HS256")
+
+
+def test_a_verified_token_says_who_asks(
+    index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "s" * 48
+    monkeypatch.setenv("TEST_JWT_SECRET", secret)
+    identity = str(_identity(tmp_path))
+    cleared = _ask(
+        index,
+        "pager bonus",
+        "--token",
+        _jwt(secret, clearance="confidential"),
+        "--identity",
+        identity,
+    )
+    assert cleared.exit_code == 0, cleared.output
+    assert "500 euros" in cleared.output
+    public = _ask(index, "pager bonus", "--token", _jwt(secret), "--identity", identity)
+    assert "500 euros" not in public.output
+    forged = _ask(
+        index,
+        "pager bonus",
+        "--token",
+        _jwt("x" * 48, clearance="restricted"),
+        "--identity",
+        identity,
+    )
+    assert forged.exit_code != 0 and "500 euros" not in forged.output
+    assert "signature" in forged.output.lower()
+    both = _ask(index, "pager bonus", "--as", "alice", "--token", "t", "--identity", identity)
+    assert both.exit_code != 0 and "one of them" in both.output
