@@ -249,7 +249,12 @@ async def test_hostile_skill_md_is_reported_not_raised(
 ) -> None:
     await store.makedirs(VPath.parse("/global/skills/x"))
     await store.write(VPath.parse("/global/skills/x/SKILL.md"), content)
-    library = SkillLibrary.for_scopes(scoped_on(store))
+    # Front matter that cannot be read classifies the file at the highest level (its labels
+    # are unknown: fail closed), so the problem is shown to a principal cleared for that.
+    scopes = Scopes.on(store, policy=Policy.allow_all())
+    cleared = Principal.of("ops", roles={"agent"}, clearance="restricted")
+    scoped = scopes.workspace(cleared, agent_id="bot", thread_id="t1")
+    library = SkillLibrary.for_scopes(scoped)
     [problem] = (await library.discover()).problems
     assert any(expected in e for e in problem.errors), problem.errors
     assert all("\n" not in e for e in problem.errors)

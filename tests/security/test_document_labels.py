@@ -94,3 +94,15 @@ def test_a_reader_cannot_clobber_a_file_labelled_above_them(ws: SyncWorkspace) -
     with pytest.raises(NotFoundError):
         reader.write("/docs/pay.md", "overwritten")
     assert "zebra salary" in ws.read_text("/docs/pay.md")
+
+
+def test_broken_metadata_fails_closed_and_empty_metadata_is_no_metadata(ws: SyncWorkspace) -> None:
+    reader = _as(ws, READER)
+    ws.write("/docs/bad.md", "---\ntitle: [unclosed\n---\nbroken front matter\n")
+    ws.write("/docs/empty.md", "---\n---\nan empty block\n")
+    ws.write("/docs/note.txt", "a note\n")
+    ws.write("/docs/note.txt.labels.yaml", "")
+    with pytest.raises(NotFoundError):
+        reader.read_text("/docs/bad.md")
+    assert reader.read_text("/docs/empty.md").endswith("an empty block\n")
+    assert reader.read_text("/docs/note.txt") == "a note\n"

@@ -176,13 +176,14 @@ def _with_labels(info: FileInfo, labels: Labels | None) -> FileInfo:
 def _mapping(raw: bytes) -> dict[str, Any]:
     """A YAML mapping; metadata that is not one classifies the file at the highest level
     (an unknown classification counts as the highest), so a broken label never opens it."""
+    broken = {"classification": "\x00unreadable"}
     try:
         loaded = yaml.load(raw.decode("utf-8", "replace"), Loader=_LOADER)  # noqa: S506 - safe
     except (yaml.YAMLError, RecursionError):
-        loaded = None
-    if isinstance(loaded, dict):
-        return loaded
-    return {"classification": "\x00unreadable"}
+        return broken
+    if loaded is None:  # an empty block or file: no labels
+        return {}
+    return loaded if isinstance(loaded, dict) else broken
 
 
 def _front_matter(head: bytes) -> dict[str, Any]:
