@@ -214,6 +214,8 @@ async def run_bastion(
     )
     # write-to-searchable on the BM25 path
     notes.append(await write_to_searchable(ws, "bm25", 50))
+    # ACL-filtered vs unfiltered (its own labelled keyword index)
+    notes.append(await acl_latency(corpus, kb, test_q))
     if not dense:
         return
     folder = Path(tempfile.mkdtemp(prefix="bastion-bench-"))
@@ -247,8 +249,6 @@ async def run_bastion(
             tr = evaluate(fused(train, fn), qrels_train).ndcg_at_10
             te = evaluate(fused(test, fn), qrels_test).ndcg_at_10
             notes.append(f"| {name} | {tr:.4f} | {te:.4f} |")
-        # ACL-filtered vs unfiltered
-        notes.append(await acl_latency(corpus, kb, test_q))
         notes.append(await write_to_searchable(ws, "hybrid", 20))
     finally:
         shutil.rmtree(folder, ignore_errors=True)

@@ -107,10 +107,11 @@ async def _search_workspace(kind: str, target: str) -> Any:
     from bastion.knowledge.index.memory import MemoryIndex
     from bastion.knowledge.service import Knowledge
 
+    seed = kind == "memory" or target.endswith("#seed")
     if kind == "postgres":
         from bastion.knowledge.index.postgres import PostgresIndex
 
-        index: Any = PostgresIndex(target)
+        index: Any = PostgresIndex(target.removesuffix("#seed"))
     else:
         index = MemoryIndex()
     knowledge = Knowledge(index, embedder=None)
@@ -120,7 +121,7 @@ async def _search_workspace(kind: str, target: str) -> Any:
         knowledge=knowledge,
         audit=NullAuditSink(),
     )
-    if kind == "memory" or target.endswith("#seed"):
+    if seed:
         data = load_dataset(DEFAULT_DIR, split="test")
         for n, doc in enumerate(data.iter_corpus()):
             if n >= 2000:
@@ -148,6 +149,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--stores", default="memory,local,sqlite,postgres")
     parser.add_argument("--no-search", action="store_true")
+    parser.add_argument("--no-files", action="store_true", help="only the search rows")
     args = parser.parse_args()
     kinds = args.stores.split(",")
     scratch = Path(tempfile.mkdtemp(prefix="bastion-ops-"))
@@ -163,7 +165,7 @@ def main() -> None:
             server = pgserver.get_server(scratch / "pg", cleanup_mode="stop")
             server.psql("CREATE EXTENSION IF NOT EXISTS vector;")
             targets["postgres"] = server.get_uri()
-        for kind in kinds:
+        for kind in [] if args.no_files else kinds:
             if kind != "memory":
                 asyncio.run(_seed(_workspace(kind, targets[kind])))
         from bastion.knowledge.eval import describe_machine
@@ -171,7 +173,7 @@ def main() -> None:
         print(f"machine: {describe_machine()}; {args.seconds:g} s per cell\n")
         print("| store | op | 1 process ops/s | 4 processes ops/s |")
         print("|---|---|---:|---:|")
-        for kind in kinds:
+        for kind in [] if args.no_files else kinds:
             for op in ("read", "write", "list"):
                 one = cell(kind, targets[kind], op, 1, args.seconds)
                 four = cell(kind, targets[kind], op, 4, args.seconds)

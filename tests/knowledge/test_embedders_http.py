@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from bastion.core.errors import ConfigurationError, OperationError
+from bastion.http_retry import retry_after as _retry_after
 from bastion.knowledge.embedders import (
     EmbeddingError,
     EmbeddingRequestError,
@@ -26,7 +27,7 @@ from bastion.knowledge.embedders import (
     HashingEmbedder,
     HttpEmbedder,
 )
-from bastion.knowledge.embedders.http import _retry_after, approx_token_count
+from bastion.knowledge.embedders.http import approx_token_count
 
 KEY = "sk-test-SECRET-0123456789"
 DIM = 8

@@ -17,11 +17,7 @@ service without credentials and never contains the API key, the prompt or the co
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import json
-import math
-import random
-import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AsyncExitStack
 from typing import Any
@@ -35,10 +31,10 @@ from bastion.governance.answer.errors import (
     ChatResponseError,
     ChatUnavailableError,
 )
+from bastion.http_retry import RETRYABLE_TRANSPORT, backoff_delay, retry_after
 
 __all__ = ["HttpChatModel"]
 
-_RETRYABLE_TRANSPORT = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
 _HINTS = {
     401: "check the API key",
     403: "check the API key's permissions",
@@ -159,7 +155,7 @@ class HttpChatModel(ChatModel):
                     response = await client.send(request, stream=stream)
             except TimeoutError:
                 last = f"no reply within {self.timeout:g} s"
-            except _RETRYABLE_TRANSPORT as exc:
+            except RETRYABLE_TRANSPORT as exc:
                 last = type(exc).__name__
             except httpx.HTTPError as exc:
                 raise ChatRequestError(
@@ -176,7 +172,7 @@ class HttpChatModel(ChatModel):
                 if status != 429 and status < 500:
                     raise ChatRequestError(self._refusal(response), status=status)
                 last = f"HTTP {status}"
-                wait = _retry_after(response.headers.get("retry-after"))
+                wait = retry_after(response.headers.get("retry-after"))
                 if wait is not None and wait > self.max_wait:
                     raise ChatUnavailableError(
                         f"chat service {self._where} is unavailable ({last}) and asks to retry "
@@ -191,11 +187,8 @@ class HttpChatModel(ChatModel):
             status=status,
         )
 
-    def _delay(self, attempt: int, retry_after: float | None) -> float:
-        if retry_after is not None:
-            return retry_after + random.uniform(0.0, 0.1 * max(retry_after, self.backoff))  # noqa: S311
-        ceiling = min(self.max_wait, self.backoff * 2**attempt)
-        return random.uniform(ceiling / 2, ceiling)  # noqa: S311 - jitter, not crypto
+    def _delay(self, attempt: int, asked: float | None) -> float:
+        return backoff_delay(attempt, asked, backoff=self.backoff, max_wait=self.max_wait)
 
     # -- replies -------------------------------------------------------------------------------
 
@@ -236,7 +229,7 @@ class HttpChatModel(ChatModel):
                     f"chat service {self._where} stalled mid-answer (nothing for "
                     f"{self.timeout:g} s); try again"
                 ) from None
-            except _RETRYABLE_TRANSPORT as exc:
+            except RETRYABLE_TRANSPORT as exc:
                 raise ChatUnavailableError(
                     f"chat service {self._where} broke off mid-answer ({type(exc).__name__}); "
                     "try again"
@@ -286,21 +279,3 @@ class HttpChatModel(ChatModel):
 
     def _redact(self, text: str) -> str:
         return text.replace(self._api_key, "***") if self._api_key else text
-
-
-def _retry_after(value: str | None) -> float | None:
-    """Seconds from a ``Retry-After`` header (delta-seconds or HTTP-date), or None."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        seconds = float(value)
-    except ValueError:
-        pass
-    else:
-        return max(0.0, seconds) if math.isfinite(seconds) else None
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())

@@ -17,10 +17,7 @@ texts.
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import math
-import random
-import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -28,6 +25,7 @@ import httpx
 import numpy as np
 
 from bastion.core.errors import ConfigurationError
+from bastion.http_retry import RETRYABLE_TRANSPORT, backoff_delay, retry_after
 from bastion.knowledge.embedders.base import Embedder, Vectors, l2_normalize
 from bastion.knowledge.embedders.errors import (
     EmbeddingRequestError,
@@ -36,8 +34,6 @@ from bastion.knowledge.embedders.errors import (
 )
 
 __all__ = ["HttpEmbedder", "approx_token_count"]
-
-_RETRYABLE_TRANSPORT = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
 
 
 def approx_token_count(text: str) -> int:
@@ -160,7 +156,7 @@ class HttpEmbedder(Embedder):
                     response = await client.post(self.url, json=payload, headers=self._headers)
             except TimeoutError:
                 last = f"no reply within {self.timeout:g} s"
-            except _RETRYABLE_TRANSPORT as exc:
+            except RETRYABLE_TRANSPORT as exc:
                 last = f"{type(exc).__name__}"
             except httpx.HTTPError as exc:
                 raise EmbeddingRequestError(
@@ -174,7 +170,7 @@ class HttpEmbedder(Embedder):
                 if status != 429 and status < 500:
                     raise EmbeddingRequestError(self._refusal(response), status=status)
                 last = f"HTTP {status}"
-                wait = _retry_after(response.headers.get("retry-after"))
+                wait = retry_after(response.headers.get("retry-after"))
                 if wait is not None and wait > self.max_wait:
                     raise EmbeddingUnavailableError(
                         f"embedding service {self._where} is unavailable ({last}) and asks to "
@@ -189,11 +185,8 @@ class HttpEmbedder(Embedder):
             status=status,
         )
 
-    def _delay(self, attempt: int, retry_after: float | None) -> float:
-        if retry_after is not None:
-            return retry_after + random.uniform(0.0, 0.1 * max(retry_after, self.backoff))  # noqa: S311
-        ceiling = min(self.max_wait, self.backoff * 2**attempt)
-        return random.uniform(ceiling / 2, ceiling)  # noqa: S311 - jitter, not crypto
+    def _delay(self, attempt: int, asked: float | None) -> float:
+        return backoff_delay(attempt, asked, backoff=self.backoff, max_wait=self.max_wait)
 
     def _refusal(self, response: httpx.Response) -> str:
         code = ""
@@ -251,21 +244,3 @@ class HttpEmbedder(Embedder):
 
     def _redact(self, text: str) -> str:
         return text.replace(self._api_key, "***") if self._api_key else text
-
-
-def _retry_after(value: str | None) -> float | None:
-    """Seconds from a ``Retry-After`` header (delta-seconds or HTTP-date), or None."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        seconds = float(value)
-    except ValueError:
-        pass
-    else:
-        return max(0.0, seconds) if math.isfinite(seconds) else None
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
