@@ -390,12 +390,15 @@ class GuardedStore(Store):
                 existing = await self.inner.stat(path)
             except OperationError:
                 existing = None  # missing, or in the way: the write itself says so
-        if existing is not None and existing.labels is not None:
-            # Only the file's labels count here: a path the policy lets one write but not
-            # read (a drop box) takes blind writes, but a file labelled above the writer is
-            # not there for them, so it can be neither seen nor clobbered.
-            if not self.ctx.admits(existing.labels):
-                raise self._hide(path, "labels do not admit the principal", op)
+        # Only the file's labels count here: a path the policy lets one write but not read
+        # (a drop box) takes blind writes, but a file labelled above the writer is not there
+        # for them, so it can be neither seen nor clobbered.
+        if (
+            existing is not None
+            and existing.labels is not None
+            and not self.ctx.admits(existing.labels)
+        ):
+            raise self._hide(path, "labels do not admit the principal", op)
         total = size
         if mode is WriteMode.APPEND and may_read and existing is not None:
             # Only a file the principal may read counts with its current size: a refusal
