@@ -273,3 +273,10 @@ def test_a_malformed_search_path_is_refused_and_audited() -> None:
         ws.search("billing", path="/docs/../../etc")
     last = ws.audit.records[-1]  # type: ignore[attr-defined]
     assert (last.operation, last.allowed) == ("search", False)
+
+
+def test_search_modes_say_what_the_index_offers() -> None:
+    assert _ws().search_modes == ("bm25", "vector", "hybrid")
+    assert _ws(dense=False).search_modes == ("bm25",)
+    bare = Workspace([Mount.of("/docs", MemoryStore())], policy=Policy.allow_all())
+    assert bare.search_modes == () and not bare.has_index

@@ -38,6 +38,14 @@ class SearchMixin(WorkspaceBase):
         """True when the workspace keeps a search index."""
         return self._knowledge is not None
 
+    @property
+    def search_modes(self) -> tuple[str, ...]:
+        """The modes :meth:`search` offers: ``()`` without an index, ``("bm25",)`` for a
+        keyword-only index, else ``("bm25", "vector", "hybrid")``."""
+        if self._knowledge is None:
+            return ()
+        return tuple(mode.value for mode in self._knowledge.knowledge.modes)
+
     async def search(
         self,
         query: str,

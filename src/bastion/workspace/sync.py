@@ -91,6 +91,10 @@ class SyncWorkspace:
     def has_index(self) -> bool:
         return self.aio.has_index
 
+    @property
+    def search_modes(self) -> tuple[str, ...]:
+        return self.aio.search_modes
+
     def with_principal(self, principal: Principal) -> SyncWorkspace:
         return SyncWorkspace(self.aio.with_principal(principal))
 

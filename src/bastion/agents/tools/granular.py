@@ -330,10 +330,7 @@ def hit_fields(hit: Any) -> dict[str, Any]:
 
 def dense_search(s: ToolSession) -> bool:
     """True when the workspace's index has embeddings (vector and hybrid search)."""
-    # The workspace does not say which modes its index offers; its knowledge link does.
-    link = getattr(s.workspace, "_knowledge", None)
-    knowledge = getattr(link, "knowledge", None)
-    return getattr(knowledge, "embedder", None) is not None
+    return "vector" in s.workspace.search_modes
 
 
 @tool(needs={Capability.ASK})
