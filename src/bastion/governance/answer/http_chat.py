@@ -31,7 +31,7 @@ from bastion.governance.answer.errors import (
     ChatResponseError,
     ChatUnavailableError,
 )
-from bastion.http_retry import RETRYABLE_TRANSPORT, backoff_delay, retry_after
+from bastion.http_retry import RETRYABLE_TRANSPORT, Service, send_with_retries
 
 __all__ = ["HttpChatModel"]
 
@@ -93,6 +93,9 @@ class HttpChatModel(ChatModel):
             self._headers["Authorization"] = f"Bearer {api_key}"
         self._client = client
         self._where = str(url.copy_with(userinfo=b"", query=None, fragment=None))
+        self._service = Service(
+            "chat", "the chat model's", self._where, ChatRequestError, ChatUnavailableError
+        )
 
     def __repr__(self) -> str:
         return f"HttpChatModel(name={self.name!r}, url={self._where!r})"
@@ -143,52 +146,18 @@ class HttpChatModel(ChatModel):
     ) -> httpx.Response:
         """A 200 response (headers read; the body too unless ``stream``), after bounded
         retries."""
-        status: int | None = None
-        last = "no attempt"
-        attempts = self.max_retries + 1
         headers = {**self._headers, "Accept": "text/event-stream"} if stream else self._headers
-        for attempt in range(attempts):
-            wait: float | None = None
-            request = client.build_request("POST", self.url, json=payload, headers=headers)
-            try:
-                async with asyncio.timeout(self.timeout):
-                    response = await client.send(request, stream=stream)
-            except TimeoutError:
-                last = f"no reply within {self.timeout:g} s"
-            except RETRYABLE_TRANSPORT as exc:
-                last = type(exc).__name__
-            except httpx.HTTPError as exc:
-                raise ChatRequestError(
-                    f"chat request to {self._where} failed ({type(exc).__name__}); "
-                    "check the chat model's base_url"
-                ) from None
-            else:
-                status = response.status_code
-                if status == 200:
-                    return response
-                if stream:
-                    await response.aread()
-                    await response.aclose()
-                if status != 429 and status < 500:
-                    raise ChatRequestError(self._refusal(response), status=status)
-                last = f"HTTP {status}"
-                wait = retry_after(response.headers.get("retry-after"))
-                if wait is not None and wait > self.max_wait:
-                    raise ChatUnavailableError(
-                        f"chat service {self._where} is unavailable ({last}) and asks to retry "
-                        f"after {wait:.0f} s; try again later",
-                        status=status,
-                    )
-            if attempt + 1 < attempts:
-                await asyncio.sleep(self._delay(attempt, wait))
-        raise ChatUnavailableError(
-            f"chat service {self._where} did not answer after {attempts} attempts "
-            f"(last: {last}); try again later or check the service",
-            status=status,
+        return await send_with_retries(
+            client,
+            lambda: client.build_request("POST", self.url, json=payload, headers=headers),
+            self._service,
+            self._refusal,
+            stream=stream,
+            timeout=self.timeout,
+            max_retries=self.max_retries,
+            backoff=self.backoff,
+            max_wait=self.max_wait,
         )
-
-    def _delay(self, attempt: int, asked: float | None) -> float:
-        return backoff_delay(attempt, asked, backoff=self.backoff, max_wait=self.max_wait)
 
     # -- replies -------------------------------------------------------------------------------
 

@@ -25,7 +25,7 @@ import httpx
 import numpy as np
 
 from bastion.core.errors import ConfigurationError
-from bastion.http_retry import RETRYABLE_TRANSPORT, backoff_delay, retry_after
+from bastion.http_retry import Service, send_with_retries
 from bastion.knowledge.embedders.base import Embedder, Vectors, l2_normalize
 from bastion.knowledge.embedders.errors import (
     EmbeddingRequestError,
@@ -102,6 +102,13 @@ class HttpEmbedder(Embedder):
         self._client = client
         # Where, for messages: scheme, host, port and path; never user info or a query string.
         self._where = str(url.copy_with(userinfo=b"", query=None, fragment=None))
+        self._service = Service(
+            "embedding",
+            "the embedder's",
+            self._where,
+            EmbeddingRequestError,
+            EmbeddingUnavailableError,
+        )
 
     def __repr__(self) -> str:
         return f"HttpEmbedder(name={self.name!r}, url={self._where!r}, dim={self.dim})"
@@ -146,47 +153,18 @@ class HttpEmbedder(Embedder):
 
     async def _post(self, client: httpx.AsyncClient, batch: list[str]) -> Vectors:
         payload = {"model": self.model, "input": batch}
-        status: int | None = None
-        last = "no attempt"
-        attempts = self.max_retries + 1
-        for attempt in range(attempts):
-            wait: float | None = None
-            try:
-                async with asyncio.timeout(self.timeout):
-                    response = await client.post(self.url, json=payload, headers=self._headers)
-            except TimeoutError:
-                last = f"no reply within {self.timeout:g} s"
-            except RETRYABLE_TRANSPORT as exc:
-                last = f"{type(exc).__name__}"
-            except httpx.HTTPError as exc:
-                raise EmbeddingRequestError(
-                    f"embedding request to {self._where} failed ({type(exc).__name__}); "
-                    "check the embedder's base_url"
-                ) from None
-            else:
-                status = response.status_code
-                if status == 200:
-                    return self._parse(response, len(batch))
-                if status != 429 and status < 500:
-                    raise EmbeddingRequestError(self._refusal(response), status=status)
-                last = f"HTTP {status}"
-                wait = retry_after(response.headers.get("retry-after"))
-                if wait is not None and wait > self.max_wait:
-                    raise EmbeddingUnavailableError(
-                        f"embedding service {self._where} is unavailable ({last}) and asks to "
-                        f"retry after {wait:.0f} s; try again later",
-                        status=status,
-                    )
-            if attempt + 1 < attempts:
-                await asyncio.sleep(self._delay(attempt, wait))
-        raise EmbeddingUnavailableError(
-            f"embedding service {self._where} did not answer after {attempts} attempts "
-            f"(last: {last}); try again later or check the service",
-            status=status,
+        response = await send_with_retries(
+            client,
+            lambda: client.build_request("POST", self.url, json=payload, headers=self._headers),
+            self._service,
+            self._refusal,
+            stream=False,
+            timeout=self.timeout,
+            max_retries=self.max_retries,
+            backoff=self.backoff,
+            max_wait=self.max_wait,
         )
-
-    def _delay(self, attempt: int, asked: float | None) -> float:
-        return backoff_delay(attempt, asked, backoff=self.backoff, max_wait=self.max_wait)
+        return self._parse(response, len(batch))
 
     def _refusal(self, response: httpx.Response) -> str:
         code = ""
