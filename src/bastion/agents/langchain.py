@@ -24,8 +24,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from bastion.agents.openai import dumps
 from bastion.agents.skills import SkillLibrary
+from bastion.agents.tools.outputs import dumps
+from bastion.agents.tools.prompt import agent_instructions
 from bastion.agents.tools.spec import Output
 from bastion.agents.tools.toolset import Toolset
 from bastion.core.errors import ConfigurationError
@@ -73,18 +74,6 @@ def langchain_tools(toolset: Toolset) -> list[BastionTool]:
         )
         for t in toolset.tools
     ]
-
-
-async def agent_instructions(toolset: Toolset, skills: SkillLibrary | None = None) -> str:
-    """The text an agent's system prompt needs: the filesystem map for the principal and,
-    when ``skills`` has any the principal may use, the catalog and how to load one."""
-    parts = [toolset.filesystem_map()]
-    if skills is not None:
-        catalog = await skills.catalog()
-        if catalog:
-            roots = ", ".join(f"{root.path}/<name>/SKILL.md" for root in skills.roots)
-            parts.append(f"{catalog}\nBefore following a skill, read its SKILL.md ({roots}).")
-    return "\n\n".join(parts)
 
 
 class BastionMiddleware(AgentMiddleware):

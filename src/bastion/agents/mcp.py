@@ -18,7 +18,7 @@ from mcp import types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 
-from bastion.agents.openai import dumps
+from bastion.agents.tools.outputs import dumps
 from bastion.agents.tools.toolset import Toolset
 
 __all__ = ["mcp_server", "serve_http", "serve_stdio"]

@@ -17,16 +17,10 @@ import json
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from bastion.agents.tools.outputs import fail
-from bastion.agents.tools.spec import Output
+from bastion.agents.tools.outputs import dumps, fail
 from bastion.agents.tools.toolset import Toolset
 
 __all__ = ["OpenAITools", "dumps"]
-
-
-def dumps(output: Output) -> str:
-    """A tool output as the compact JSON string a model reads."""
-    return json.dumps(output, ensure_ascii=False, separators=(",", ":"))
 
 
 class OpenAITools:

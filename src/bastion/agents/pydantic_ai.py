@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from bastion.agents.skills import SkillLibrary
+from bastion.agents.tools.prompt import agent_instructions
 from bastion.agents.tools.spec import Output
 from bastion.agents.tools.toolset import Toolset
 from bastion.core.errors import ConfigurationError
@@ -80,7 +81,7 @@ class BastionToolset(AbstractToolset[Any]):
         return self._id
 
     async def get_instructions(self, ctx: RunContext[Any]) -> str:
-        return await _instructions(self.toolset, self.skills)
+        return await agent_instructions(self.toolset, self.skills)
 
     async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
         return dict(self._tools)
@@ -89,15 +90,3 @@ class BastionToolset(AbstractToolset[Any]):
         self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
     ) -> Output:
         return await self.toolset.call(name, tool_args)
-
-
-async def _instructions(toolset: Toolset, skills: SkillLibrary | None) -> str:
-    """The filesystem map, and the skills catalog with how to load a skill (the same text
-    as ``bastion.agents.langchain.agent_instructions``, which this module may not import)."""
-    parts = [toolset.filesystem_map()]
-    if skills is not None:
-        catalog = await skills.catalog()
-        if catalog:
-            roots = ", ".join(f"{root.path}/<name>/SKILL.md" for root in skills.roots)
-            parts.append(f"{catalog}\nBefore following a skill, read its SKILL.md ({roots}).")
-    return "\n\n".join(parts)

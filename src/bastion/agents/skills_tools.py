@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from xml.sax.saxutils import quoteattr
 
 from bastion.agents.skills import SkillLibrary, SkillMatch
+from bastion.agents.tools.session import split_lines
 from bastion.core.errors import (
     InvalidPathError,
     IsADirectoryError_,
@@ -161,7 +162,7 @@ async def skill_read(
         raise IsADirectoryError_(
             f"{shown} is a folder of skill {name!r}; call skill({name!r}) to list its files"
         ) from None
-    lines = _lines(text)
+    lines = split_lines(text)
     more = len(lines) > count
     kept = lines[:count]
     return SkillFileText(
@@ -177,15 +178,6 @@ async def skill_read(
 async def skill_search(library: SkillLibrary, query: str, *, k: int = 5) -> SkillSearchResult:
     """The skills that best match ``query`` (name and description, or the search index)."""
     return SkillSearchResult(query, tuple(await library.search_skills(query, k=k)))
-
-
-def _lines(text: str) -> list[str]:
-    """``text`` cut after each newline (the only line break ``read_text`` counts)."""
-    lines = [line + "\n" for line in text.split("\n")]
-    last = lines.pop()
-    if last != "\n":
-        lines.append(last[:-1])
-    return lines
 
 
 def _inside(path: str) -> VPath:

@@ -4,7 +4,8 @@ and the tool set of one principal. The MCP and OpenAI adapters (``bastion.agents
 
 from bastion.agents.tools.granular import GRANULAR_TOOLS
 from bastion.agents.tools.intent import INTENT_TOOLS
-from bastion.agents.tools.outputs import OutputLimits, Scratch, fail, ok
+from bastion.agents.tools.outputs import OutputLimits, Scratch, dumps, fail, ok
+from bastion.agents.tools.prompt import agent_instructions
 from bastion.agents.tools.session import (
     Approval,
     ApprovalDeniedError,
@@ -36,7 +37,9 @@ __all__ = [
     "ToolArgumentError",
     "ToolSession",
     "Toolset",
+    "agent_instructions",
     "capabilities",
+    "dumps",
     "fail",
     "ok",
     "skill_tools",

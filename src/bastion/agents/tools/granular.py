@@ -75,12 +75,11 @@ async def read_file(
 async def read_page(s: ToolSession, path: str, offset: int, limit: int | None) -> Output:
     """The numbered page of ``path`` (a file, or a scratch result) both read tools return."""
     count = limit or s.limits.read_lines
+    vp = VPath.parse(path)
     if s.scratch.owns(path):
-        vp = VPath.parse(path)
         everything = split_lines(s.scratch.get(path))
         lines, more = everything[offset : offset + count], len(everything) > offset + count
     else:
-        vp = VPath.parse(path)
         text, more = await s.read_lines(vp, offset, count)
         if "\x00" in text:
             return fail(f"{vp} is a binary file; it cannot be shown as text")

@@ -20,7 +20,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from bastion.agents.tools.granular import describe, hit_fields, read_page
+from bastion.agents.tools.granular import dense_search, describe, hit_fields, read_page
 from bastion.agents.tools.outputs import fail, fit_items, fit_text, ok
 from bastion.agents.tools.session import ToolSession
 from bastion.agents.tools.spec import Capability, Output, Tool, tool
@@ -129,8 +129,6 @@ async def _search_semantic(
     related: bool,
     keep: Callable[[FileInfo], bool] | None,
 ) -> Output:
-    from bastion.agents.tools.granular import dense_search
-
     mode = "hybrid" if dense_search(s) else "bm25"
     result = await s.workspace.search(query, mode=mode, k=k, path=path, related=related)
     hits = []

@@ -12,6 +12,7 @@ returned, to be paged with ``read_file``.
 from __future__ import annotations
 
 import itertools
+import json
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +24,7 @@ __all__ = [
     "OutputLimits",
     "Scratch",
     "cut_at_line",
+    "dumps",
     "fail",
     "fit_items",
     "fit_text",
@@ -63,6 +65,11 @@ def ok(**fields: Any) -> dict[str, Any]:
 def fail(message: str) -> dict[str, Any]:
     """A failed output: ``{"success": false, "error": "<one line>"}``."""
     return {"success": False, "error": one_line(message)}
+
+
+def dumps(output: dict[str, Any]) -> str:
+    """A tool output as the compact JSON string a model reads (what every adapter sends)."""
+    return json.dumps(output, ensure_ascii=False, separators=(",", ":"))
 
 
 def one_line(text: str, limit: int = _MAX_ERROR_CHARS) -> str:
