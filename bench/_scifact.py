@@ -1,26 +1,32 @@
 """Load the offline BEIR SciFact copy and score a run with nDCG@10.
 
 Shared by the benchmark scripts in ``bench/``. The files live in ``../shared/data/scifact``,
-beside the repository (override with ``$BASTION_SCIFACT_DIR``); the loader accepts BEIR's
-own format too (an extra ``metadata`` key per line, CRLF line ends in the qrels).
-
-nDCG@10 follows pytrec_eval's ``ndcg_cut_10`` as BEIR uses it: linear gain (the relevance
-score), ``log2(rank + 1)`` discount, the ideal ranking built from the qrels of that query.
-Queries with no relevant documents in the qrels are not scored.
+beside the repository (override with ``$BASTION_SCIFACT_DIR``). Loading and scoring are
+:mod:`bastion.knowledge.eval`'s (``load_dataset``, ``evaluate``: pytrec_eval's
+``ndcg_cut_10`` as BEIR uses it); this module only reshapes them for the scripts.
 """
 
 from __future__ import annotations
 
-import json
-import math
 import os
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["SciFact", "dense_search", "load_scifact", "ndcg_at_k"]
+from bastion.knowledge.eval import evaluate, load_dataset, percentile
+
+__all__ = [
+    "CORPUS_FILE",
+    "SciFact",
+    "dense_search",
+    "doc_scores",
+    "load_scifact",
+    "ndcg_at_k",
+    "p50_p99_ms",
+]
 
 DEFAULT_DIR = Path(
     os.environ.get(
@@ -48,29 +54,16 @@ class SciFact:
         return [f"{t} {x}".strip() for t, x in zip(self.titles, self.texts, strict=True)]
 
 
-def _jsonl(path: Path) -> list[dict[str, str]]:
-    with path.open(encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
-
-
 def load_scifact(root: Path = DEFAULT_DIR, *, split: str = "test") -> SciFact:
-    corpus = _jsonl(root / "corpus.jsonl")
-    qrels: dict[str, dict[str, int]] = {}
-    with (root / "qrels" / f"{split}.tsv").open(encoding="utf-8") as fh:
-        for i, raw in enumerate(fh):
-            line = raw.rstrip("\r\n")
-            if not line or (i == 0 and line.startswith("query-id")):
-                continue
-            qid, did, score = line.split("\t")
-            qrels.setdefault(qid, {})[did] = int(score)
-    queries = [q for q in _jsonl(root / "queries.jsonl") if q["_id"] in qrels]
+    dataset = load_dataset(root, split=split)
+    corpus = list(dataset.iter_corpus())
     return SciFact(
-        doc_ids=[d["_id"] for d in corpus],
-        titles=[d.get("title", "") for d in corpus],
-        texts=[d.get("text", "") for d in corpus],
-        query_ids=[q["_id"] for q in queries],
-        queries=[q["text"] for q in queries],
-        qrels=qrels,
+        doc_ids=[d.doc_id for d in corpus],
+        titles=[d.title for d in corpus],
+        texts=[d.text for d in corpus],
+        query_ids=list(dataset.queries),
+        queries=list(dataset.queries.values()),
+        qrels={qid: dict(judged) for qid, judged in dataset.qrels.items()},
     )
 
 
@@ -78,16 +71,29 @@ def ndcg_at_k(
     run: Mapping[str, Sequence[str]], qrels: Mapping[str, Mapping[str, int]], k: int = 10
 ) -> float:
     """Mean nDCG@k over the judged queries; ``run`` maps query id -> ranked doc ids."""
-    scores = []
-    for qid, rels in qrels.items():
-        ideal = sorted((r for r in rels.values() if r > 0), reverse=True)[:k]
-        if not ideal:
-            continue
-        ranked = run.get(qid, [])[:k]
-        dcg = sum(rels.get(d, 0) / math.log2(i + 2) for i, d in enumerate(ranked))
-        idcg = sum(r / math.log2(i + 2) for i, r in enumerate(ideal))
-        scores.append(dcg / idcg)
-    return float(np.mean(scores)) if scores else 0.0
+    return evaluate(run, qrels, ks=(k,)).figures[f"ndcg@{k}"]
+
+
+CORPUS_FILE = re.compile(r"/scifact/(.+)\.md$")
+"""The path of a SciFact document in the benchmarks' workspaces; group 1 is its id."""
+
+
+def doc_scores(hits: Iterable[tuple[str, float]], k: int = 100) -> dict[str, float]:
+    """Chunk hits ``(path, score)``, best first, to the scores of the first ``k`` SciFact
+    documents (``/scifact/<id>.md``): a document scores its best chunk."""
+    best: dict[str, float] = {}
+    for path, score in hits:
+        m = CORPUS_FILE.search(path)
+        if m and m.group(1) not in best:
+            best[m.group(1)] = score
+        if len(best) >= k:
+            break
+    return best
+
+
+def p50_p99_ms(seconds: Sequence[float]) -> tuple[float, float]:
+    """The median and 99th percentile of latencies in seconds, in milliseconds."""
+    return percentile(seconds, 50) * 1e3, percentile(seconds, 99) * 1e3
 
 
 def dense_search(

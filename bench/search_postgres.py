@@ -29,12 +29,11 @@ import argparse
 import asyncio
 import json
 import os
-import re
 import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -43,8 +42,8 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _scifact import DEFAULT_DIR  # noqa: E402
-from bastion.knowledge.eval import describe_machine, evaluate, load_dataset, percentile  # noqa: E402
+from _scifact import CORPUS_FILE, DEFAULT_DIR, doc_scores, p50_p99_ms  # noqa: E402
+from bastion.knowledge.eval import describe_machine, evaluate, load_dataset  # noqa: E402
 from bastion.knowledge.index import fusion  # noqa: E402
 from bastion.knowledge.index.memory import MemoryIndex  # noqa: E402
 from bastion.knowledge.index.models import IndexedChunk, IndexFilter, IndexHit  # noqa: E402
@@ -53,26 +52,9 @@ from bastion.knowledge.index.postgres import PostgresIndex  # noqa: E402
 from bastion.knowledge.service import FileToIndex, Knowledge  # noqa: E402
 
 RESULTS = HERE / "results"
-_ID = re.compile(r"/scifact/(.+)\.md$")
 K = 100
 
 Search = Callable[[str, np.ndarray | None], list[IndexHit]]
-
-
-def _docs(hits: Sequence[IndexHit], k: int = K) -> dict[str, float]:
-    """Chunk hits to document scores: a document scores its best chunk."""
-    best: dict[str, float] = {}
-    for hit in hits:
-        m = _ID.search(hit.chunk.doc.path)
-        if m and m.group(1) not in best:
-            best[m.group(1)] = hit.score
-        if len(best) >= k:
-            break
-    return best
-
-
-def _ms(values: Sequence[float]) -> tuple[float, float]:
-    return percentile(values, 50) * 1e3, percentile(values, 99) * 1e3
 
 
 def run_queries(search: Search, queries: dict[str, str], vectors: dict[str, np.ndarray] | None):
@@ -86,14 +68,14 @@ def run_queries(search: Search, queries: dict[str, str], vectors: dict[str, np.n
         t0 = time.perf_counter()
         hits = search(text, vec)
         lat.append(time.perf_counter() - t0)
-        rankings[qid] = _docs(hits)
+        rankings[qid] = doc_scores(((h.chunk.doc.path, h.score) for h in hits), K)
         raw[qid] = hits
     return rankings, lat, raw
 
 
 def row(name: str, mode: str, rankings, qrels, lat, extra: str = "") -> str:
     ev = evaluate(rankings, qrels)
-    p50, p99 = _ms(lat)
+    p50, p99 = p50_p99_ms(lat)
     return (
         f"| {name} | {mode} | {ev.ndcg_at_10:.4f} | {ev.recall_at_10:.4f} | "
         f"{ev.recall_at_100:.4f} | {ev.mrr_at_10:.4f} | {p50:.2f} | {p99:.2f} | {extra} |"
@@ -180,7 +162,7 @@ def acl_rows(
                 filtered_bm25.append(raw)
             leaks = sum(1 for hits in raw.values() for h in hits if h.chunk.doc.roles != {"a"})
             short = sum(1 for hits in raw.values() if len(hits) < K)
-            p_plain, f_lat = _ms(plain)[0], _ms(lat)[0]
+            p_plain, f_lat = p50_p99_ms(plain)[0], p50_p99_ms(lat)[0]
             notes.append(
                 f"| {name} | {mode} | {p_plain:.2f} | {f_lat:.2f} | {f_lat / p_plain:.2f}x "
                 f"| {leaks} | {short} |"
@@ -272,7 +254,7 @@ def main() -> None:
             # -- an ACL filter: role "a" reads half the corpus ------------------------------
             labelled = []
             for c in dense:  # by the SciFact id: odd ids for role a, even ones for role b
-                m = _ID.search(c.doc.path)
+                m = CORPUS_FILE.search(c.doc.path)
                 role = "a" if m and int(m.group(1)) % 2 else "b"
                 labelled.append(replace(c, doc=replace(c.doc, roles=frozenset({role}))))
             memory_acl = MemoryIndex()

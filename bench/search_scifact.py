@@ -23,13 +23,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import re
 import shutil
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -37,36 +36,19 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _scifact import DEFAULT_DIR  # noqa: E402
+from _scifact import DEFAULT_DIR, doc_scores, p50_p99_ms  # noqa: E402
 from bastion import MemoryStore, Mount, Policy, Principal, Workspace  # noqa: E402
-from bastion.knowledge.eval import evaluate, load_dataset, percentile  # noqa: E402
+from bastion.knowledge.eval import evaluate, load_dataset  # noqa: E402
 from bastion.knowledge.index import fusion  # noqa: E402
 from bastion.knowledge.index.memory import MemoryIndex  # noqa: E402
 from bastion.knowledge.service import Knowledge  # noqa: E402
 
 RESULTS = HERE / "results"
-_ID = re.compile(r"/scifact/(.+)\.md$")
-
-
-def _p(values: Sequence[float]) -> tuple[float, float]:
-    return percentile(values, 50) * 1e3, percentile(values, 99) * 1e3
-
-
-def _docs(hits: Sequence[tuple[str, float]], k: int = 100) -> dict[str, float]:
-    """Chunk hits (path, score) to document scores: a document scores its best chunk."""
-    best: dict[str, float] = {}
-    for path, score in hits:
-        m = _ID.search(path)
-        if m and m.group(1) not in best:
-            best[m.group(1)] = score
-        if len(best) >= k:
-            break
-    return best
 
 
 def _row(name: str, rankings: dict[str, dict[str, float]], qrels, lat, extra: str = "") -> str:
     ev = evaluate(rankings, qrels)
-    p50, p99 = _p(lat) if lat else (float("nan"), float("nan"))
+    p50, p99 = p50_p99_ms(lat) if lat else (float("nan"), float("nan"))
     return (
         f"| {name} | {ev.ndcg_at_10:.4f} | {ev.recall_at_10:.4f} | {ev.recall_at_100:.4f} | "
         f"{ev.mrr_at_10:.4f} | {p50:.2f} | {p99:.2f} | {extra} |"
@@ -155,7 +137,7 @@ async def search_all(ws: Workspace, queries, mode: str, k: int = 100):
         t0 = time.perf_counter()
         result = await ws.search(text, mode=mode, k=k)
         lat.append(time.perf_counter() - t0)
-        rankings[qid] = _docs([(h.path, h.score) for h in result.hits])
+        rankings[qid] = doc_scores([(h.path, h.score) for h in result.hits])
     return rankings, lat
 
 
@@ -172,7 +154,7 @@ async def candidates(knowledge: Knowledge, queries) -> dict[str, tuple[list, lis
 
 def fused(cands, fuse: Callable) -> dict[str, dict[str, float]]:
     return {
-        qid: _docs([(h.chunk.doc.path, h.score) for h in fuse(kw, vec)])
+        qid: doc_scores([(h.chunk.doc.path, h.score) for h in fuse(kw, vec)])
         for qid, (kw, vec) in cands.items()
     }
 
@@ -206,7 +188,7 @@ async def run_bastion(
         t0 = time.perf_counter()
         hits = kb.index.search_keyword(text, 100)
         lat.append(time.perf_counter() - t0)
-        engine[qid] = _docs([(h.chunk.doc.path, h.score) for h in hits])
+        engine[qid] = doc_scores([(h.chunk.doc.path, h.score) for h in hits])
     out.append(
         _row(
             "bastion bm25 engine alone (MemoryIndex.search_keyword, k=100)", engine, qrels_test, lat
@@ -297,7 +279,7 @@ async def write_to_searchable(ws: Workspace, mode: str, n: int) -> str:
         t2 = time.perf_counter()
         writes.append(t2 - t0)
         found += bool(result.hits) and result.hits[0].path.endswith(f"new-{mode}-{i}.md")
-    p50, p99 = _p(writes)
+    p50, p99 = p50_p99_ms(writes)
     return (
         f"\nwrite-to-searchable ({mode} index): write + first search that finds it, "
         f"p50 {p50:.1f} ms, p99 {p99:.1f} ms; found at rank 1: {found}/{n}"

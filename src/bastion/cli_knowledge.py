@@ -18,7 +18,6 @@ import click
 __all__ = ["eval_command", "index_command", "reindex_command", "search_command"]
 
 _STATE = "bastion-cli.json"
-_DIR = click.Path(path_type=Path)
 _DEFAULT_INDEX = Path(".bastion/index")
 _MODES = click.Choice(["bm25", "vector", "hybrid"])
 
@@ -38,6 +37,15 @@ def _workspace(root: Path, knowledge: Any) -> Any:
     )
 
 
+def _indexed(index_dir: Path) -> tuple[Path, bool]:
+    """The folder `bastion index` indexed into ``index_dir``, and whether it has embeddings."""
+    state = index_dir / _STATE
+    if not state.exists():
+        raise click.ClickException(f"no index in {index_dir}; run `bastion index PATH` first")
+    known = json.loads(state.read_text(encoding="utf-8"))
+    return Path(known["root"]), not known.get("keyword_only", False)
+
+
 async def _repair(ws: Any, progress: Any) -> Any:
     """The whole summary of a repair run. ``Workspace.reindex`` tells a principal only about
     the files it may read; the command line runs as the owner of the folder, who may hear of
@@ -52,7 +60,7 @@ async def _repair(ws: Any, progress: Any) -> Any:
     "--index",
     "index_dir",
     type=click.Path(path_type=Path),
-    default=Path(".bastion/index"),
+    default=_DEFAULT_INDEX,
     show_default=True,
     help="Folder of the index (created if missing).",
 )
@@ -101,7 +109,7 @@ def index_command(path: Path, index_dir: Path, rebuild: bool, keyword_only: bool
     "--index",
     "index_dir",
     type=click.Path(path_type=Path),
-    default=Path(".bastion/index"),
+    default=_DEFAULT_INDEX,
     show_default=True,
 )
 @click.option(
@@ -113,13 +121,9 @@ def search_command(query: str, index_dir: Path, mode: str | None, k: int, relate
     """Search an index built by `bastion index`."""
     from bastion.errors import BastionError
 
-    state = index_dir / _STATE
-    if not state.exists():
-        raise click.ClickException(f"no index in {index_dir}; run `bastion index PATH` first")
-    known = json.loads(state.read_text(encoding="utf-8"))
-    dense = not known.get("keyword_only", False)
+    root, dense = _indexed(index_dir)
     try:
-        ws = _workspace(Path(known["root"]), _knowledge(index_dir, dense=dense))
+        ws = _workspace(root, _knowledge(index_dir, dense=dense))
         result = asyncio.run(
             ws.search(query, mode=mode or ("hybrid" if dense else "bm25"), k=k, related=related)
         )
@@ -133,7 +137,7 @@ def search_command(query: str, index_dir: Path, mode: str | None, k: int, relate
     "--index",
     "index_dir",
     type=click.Path(path_type=Path),
-    default=Path(".bastion/index"),
+    default=_DEFAULT_INDEX,
     show_default=True,
 )
 def reindex_command(index_dir: Path) -> None:
@@ -141,13 +145,9 @@ def reindex_command(index_dir: Path) -> None:
     since, drop documents whose files are gone (after a crash, or edits made without it)."""
     from bastion.errors import BastionError
 
-    state = index_dir / _STATE
-    if not state.exists():
-        raise click.ClickException(f"no index in {index_dir}; run `bastion index PATH` first")
-    known = json.loads(state.read_text(encoding="utf-8"))
-    dense = not known.get("keyword_only", False)
+    root, dense = _indexed(index_dir)
     try:
-        ws = _workspace(Path(known["root"]), _knowledge(index_dir, dense=dense))
+        ws = _workspace(root, _knowledge(index_dir, dense=dense))
         summary = asyncio.run(_repair(ws, None))
     except BastionError as exc:
         raise click.ClickException(str(exc)) from exc

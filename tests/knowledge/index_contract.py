@@ -27,7 +27,17 @@ import pytest
 from bastion.knowledge.index.models import DocumentMeta, IndexedChunk, IndexFilter, IndexHit
 from bastion.knowledge.index.port import Index
 
-__all__ = ["DIM", "IndexContract", "chunk", "ids", "meta", "random_unit", "unit"]
+__all__ = [
+    "DIM",
+    "GUIDE",
+    "IndexContract",
+    "chunk",
+    "ids",
+    "meta",
+    "random_unit",
+    "unit",
+    "write_for_reopen",
+]
 
 DIM = 8
 """Vector size of every index the contract runs against."""
@@ -75,6 +85,27 @@ def chunk(
 
 def ids(hits: Iterable[IndexHit]) -> list[str]:
     return [h.chunk.chunk_id for h in hits]
+
+
+# -- what a persistent index keeps across a reopen ---------------------------------------------
+
+GUIDE = meta(
+    "d",
+    title="Guide",
+    date="2024-05-01",
+    tenant="acme",
+    classification="internal",
+    roles=frozenset({"eng", "ops"}),
+    tags=frozenset({"x", "y"}),
+    version="v3",
+)
+"""A document with every label set."""
+
+
+def write_for_reopen(index: Index) -> None:
+    """Three chunks of :data:`GUIDE` (``c0``..``c2``) and one sectioned chunk of ``o``."""
+    index.upsert([chunk(f"c{i}", GUIDE, f"part {i} of the guide", seq=i) for i in range(3)])
+    index.upsert([chunk("o", meta("o"), "unrelated page", section="Top > Sub")])
 
 
 # -- a labelled corpus for the filter table ----------------------------------------------------

@@ -7,7 +7,16 @@ import json
 from pathlib import Path
 
 import pytest
-from index_contract import DIM, IndexContract, chunk, ids, meta, random_unit
+from index_contract import (
+    DIM,
+    GUIDE,
+    IndexContract,
+    chunk,
+    ids,
+    meta,
+    random_unit,
+    write_for_reopen,
+)
 
 from bastion.core.errors import ConfigurationError
 from bastion.knowledge.index.analysis import Analyzer
@@ -32,18 +41,7 @@ def _open(folder: Path, **options: object) -> LanceIndex:
 def test_everything_survives_a_reopen(tmp_path: Path) -> None:
     folder = tmp_path / "index"
     index = _open(folder)
-    labelled = meta(
-        "d",
-        title="Guide",
-        date="2024-05-01",
-        tenant="acme",
-        classification="internal",
-        roles=frozenset({"eng", "ops"}),
-        tags=frozenset({"x", "y"}),
-        version="v3",
-    )
-    index.upsert([chunk(f"c{i}", labelled, f"part {i} of the guide", seq=i) for i in range(3)])
-    index.upsert([chunk("o", meta("o"), "unrelated page", section="Top > Sub")])
+    write_for_reopen(index)
     index.delete_documents(["missing"])
     before_kw = index.search_keyword("guide", 10)
     before_vec = index.search_vector(random_unit("q"), 10, IndexFilter(tenant="acme"))
@@ -51,7 +49,7 @@ def test_everything_survives_a_reopen(tmp_path: Path) -> None:
 
     again = _open(folder)
     assert again.count() == 4
-    assert again.documents() == {"d": labelled, "o": meta("o")}
+    assert again.documents() == {"d": GUIDE, "o": meta("o")}
     assert again.chunks_of("d") == index.chunks_of("d")
     assert again.chunks_of("o")[0].section == "Top > Sub"
     after_kw = again.search_keyword("guide", 10)

@@ -14,7 +14,18 @@ from urllib.parse import quote
 import numpy as np
 import psycopg
 import pytest
-from index_contract import DIM, LABELLED, IndexContract, chunk, ids, meta, random_unit, unit
+from index_contract import (
+    DIM,
+    GUIDE,
+    LABELLED,
+    IndexContract,
+    chunk,
+    ids,
+    meta,
+    random_unit,
+    unit,
+    write_for_reopen,
+)
 
 from bastion.core.errors import ConfigurationError, StoreError, StoreUnavailableError
 from bastion.knowledge.index.analysis import Analyzer
@@ -233,24 +244,13 @@ def test_keyword_only_index(pg_dsn: str, opened: list[PostgresIndex]) -> None:
 
 def test_everything_survives_a_reopen(pg_dsn: str, opened: list[PostgresIndex]) -> None:
     index = _open(opened, pg_dsn)
-    labelled = meta(
-        "d",
-        title="Guide",
-        date="2024-05-01",
-        tenant="acme",
-        classification="internal",
-        roles=frozenset({"eng", "ops"}),
-        tags=frozenset({"x", "y"}),
-        version="v3",
-    )
-    index.upsert([chunk(f"c{i}", labelled, f"part {i} of the guide", seq=i) for i in range(3)])
-    index.upsert([chunk("o", meta("o"), "unrelated page", section="Top > Sub")])
+    write_for_reopen(index)
     before = index.search_keyword("guide", 10)
     index.close()
 
     again = _open(opened, pg_dsn)
     assert again.count() == 4
-    assert again.documents() == {"d": labelled, "o": meta("o")}
+    assert again.documents() == {"d": GUIDE, "o": meta("o")}
     assert again.chunks_of("o")[0].section == "Top > Sub"
     after = again.search_keyword("guide", 10)
     assert ids(after) == ids(before)

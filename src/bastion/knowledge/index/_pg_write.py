@@ -19,8 +19,7 @@ from psycopg import sql
 from bastion.knowledge.index._pg_query import meta_key
 from bastion.knowledge.index._pg_schema import TableNames
 from bastion.knowledge.index.analysis import Analyzer
-from bastion.knowledge.index.memory import _searchable_text
-from bastion.knowledge.index.models import IndexedChunk, source_of
+from bastion.knowledge.index.models import IndexedChunk, searchable_text, source_of
 
 __all__ = ["BULK", "Row", "bump", "delete_rows", "insert_rows", "prepare_rows"]
 
@@ -79,7 +78,7 @@ def prepare_rows(
                     f"chunk {chunk.chunk_id} has a vector of {size} dimensions in an index of {dim}"
                 )
         _refuse_nul(chunk)
-        terms = Counter(analyzer.analyze(_searchable_text(chunk)))
+        terms = Counter(analyzer.analyze(searchable_text(chunk)))
         rows.append(Row(chunk, terms, sum(terms.values()), meta_key(chunk.doc)))
     return rows
 

@@ -185,7 +185,7 @@ class LanceIndex(MemoryIndex):
                 .execute(table)
             )
         except Exception as exc:  # LanceDB raises plain exceptions
-            raise StoreError(f"index write failed: {exc}") from exc
+            raise self._failed("write", exc) from exc
 
     def _delete_rows(self, column: str, values: Sequence[str]) -> None:
         """Delete the rows whose ``column`` is one of ``values`` (quoted here, SQL style)."""
@@ -193,7 +193,15 @@ class LanceIndex(MemoryIndex):
         try:
             self._table.delete(f"{column} IN ({quoted})")
         except Exception as exc:  # LanceDB raises plain exceptions
-            raise StoreError(f"index delete failed: {exc}") from exc
+            raise self._failed("delete", exc) from exc
+
+    def _failed(self, action: str, exc: Exception) -> StoreError:
+        """LanceDB's error as one line naming the index folder and the error's type only (its
+        text may quote the rows or the filter)."""
+        return StoreError(
+            f"index {action} failed in {self.folder.name} ({type(exc).__name__}); retry, or "
+            "rebuild the index if it keeps failing"
+        )
 
     def clear(self) -> None:
         with self._write_lock:

@@ -17,7 +17,13 @@ import numpy.typing as npt
 
 from bastion.knowledge.index.analysis import Analyzer
 from bastion.knowledge.index.bm25 import BM25
-from bastion.knowledge.index.models import DocumentMeta, IndexedChunk, IndexFilter, IndexHit
+from bastion.knowledge.index.models import (
+    DocumentMeta,
+    IndexedChunk,
+    IndexFilter,
+    IndexHit,
+    searchable_text,
+)
 from bastion.knowledge.index.port import Index
 
 __all__ = ["MemoryIndex"]
@@ -73,7 +79,7 @@ class MemoryIndex(Index):
     def _add(self, chunk: IndexedChunk) -> None:
         self._generation += 1
         slot = len(self._chunks)
-        self._bm25.add(slot, _searchable_text(chunk))
+        self._bm25.add(slot, searchable_text(chunk))
         self._chunks.append(chunk)
         self._slot_of[chunk.chunk_id] = slot
         self._doc_slots.setdefault(chunk.doc.doc_id, set()).add(slot)
@@ -273,12 +279,3 @@ class MemoryIndex(Index):
             if chunk is not None:
                 hits.append(IndexHit(chunk, float(scores[slot])))
         return hits
-
-
-def _searchable_text(chunk: IndexedChunk) -> str:
-    """What BM25 indexes: the chunk, preceded by its heading path when the chunk does not
-    open with it (a chunk deep in a section still matches the section's name)."""
-    section = chunk.section.rsplit(" > ", 1)[-1] if chunk.section else ""
-    if section and section not in chunk.text[: len(section) + 8]:
-        return f"{chunk.section}\n{chunk.text}"
-    return chunk.text

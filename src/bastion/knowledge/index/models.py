@@ -13,7 +13,15 @@ import numpy.typing as npt
 from bastion.core.errors import ConfigurationError
 from bastion.core.models import Labels
 
-__all__ = ["DocumentMeta", "IndexFilter", "IndexHit", "IndexedChunk", "SearchMode", "source_of"]
+__all__ = [
+    "DocumentMeta",
+    "IndexFilter",
+    "IndexHit",
+    "IndexedChunk",
+    "SearchMode",
+    "searchable_text",
+    "source_of",
+]
 
 
 def source_of(path: str) -> str:
@@ -85,6 +93,16 @@ class IndexedChunk:
     end_line: int
     section: str = ""
     vector: npt.NDArray[np.float32] | None = field(default=None, compare=False, repr=False)
+
+
+def searchable_text(chunk: IndexedChunk) -> str:
+    """What keyword search indexes (in every index): the chunk, preceded by its heading path
+    when the chunk does not open with it (a chunk deep in a section still matches the
+    section's name)."""
+    section = chunk.section.rsplit(" > ", 1)[-1] if chunk.section else ""
+    if section and section not in chunk.text[: len(section) + 8]:
+        return f"{chunk.section}\n{chunk.text}"
+    return chunk.text
 
 
 AccessCheck = Callable[[DocumentMeta], bool]

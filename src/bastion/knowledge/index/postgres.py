@@ -38,6 +38,7 @@ from bastion.knowledge.index import _pg_query as q
 from bastion.knowledge.index._pg_access import AccessCache
 from bastion.knowledge.index._pg_schema import (
     FORMAT,
+    REGISTRY,
     TableNames,
     create_or_check,
     drop_tables,
@@ -123,7 +124,10 @@ class PostgresIndex(Index):
             "embedder": embedder,
             "analyzer": self._analyzer.name,
         }
-        with self._translate(), psycopg.connect(dsn, connect_timeout=max(1, int(timeout))) as c:
+        with (
+            _translated(self.table),
+            psycopg.connect(dsn, connect_timeout=max(1, int(timeout))) as c,
+        ):
             create_or_check(c, self.names, wanted, hnsw_m=hnsw_m, ef_construction=ef_construction)
         self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
             dsn,
@@ -152,7 +156,12 @@ class PostgresIndex(Index):
         """Drop the index in ``table`` (to rebuild it, e.g. with another embedder); True when
         there was one. A table that is not a Bastion index is left alone."""
         names = TableNames(table)
-        with psycopg.connect(dsn) as conn, conn.transaction(), conn.cursor() as cur:
+        with (
+            _translated(table),
+            psycopg.connect(dsn) as conn,
+            conn.transaction(),
+            conn.cursor() as cur,
+        ):
             lock_schema(cur)
             cur.execute("SELECT to_regclass(%s) IS NOT NULL", [names.registry.as_string()])
             found = cur.fetchone()
@@ -168,7 +177,7 @@ class PostgresIndex(Index):
         """The names of the indexes in the database at ``dsn`` (e.g. to reopen every table of
         a :class:`~bastion.knowledge.index.partitioned.PartitionedIndex`)."""
         registry = TableNames("chunks").registry
-        with psycopg.connect(dsn) as conn:
+        with _translated(REGISTRY), psycopg.connect(dsn) as conn:
             found = conn.execute("SELECT to_regclass(%s) IS NOT NULL", [registry.as_string()])
             row = found.fetchone()
             if not (row and row[0]):
@@ -182,29 +191,13 @@ class PostgresIndex(Index):
     # -- plumbing ----------------------------------------------------------------------------
 
     @contextmanager
-    def _translate(self) -> Iterator[None]:
-        """PostgreSQL's errors as Bastion's, one line, naming the index table only."""
-        try:
-            yield
-        except (PoolTimeout, psycopg.OperationalError) as exc:
-            raise StoreUnavailableError(
-                f"the PostgreSQL index {self.names.table!r} is unavailable "
-                f"({type(exc).__name__}); retry later"
-            ) from exc
-        except psycopg.Error as exc:
-            raise StoreError(
-                f"the PostgreSQL index {self.names.table!r} failed ({type(exc).__name__}); "
-                "retry, or rebuild the index if it keeps failing"
-            ) from exc
-
-    @contextmanager
     def _read(
         self, *, snapshot: bool = False, scoped: bool = False
     ) -> Iterator[psycopg.Cursor[Any]]:
         """A cursor for reading. Connections are in autocommit, so a lone statement costs one
         round trip; ``scoped`` opens a transaction (for ``SET LOCAL``-style settings), and
         ``snapshot`` a repeatable-read one, whose statements all see the same rows."""
-        with self._translate(), self._pool.connection() as conn:
+        with _translated(self.table), self._pool.connection() as conn:
             scope = conn.transaction() if snapshot or scoped else nullcontext()
             with scope, conn.cursor(binary=True) as cur:
                 if snapshot:
@@ -216,7 +209,7 @@ class PostgresIndex(Index):
         """A write transaction holding this index's registry row (writers take turns), and
         the number of chunks when it began."""
         with (
-            self._translate(),
+            _translated(self.table),
             self._pool.connection() as conn,
             conn.transaction(),
             conn.cursor() as cur,
@@ -375,6 +368,23 @@ class PostgresIndex(Index):
         if flt is not None and flt.access is not None and not where.empty:
             self._access.restrict(cur, flt, where)
         return where
+
+
+@contextmanager
+def _translated(table: str) -> Iterator[None]:
+    """PostgreSQL's errors as Bastion's, one line, naming the index table only (never the
+    DSN, which a connection error may quote)."""
+    try:
+        yield
+    except (PoolTimeout, psycopg.OperationalError) as exc:
+        raise StoreUnavailableError(
+            f"the PostgreSQL index {table!r} is unavailable ({type(exc).__name__}); retry later"
+        ) from exc
+    except psycopg.Error as exc:
+        raise StoreError(
+            f"the PostgreSQL index {table!r} failed ({type(exc).__name__}); "
+            "retry, or rebuild the index if it keeps failing"
+        ) from exc
 
 
 def _needs_snapshot(flt: IndexFilter | None) -> bool:
