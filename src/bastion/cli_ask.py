@@ -196,7 +196,7 @@ def ask_command(
     as_json: bool,
 ) -> None:
     """Answer QUESTION with citations from an index built by `bastion index`."""
-    from bastion.cli_knowledge import _STATE, _knowledge, _workspace
+    from bastion.cli_knowledge import _indexed, _knowledge, _workspace
     from bastion.errors import BastionError
 
     if (user is None) == (token is None):
@@ -207,15 +207,12 @@ def ask_command(
         assert user is not None
         users = load_users(users_file) if users_file is not None else DEMO_USERS
         principal = authenticate(user, users)
-    state = index_dir / _STATE
-    if not state.exists():
-        raise click.ClickException(f"no index in {index_dir}; run `bastion index PATH` first")
-    known = json.loads(state.read_text(encoding="utf-8"))
+    root, dense = _indexed(index_dir)
     try:
         chat = _chat(chat_url, chat_model)
         reranker = _reranker(rerank, chat, cross_encoder)
-        knowledge = _knowledge(index_dir, dense=not known.get("keyword_only", False))
-        ws = _workspace(Path(known["root"]), knowledge).with_principal(principal)
+        knowledge = _knowledge(index_dir, dense=dense)
+        ws = _workspace(root, knowledge).with_principal(principal)
         answer = asyncio.run(
             ws.ask(
                 question,

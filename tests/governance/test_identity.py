@@ -9,14 +9,14 @@ PyJWT; the clock is a fixed number so time boundaries are exact. Attacks live in
 from __future__ import annotations
 
 import base64
-import secrets
 from pathlib import Path
 from typing import Any
 
 import jwt
 import pytest
 from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
+from cryptography.hazmat.primitives.asymmetric import rsa
+from jwt_keys import public_pem
 
 from bastion import Labels, MemoryStore, Mount, NotFoundError, Policy, Principal, Workspace
 from bastion.core.errors import ConfigurationError, OperationError
@@ -36,35 +36,14 @@ ISSUER = "https://id.example.test"
 AUDIENCE = "bastion"
 
 
-def _pem_public(key: Any) -> bytes:
-    return key.public_key().public_bytes(
-        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-    )
-
-
-@pytest.fixture(scope="module")
-def rsa_key() -> rsa.RSAPrivateKey:
-    return rsa.generate_private_key(public_exponent=65537, key_size=2048)
-
-
-@pytest.fixture(scope="module")
-def ed_key() -> ed25519.Ed25519PrivateKey:
-    return ed25519.Ed25519PrivateKey.generate()
-
-
-@pytest.fixture(scope="module")
-def hs_secret() -> bytes:
-    return secrets.token_bytes(64)
-
-
 @pytest.fixture(scope="module")
 def keys(rsa_key: Any, ed_key: Any, hs_secret: bytes) -> tuple[VerificationKey, ...]:
     return (
         VerificationKey.hmac(hs_secret, kid="hs"),
         VerificationKey.hmac(hs_secret, algorithm="HS512", kid="hs512"),
-        VerificationKey.rsa(_pem_public(rsa_key), kid="rs"),
-        VerificationKey.rsa(_pem_public(rsa_key), algorithm="PS256", kid="ps"),
-        VerificationKey.ed25519(_pem_public(ed_key), kid="ed"),
+        VerificationKey.rsa(public_pem(rsa_key), kid="rs"),
+        VerificationKey.rsa(public_pem(rsa_key), algorithm="PS256", kid="ps"),
+        VerificationKey.ed25519(public_pem(ed_key), kid="ed"),
     )
 
 
@@ -109,7 +88,7 @@ def test_a_valid_token_of_each_algorithm_gives_its_principal(
 
 
 def test_the_default_key_verifies_tokens_without_a_kid(ed_key: Any) -> None:
-    verifier = verifier_for((VerificationKey.ed25519(_pem_public(ed_key)),))
+    verifier = verifier_for((VerificationKey.ed25519(public_pem(ed_key)),))
     token = jwt.encode(claims(), ed_key, algorithm="EdDSA")
     assert verifier.verify(token).id == "alice"
 
@@ -338,7 +317,7 @@ async def test_the_workspace_acts_for_the_identity(keys: Any, rsa_key: Any) -> N
 def test_config_from_dict_with_files_environment_and_claims(
     tmp_path: Path, rsa_key: Any, ed_key: Any, hs_secret: bytes
 ) -> None:
-    (tmp_path / "rs.pem").write_bytes(_pem_public(rsa_key))
+    (tmp_path / "rs.pem").write_bytes(public_pem(rsa_key))
     config = IdentityConfig.from_dict(
         {
             "issuer": ISSUER,
@@ -348,7 +327,7 @@ def test_config_from_dict_with_files_environment_and_claims(
             "required_claims": ["exp", "iat"],
             "keys": [
                 {"kid": "rs", "algorithm": "RS256", "pem_file": "rs.pem"},
-                {"kid": "ed", "algorithm": "EdDSA", "pem": _pem_public(ed_key).decode()},
+                {"kid": "ed", "algorithm": "EdDSA", "pem": public_pem(ed_key).decode()},
                 {"kid": "hs", "algorithm": "HS256", "secret_env": "IDP_SECRET"},
             ],
             "claims": {"roles": "realm_access.roles"},
@@ -372,7 +351,7 @@ def test_config_from_dict_with_files_environment_and_claims(
 
 
 def test_config_from_toml_and_yaml_files(tmp_path: Path, ed_key: Any) -> None:
-    (tmp_path / "ed.pem").write_bytes(_pem_public(ed_key))
+    (tmp_path / "ed.pem").write_bytes(public_pem(ed_key))
     (tmp_path / "bastion.toml").write_text(
         f"""
 [identity]
@@ -411,6 +390,17 @@ claims:
     assert principal.tenant == "default"  # tenant not read from tokens in the YAML file
 
 
+def test_a_broken_yaml_file_is_refused_without_quoting_its_secret(tmp_path: Path) -> None:
+    # YAML errors quote the offending line; an inline secret there must not reach the message.
+    path = tmp_path / "identity.yaml"
+    path.write_text("keys:\n  - algorithm: HS256\n    secret: s3cr3t-value: [\n", encoding="utf-8")
+    with pytest.raises(ConfigurationError, match=r"line 3, column \d+") as caught:
+        IdentityConfig.from_file(path)
+    assert "s3cr3t" not in str(caught.value)
+    assert "\n" not in str(caught.value)
+    assert caught.value.__cause__ is None
+
+
 def _base(ed_pem: str) -> dict[str, Any]:
     return {
         "issuer": ISSUER,
@@ -439,32 +429,32 @@ def _base(ed_pem: str) -> dict[str, Any]:
 def test_bad_identity_configuration_is_refused_at_load(
     change: dict[str, Any], match: str, ed_key: Any
 ) -> None:
-    data = _base(_pem_public(ed_key).decode()) | change
+    data = _base(public_pem(ed_key).decode()) | change
     with pytest.raises(ConfigurationError, match=match):
         IdentityConfig.from_dict(data)
 
 
 def test_missing_issuer_or_audience_is_refused(ed_key: Any) -> None:
     for name in ("issuer", "audience", "keys"):
-        data = _base(_pem_public(ed_key).decode())
+        data = _base(public_pem(ed_key).decode())
         del data[name]
         with pytest.raises(ConfigurationError, match=f"needs '{name}'"):
             IdentityConfig.from_dict(data)
 
 
 def test_keys_need_distinct_ids_and_at_most_one_default(ed_key: Any, hs_secret: bytes) -> None:
-    ed = VerificationKey.ed25519(_pem_public(ed_key))
+    ed = VerificationKey.ed25519(public_pem(ed_key))
     hs = VerificationKey.hmac(hs_secret)
     with pytest.raises(ConfigurationError, match="at most one key may have no 'kid'"):
         IdentityConfig(issuer=ISSUER, audience=AUDIENCE, keys=(ed, hs))
     a = VerificationKey.hmac(hs_secret, kid="k")
-    b = VerificationKey.ed25519(_pem_public(ed_key), kid="k")
+    b = VerificationKey.ed25519(public_pem(ed_key), kid="k")
     with pytest.raises(ConfigurationError, match="repeated key ids: k"):
         IdentityConfig(issuer=ISSUER, audience=AUDIENCE, keys=(a, b))
 
 
 def test_key_material_is_checked_when_keys_are_built(rsa_key: Any, ed_key: Any) -> None:
-    rsa_pem, ed_pem = _pem_public(rsa_key), _pem_public(ed_key)
+    rsa_pem, ed_pem = public_pem(rsa_key), public_pem(ed_key)
     with pytest.raises(ConfigurationError, match="at least 32 bytes"):
         VerificationKey.hmac(b"short")
     with pytest.raises(ConfigurationError, match="must not be a PEM"):
@@ -482,7 +472,7 @@ def test_key_material_is_checked_when_keys_are_built(rsa_key: Any, ed_key: Any) 
         VerificationKey.rsa(private)
     small = rsa.generate_private_key(public_exponent=65537, key_size=1024)
     with pytest.raises(ConfigurationError, match="at least 2048 bits"):
-        VerificationKey.rsa(_pem_public(small))
+        VerificationKey.rsa(public_pem(small))
     with pytest.raises(ConfigurationError, match="not a PEM public key"):
         VerificationKey.rsa("-----BEGIN PUBLIC KEY-----\nnope\n-----END PUBLIC KEY-----\n")
     with pytest.raises(ConfigurationError, match="RS256 keys take pem or pem_file"):

@@ -12,7 +12,6 @@ import base64
 import hashlib
 import hmac
 import json
-import secrets
 import threading
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -21,7 +20,8 @@ from typing import Any
 import jwt
 import pytest
 from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
+from cryptography.hazmat.primitives.asymmetric import rsa
+from jwt_keys import public_pem
 
 from bastion.governance.errors import (
     AuthenticationError,
@@ -50,30 +50,9 @@ SECRET_SUB = "mallory-7f3a"
 """A subject value that must never appear in an error message."""
 
 
-def _pem(key: Any) -> bytes:
-    return key.public_key().public_bytes(
-        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-    )
-
-
-@pytest.fixture(scope="module")
-def rsa_key() -> rsa.RSAPrivateKey:
-    return rsa.generate_private_key(public_exponent=65537, key_size=2048)
-
-
 @pytest.fixture(scope="module")
 def attacker_rsa() -> rsa.RSAPrivateKey:
     return rsa.generate_private_key(public_exponent=65537, key_size=2048)
-
-
-@pytest.fixture(scope="module")
-def ed_key() -> ed25519.Ed25519PrivateKey:
-    return ed25519.Ed25519PrivateKey.generate()
-
-
-@pytest.fixture(scope="module")
-def hs_secret() -> bytes:
-    return secrets.token_bytes(32)
 
 
 @pytest.fixture(scope="module")
@@ -83,9 +62,9 @@ def verifier(rsa_key: Any, ed_key: Any, hs_secret: bytes) -> JwtVerifier:
         issuer=ISSUER,
         audience=AUDIENCE,
         keys=(
-            VerificationKey.rsa(_pem(rsa_key)),
-            VerificationKey.rsa(_pem(rsa_key), kid="rs"),
-            VerificationKey.ed25519(_pem(ed_key), kid="ed"),
+            VerificationKey.rsa(public_pem(rsa_key)),
+            VerificationKey.rsa(public_pem(rsa_key), kid="rs"),
+            VerificationKey.ed25519(public_pem(ed_key), kid="ed"),
             VerificationKey.hmac(hs_secret, kid="hs"),
         ),
         claims=ClaimsMapping(required=frozenset({"tenant", "roles"})),
@@ -173,7 +152,7 @@ def test_hs256_forged_with_the_rsa_public_key_as_secret_is_refused(
 ) -> None:
     """The classic confusion: sign HS256 with the public PEM, hoping it is used as a secret."""
     header = {"alg": "HS256", "typ": "JWT"} | ({"kid": kid} if kid else {})
-    for public in (_pem(rsa_key), _pem(rsa_key).strip()):
+    for public in (public_pem(rsa_key), public_pem(rsa_key).strip()):
         token = forge(header, claims(roles=["admin"]), hs256(public))
         refused(verifier, token, TokenAlgorithmError, "does not match the algorithm of its key")
 
@@ -181,7 +160,7 @@ def test_hs256_forged_with_the_rsa_public_key_as_secret_is_refused(
 def test_hs256_forged_with_the_ed25519_public_key_is_refused(
     verifier: JwtVerifier, ed_key: Any
 ) -> None:
-    token = forge({"alg": "HS256", "kid": "ed"}, claims(), hs256(_pem(ed_key)))
+    token = forge({"alg": "HS256", "kid": "ed"}, claims(), hs256(public_pem(ed_key)))
     refused(verifier, token, TokenAlgorithmError, "does not match")
     raw = ed_key.public_key().public_bytes(
         serialization.Encoding.Raw, serialization.PublicFormat.Raw
@@ -376,7 +355,9 @@ def test_a_malformed_kid_is_refused(verifier: JwtVerifier, rsa_key: Any, kid: An
 
 def test_no_kid_and_no_default_key_is_refused(ed_key: Any) -> None:
     config = IdentityConfig(
-        issuer=ISSUER, audience=AUDIENCE, keys=(VerificationKey.ed25519(_pem(ed_key), kid="ed"),)
+        issuer=ISSUER,
+        audience=AUDIENCE,
+        keys=(VerificationKey.ed25519(public_pem(ed_key), kid="ed"),),
     )
     verifier = JwtVerifier(config, clock=lambda: NOW)
     token = jwt.encode(claims(), ed_key, algorithm="EdDSA")
@@ -451,7 +432,7 @@ def test_a_zero_leeway_is_exact(rsa_key: Any) -> None:
     config = IdentityConfig(
         issuer=ISSUER,
         audience=AUDIENCE,
-        keys=(VerificationKey.rsa(_pem(rsa_key)),),
+        keys=(VerificationKey.rsa(public_pem(rsa_key)),),
         leeway_seconds=0,
     )
     verifier = JwtVerifier(config, clock=lambda: NOW)
@@ -560,7 +541,7 @@ def test_the_size_cap_is_configurable(ed_key: Any) -> None:
     config = IdentityConfig(
         issuer=ISSUER,
         audience=AUDIENCE,
-        keys=(VerificationKey.ed25519(_pem(ed_key)),),
+        keys=(VerificationKey.ed25519(public_pem(ed_key)),),
         max_token_bytes=512,
         claims=ClaimsMapping(required=frozenset()),
     )

@@ -185,13 +185,27 @@ class IdentityConfig:
                 tomllib.loads(text) if suffix == ".toml" else (yaml.safe_load(text) or {})
             )
         except (OSError, ValueError, yaml.YAMLError) as exc:
-            raise ConfigurationError(f"cannot load identity configuration {file}: {exc}") from exc
+            # ``from None``: the YAML error itself would still carry the quoted line.
+            raise ConfigurationError(
+                f"cannot load identity configuration {file}: {_why(exc)}"
+            ) from None
         if not isinstance(data, Mapping):
             raise ConfigurationError(f"identity file {file} must be a mapping at the top level")
         table = data.get("identity", data)
         if not isinstance(table, Mapping):
             raise ConfigurationError(f"identity file {file}: 'identity' must be a table")
         return cls.from_dict(table, base_dir=file.parent, environ=environ)
+
+
+def _why(exc: Exception) -> str:
+    """Why a file did not load, in one line and without its text: a YAML error quotes the
+    offending line, which may hold an inline secret, so only its problem and place are kept."""
+    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
+        mark = exc.problem_mark
+        return f"{exc.problem or 'not valid YAML'} (line {mark.line + 1}, column {mark.column + 1})"
+    if isinstance(exc, yaml.YAMLError):
+        return "not valid YAML"
+    return str(exc)
 
 
 def _strs(value: object, where: str) -> list[str]:

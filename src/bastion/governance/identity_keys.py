@@ -73,7 +73,7 @@ class VerificationKey:
     @property
     def name(self) -> str:
         """How configuration errors name this key (its kid, never its material)."""
-        return f"key {self.kid!r}" if self.kid is not None else "the default key"
+        return _label(self.kid)
 
     # -- builders ----------------------------------------------------------------------------
 

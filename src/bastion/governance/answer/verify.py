@@ -71,6 +71,7 @@ class Verifier:
                 problems.append(f"cites §{chunk_id}, which the asker may no longer read")
         known = [c for c in cited if c in by_id]
         words = {c: terms(by_id[c].text) for c in known}
+        figures_of = {c: numbers(by_id[c].text) for c in known}
         sentences = answer_sentences(text)
         claims = supported = 0
         for number, (sentence, ids) in enumerate(sentences, start=1):
@@ -85,9 +86,7 @@ class Verifier:
                 continue
             found = frozenset().union(*(words[c] for c in sources))
             overlap = len(content & found) / len(content)
-            figures = numbers(sentence) - frozenset().union(
-                *(numbers(by_id[c].text) for c in sources)
-            )
+            figures = numbers(sentence) - frozenset().union(*(figures_of[c] for c in sources))
             if overlap < self.min_overlap:
                 problems.append(
                     f"sentence {number} is not supported by its cited chunks "

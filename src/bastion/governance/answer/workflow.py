@@ -127,7 +127,7 @@ class AnswerWorkflow:
     async def run(self, question: str, retriever: Retriever, trail: AuditTrail) -> Answer:
         digest = hashlib.sha256(question.encode("utf-8")).hexdigest()[:16]
         trail.record("question", reason=f"chars={len(question)} sha256={digest}")
-        report = GuardrailReport() if self.guardrails is not None else None
+        report: GuardrailReport | None = None
         asked = question
         if self.guardrails is not None:
             verdict = await checked(self.guardrails.check_question(question))
@@ -136,7 +136,7 @@ class AnswerWorkflow:
                 reasons=tuple(verdict.reasons),
                 redacted=verdict.safe and verdict.redacted is not None,
             )
-            report = replace(GuardrailReport(), question=outcome)
+            report = GuardrailReport(question=outcome)
             if not verdict.safe:
                 trail.record(
                     "guardrails.question",
@@ -146,7 +146,7 @@ class AnswerWorkflow:
                 return Answer(
                     answer=REFUSED,
                     status=AnswerStatus.REFUSED,
-                    verification=None if self.verifier is None else Verification(passed=True),
+                    verification=self._no_claims(),
                     guardrails=report,
                     generator=self.generator.name,
                     reranker=self.reranker.name,
@@ -244,7 +244,7 @@ class AnswerWorkflow:
             guardrails=report,
             generator=self.generator.name,
             reranker=self.reranker.name,
-            verification=None if self.verifier is None else Verification(passed=True),
+            verification=self._no_claims(),
         )
         if not contexts:
             trail.record("cite", reason="cited=none (no authorized context)")
@@ -290,6 +290,10 @@ class AnswerWorkflow:
             verification=verification,
             guardrails=report,
         )
+
+    def _no_claims(self) -> Verification | None:
+        """The verification of an answer that makes no claim: passed, or None when off."""
+        return None if self.verifier is None else Verification(passed=True)
 
     @staticmethod
     def _record_verification(trail: AuditTrail, verification: Verification | None) -> None:
