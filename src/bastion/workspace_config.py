@@ -149,10 +149,6 @@ class MountConfig:
     options: Mapping[str, Any] = field(default_factory=dict, repr=False)
     """Options of the store (credentials, ``endpoint_url``, ``namespace``...): never shown."""
 
-    @property
-    def scheme(self) -> str:
-        return self.url.partition(":")[0].lower()
-
     def open(self, relative_to: str | os.PathLike[str] | None = None) -> Mount:
         """Build the store and mount it."""
         return mount_from_url(

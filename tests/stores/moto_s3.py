@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["FAKE_AWS", "make_bucket", "moto_endpoint"]
+__all__ = ["FAKE_AWS", "make_bucket", "moto_endpoint", "s3_client"]
 
 FAKE_AWS = {
     "AWS_ACCESS_KEY_ID": "testing",
@@ -45,16 +45,21 @@ def moto_endpoint() -> Iterator[str]:
             server.stop()
 
 
-def make_bucket(endpoint: str, name: str) -> Any:
-    """Create bucket ``name`` on the server at ``endpoint``; return the boto3 client."""
+def s3_client(endpoint: str) -> Any:
+    """A boto3 S3 client of the server at ``endpoint``, with the fake credentials."""
     import boto3
 
-    client = boto3.client(
+    return boto3.client(
         "s3",
         endpoint_url=endpoint,
         aws_access_key_id="testing",
         aws_secret_access_key="testing",
         region_name="us-east-1",
     )
+
+
+def make_bucket(endpoint: str, name: str) -> Any:
+    """Create bucket ``name`` on the server at ``endpoint``; return the boto3 client."""
+    client = s3_client(endpoint)
     client.create_bucket(Bucket=name)
     return client

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from moto_s3 import make_bucket, moto_endpoint
+from moto_s3 import make_bucket, moto_endpoint, s3_client
 
 from bastion.core.errors import (
     ConfigurationError,
@@ -146,22 +146,10 @@ async def test_s3_url_opens_a_bucket_prefix(endpoint: str) -> None:
     assert store.kind == "s3"
     try:
         assert await _round_trip(store) == b"hi"
-        keys = make_bucket_client(endpoint).list_objects_v2(Bucket="registry", Prefix=prefix)
+        keys = s3_client(endpoint).list_objects_v2(Bucket="registry", Prefix=prefix)
         assert [o["Key"] for o in keys["Contents"]] == [f"{prefix}/hello.txt"]
     finally:
         await store.close()
-
-
-def make_bucket_client(endpoint: str) -> object:
-    import boto3
-
-    return boto3.client(
-        "s3",
-        endpoint_url=endpoint,
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-        region_name="us-east-1",
-    )
 
 
 async def test_other_fsspec_protocols_open_an_fsspec_store(tmp_path: Path) -> None:

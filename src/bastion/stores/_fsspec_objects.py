@@ -114,8 +114,6 @@ class Objects(ABC):
     """A flat namespace of objects below a root (see the module doc)."""
 
     kind: str = "fsspec"
-    atomic: bool = False
-    """True when the server itself checks the preconditions of writes (``If-Match``)."""
     reserved: str | None = None
     """A file name the backend keeps for itself, or ``None``."""
 
@@ -134,9 +132,9 @@ class Objects(ABC):
 
     @abstractmethod
     async def put(self, key: str, data: bytes, expect: Expect) -> Obj:
-        """Write the whole object. A backend whose server checks conditions (``atomic``)
-        raises :class:`PreconditionFailed` when ``expect`` fails; the others rely on the
-        check the store made under its lock just before."""
+        """Write the whole object. A backend whose server checks conditions (S3's
+        ``If-Match``) raises :class:`PreconditionFailed` when ``expect`` fails; the others
+        rely on the check the store made under its lock just before."""
 
     async def append(self, key: str, current: Obj, data: bytes) -> Obj:
         """Write ``current``'s content followed by ``data``, on the condition that the

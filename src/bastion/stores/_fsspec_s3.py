@@ -24,7 +24,7 @@ import asyncio
 import contextlib
 import secrets
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any, Final
 
 from bastion.core.errors import ConfigurationError
@@ -62,6 +62,17 @@ def error_code(exc: BaseException) -> str | None:
             return str(code) if code is not None else None
         seen = seen.__cause__ or seen.__context__
     return None
+
+
+@contextlib.contextmanager
+def _preconditioned(key: str) -> Iterator[None]:
+    """Raise :class:`PreconditionFailed` for a conditional request S3 refused."""
+    try:
+        yield
+    except OSError as exc:  # s3fs raises FileExistsError for some refusals
+        if isinstance(exc, FileExistsError) or error_code(exc) in _PRECONDITION:
+            raise PreconditionFailed(key) from None
+        raise
 
 
 def _token() -> dict[str, str]:
@@ -109,7 +120,6 @@ class S3Objects(Objects):
     """Objects under ``bucket/prefix`` of an ``s3fs.S3FileSystem`` (see the module doc)."""
 
     kind = "s3"
-    atomic = True
 
     def __init__(self, fs: Any, root: str) -> None:
         bucket, _, prefix = str(fs._strip_protocol(root)).strip("/").partition("/")
@@ -223,7 +233,7 @@ class S3Objects(Objects):
 
     async def put(self, key: str, data: bytes, expect: Expect) -> Obj:
         metadata = _token()
-        try:
+        with _preconditioned(key):
             response = await self._s3(
                 "put_object",
                 Key=self._key(key),
@@ -231,10 +241,6 @@ class S3Objects(Objects):
                 Metadata=metadata,
                 **_conditions(expect),
             )
-        except (FileExistsError, OSError) as exc:
-            if isinstance(exc, FileExistsError) or error_code(exc) in _PRECONDITION:
-                raise PreconditionFailed(key) from None
-            raise
         return _written(response, len(data), metadata)
 
     async def append(self, key: str, current: Obj, data: bytes) -> Obj:
@@ -279,12 +285,8 @@ class S3Objects(Objects):
 
     async def mark(self, key: str, *, exclusive: bool) -> None:
         extra = {"IfNoneMatch": "*"} if exclusive else {}
-        try:
+        with _preconditioned(key):
             await self._s3("put_object", Key=self._dir(key), Body=b"", **extra)
-        except (FileExistsError, OSError) as exc:
-            if isinstance(exc, FileExistsError) or error_code(exc) in _PRECONDITION:
-                raise PreconditionFailed(key) from None
-            raise
 
     async def remove(self, key: str) -> None:
         await self._s3("delete_object", Key=self._key(key))
@@ -342,14 +344,10 @@ class S3Objects(Objects):
             if copied is None:
                 raise FileNotFoundError(dst)
             return copied
-        try:
+        with _preconditioned(dst):
             response = await self._s3(
                 "copy_object", Key=self._key(dst), CopySource=source, **extra, **_conditions(expect)
             )
-        except (FileExistsError, OSError) as exc:
-            if isinstance(exc, FileExistsError) or error_code(exc) in _PRECONDITION:
-                raise PreconditionFailed(dst) from None
-            raise
         if keep_version:
             copied = await self.head(dst)
             return copied if copied is not None else found

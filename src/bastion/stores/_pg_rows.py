@@ -20,6 +20,7 @@ from psycopg.types.json import Jsonb
 from bastion.core.errors import NotADirectoryError_, NotFoundError, StoreError
 from bastion.core.models import EntryKind, FileInfo, Labels
 from bastion.core.paths import VPath
+from bastion.stores._common import labels_dict
 
 __all__ = [
     "Conn",
@@ -118,14 +119,7 @@ def stored_labels(stored: Any) -> Labels | None:
 def labels_json(labels: Labels | None) -> Jsonb | None:
     if labels is None:
         return None
-    return Jsonb(
-        {
-            "tenant": labels.tenant,
-            "classification": labels.classification,
-            "roles": sorted(labels.roles),
-            "tags": sorted(labels.tags),
-        }
-    )
+    return Jsonb(labels_dict(labels))
 
 
 # -- lookups ----------------------------------------------------------------------------------

@@ -17,18 +17,11 @@ from psycopg import errors
 from psycopg.rows import TupleRow
 from psycopg.types.json import Jsonb
 
-from bastion.core.errors import (
-    AlreadyExistsError,
-    ConflictError,
-    DirectoryNotEmptyError,
-    IsADirectoryError_,
-    NotADirectoryError_,
-    NotFoundError,
-    StoreError,
-)
+from bastion.core.errors import AlreadyExistsError, IsADirectoryError_, NotFoundError, StoreError
 from bastion.core.models import FileInfo, Labels, WriteMode
 from bastion.core.paths import VPath
 from bastion.stores import _pg_rows as db
+from bastion.stores._common import check_move, check_write, conflict, not_empty
 from bastion.stores._pg_rows import Conn, Entry
 
 __all__ = ["delete", "mkdir", "rename", "set_labels", "set_metadata", "write"]
@@ -68,11 +61,7 @@ async def _refuse_stale(conn: Conn, ns: int, path: VPath, if_version: str) -> No
     )
     row = await cur.fetchone()
     if row is not None and str(row[0]) != if_version:
-        raise _conflict(path, if_version)
-
-
-def _conflict(path: VPath, if_version: str) -> ConflictError:
-    return ConflictError(f"{path} changed since version {if_version}; read it again and retry")
+        raise conflict(path, if_version)
 
 
 async def _write_locked(
@@ -88,7 +77,7 @@ async def _write_locked(
         row = await db.locked(conn, ns, path)
         if row is None:
             if if_version is not None:
-                raise _conflict(path, if_version)
+                raise conflict(path, if_version)
             if await db.require_parent(conn, ns, path) is not None:
                 continue  # created since: lock it and decide again
             created = await _create(conn, ns, path, data, chunk_size)
@@ -99,10 +88,7 @@ async def _write_locked(
             continue  # another writer created it first: lock it and decide again
         if row.is_dir:
             raise IsADirectoryError_(f"{path} is a directory")
-        if mode is WriteMode.CREATE:
-            raise AlreadyExistsError(f"{path} already exists")
-        if if_version is not None and str(row.version) != if_version:
-            raise _conflict(path, if_version)
+        check_write(path, mode, if_version, str(row.version))
         if mode is WriteMode.APPEND:
             return await _append(conn, ns, row, data)
         return await _overwrite(conn, ns, row, data, chunk_size)
@@ -232,18 +218,13 @@ async def delete(conn: Conn, ns: int, path: VPath, recursive: bool) -> None:
                     (ns, key),
                 )
                 if await cur.fetchone() is not None:
-                    raise DirectoryNotEmptyError(
-                        f"{path} is not empty; pass recursive=True to delete it and its contents"
-                    )
+                    raise not_empty(path)
             await conn.execute(_DELETE_TREE, tree)
             return
 
 
 async def rename(conn: Conn, ns: int, src: VPath, dst: VPath) -> None:
-    if src.is_root or dst.is_root:
-        raise IsADirectoryError_("cannot move the store root")
-    if dst.is_relative_to(src):
-        raise NotADirectoryError_(f"cannot move {src} into itself")
+    check_move(src, dst)
     key = db.path_key(src)
     while True:
         seen = await db.lookup(conn, ns, src)

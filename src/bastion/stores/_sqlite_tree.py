@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from bastion.core.errors import NotADirectoryError_, NotFoundError, StoreError
 from bastion.core.models import EntryKind, FileInfo, Labels
 from bastion.core.paths import VPath
+from bastion.stores._common import labels_dict
 from bastion.stores._sqlite_db import ROOT_ID
 
 __all__ = [
@@ -135,15 +136,7 @@ def info(path: VPath, node: Node) -> FileInfo:
 
 
 def encode_labels(labels: Labels) -> str:
-    return json.dumps(
-        {
-            "tenant": labels.tenant,
-            "classification": labels.classification,
-            "roles": sorted(labels.roles),
-            "tags": sorted(labels.tags),
-        },
-        separators=(",", ":"),
-    )
+    return json.dumps(labels_dict(labels), separators=(",", ":"))
 
 
 def decode_labels(text: str, path: VPath) -> Labels:

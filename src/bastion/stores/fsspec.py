@@ -44,7 +44,6 @@ from bastion.core.errors import (
     AlreadyExistsError,
     ConfigurationError,
     ConflictError,
-    DirectoryNotEmptyError,
     InvalidPathError,
     IsADirectoryError_,
     NotADirectoryError_,
@@ -54,6 +53,7 @@ from bastion.core.errors import (
 from bastion.core.models import EntryKind, FileInfo, WriteMode
 from bastion.core.paths import VPath
 from bastion.core.ports import ReadCheck, Store
+from bastion.stores._common import check_move, check_range, check_write, conflict, not_empty
 from bastion.stores._fsspec_edge import open_filesystem, translate
 from bastion.stores._fsspec_objects import (
     ABSENT,
@@ -70,11 +70,6 @@ __all__ = ["FsspecStore"]
 T = TypeVar("T")
 
 _APPEND_TRIES = 8
-
-
-def _check_range(offset: int, length: int | None) -> None:
-    if offset < 0 or (length is not None and length < 0):
-        raise ValueError("offset and length must be non-negative")
 
 
 def _key(path: VPath) -> str:
@@ -259,7 +254,7 @@ class FsspecStore(Store):
     ) -> tuple[FileInfo, bytes]:
         """One request on S3: the info arrives with the range; ``check`` runs here, on the
         caller's thread, before the body is read."""
-        _check_range(offset, length)
+        check_range(offset, length)
         info, body = await self._run(path, self._open(path, offset, length))
         try:
             if check is not None:
@@ -306,12 +301,7 @@ class FsspecStore(Store):
             current = await self._objects.head(key)
             if current is None:  # a new file: its parent must be a directory, it must not be
                 await self._new_entry(path)
-            if current is not None and mode is WriteMode.CREATE:
-                raise AlreadyExistsError(f"{path} already exists")
-            if if_version is not None and (current is None or current.version != if_version):
-                raise ConflictError(
-                    f"{path} changed since version {if_version}; read it again and retry"
-                )
+            check_write(path, mode, if_version, None if current is None else current.version)
             expect: Expect = ABSENT if current is None else current
             if mode is WriteMode.OVERWRITE and if_version is None:
                 expect = None
@@ -324,9 +314,7 @@ class FsspecStore(Store):
                 if mode is WriteMode.CREATE:
                     raise AlreadyExistsError(f"{path} already exists") from None
                 if if_version is not None:
-                    raise ConflictError(
-                        f"{path} changed since version {if_version}; read it again and retry"
-                    ) from None
+                    raise conflict(path, if_version) from None
                 continue  # another process appended meanwhile: append to its result
             return _file(path, obj)
         raise ConflictError(f"{path} kept changing while appending to it; retry")
@@ -343,9 +331,7 @@ class FsspecStore(Store):
             await self._objects.remove(key)
         elif await self._objects.is_dir(key):
             if not recursive and await self._objects.has_children(key):
-                raise DirectoryNotEmptyError(
-                    f"{path} is not empty; pass recursive=True to delete it and its contents"
-                )
+                raise not_empty(path)
             await self._objects.remove_tree(key)
         else:
             raise await self._missing(path)
@@ -391,10 +377,7 @@ class FsspecStore(Store):
             raise AlreadyExistsError(f"{path} already exists") from None
 
     async def rename(self, src: VPath, dst: VPath) -> None:
-        if src.is_root or dst.is_root:
-            raise IsADirectoryError_("cannot move the store root")
-        if dst.is_relative_to(src):
-            raise NotADirectoryError_(f"cannot move {src} into itself")
+        check_move(src, dst)
         work = self._locked([_key(src), _key(dst)], self._rename(src, dst))
         await self._run(src, work)
 

@@ -43,8 +43,6 @@ from typing import Any, ParamSpec, TypeVar
 from bastion.core.errors import (
     AlreadyExistsError,
     ConfigurationError,
-    ConflictError,
-    DirectoryNotEmptyError,
     IsADirectoryError_,
     NotADirectoryError_,
     NotFoundError,
@@ -54,6 +52,7 @@ from bastion.core.errors import (
 from bastion.core.models import EntryKind, FileInfo, WriteMode
 from bastion.core.paths import VPath
 from bastion.core.ports import ReadCheck, Store
+from bastion.stores._common import check_move, check_range, check_write, not_empty
 
 try:
     from langgraph.store.base import BaseStore, Item, PutOp
@@ -263,12 +262,7 @@ class LangGraphStore(Store):
             current = self._get(path)
             if current is not None and current.info.is_dir:
                 raise IsADirectoryError_(f"{path} is a directory")
-            if current is not None and mode is WriteMode.CREATE:
-                raise AlreadyExistsError(f"{path} already exists")
-            if if_version is not None and (current is None or current.info.version != if_version):
-                raise ConflictError(
-                    f"{path} changed since version {if_version}; read it again and retry"
-                )
+            check_write(path, mode, if_version, None if current is None else current.info.version)
             if current is not None and mode is WriteMode.APPEND:
                 data = current.data() + data
             value = _file_value(path.parent, data)
@@ -284,9 +278,7 @@ class LangGraphStore(Store):
             if found.info.is_dir:
                 below = list(self._items(path, below=True, limit=None if recursive else 1))
                 if below and not recursive:
-                    raise DirectoryNotEmptyError(
-                        f"{path} is not empty; pass recursive=True to delete it and its contents"
-                    )
+                    raise not_empty(path)
                 ops += [PutOp(tuple(i.namespace), i.key, None) for i in below]
             self.store.batch(ops)
 
@@ -354,8 +346,7 @@ class LangGraphStore(Store):
         *,
         check: ReadCheck | None = None,
     ) -> tuple[FileInfo, bytes]:
-        if offset < 0 or (length is not None and length < 0):
-            raise ValueError("offset and length must be non-negative")
+        check_range(offset, length)
         found = await self._run(path, self._existing, path)
         if found.info.is_dir:
             raise IsADirectoryError_(f"{path} is a directory")
@@ -390,8 +381,5 @@ class LangGraphStore(Store):
         await self._run(path, self._mkdir, path)
 
     async def rename(self, src: VPath, dst: VPath) -> None:
-        if src.is_root or dst.is_root:
-            raise IsADirectoryError_("cannot move the store root")
-        if dst.is_relative_to(src):
-            raise NotADirectoryError_(f"cannot move {src} into itself")
+        check_move(src, dst)
         await self._run(src, self._rename, src, dst)

@@ -38,6 +38,7 @@ from bastion.core.paths import VPath
 from bastion.core.ports import ReadCheck, Store
 from bastion.stores import _pg_read as reads
 from bastion.stores import _pg_write as writes
+from bastion.stores._common import check_range
 from bastion.stores._pg_rows import Conn, Entry
 from bastion.stores._pg_runtime import PgRuntime
 
@@ -51,11 +52,6 @@ async def _fetch(
     conn: Conn, _ns: int, _created: float, *, row: Entry, offset: int, length: int | None
 ) -> bytes | None:
     return await reads.fetch(conn, row, offset, length)
-
-
-def _non_negative(offset: int, length: int | None) -> None:
-    if offset < 0 or (length is not None and length < 0):
-        raise ValueError("offset and length must be non-negative")
 
 
 class PostgresStore(Store):
@@ -132,7 +128,7 @@ class PostgresStore(Store):
         )
 
     async def read_range(self, path: VPath, offset: int = 0, length: int | None = None) -> bytes:
-        _non_negative(offset, length)
+        check_range(offset, length)
         _, data = await self._rt.run(
             path, lambda conn, ns, _: reads.read(conn, ns, path, offset, length)
         )
@@ -151,7 +147,7 @@ class PostgresStore(Store):
         ``check`` runs in the caller's thread and context, before any byte is fetched; the
         bytes are those of the very content it saw (a read that raced an overwrite looks the
         file up again, and checks again)."""
-        _non_negative(offset, length)
+        check_range(offset, length)
         if check is None:
             return await self._rt.run(
                 path, lambda conn, ns, _: reads.read(conn, ns, path, offset, length)

@@ -35,8 +35,6 @@ from typing import TypeVar
 from bastion.core.errors import (
     AlreadyExistsError,
     ConfigurationError,
-    ConflictError,
-    DirectoryNotEmptyError,
     IsADirectoryError_,
     NotADirectoryError_,
     NotFoundError,
@@ -45,6 +43,7 @@ from bastion.core.models import EntryKind, FileInfo, Labels, WriteMode
 from bastion.core.paths import VPath
 from bastion.core.ports import ReadCheck, Store
 from bastion.stores import _sqlite_tree as tree
+from bastion.stores._common import check_move, check_range, check_write, not_empty
 from bastion.stores._sqlite_db import Database
 
 __all__ = ["DEFAULT_CHUNK_SIZE", "SqliteStore"]
@@ -58,9 +57,12 @@ T = TypeVar("T")
 Conn = sqlite3.Connection
 
 
-def _check_range(offset: int, length: int | None) -> None:
-    if offset < 0 or (length is not None and length < 0):
-        raise ValueError("offset and length must be non-negative")
+def _file(conn: Conn, path: VPath) -> tree.Node:
+    """The node of the file at ``path`` (a directory raises :class:`IsADirectoryError_`)."""
+    node = tree.resolve(conn, path)
+    if node.is_dir:
+        raise IsADirectoryError_(f"{path} is a directory")
+    return node
 
 
 class SqliteStore(Store):
@@ -113,13 +115,10 @@ class SqliteStore(Store):
         return await self._read(path, lambda conn: tree.info(path, tree.resolve(conn, path)))
 
     async def read_range(self, path: VPath, offset: int = 0, length: int | None = None) -> bytes:
-        _check_range(offset, length)
+        check_range(offset, length)
 
         def work(conn: Conn) -> bytes:
-            node = tree.resolve(conn, path)
-            if node.is_dir:
-                raise IsADirectoryError_(f"{path} is a directory")
-            return tree.read_chunks(conn, path, node, offset, length)
+            return tree.read_chunks(conn, path, _file(conn, path), offset, length)
 
         return await self._read(path, work)
 
@@ -132,12 +131,10 @@ class SqliteStore(Store):
         check: ReadCheck | None = None,
     ) -> tuple[FileInfo, bytes]:
         """One lookup in one snapshot: the entry, its info, ``check``, then its chunks."""
-        _check_range(offset, length)
+        check_range(offset, length)
 
         def work(conn: Conn) -> tuple[FileInfo, bytes]:
-            node = tree.resolve(conn, path)
-            if node.is_dir:
-                raise IsADirectoryError_(f"{path} is a directory")
+            node = _file(conn, path)
             info = tree.info(path, node)
             if check is not None:
                 check(info)
@@ -166,12 +163,7 @@ class SqliteStore(Store):
             existing = tree.child(conn, parent.id, path.name)
             if existing is not None and existing.is_dir:
                 raise IsADirectoryError_(f"{path} is a directory")
-            if existing is not None and mode is WriteMode.CREATE:
-                raise AlreadyExistsError(f"{path} already exists")
-            if if_version is not None and (existing is None or existing.version != if_version):
-                raise ConflictError(
-                    f"{path} changed since version {if_version}; read it again and retry"
-                )
+            check_write(path, mode, if_version, None if existing is None else existing.version)
             return self._store(conn, path, parent, existing, view, mode, encoded)
 
         return await self._write(path, work)
@@ -228,9 +220,7 @@ class SqliteStore(Store):
             if node is None:
                 raise NotFoundError(f"{path} not found")
             if node.is_dir and not recursive and next(tree.children(conn, node.id), None):
-                raise DirectoryNotEmptyError(
-                    f"{path} is not empty; pass recursive=True to delete it and its contents"
-                )
+                raise not_empty(path)
             tree.remove(conn, node)
             tree.touch(conn, parent.id, time.time())
 
@@ -268,10 +258,7 @@ class SqliteStore(Store):
         await self._write(path, work)
 
     async def rename(self, src: VPath, dst: VPath) -> None:
-        if src.is_root or dst.is_root:
-            raise IsADirectoryError_("cannot move the store root")
-        if dst.is_relative_to(src):
-            raise NotADirectoryError_(f"cannot move {src} into itself")
+        check_move(src, dst)
 
         def work(conn: Conn) -> None:
             src_parent = tree.parent_dir(conn, src)

@@ -1,0 +1,63 @@
+"""Checks and messages every store adapter shares, so that each says the same thing.
+
+Pure functions: a store calls them where it holds what they need (under its own lock or
+inside its own transaction); they decide nothing about storage.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bastion.core.errors import (
+    AlreadyExistsError,
+    ConflictError,
+    DirectoryNotEmptyError,
+    IsADirectoryError_,
+    NotADirectoryError_,
+)
+from bastion.core.models import Labels, WriteMode
+from bastion.core.paths import VPath
+
+__all__ = ["check_move", "check_range", "check_write", "conflict", "labels_dict", "not_empty"]
+
+
+def check_range(offset: int, length: int | None) -> None:
+    if offset < 0 or (length is not None and length < 0):
+        raise ValueError("offset and length must be non-negative")
+
+
+def conflict(path: VPath, if_version: str) -> ConflictError:
+    return ConflictError(f"{path} changed since version {if_version}; read it again and retry")
+
+
+def not_empty(path: VPath) -> DirectoryNotEmptyError:
+    return DirectoryNotEmptyError(
+        f"{path} is not empty; pass recursive=True to delete it and its contents"
+    )
+
+
+def check_write(path: VPath, mode: WriteMode, if_version: str | None, current: str | None) -> None:
+    """Refuse a write that ``mode`` or ``if_version`` forbid. ``current`` is the version of
+    the file at ``path`` now, ``None`` when there is none (the caller refuses a directory)."""
+    if current is not None and mode is WriteMode.CREATE:
+        raise AlreadyExistsError(f"{path} already exists")
+    if if_version is not None and current != if_version:
+        raise conflict(path, if_version)
+
+
+def check_move(src: VPath, dst: VPath) -> None:
+    """Refuse a move of the root, to the root, or into the moved entry itself."""
+    if src.is_root or dst.is_root:
+        raise IsADirectoryError_("cannot move the store root")
+    if dst.is_relative_to(src):
+        raise NotADirectoryError_(f"cannot move {src} into itself")
+
+
+def labels_dict(labels: Labels) -> dict[str, Any]:
+    """``labels`` as JSON-ready data (sets sorted, so equal labels encode alike)."""
+    return {
+        "tenant": labels.tenant,
+        "classification": labels.classification,
+        "roles": sorted(labels.roles),
+        "tags": sorted(labels.tags),
+    }
