@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-from security_stores import seed
+from security_stores import caught, same_form, seed, snapshot
 
 import bastion.workspace.workspace as workspace_module
 from bastion.core.errors import (
@@ -34,29 +34,6 @@ from bastion.core.principal import Principal
 from bastion.core.ratelimit import RateLimiter
 from bastion.stores.memory import MemoryStore
 from bastion.workspace import Workspace
-
-
-async def snapshot(store: Store) -> dict[str, bytes | None]:
-    out: dict[str, bytes | None] = {}
-    async for info in store.walk():
-        out[str(info.path)] = None if info.is_dir else await store.read_all(info.path)
-    return out
-
-
-async def caught(aw: Any) -> BaseException:
-    try:
-        await aw
-    except Exception as exc:
-        return exc
-    raise AssertionError("expected an error, the call succeeded")
-
-
-def same_form(exc_a: BaseException, path_a: str, exc_b: BaseException, path_b: str) -> bool:
-    """Two errors that differ only in the path they name."""
-    return type(exc_a) is type(exc_b) and str(exc_a).replace(path_a, "<P>") == str(exc_b).replace(
-        path_b, "<P>"
-    )
-
 
 AGENT = Principal.of("agent", roles={"engineer"}, clearance="internal")
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from security_stores import STORE_KINDS, new_store, seed
+from security_stores import STORE_KINDS, new_store, seed, snapshot
 
 from bastion.core.errors import (
     AccessDeniedError,
@@ -55,14 +55,6 @@ def store_kind(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def make_store(store_kind: str, tmp_path: Path) -> Callable[[str], Store]:
     return lambda name: new_store(store_kind, tmp_path, name)
-
-
-async def snapshot(store: Store) -> dict[str, bytes | None]:
-    """Every entry of a store: file content, or ``None`` for a directory."""
-    out: dict[str, bytes | None] = {}
-    async for info in store.walk():
-        out[str(info.path)] = None if info.is_dir else await store.read_all(info.path)
-    return out
 
 
 def host_tree(root: Path) -> dict[str, bytes | None]:

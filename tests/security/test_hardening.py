@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from security_stores import seed
+from security_stores import caught, same_form, seed, snapshot
 
 from bastion.core.errors import (
     AccessDeniedError,
@@ -31,25 +31,6 @@ from bastion.stores.memory import MemoryStore
 from bastion.workspace import Workspace
 
 AGENT = Principal.of("agent", roles={"engineer"}, clearance="internal")
-
-
-async def snapshot(store: Store) -> dict[str, bytes | None]:
-    out: dict[str, bytes | None] = {}
-    async for info in store.walk():
-        out[str(info.path)] = None if info.is_dir else await store.read_all(info.path)
-    return out
-
-
-async def caught(aw: Awaitable[Any]) -> BaseException:
-    try:
-        await aw
-    except Exception as exc:
-        return exc
-    raise AssertionError("expected an error, the call succeeded")
-
-
-def same_form(a: BaseException, path_a: str, b: BaseException, path_b: str) -> bool:
-    return type(a) is type(b) and str(a).replace(path_a, "<P>") == str(b).replace(path_b, "<P>")
 
 
 # -- hidden mounts ---------------------------------------------------------------------------

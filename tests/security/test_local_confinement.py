@@ -380,10 +380,7 @@ async def test_store_stays_on_its_directory_when_the_root_path_moves(lay: Layout
 async def test_fifo_is_refused_without_blocking(lay: Layout) -> None:
     fifo = lay.root / "pipe"
     os.mkfifo(fifo)
-
-    def unblock() -> None:
-        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
-
+    unblock = _fifo_writer(fifo)
     for call in (
         lambda: _drive(lay.store.read_all(P("/pipe"))),
         lambda: _drive(lay.store.read_file(P("/pipe"))),
@@ -488,6 +485,23 @@ def _to_link(entry: Path, target: Path) -> Callable[[], None]:
     return swap
 
 
+def _to_fifo(entry: Path) -> Callable[[], None]:
+    def swap() -> None:
+        entry.unlink()
+        os.mkfifo(entry)
+
+    return swap
+
+
+def _fifo_writer(fifo: Path) -> Callable[[], None]:
+    """Opens ``fifo`` for writing once: unblocks a reader stuck opening it."""
+
+    def unblock() -> None:
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+
+    return unblock
+
+
 async def test_file_swapped_for_a_link_before_open(
     lay: Layout, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -502,18 +516,9 @@ async def test_file_swapped_for_a_fifo_before_open(
     lay: Layout, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     target = lay.root / "inside.txt"
-
-    def swap() -> None:
-        target.unlink()
-        os.mkfifo(target)
-
-    fired = _hook(monkeypatch, "open", lambda name: name == "inside.txt", swap)
-
-    def unblock() -> None:
-        os.close(os.open(target, os.O_WRONLY | os.O_NONBLOCK))
-
+    fired = _hook(monkeypatch, "open", lambda name: name == "inside.txt", _to_fifo(target))
     with pytest.raises(UnsupportedFileError, match="is a FIFO"):
-        _within(5, lambda: _drive(lay.store.read_all(P("/inside.txt"))), unblock)
+        _within(5, lambda: _drive(lay.store.read_all(P("/inside.txt"))), _fifo_writer(target))
     assert fired == ["inside.txt"]
 
 
@@ -640,18 +645,9 @@ async def test_file_swapped_for_a_fifo_after_the_first_look(
 ) -> None:
     _need_openat2(lay.store)
     target = lay.root / "inside.txt"
-
-    def swap() -> None:
-        target.unlink()
-        os.mkfifo(target)
-
-    fired = _after(monkeypatch, "stat", lambda name: name == "inside.txt", swap)
-
-    def unblock() -> None:
-        os.close(os.open(target, os.O_WRONLY | os.O_NONBLOCK))
-
+    fired = _after(monkeypatch, "stat", lambda name: name == "inside.txt", _to_fifo(target))
     with pytest.raises(UnsupportedFileError, match="is a FIFO"):
-        _within(5, lambda: _drive(lay.store.read_file(P("/inside.txt"))), unblock)
+        _within(5, lambda: _drive(lay.store.read_file(P("/inside.txt"))), _fifo_writer(target))
     assert fired == ["inside.txt"]
 
 

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import pytest
 from security_stores import seed as _seed
+from security_stores import snapshot as _snapshot
 
 from bastion.core.errors import (
     InvalidPatternError,
@@ -48,13 +49,6 @@ def finishes(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
     if "error" in box:
         raise box["error"]
     return box["value"]  # type: ignore[no-any-return]
-
-
-async def _snapshot(store: Store) -> dict[str, bytes | None]:
-    out: dict[str, bytes | None] = {}
-    async for info in store.walk():
-        out[str(info.path)] = None if info.is_dir else await store.read_all(info.path)
-    return out
 
 
 # == 11. hostile regular expressions and globs ===============================================

@@ -80,15 +80,7 @@ class MemoryStore(Store):
             return self._info(path, self._node(path))
 
     async def read_range(self, path: VPath, offset: int = 0, length: int | None = None) -> bytes:
-        if offset < 0 or (length is not None and length < 0):
-            raise ValueError("offset and length must be non-negative")
-        with self._lock:
-            node = self._node(path)
-            if isinstance(node, _Dir):
-                raise IsADirectoryError_(f"{path} is a directory")
-            data = node.data
-        end = None if length is None else offset + length
-        return data[offset:end]
+        return self._read(path, offset, length, None)[1]
 
     async def read_file(
         self,
@@ -98,6 +90,13 @@ class MemoryStore(Store):
         *,
         check: ReadCheck | None = None,
     ) -> tuple[FileInfo, bytes]:
+        return self._read(path, offset, length, check)
+
+    def _read(
+        self, path: VPath, offset: int, length: int | None, check: ReadCheck | None
+    ) -> tuple[FileInfo, bytes]:
+        """``read_file`` and ``read_range``: one look under the lock, ``check`` on the info
+        before the bytes are taken."""
         if offset < 0 or (length is not None and length < 0):
             raise ValueError("offset and length must be non-negative")
         with self._lock:

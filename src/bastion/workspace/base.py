@@ -22,7 +22,7 @@ from bastion.core.errors import (
     ScopeError,
 )
 from bastion.core.guard import GuardContext, GuardedStore, Operation
-from bastion.core.models import Action, EntryKind, FileInfo, Scope, WriteMode
+from bastion.core.models import Action, EntryKind, FileInfo, WriteMode
 from bastion.core.mounts import Mount
 from bastion.core.operation import note_refusal
 from bastion.core.paths import VPath
@@ -119,9 +119,7 @@ class WorkspaceBase:
 
     def _mount_visible(self, mount: Mount) -> bool:
         ctx = self._ctx
-        if ctx.blocked(mount.prefix) is not None:
-            return False
-        if mount.scope is not Scope.WRITE_ONLY and not ctx.admits(mount.labels):
+        if ctx.blocked(mount.prefix) is not None or self._guarded[mount.prefix].hidden:
             return False
         return any(
             ctx.allows(action, mount.prefix) for action in (Action.LIST, Action.READ, Action.WRITE)

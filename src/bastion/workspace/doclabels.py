@@ -74,7 +74,10 @@ class DocumentLabels(Store):
         target = labelled_file_of(info.path)
         if target is not None:  # a sidecar shows only to those who may see its file
             try:
-                described = await self._labelled(await self.inner.stat(target))
+                # ``info`` is the file's sidecar: no need to look it up again
+                described = await self._labelled(
+                    await self.inner.stat(target), {info.path.name: info}
+                )
             except NotFoundError:
                 described = None
             if described is not None and described.is_file:
@@ -99,7 +102,7 @@ class DocumentLabels(Store):
             found = await self.inner.stat(
                 path.parent.join(VPath.parse("/" + path.name + SIDECAR_SUFFIX))
             )
-        except (NotFoundError, BastionError):
+        except BastionError:
             return None
         return found if found.is_file else None
 

@@ -273,11 +273,12 @@ class KnowledgeLink:
 
         order = ctx.policy.classifications.order
         clearance = ctx.principal.clearance
-        allowed = frozenset(order[: order.index(clearance) + 1]) if clearance in order else None
+        # an unknown clearance admits no classification (fail closed)
+        allowed = frozenset(order[: order.index(clearance) + 1] if clearance in order else ())
         base = IndexFilter(
             path_prefix=None if path.is_root else str(path),
             tenant=ctx.principal.tenant,
-            classifications=allowed if allowed is not None else frozenset(),
+            classifications=allowed,
             roles=ctx.roles,
             access=lambda meta: self._may_read(ctx, meta),
             access_key=(ctx.principal, self._token),

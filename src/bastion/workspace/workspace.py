@@ -183,12 +183,7 @@ class Workspace(TreeMixin, TransferMixin, AskMixin, SearchMixin):
                     whole = start is None and end is None
                     raise _over_limit(vp, info.size, stop - first, cap, whole=whole)
 
-            try:
-                _, data = await guarded.read_file(rel, first, length, check=within_limit)
-            except IsADirectoryError_:
-                raise IsADirectoryError_(
-                    f"{vp} is a directory; use list to see its entries"
-                ) from None
+            _, data = await self._read(guarded, rel, vp, first, length, within_limit)
             return data
 
     async def read_text(
