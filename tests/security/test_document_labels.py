@@ -106,3 +106,24 @@ def test_broken_metadata_fails_closed_and_empty_metadata_is_no_metadata(ws: Sync
         reader.read_text("/docs/bad.md")
     assert reader.read_text("/docs/empty.md").endswith("an empty block\n")
     assert reader.read_text("/docs/note.txt") == "a note\n"
+
+
+def test_a_sidecar_beside_a_symbolic_link_does_not_break_the_folder(tmp_path) -> None:
+    """The described "file" is a link (never followed): the sidecar is an ordinary file then,
+    and listing, grep and reads of the folder go on working."""
+    from bastion import LocalStore
+
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "notes.txt").write_text("plain notes\n")
+    (root / "x").symlink_to(root / "notes.txt")
+    (root / "x.labels.yaml").write_text("classification: internal\n")
+    ws = Workspace(
+        [Mount.of("/docs", LocalStore(root))],
+        policy=Policy.allow_all(),
+        principal=ADMIN,
+    ).sync()
+    names = {str(e.path) for e in ws.list("/docs")}
+    assert {"/docs/notes.txt", "/docs/x.labels.yaml"} <= names
+    assert ws.grep("plain", "/docs").matches
+    assert ws.read_text("/docs/x.labels.yaml") == "classification: internal\n"

@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from bastion.core.errors import BastionError, NotFoundError
+from bastion.core.errors import BastionError, NotFoundError, UnsupportedFileError
 from bastion.core.models import FileInfo, Labels, WriteMode
 from bastion.core.paths import VPath
 from bastion.core.ports import ReadCheck, Store
@@ -78,7 +78,7 @@ class DocumentLabels(Store):
                 described = await self._labelled(
                     await self.inner.stat(target), {info.path.name: info}
                 )
-            except NotFoundError:
+            except (NotFoundError, UnsupportedFileError):  # gone, or a link: never followed
                 described = None
             if described is not None and described.is_file:
                 return _with_labels(info, described.labels)
