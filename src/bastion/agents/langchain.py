@@ -30,7 +30,7 @@ from bastion.agents.tools.prompt import agent_instructions
 from bastion.agents.tools.spec import Output
 from bastion.agents.tools.toolset import Toolset
 from bastion.core.errors import ConfigurationError
-from bastion.workspace.sync import _Portal
+from bastion.workspace.sync import run_blocking
 
 try:
     from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
@@ -56,7 +56,7 @@ class BastionTool(BaseTool):
         return dumps(output), output
 
     def _run(self, **arguments: Any) -> tuple[str, Output]:
-        return _Portal.call(self._arun(**arguments))
+        return run_blocking(self._arun(**arguments))
 
 
 def langchain_tools(toolset: Toolset) -> list[BastionTool]:
@@ -103,7 +103,7 @@ class BastionMiddleware(AgentMiddleware):
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelResponse[Any]:
-        text = _Portal.call(self.instructions())
+        text = run_blocking(self.instructions())
         return handler(request.override(system_message=_with(request.system_message, text)))
 
 

@@ -20,7 +20,7 @@ from bastion.core.mounts import Mount
 from bastion.core.principal import Principal
 from bastion.workspace.workspace import Workspace
 
-__all__ = ["SyncWorkspace"]
+__all__ = ["SyncWorkspace", "run_blocking"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -50,11 +50,18 @@ class _Portal:
         return future.result()
 
 
+def run_blocking(coro: Coroutine[Any, Any, R]) -> R:
+    """Run ``coro`` to completion on the facade's event loop and return its result: how
+    blocking adapters (``SyncWorkspace``, a framework's synchronous tool call) reach the
+    async API from any thread, loop or not."""
+    return _Portal.call(coro)
+
+
 def _blocking(
     method: Callable[Concatenate[Workspace, P], Coroutine[Any, Any, R]],
 ) -> Callable[Concatenate[SyncWorkspace, P], R]:
     def call(self: SyncWorkspace, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        return _Portal.call(method(self.aio, *args, **kwargs))
+        return run_blocking(method(self.aio, *args, **kwargs))
 
     functools.update_wrapper(call, method)
     return call
