@@ -66,7 +66,6 @@ from pathlib import Path
 from bastion.core.errors import (
     AlreadyExistsError,
     ConfigurationError,
-    ConflictError,
     DirectoryNotEmptyError,
     IsADirectoryError_,
     NotADirectoryError_,
@@ -76,6 +75,7 @@ from bastion.core.errors import (
 from bastion.core.models import FileInfo, WriteMode
 from bastion.core.paths import VPath
 from bastion.core.ports import ReadCheck, Store
+from bastion.stores._common import check_range, conflict
 from bastion.stores._fd import (
     _DIR_FLAGS,
     TEMP_PREFIX,
@@ -179,8 +179,7 @@ class LocalStore(Store):
         return _info(path, st)
 
     async def read_range(self, path: VPath, offset: int = 0, length: int | None = None) -> bytes:
-        if offset < 0 or (length is not None and length < 0):
-            raise ValueError("offset and length must be non-negative")
+        check_range(offset, length)
         if path.is_root:
             raise IsADirectoryError_("/ is a directory")
         fd, st = self._open_walked(path)
@@ -200,8 +199,7 @@ class LocalStore(Store):
     ) -> tuple[FileInfo, bytes]:
         """One lookup: open the file (by ``openat2`` where the kernel has it, else by the
         descriptor walk), then its info from that descriptor, ``check``, and the bytes."""
-        if offset < 0 or (length is not None and length < 0):
-            raise ValueError("offset and length must be non-negative")
+        check_range(offset, length)
         if path.is_root:
             raise IsADirectoryError_("/ is a directory")
         opened = self._open_beneath(path)
@@ -438,9 +436,7 @@ class LocalStore(Store):
             old_fd, current = _open_file(pfd, name, path)
         try:
             if if_version is not None and (current is None or _version(current) != if_version):
-                raise ConflictError(
-                    f"{path} changed since version {if_version}; read it again and retry"
-                )
+                raise conflict(path, if_version)
             return self._replace(pfd, path, data, mode, current, old_fd)
         finally:
             if old_fd >= 0:

@@ -9,8 +9,6 @@ from dataclasses import dataclass, field
 
 from bastion.core.errors import (
     AlreadyExistsError,
-    ConflictError,
-    DirectoryNotEmptyError,
     IsADirectoryError_,
     NotADirectoryError_,
     NotFoundError,
@@ -18,6 +16,7 @@ from bastion.core.errors import (
 from bastion.core.models import EntryKind, FileInfo, WriteMode
 from bastion.core.paths import VPath
 from bastion.core.ports import ReadCheck, Store
+from bastion.stores._common import check_range, check_write, not_empty
 
 __all__ = ["MemoryStore"]
 
@@ -97,8 +96,7 @@ class MemoryStore(Store):
     ) -> tuple[FileInfo, bytes]:
         """``read_file`` and ``read_range``: one look under the lock, ``check`` on the info
         before the bytes are taken."""
-        if offset < 0 or (length is not None and length < 0):
-            raise ValueError("offset and length must be non-negative")
+        check_range(offset, length)
         with self._lock:
             node = self._node(path)
             if isinstance(node, _Dir):
@@ -126,12 +124,7 @@ class MemoryStore(Store):
             existing = parent.children.get(path.name)
             if isinstance(existing, _Dir):
                 raise IsADirectoryError_(f"{path} is a directory")
-            if existing is not None and mode is WriteMode.CREATE:
-                raise AlreadyExistsError(f"{path} already exists")
-            if if_version is not None and (existing is None or existing.version != if_version):
-                raise ConflictError(
-                    f"{path} changed since version {if_version}; read it again and retry"
-                )
+            check_write(path, mode, if_version, None if existing is None else existing.version)
             if existing is not None and mode is WriteMode.APPEND:
                 payload = existing.data + payload
             now = time.time()
@@ -149,9 +142,7 @@ class MemoryStore(Store):
             if node is None:
                 raise NotFoundError(f"{path} not found")
             if isinstance(node, _Dir) and node.children and not recursive:
-                raise DirectoryNotEmptyError(
-                    f"{path} is not empty; pass recursive=True to delete it and its contents"
-                )
+                raise not_empty(path)
             del parent.children[path.name]
             parent.mtime = time.time()
 
