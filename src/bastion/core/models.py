@@ -9,6 +9,7 @@ from bastion.core.paths import VPath
 
 __all__ = [
     "DEFAULT_CLASSIFICATIONS",
+    "FILE_ACTIONS",
     "Action",
     "EntryKind",
     "FileInfo",
@@ -29,6 +30,24 @@ class Action(StrEnum):
     LIST = "list"
     SEARCH = "search"
     EXECUTE = "execute"
+    # Operator actions: never granted by ``*``, a rule must name them (default deny).
+    LABEL = "label"
+    """Relabel a file: write, move or delete its ``<name>.labels.yaml`` sidecar in any
+    direction (without it a sidecar may only tighten the file's labels)."""
+    REINDEX = "reindex"
+    """Rebuild or repair the shared knowledge index (``rebuild_index``, ``reindex``)."""
+    AUDIT = "audit"
+    """Read every principal's audit records (without it a view reads its own only)."""
+
+    @property
+    def operator(self) -> bool:
+        """True for actions that ``*`` in a rule does not grant."""
+        return self in _OPERATOR_ACTIONS
+
+
+_OPERATOR_ACTIONS = frozenset({Action.LABEL, Action.REINDEX, Action.AUDIT})
+FILE_ACTIONS = frozenset(a for a in Action if a not in _OPERATOR_ACTIONS)
+"""The actions ``*`` stands for in a rule: everything but the operator actions."""
 
 
 class Scope(StrEnum):

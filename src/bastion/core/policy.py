@@ -18,13 +18,12 @@ from typing import Any
 
 from bastion.core.errors import ConfigurationError, InvalidPatternError
 from bastion.core.globs import Glob
-from bastion.core.models import DEFAULT_CLASSIFICATIONS, Action
+from bastion.core.models import DEFAULT_CLASSIFICATIONS, FILE_ACTIONS, Action
 from bastion.core.paths import VPath
 from bastion.core.principal import Classifications, Principal, RoleGraph
 
 __all__ = ["Decision", "Effect", "FileLimits", "Policy", "RateLimit", "Rule"]
 
-_ALL_ACTIONS = frozenset(Action)
 DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
 
 
@@ -192,8 +191,9 @@ class Policy:
 
     @classmethod
     def allow_all(cls, **kwargs: Any) -> Policy:
-        """A policy that allows every action on every path (scopes and labels still apply)."""
-        return cls(rules=(Rule.allow("*", "/**", description="allow all"),), **kwargs)
+        """A policy that allows every action on every path, the operator actions (``label``,
+        ``reindex``, ``audit``) included; scopes and labels still apply."""
+        return cls(rules=(Rule.allow(list(Action), "/**", description="allow all"),), **kwargs)
 
     def effective_roles(self, principal: Principal) -> frozenset[str]:
         return self.roles.effective(principal.roles)
@@ -289,11 +289,19 @@ class Policy:
 
 
 def _parse_actions(actions: Iterable[str] | str) -> frozenset[Action]:
+    """The actions a rule names; ``*`` stands for every file action (``FILE_ACTIONS``), never
+    for an operator action (``label``, ``reindex``, ``audit``), which a rule must name."""
     items = [actions] if isinstance(actions, str) else list(actions)
-    if "*" in items:
-        return _ALL_ACTIONS
-    try:
-        return frozenset(Action(a) for a in items)
-    except ValueError:
-        known = ", ".join(a.value for a in Action)
-        raise ConfigurationError(f"unknown action in {items!r}; known: {known} or *") from None
+    found: set[Action] = set()
+    for item in items:
+        if item == "*":
+            found |= FILE_ACTIONS
+            continue
+        try:
+            found.add(Action(item))
+        except ValueError:
+            known = ", ".join(a.value for a in Action)
+            raise ConfigurationError(
+                f"unknown action {item!r} in a rule; known: {known} or *"
+            ) from None
+    return frozenset(found)
