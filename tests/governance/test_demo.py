@@ -29,8 +29,7 @@ from bastion.demo_corpus import (
 from bastion.demo_story import QUESTIONS, StoryAsk, build_story_workspace, run_story
 from bastion.governance.answer import NO_CONTEXT, AnswerStatus
 from bastion.governance.answer.text import chunk_sentences
-from bastion.knowledge.ingest import DEFAULT_LIMITS
-from bastion.knowledge.ingest.formats.markdown import split_front_matter
+from bastion.knowledge.ingest.frontmatter import FrontMatter, split_front_matter
 
 ORDER = list(DEFAULT_CLASSIFICATIONS)
 
@@ -62,7 +61,13 @@ def _expected(person: DemoUser) -> set[str]:
 
 
 def _body(doc: CorpusDocument) -> str:
-    return split_front_matter(doc.text, doc.path, DEFAULT_LIMITS)[1]
+    return doc.text[_front(doc).end :]
+
+
+def _front(doc: CorpusDocument) -> FrontMatter:
+    found = split_front_matter(doc.text, doc.path)
+    assert found is not None, doc.path
+    return found
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +100,7 @@ def test_the_corpus_covers_two_tenants_four_classifications_and_the_departments(
 
 def test_every_document_states_its_labels_in_front_matter() -> None:
     for doc in documents():
-        meta, body = split_front_matter(doc.text, doc.path, DEFAULT_LIMITS)
+        meta, body = _front(doc).metadata, _body(doc)
         assert meta["tenant"] == doc.tenant, doc.path
         assert meta["classification"] == doc.classification, doc.path
         assert doc.path.startswith(f"/{doc.tenant}/")

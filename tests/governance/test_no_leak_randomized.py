@@ -50,6 +50,7 @@ from bastion import (
     Rule,
     Workspace,
 )
+from bastion.core.paths import VPath
 from bastion.core.principal import RoleGraph
 from bastion.governance.answer import NO_CONTEXT, AnswerStatus
 from bastion.knowledge.embedders import HashingEmbedder
@@ -295,8 +296,7 @@ def doc_visible(doc: DocSpec, who: Principal) -> bool:
         sources.append(doc.sidecar)
     for source in sources:
         if source == BROKEN:
-            level = len(LEVELS) - 1
-            continue
+            return False  # labels that cannot be determined hide the document from everybody
         assert isinstance(source, LabelSpec)
         if source.classification is not None:
             level = max(level, rank(source.classification))
@@ -334,10 +334,11 @@ async def build(
     (only the documents numbered in ``only``, when given)."""
     index = PartitionedIndex(lambda name: MemoryIndex()) if world.partitioned else MemoryIndex()
     knowledge = Knowledge(index, embedder=HashingEmbedder(dim=64))
+    stores = {m.prefix: MemoryStore() for m in world.mounts}
     mounts = [
         Mount.of(
             m.prefix,
-            MemoryStore(),
+            stores[m.prefix],
             m.scope,
             labels=Labels(tenant=m.tenant, classification=m.classification, roles=m.roles),
         )
@@ -347,6 +348,7 @@ async def build(
     ws = Workspace(mounts, policy=POLICY, knowledge=knowledge)
     by_n = {d.n: d for d in world.docs}
     files: dict[str, str] = {}
+    broken = False
     for doc in world.docs:
         if only is not None and doc.n not in only:
             continue
@@ -360,8 +362,17 @@ async def build(
         files[doc.path] = text
         sidecar = doc.sidecar_text()
         if sidecar is not None:
-            await writer.write(doc.sidecar_path, sidecar)
+            if doc.sidecar == BROKEN:
+                # the workspace refuses to write labels it could not read: put it straight into
+                # the store, as a process that bypasses Bastion would, and repair the index
+                store_path = VPath.parse(doc.sidecar_path[len(doc.mount.prefix) :])
+                await stores[doc.mount.prefix].write(store_path, sidecar.encode())
+                broken = True
+            else:
+                await writer.write(doc.sidecar_path, sidecar)
             files[doc.sidecar_path] = sidecar
+    if broken:
+        await ws.reindex()
     return ws, knowledge, files
 
 

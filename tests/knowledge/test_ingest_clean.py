@@ -10,9 +10,9 @@ import pytest
 from bastion.core.errors import InvalidPathError
 from bastion.knowledge.ingest import Heading, clean_text, stable_doc_id
 from bastion.knowledge.ingest.errors import ParseError
+from bastion.knowledge.ingest.frontmatter import load_mapping
 from bastion.knowledge.ingest.metadata import (
     iso_date,
-    jsonable,
     markdown_headings,
     person,
     split_keywords,
@@ -120,17 +120,16 @@ def test_person() -> None:
     assert person(None) is None
 
 
-def test_jsonable_converts_dates_and_keys_and_bounds_aliases() -> None:
-    value = {"when": date(2024, 1, 2), 3: ["x", datetime(2024, 1, 2, 3, 4)], "n": None}
-    assert jsonable(value, budget=100, where="/a.md") == {
+def test_front_matter_converts_dates_and_keys_and_bounds_aliases() -> None:
+    block = "when: 2024-01-02\n3: [x, 2024-01-02 03:04:00]\nn: null\n"
+    assert load_mapping(block, "/a.md") == {
         "when": "2024-01-02",
         "3": ["x", "2024-01-02T03:04:00"],
         "n": None,
     }
-    shared = ["x"] * 10
-    nested = [shared] * 10
+    laughs = "a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a]\n"
     with pytest.raises(ParseError, match="more than 50 values"):
-        jsonable({"a": [nested] * 10}, budget=50, where="/a.md")
+        load_mapping(laughs + "c: [*b, *b, *b, *b]\n", "/a.md", max_nodes=50)
 
 
 def test_markdown_headings_with_line_numbers() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from bastion import (
+    LabelError,
     Labels,
     MemoryStore,
     Mount,
@@ -15,8 +16,10 @@ from bastion import (
     SyncWorkspace,
     Workspace,
 )
+from bastion.core.paths import VPath
 from bastion.knowledge.index.memory import MemoryIndex
 from bastion.knowledge.service import Knowledge
+from bastion.workspace import sync
 
 ADMIN = Principal.of("admin", roles={"hr"}, clearance="restricted")
 READER = Principal.of("reader", clearance="internal")
@@ -35,6 +38,15 @@ def ws() -> SyncWorkspace:
     ws.write("/docs/plan.txt", "zebra launch plan\n")
     ws.write("/docs/plan.txt.labels.yaml", "roles: [hr]\n")
     return ws
+
+
+def _raw(ws: SyncWorkspace) -> MemoryStore:
+    """The mount's own store, under the document-labels wrapper (files put there arrive
+    the way files on a disk or in a bucket do: without passing through the workspace)."""
+    store = ws.aio.mounts[0].store
+    while not isinstance(store, MemoryStore):
+        store = store.inner
+    return store
 
 
 def _as(ws: SyncWorkspace, who: Principal) -> SyncWorkspace:
@@ -83,27 +95,33 @@ def test_labels_only_tighten_and_broken_ones_fail_closed(ws: SyncWorkspace) -> N
     ws.write("/docs/loose.md", "---\nclassification: public\n---\nloosened text\n")
     assert ws.stat("/docs/loose.md").labels.classification == "internal"  # not lowered
     ws.write("/docs/odd.txt", "odd text\n")
-    ws.write("/docs/odd.txt.labels.yaml", "- not\n- a mapping\n")
-    with pytest.raises(NotFoundError):
-        reader.read_text("/docs/odd.txt")
-    assert ws.read_text("/docs/odd.txt") == "odd text\n"  # the highest clearance still reads it
-
-
-def test_a_reader_cannot_clobber_a_file_labelled_above_them(ws: SyncWorkspace) -> None:
-    reader = _as(ws, READER)
-    with pytest.raises(NotFoundError):
-        reader.write("/docs/pay.md", "overwritten")
-    assert "zebra salary" in ws.read_text("/docs/pay.md")
+    with pytest.raises(LabelError, match="must be a YAML mapping"):
+        ws.write("/docs/odd.txt.labels.yaml", "- not\n- a mapping\n")
+    assert not ws.exists("/docs/odd.txt.labels.yaml")  # refused whole: nothing written
+    # Broken metadata that reaches the store some other way hides the file from everybody.
+    store = _raw(ws)
+    sync.run_blocking(store.write(VPath.parse("/odd.txt.labels.yaml"), b"- not\n- a mapping\n"))
+    for who in (reader, ws):
+        with pytest.raises(NotFoundError):
+            who.read_text("/docs/odd.txt")
+    assert any("labels cannot be determined" in r.reason for r in ws.aio.audit.records)
 
 
 def test_broken_metadata_fails_closed_and_empty_metadata_is_no_metadata(ws: SyncWorkspace) -> None:
     reader = _as(ws, READER)
-    ws.write("/docs/bad.md", "---\ntitle: [unclosed\n---\nbroken front matter\n")
+    with pytest.raises(LabelError, match="not valid YAML"):
+        ws.write("/docs/bad.md", "---\ntitle: [unclosed\n---\nbroken front matter\n")
+    store = _raw(ws)
+    sync.run_blocking(
+        store.write(VPath.parse("/bad.md"), b"---\ntitle: [unclosed\n---\nbroken front matter\n")
+    )
     ws.write("/docs/empty.md", "---\n---\nan empty block\n")
     ws.write("/docs/note.txt", "a note\n")
     ws.write("/docs/note.txt.labels.yaml", "")
-    with pytest.raises(NotFoundError):
-        reader.read_text("/docs/bad.md")
+    for who in (reader, ws):
+        with pytest.raises(NotFoundError):
+            who.read_text("/docs/bad.md")
+        assert "bad.md" not in [i.path.name for i in who.list("/docs")]
     assert reader.read_text("/docs/empty.md").endswith("an empty block\n")
     assert reader.read_text("/docs/note.txt") == "a note\n"
 

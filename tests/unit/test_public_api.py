@@ -33,6 +33,7 @@ EXPECTED = {
     "Identity",
     "IdentityConfig",
     "InvalidPathError",
+    "LabelError",
     "JsonLinesAuditSink",
     "JwtVerifier",
     "Knowledge",

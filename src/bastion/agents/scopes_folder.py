@@ -50,6 +50,9 @@ class FolderStore(Store):
     def _in(self, path: VPath) -> VPath:
         return self.folder.join(path)
 
+    async def odd_names(self, path: VPath) -> frozenset[str]:
+        return await self.inner.odd_names(self._in(path))
+
     def _outer(self, exc: OperationError, path: VPath) -> OperationError:
         """``exc`` with the backing store's paths turned into paths of this view. A message
         about a folder above this one (missing on the backing store) is about ``path``."""

@@ -25,9 +25,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-import yaml
-
 from bastion.core.errors import NotFoundError, OperationError
+from bastion.knowledge.ingest.frontmatter import FrontMatterError, split_front_matter
 
 __all__ = [
     "KNOWN_FIELDS",
@@ -55,10 +54,7 @@ MAX_FLOW_DEPTH = 16
 KNOWN_FIELDS = ("name", "description", "license", "compatibility", "metadata", "allowed-tools")
 
 _NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
-# "---" alone on the first line, the YAML, then "---" alone on a line.
-_FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)?---[ \t]*(?:\n|\Z)", re.S)
 _EMPTY: Mapping[str, str] = MappingProxyType({})
-_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class SkillNotFoundError(NotFoundError):
@@ -144,29 +140,18 @@ class SkillProblem:
 
 
 def parse_skill_md(text: str, folder_name: str) -> FrontMatter | list[str]:
-    """The validated front matter and body of a ``SKILL.md``, or the list of what is wrong."""
-    text = text.removeprefix("\ufeff").replace("\r\n", "\n")
-    match = _FRONT_MATTER.match(text)
-    if match is None:
-        return ["SKILL.md must start with YAML front matter between '---' lines"]
-    block = match.group(1) or ""
-    if len(block.encode("utf-8")) > MAX_FRONT_MATTER_BYTES:
-        return [f"front matter is over {MAX_FRONT_MATTER_BYTES} bytes; shorten it"]
-    if _flow_depth(block) > MAX_FLOW_DEPTH:
-        return ["front matter is nested too deeply"]
+    """The validated front matter and body of a ``SKILL.md``, or the list of what is wrong.
+    Front matter is read by the project's one parser (``knowledge.ingest.frontmatter``)."""
+    text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
     try:
-        loaded = yaml.load(block, Loader=_LOADER)  # noqa: S506 - a safe loader
-    except RecursionError:
-        return ["front matter is nested too deeply"]
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (SKILL.md line {mark.line + 2})" if mark is not None else ""
-        return [f"front matter is not valid YAML{where}"]
-    if not isinstance(loaded, dict):
-        return ["front matter must be a YAML mapping (key: value lines)"]
-    body = text[match.end() :]
-    body_line = text.count("\n", 0, match.end()) + 1
-    return _validate(loaded, folder_name, body, body_line)
+        found = split_front_matter(
+            text, "SKILL.md", max_bytes=MAX_FRONT_MATTER_BYTES, max_depth=MAX_FLOW_DEPTH
+        )
+    except FrontMatterError as exc:
+        return [str(exc).removeprefix("SKILL.md: ")]
+    if found is None:
+        return ["SKILL.md must start with YAML front matter between '---' lines"]
+    return _validate(found.metadata, folder_name, text[found.end :], found.body_line)
 
 
 def _validate(
@@ -243,9 +228,6 @@ def _metadata(raw: object, errors: list[str], warnings: list[str]) -> Mapping[st
     out: dict[str, str] = {}
     converted: list[str] = []
     for key, value in raw.items():
-        if not isinstance(key, str):
-            errors.append("metadata keys must be strings")
-            continue
         if isinstance(value, str):
             out[key] = value
         elif isinstance(value, bool | int | float):
@@ -267,19 +249,6 @@ def _tools(raw: object, errors: list[str]) -> tuple[str, ...]:
         return tuple(item for item in raw if item.strip())
     errors.append("allowed-tools must be a space-separated string of tool names")
     return ()
-
-
-def _flow_depth(block: str) -> int:
-    """The deepest run of unclosed ``[`` and ``{`` (brackets inside quotes count too: an
-    over-estimate, which only refuses front matter no skill needs)."""
-    depth = deepest = 0
-    for ch in block:
-        if ch in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif ch in "]}" and depth:
-            depth -= 1
-    return deepest
 
 
 def _clip(text: str, limit: int) -> str:

@@ -22,6 +22,7 @@ and are raised while building things, not while serving requests.
     │   │   └── LimitError          a file limit: size, extension, blocked segment
     │   ├── RateLimitError          too many requests in the window
     │   ├── UnsupportedFileError    a link, FIFO, socket or device: never followed or opened
+    │   ├── LabelError              labels that cannot be read (broken front matter or sidecar)
     │   ├── InvalidPatternError     a glob or regular expression that cannot be compiled
     │   └── StoreError              the backend failed (I/O error)
     │       └── StoreUnavailableError   no answer within the mount's timeout, or down
@@ -43,6 +44,7 @@ __all__ = [
     "InvalidPathError",
     "InvalidPatternError",
     "IsADirectoryError_",
+    "LabelError",
     "LimitError",
     "NoMountError",
     "NotADirectoryError_",
@@ -123,6 +125,11 @@ class NoMountError(NotFoundError):
     A kind of :class:`NotFoundError`: a mount the caller may not see at all (its labels do not
     admit the caller) is reported exactly like no mount, so the two must be caught alike.
     """
+
+
+class LabelError(OperationError):
+    """A write whose document labels could not be read back (front matter or a sidecar that
+    is not valid YAML, too large, of the wrong shape): refused, since the file would vanish."""
 
 
 class UnsupportedFileError(OperationError):

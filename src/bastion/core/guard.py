@@ -16,12 +16,13 @@ Every operation is rate-limited and audited once (:mod:`bastion.core.operation`)
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, suppress
 
 from bastion.core.errors import (
     AccessDeniedError,
     AlreadyExistsError,
     IsADirectoryError_,
+    LabelError,
     LimitError,
     NotADirectoryError_,
     NotFoundError,
@@ -36,6 +37,7 @@ from bastion.core.mounts import Mount
 from bastion.core.operation import GuardContext, Operation, current_operation, folded
 from bastion.core.paths import VPath
 from bastion.core.ports import ReadCheck, Store
+from bastion.core.sidecars import labelled_file_of, tightens
 
 __all__ = ["GuardContext", "GuardedStore", "Operation"]
 
@@ -102,13 +104,21 @@ class GuardedStore(Store):
         if why is not None:
             return why
         if info is not None and info.labels is not None:
+            if info.labels.undetermined:
+                return f"labels cannot be determined: {info.labels.undetermined}"
             admitted = self.ctx.admits(info.labels)
         else:
             admitted = self._mount_admits
         return None if admitted else "labels do not admit the principal"
 
     def _ruled_out(self, path: VPath, kind: EntryKind | None) -> str | None:
-        """Why a blocked segment or the policy hides ``path``, or ``None``."""
+        """Why a blocked segment or the policy hides ``path``, or ``None``. A sidecar is hidden
+        wherever the file it labels is (``core.sidecars``)."""
+        target = labelled_file_of(path) if kind is not _DIR else None
+        if target is not None:
+            why = self._ruled_out(target, _FILE)
+            if why is not None:
+                return f"sidecar of a hidden file: {why}"
         full = self._full(path)
         blocked = self.ctx.blocked(full)
         if blocked is not None:
@@ -287,6 +297,7 @@ class GuardedStore(Store):
     ) -> FileInfo:
         with self._op("write", path) as op:
             await self._admit_write(path, len(data), mode, op)
+            await self._admit_relabel(path, data, op, append=mode is WriteMode.APPEND)
             try:
                 info = await self.inner.write(path, data, mode=mode, if_version=if_version)
             except OperationError as exc:
@@ -297,6 +308,7 @@ class GuardedStore(Store):
     async def delete(self, path: VPath, *, recursive: bool = False) -> None:
         with self._op("delete", path) as op:
             await self._admit_removal(path, "delete", op, recursive=recursive)
+            await self._admit_relabel(path, None, op)
             try:
                 await self.inner.delete(path, recursive=recursive)
             except OperationError as exc:
@@ -328,6 +340,9 @@ class GuardedStore(Store):
     async def rename(self, src: VPath, dst: VPath) -> None:
         with self._op("move", src, dst) as op:
             await self._admit_move(src, dst, op)
+            await self._admit_relabel(src, None, op)
+            if labelled_file_of(dst) is not None:
+                await self._admit_relabel(dst, await self.inner.read_range(src), op)
             try:
                 await self.inner.rename(src, dst)
             except OperationError as exc:
@@ -372,6 +387,45 @@ class GuardedStore(Store):
         except OperationError:
             return None
         return info if self._visibility(path, info.kind, info) is None else None
+
+    async def _admit_relabel(
+        self, path: VPath, data: bytes | None, op: Operation, *, append: bool = False
+    ) -> None:
+        """A change of the sidecar ``path`` relabels the file it describes (when that file
+        exists): it needs the file to be visible and writable, and the ``label`` permission
+        unless the change only tightens the file's labels. ``data`` is the sidecar's new
+        content (``None``: it goes away)."""
+        target = labelled_file_of(path)
+        if target is None:
+            return
+        if append and data is not None:
+            with suppress(OperationError):  # no sidecar yet: the appended bytes are all of it
+                data = await self.inner.read_range(path) + data
+        pair = await self.inner.relabelling(path, data)
+        if pair is None:
+            return  # the file is not there: the sidecar is an ordinary file
+        before, after = pair
+        why = self._visibility(target, _FILE, None) or (
+            None if self.ctx.admits(before) else "labels do not admit the principal"
+        )
+        if why is not None:
+            raise self._hide(path, why, op)
+        full = self._full(target)
+        self._policy(Action.WRITE, target)
+        if after.undetermined:
+            op.refuse(f"unreadable labels: {after.undetermined}")
+            raise LabelError(
+                f"{self._full(path)}: labels could not be read ({after.undetermined}); "
+                "fix the sidecar and write again"
+            )
+        if tightens(before, after, self.ctx.policy.classifications):
+            return
+        if not self.ctx.allows(Action.LABEL, full):
+            op.refuse(f"relabel of {full} loosens its labels without the label permission")
+            raise PolicyDeniedError(
+                f"{self._full(path)} relabels {full} and would loosen its labels; that needs "
+                "the label permission (a sidecar change without it may only tighten them)"
+            )
 
     async def _admit_move(self, src: VPath, dst: VPath, op: Operation) -> FileInfo:
         info = await self._admit_removal(src, "move", op, recursive=True)

@@ -85,6 +85,10 @@ class WriteMode(StrEnum):
     APPEND = "append"  # add to the end (or create)
 
 
+NOBODY_ROLE = "\x00nobody"
+"""The role list of a document whose role lists left no role in common: no principal holds it."""
+
+
 @dataclass(frozen=True, slots=True)
 class Labels:
     """Access labels of a document. Empty ``roles`` means every role may read it."""
@@ -97,6 +101,9 @@ class Labels:
     """Roles allowed to read; empty means all roles."""
     tags: frozenset[str] = frozenset()
     """Free-form tags carried into the index."""
+    undetermined: str = ""
+    """Why the labels could not be worked out (metadata unreadable, too large, undecodable, a
+    sidecar that is not a plain file...); labels with a reason here admit nobody."""
 
 
 @dataclass(frozen=True, slots=True)

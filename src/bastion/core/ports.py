@@ -36,7 +36,7 @@ from bastion.core.errors import (
     NotADirectoryError_,
     NotFoundError,
 )
-from bastion.core.models import FileInfo, WriteMode
+from bastion.core.models import FileInfo, Labels, WriteMode
 from bastion.core.paths import VPath
 
 __all__ = ["ReadCheck", "Store"]
@@ -182,3 +182,19 @@ class Store(ABC):
     def describe(self) -> str:
         """A short, agent-safe description (no host paths or credentials)."""
         return self.kind
+
+    # -- hooks for document labels (defaults suit stores that hold plain, NFC-named files) ----
+
+    async def odd_names(self, path: VPath) -> frozenset[str]:
+        """Names in the folder ``path`` that :meth:`list` leaves out because they cannot be
+        served: links, special files, and names in another Unicode normalization form (given
+        in NFC). Document labels treat such a name as a sidecar that cannot be read."""
+        del path
+        return frozenset()
+
+    async def relabelling(self, path: VPath, data: bytes | None) -> tuple[Labels, Labels] | None:
+        """When ``path`` is a sidecar of an existing file: that file's labels now and after a
+        write of ``data`` there (``None``: after the sidecar's removal). ``None`` for a store
+        that does not work labels out from files (the default)."""
+        del path, data
+        return None

@@ -116,7 +116,10 @@ def labels_admit(
     effective_roles: frozenset[str],
     classifications: Classifications,
 ) -> bool:
-    """The document-label part of the access rule: tenant, clearance, roles."""
+    """The document-label part of the access rule: tenant, clearance, roles. Labels that
+    could not be determined admit nobody (fail closed)."""
+    if labels.undetermined:
+        return False
     if labels.tenant is not None and labels.tenant != principal.tenant:
         return False
     if not classifications.admits(principal.clearance, labels.classification):

@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Awaitable
 from typing import Any, TypeVar
 
 from bastion.core.errors import StoreUnavailableError
-from bastion.core.models import FileInfo, WriteMode
+from bastion.core.models import FileInfo, Labels, WriteMode
 from bastion.core.paths import VPath
 from bastion.core.ports import ReadCheck, Store
 
@@ -109,6 +109,12 @@ class TimedStore(Store):
     ) -> AsyncIterator[FileInfo]:
         # The base walk lists through ``self.list``: each listing is bounded on its own.
         return super().walk(path, max_depth=max_depth)
+
+    async def odd_names(self, path: VPath) -> frozenset[str]:
+        return await self._bounded(self.inner.odd_names(path))
+
+    async def relabelling(self, path: VPath, data: bytes | None) -> tuple[Labels, Labels] | None:
+        return await self._bounded(self.inner.relabelling(path, data))
 
     def describe(self) -> str:
         return self.inner.describe()

@@ -92,11 +92,11 @@ def _markdown(folder: Traversable, where: tuple[str, ...]) -> list[tuple[tuple[s
 
 
 def _document(parts: tuple[str, ...], text: str) -> CorpusDocument:
-    from bastion.knowledge.ingest import DEFAULT_LIMITS
-    from bastion.knowledge.ingest.formats.markdown import split_front_matter
+    from bastion.knowledge.ingest.frontmatter import split_front_matter
 
     where = "/".join(parts)
-    meta, _ = split_front_matter(text, where, DEFAULT_LIMITS)
+    found = split_front_matter(text, where)
+    meta = found.metadata if found is not None else {}
     tenant = meta.get("tenant")
     if not isinstance(tenant, str) or tenant != parts[0]:
         # The folder only keeps the files tidy; the front matter is what places a document.

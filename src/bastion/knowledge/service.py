@@ -37,7 +37,8 @@ from bastion.knowledge.ingest import (
     stable_doc_id,
 )
 from bastion.knowledge.ingest.detect import detect_type
-from bastion.knowledge.labels import document_labels
+from bastion.knowledge.ingest.frontmatter import HEAD_BYTES
+from bastion.knowledge.labels import resolve_labels
 from bastion.knowledge.linemap import line_map
 from bastion.knowledge.relations import RelationGraph, extract_relations
 from bastion.knowledge.routing import Router, route
@@ -188,13 +189,25 @@ class Knowledge:
         results: list[int | IngestError] = []
         parsed: list[tuple[int, ParsedDocument, DocumentMeta]] = []
         for i, item in enumerate(files):
+            # The one resolver, over the same bytes the readers see: labels are never taken
+            # from what a format parser extracted (HTML or PDF metadata), so the index cannot
+            # disagree with read and grep.
+            final = resolve_labels(
+                item.labels,
+                order,
+                head=item.data[:HEAD_BYTES],
+                complete=len(item.data) <= HEAD_BYTES,
+                where=item.path,
+            )
+            if final.undetermined:
+                results.append(IngestError(f"{item.path}: labels cannot be determined"))
+                continue
             try:
                 doc = parse_document(item.data, item.path, limits=self.limits)
             except IngestError as exc:
                 results.append(exc)
                 continue
             results.append(0)
-            final = document_labels(item.labels, doc.metadata, order)
             meta = DocumentMeta(
                 doc_id=doc.doc_id,
                 path=doc.path,

@@ -59,6 +59,7 @@ import os
 import stat
 import threading
 import time
+import unicodedata
 import weakref
 from collections.abc import Callable
 from pathlib import Path
@@ -281,6 +282,27 @@ class LocalStore(Store):
         finally:
             os.close(fd)
         return entries
+
+    async def odd_names(self, path: VPath) -> frozenset[str]:
+        """Links, special files and non-NFC names in ``path`` (which ``list`` leaves out)."""
+        fd = self._open_dir(path)
+        odd: set[str] = set()
+        try:
+            with os.scandir(fd) as it:
+                for entry in it:
+                    if entry.name.startswith(TEMP_PREFIX):
+                        continue
+                    nfc = unicodedata.normalize("NFC", entry.name)
+                    plain = entry.is_file(follow_symlinks=False) or entry.is_dir(
+                        follow_symlinks=False
+                    )
+                    if nfc != entry.name or not plain:
+                        odd.add(nfc)
+        except OSError as exc:
+            raise _translate(exc, path) from exc
+        finally:
+            os.close(fd)
+        return frozenset(odd)
 
     async def mkdir(self, path: VPath) -> None:
         if path.is_root:

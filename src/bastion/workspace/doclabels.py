@@ -1,49 +1,71 @@
-"""Document labels on every path, not only in the index.
+"""Document labels on every path: each mount's store wrapped so ``FileInfo.labels`` holds the
+document's effective labels, as :func:`bastion.knowledge.labels.resolve_labels` works them out.
 
-A document's labels are its store's (or its mount's) labels tightened by its own metadata:
-the front matter of a Markdown file, and a sidecar file ``<name>.labels.yaml`` next to any
-file (``classification``, ``roles``, ``tags``; see ``bastion.knowledge.labels``). The guard
-decides every read, listing, grep and search on ``FileInfo.labels``, so :class:`DocumentLabels`
-wraps each mount's store and fills them in: a file whose front matter says ``confidential``
-is hidden from a reader cleared for ``internal`` whichever call asks, and so is its sidecar
-(which would otherwise name it).
+The guard decides every read, listing, grep and search on ``FileInfo.labels``, and the index
+takes the same value, so one function decides for every path. This wrapper only gathers the
+inputs: the store's (or mount's) labels, the head of the file (front matter may open any file,
+whatever its name), and its sidecar ``<name>.labels.yaml``.
 
-Labels are worked out once per file version (the head of a Markdown file is read for its front
-matter; the sidecar is looked up), and cached.
+A sidecar shows only to those who may see its file: it carries its file's labels. A sidecar that
+is a folder, a link, a special file, or a name in another Unicode normalization form cannot be
+read, and the file's labels are undetermined (it is hidden from everybody, and the refusal's
+audit record says why). Labels are worked out once per file version and sidecar version, and
+cached; a failure to reach the sidecar is not cached.
 """
 
 from __future__ import annotations
 
+import unicodedata
 from collections import OrderedDict
 from typing import Any
 
-import yaml
-
-from bastion.core.errors import BastionError, NotFoundError, UnsupportedFileError
+from bastion.core.errors import (
+    BastionError,
+    InvalidPathError,
+    LabelError,
+    NotFoundError,
+    UnsupportedFileError,
+)
 from bastion.core.models import FileInfo, Labels, WriteMode
 from bastion.core.paths import VPath
 from bastion.core.ports import ReadCheck, Store
 from bastion.core.principal import Classifications
+from bastion.core.sidecars import SIDECAR_SUFFIX, labelled_file_of, sidecar_of
+from bastion.knowledge.ingest.formats.text import BOMS
+from bastion.knowledge.ingest.frontmatter import HEAD_BYTES, MAX_FRONT_MATTER_BYTES
+from bastion.knowledge.labels import resolve_labels
 
 __all__ = ["SIDECAR_SUFFIX", "DocumentLabels", "labelled_file_of"]
 
-SIDECAR_SUFFIX = ".labels.yaml"
-_HEAD = 64 * 1024
 _CACHE = 16_384
-_MARKDOWN = (".md", ".markdown")
-_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_PROBE = 16
+"""Bytes read first: enough to tell whether front matter may open the file (``---`` in UTF-32
+after a byte-order mark); only then is the whole head read."""
+_ODD = "is a folder, a link, a special file or a name in another normalization form"
 
 
-def labelled_file_of(path: VPath) -> VPath | None:
-    """The file a sidecar path describes (``a.pdf.labels.yaml`` -> ``a.pdf``), else ``None``."""
-    name = path.name
-    if name.endswith(SIDECAR_SUFFIX) and len(name) > len(SIDECAR_SUFFIX):
-        return path.parent.join(VPath.parse("/" + name[: -len(SIDECAR_SUFFIX)]))
-    return None
+class _Sidecar:
+    """What was found at a file's sidecar path."""
+
+    __slots__ = ("cacheable", "info", "problem")
+
+    def __init__(
+        self, info: FileInfo | None = None, problem: str = "", *, cacheable: bool = True
+    ) -> None:
+        self.info = info
+        self.problem = problem
+        self.cacheable = cacheable
+
+    def stamp(self) -> tuple[Any, ...]:
+        info = self.info
+        return (self.problem,) if info is None else (info.version, info.size, info.mtime)
+
+
+_NONE = _Sidecar()
 
 
 class DocumentLabels(Store):
-    """``inner`` with ``FileInfo.labels`` set from each file's metadata (module docstring)."""
+    """``inner`` with ``FileInfo.labels`` set to each document's effective labels."""
 
     keeps_labels = True
     timeout = None  # the inner store carries the mount's timeout
@@ -65,58 +87,165 @@ class DocumentLabels(Store):
     # -- labels ------------------------------------------------------------------------------
 
     async def _labelled(
-        self, info: FileInfo, siblings: dict[str, FileInfo] | None = None
+        self,
+        info: FileInfo,
+        siblings: dict[str, FileInfo] | None = None,
+        odd: frozenset[str] = frozenset(),
     ) -> FileInfo:
-        """``info`` with its document labels; ``siblings`` (a listing of its directory, by
-        name) saves looking the sidecar up."""
+        """``info`` with its document labels; ``siblings`` and ``odd`` (a listing of its
+        folder, by name, and its :meth:`Store.odd_names`) save looking the sidecar up."""
         if not info.is_file:
             return info
         target = labelled_file_of(info.path)
         if target is not None:  # a sidecar shows only to those who may see its file
-            try:
-                # ``info`` is the file's sidecar: no need to look it up again
-                described = await self._labelled(
-                    await self.inner.stat(target), {info.path.name: info}
-                )
-            except (NotFoundError, UnsupportedFileError):  # gone, or a link: never followed
-                described = None
-            if described is not None and described.is_file:
+            described = await self._target(target, siblings, info)
+            if described is not None:
                 return _with_labels(info, described.labels)
-        base = info.labels if self._stores_labels and info.labels is not None else self._base
         if siblings is None:
-            sidecar = await self._sidecar_info(info.path)
+            sidecar = await self._sidecar(info.path)
         else:
-            found = siblings.get(info.path.name + SIDECAR_SUFFIX)
-            sidecar = found if found is not None and found.is_file else None
-        key = (info.path.parts, info.version, info.size, info.mtime, base, _stamp(sidecar))
+            sidecar = self._listed_sidecar(info.path, siblings, odd)
+        return _with_labels(info, await self._labels(info, sidecar))
+
+    async def _target(
+        self, target: VPath, siblings: dict[str, FileInfo] | None, sidecar: FileInfo
+    ) -> FileInfo | None:
+        """The labelled info of the file a sidecar describes, or ``None`` when there is no
+        such file (the sidecar is then an ordinary file)."""
+        found = siblings.get(target.name) if siblings is not None else None
+        if found is None:
+            try:
+                found = await self.inner.stat(target)
+            except (NotFoundError, UnsupportedFileError):  # gone, or a link: never followed
+                return None
+        if not found.is_file:
+            return None
+        # the sidecar is ``sidecar``: no need to look it up again
+        labels = await self._labels(found, _Sidecar(sidecar))
+        return _with_labels(found, labels)
+
+    def _listed_sidecar(
+        self, path: VPath, siblings: dict[str, FileInfo], odd: frozenset[str]
+    ) -> _Sidecar:
+        name = path.name + SIDECAR_SUFFIX
+        found = siblings.get(name)
+        if found is not None:
+            return _Sidecar(found) if found.is_file else _Sidecar(problem=_ODD)
+        if name in odd:
+            return _Sidecar(problem=_ODD)
+        return _NONE
+
+    async def _sidecar(self, path: VPath) -> _Sidecar:
+        try:
+            where = sidecar_of(path)
+            found = await self.inner.stat(where)
+        except InvalidPathError:
+            return _NONE  # a name no store can hold: no sidecar can be there
+        except NotFoundError:
+            if _spellings_differ(where.name) and where.name in await self._odd(path.parent):
+                return _Sidecar(problem=_ODD)
+            return _NONE
+        except UnsupportedFileError:
+            return _Sidecar(problem=_ODD)
+        except BastionError as exc:
+            return _Sidecar(problem=f"could not be read ({type(exc).__name__})", cacheable=False)
+        return _Sidecar(found) if found.is_file else _Sidecar(problem=_ODD)
+
+    async def _odd(self, folder: VPath) -> frozenset[str]:
+        try:
+            return await self.inner.odd_names(folder)
+        except BastionError:
+            return frozenset()
+
+    def _base_of(self, info: FileInfo) -> Labels:
+        return info.labels if self._stores_labels and info.labels is not None else self._base
+
+    async def _labels(self, info: FileInfo, sidecar: _Sidecar) -> Labels:
+        base = self._base_of(info)
+        key = (info.path.parts, info.version, info.size, info.mtime, base, sidecar.stamp())
         labels = self._cache.get(key)
-        if labels is None:
+        if labels is not None:
+            return labels
+        try:
             labels = await self._compute(info, base, sidecar)
+        except NotFoundError:
+            raise
+        except BastionError as exc:  # cannot read the head or the sidecar now: fail closed
+            return resolve_labels(
+                base,
+                self._order,
+                sidecar_problem=f"or file could not be read ({type(exc).__name__})",
+            )
+        if sidecar.cacheable:
             if len(self._cache) >= _CACHE:
                 self._cache.popitem(last=False)
             self._cache[key] = labels
-        return _with_labels(info, labels)
-
-    async def _sidecar_info(self, path: VPath) -> FileInfo | None:
-        try:
-            found = await self.inner.stat(
-                path.parent.join(VPath.parse("/" + path.name + SIDECAR_SUFFIX))
-            )
-        except BastionError:
-            return None
-        return found if found.is_file else None
-
-    async def _compute(self, info: FileInfo, base: Labels, sidecar: FileInfo | None) -> Labels:
-        from bastion.knowledge.labels import document_labels
-
-        labels = base
-        if info.path.name.lower().endswith(_MARKDOWN):
-            head = await self.inner.read_range(info.path, 0, _HEAD)
-            labels = document_labels(labels, _front_matter(head), self._order)
-        if sidecar is not None:
-            raw = await self.inner.read_range(sidecar.path, 0, _HEAD)
-            labels = document_labels(labels, _mapping(raw), self._order)
         return labels
+
+    async def _compute(self, info: FileInfo, base: Labels, sidecar: _Sidecar) -> Labels:
+        head, complete = await self._head(info)
+        data = None
+        if sidecar.info is not None:
+            data = await self.inner.read_range(sidecar.info.path, 0, MAX_FRONT_MATTER_BYTES + 1)
+        return resolve_labels(
+            base,
+            self._order,
+            head=head,
+            complete=complete,
+            sidecar=data,
+            sidecar_problem=sidecar.problem,
+            where=str(info.path),
+        )
+
+    async def _head(self, info: FileInfo) -> tuple[bytes, bool]:
+        """The first bytes of the file, as many as its front matter needs, and whether they
+        are the whole file."""
+        probe = await self.inner.read_range(info.path, 0, _PROBE)
+        if len(probe) < _PROBE or not _may_open_front_matter(probe):
+            return probe, len(probe) < _PROBE
+        head = await self.inner.read_range(info.path, 0, HEAD_BYTES)
+        return head, len(head) < HEAD_BYTES
+
+    async def prospective(self, path: VPath, data: bytes) -> Labels:
+        """The labels a file at ``path`` would have with content ``data`` and its current
+        sidecar (the mount's labels as the base)."""
+        head = data[:HEAD_BYTES]
+        sidecar = await self._sidecar(path)
+        payload = None
+        if sidecar.info is not None:
+            payload = await self.inner.read_range(sidecar.info.path, 0, MAX_FRONT_MATTER_BYTES + 1)
+        return resolve_labels(
+            self._base,
+            self._order,
+            head=head,
+            complete=len(data) <= HEAD_BYTES,
+            sidecar=payload,
+            sidecar_problem=sidecar.problem,
+            where=str(path),
+        )
+
+    async def relabelling(self, path: VPath, data: bytes | None) -> tuple[Labels, Labels] | None:
+        target = labelled_file_of(path)
+        if target is None:
+            return None
+        try:
+            found = await self.inner.stat(target)
+        except (NotFoundError, UnsupportedFileError):
+            return None
+        if not found.is_file:
+            return None
+        before = (await self._labelled(found)).labels
+        assert before is not None
+        head, complete = await self._head(found)
+        after = resolve_labels(
+            self._base_of(found),
+            self._order,
+            head=head,
+            complete=complete,
+            sidecar=data,
+            where=str(target),
+        )
+        return before, after
 
     # -- the store port ----------------------------------------------------------------------
 
@@ -126,7 +255,8 @@ class DocumentLabels(Store):
     async def list(self, path: VPath) -> list[FileInfo]:
         infos = await self.inner.list(path)
         siblings = {info.path.name: info for info in infos}
-        return [await self._labelled(info, siblings) for info in infos]
+        odd = await self._odd(path) if any(i.is_file for i in infos) else frozenset()
+        return [await self._labelled(info, siblings, odd) for info in infos]
 
     async def read_file(
         self,
@@ -155,8 +285,30 @@ class DocumentLabels(Store):
         mode: WriteMode = WriteMode.OVERWRITE,
         if_version: str | None = None,
     ) -> FileInfo:
+        if mode is not WriteMode.APPEND:
+            self._refuse_unreadable(path, data)
         info = await self.inner.write(path, data, mode=mode, if_version=if_version)
+        if labelled_file_of(path) is not None:
+            return info  # never echo the labels of the file a sidecar describes
         return await self._labelled(info)
+
+    def _refuse_unreadable(self, path: VPath, data: bytes) -> None:
+        """Refuse content whose labels could not be read back: the file would vanish."""
+        if labelled_file_of(path) is not None:
+            labels = resolve_labels(self._base, self._order, sidecar=data, where=str(path))
+        else:
+            labels = resolve_labels(
+                self._base,
+                self._order,
+                head=data[:HEAD_BYTES],
+                complete=len(data) <= HEAD_BYTES,
+                where=str(path),
+            )
+        if labels.undetermined:
+            raise LabelError(
+                f"{path}: labels could not be read ({labels.undetermined}); fix the metadata "
+                "and write again"
+            )
 
     async def delete(self, path: VPath, *, recursive: bool = False) -> None:
         await self.inner.delete(path, recursive=recursive)
@@ -167,33 +319,24 @@ class DocumentLabels(Store):
     async def rename(self, src: VPath, dst: VPath) -> None:
         await self.inner.rename(src, dst)
 
+    async def odd_names(self, path: VPath) -> frozenset[str]:
+        return await self.inner.odd_names(path)
 
-def _stamp(info: FileInfo | None) -> tuple[Any, ...] | None:
-    return None if info is None else (info.version, info.size, info.mtime)
+
+def _spellings_differ(name: str) -> bool:
+    """True when ``name`` (NFC) has another normalization form a store could hold."""
+    return not name.isascii() and unicodedata.normalize("NFD", name) != name
+
+
+def _may_open_front_matter(probe: bytes) -> bool:
+    for bom, encoding in BOMS:
+        if probe.startswith(bom):
+            text = probe.decode(encoding, "ignore")
+            break
+    else:
+        text = probe.decode("utf-8", "ignore")
+    return text.removeprefix("\ufeff").startswith("---")
 
 
 def _with_labels(info: FileInfo, labels: Labels | None) -> FileInfo:
     return FileInfo(info.path, info.kind, info.size, info.mtime, info.version, labels)
-
-
-def _mapping(raw: bytes) -> dict[str, Any]:
-    """A YAML mapping; metadata that is not one classifies the file at the highest level
-    (an unknown classification counts as the highest), so a broken label never opens it."""
-    broken = {"classification": "\x00unreadable"}
-    try:
-        loaded = yaml.load(raw.decode("utf-8", "replace"), Loader=_LOADER)  # noqa: S506 - safe
-    except (yaml.YAMLError, RecursionError):
-        return broken
-    if loaded is None:  # an empty block or file: no labels
-        return {}
-    return loaded if isinstance(loaded, dict) else broken
-
-
-def _front_matter(head: bytes) -> dict[str, Any]:
-    """The front matter as ingest reads it (``knowledge.ingest.formats.markdown``)."""
-    from bastion.knowledge.ingest.formats.markdown import FRONT_MATTER
-
-    match = FRONT_MATTER.match(head.decode("utf-8", "replace"))
-    if match is None:
-        return {}
-    return _mapping((match.group(1) or "").encode())

@@ -175,14 +175,21 @@ class KnowledgeLink:
         if mount is None:
             return "on a write-only mount or under no mount"
         rel = mount.to_store_path(vp)
-        try:
-            info = await mount.store.stat(rel)
-            limit = self.knowledge.limits.max_bytes
+        limit = self.knowledge.limits.max_bytes
+
+        def small(info: FileInfo) -> None:
             if info.size > limit:
-                return f"over the {limit}-byte ingest limit"
-            data = await mount.store.read_all(rel)
+                raise _TooLarge
+
+        try:
+            # one read: the labels and the bytes they were worked out from
+            info, data = await mount.store.read_file(rel, check=small)
+        except _TooLarge:
+            return f"over the {limit}-byte ingest limit"
         except BastionError as exc:
             return str(exc)
+        if info.labels is not None and info.labels.undetermined:
+            return "labels cannot be determined"
         if not self.knowledge.indexable(str(vp), data):
             return "unsupported type (not text, Markdown, HTML, PDF or DOCX)"
         labels = info.labels if info.labels is not None else mount.labels
@@ -385,6 +392,10 @@ class KnowledgeLink:
                 if chunks and flt.admits(chunks[0].doc) and self.may_read(ctx, chunks[0].doc):
                     extra.append(replace(_hit(chunks[0], 0.0), related_to=source))
         return extra
+
+
+class _TooLarge(Exception):
+    """A file over the ingest limit, found before its bytes are read."""
 
 
 def _hit(chunk: IndexedChunk, score: float) -> SearchHit:

@@ -7,15 +7,12 @@ import re
 from collections.abc import Iterable, Mapping
 from datetime import UTC, date, datetime, time, timedelta, timezone
 from email.utils import parsedate_to_datetime
-from typing import Any
 
 from bastion.core.paths import VPath
-from bastion.knowledge.ingest.errors import ParseError
 from bastion.knowledge.ingest.models import Heading
 
 __all__ = [
     "iso_date",
-    "jsonable",
     "markdown_headings",
     "one_line",
     "person",
@@ -144,33 +141,6 @@ def _pdf_date(match: re.Match[str]) -> str | None:
 
 def _is_date_only(text: str, parsed: datetime) -> bool:
     return parsed.time() == time() and parsed.tzinfo is None and len(text) <= 10
-
-
-def jsonable(value: Any, *, budget: int, where: str) -> Any:
-    """A JSON-compatible copy of front matter: dates as ISO strings, keys as strings.
-
-    ``budget`` bounds the number of values visited, so YAML aliases cannot expand into a
-    "billion laughs"; over it, :class:`ParseError`.
-    """
-    remaining = [budget]
-
-    def convert(item: Any) -> Any:
-        remaining[0] -= 1
-        if remaining[0] < 0:
-            raise ParseError(
-                f"{where}: front matter expands to more than {budget} values; simplify it"
-            )
-        if isinstance(item, datetime | date):
-            return item.isoformat()
-        if isinstance(item, Mapping):
-            return {str(k): convert(v) for k, v in item.items()}
-        if isinstance(item, list | tuple | set | frozenset):
-            return [convert(v) for v in item]
-        if item is None or isinstance(item, str | int | float | bool):
-            return item
-        return str(item)
-
-    return convert(value)
 
 
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")

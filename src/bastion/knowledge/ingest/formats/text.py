@@ -7,9 +7,9 @@ import codecs
 from bastion.knowledge.ingest.errors import ParseError
 from bastion.knowledge.ingest.models import Extraction, IngestLimits
 
-__all__ = ["decode_text", "parse_text"]
+__all__ = ["BOMS", "decode_text", "parse_text"]
 
-_BOMS = (
+BOMS = (
     (codecs.BOM_UTF32_LE, "utf-32"),
     (codecs.BOM_UTF32_BE, "utf-32"),
     (codecs.BOM_UTF8, "utf-8-sig"),
@@ -24,7 +24,7 @@ def decode_text(data: bytes, where: str) -> str:
     No guessing of legacy encodings: a wrong guess makes plausible garbage that is then indexed
     and cited. The error says where the first bad byte is, not what it is.
     """
-    encoding = next((name for bom, name in _BOMS if data.startswith(bom)), "utf-8")
+    encoding = next((name for bom, name in BOMS if data.startswith(bom)), "utf-8")
     try:
         return data.decode(encoding)
     except UnicodeDecodeError as exc:
