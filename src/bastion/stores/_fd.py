@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import fcntl
 import os
 import secrets
 import stat
@@ -229,6 +230,25 @@ def _pread(fd: int, offset: int, end: int, path: VPath) -> bytes:
     except OSError as exc:
         raise _translate(exc, path) from exc
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+_NO_LOCKS = frozenset({errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EBADF, errno.EINVAL})
+
+
+def _lock_dir(fd: int, path: VPath) -> bool:
+    """Take the exclusive ``flock`` of the directory open on ``fd``, waiting for its holder.
+
+    The lock belongs to ``fd``'s open file description: it is released when ``fd`` is
+    closed, and by the kernel when the process dies (even by SIGKILL). Any two descriptions
+    of one directory exclude each other, in one process or in two, whatever root they were
+    reached from. ``False`` when this filesystem has no such locks (some network disks)."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    except OSError as exc:
+        if exc.errno in _NO_LOCKS:
+            return False
+        raise _translate(exc, path) from exc
+    return True
 
 
 def _probe(open_beneath: Callable[[int, str], int], root_fd: int) -> bool:

@@ -42,10 +42,19 @@ Append copies the old content and the new bytes into the temporary file. Tempora
 reserved: they are never listed and cannot be addressed.
 
 Versions are ``mtime_ns-size-inode`` of the file. Each write stamps the new file with a
-modification time that increases strictly within the store, so a version never repeats even
-when the clock is coarse and an inode number is reused. The expected-version check and the
-write are atomic with respect to other writers of the same ``LocalStore`` (one lock per store);
-across processes, or against other programs editing the directory, the check is best-effort.
+modification time later than the replaced file's and than any this store stamped before, so a
+version never repeats even when the clock is coarse and an inode number is reused.
+
+Writers exclude each other across processes. A write, a delete and a move hold the ``flock``
+of the parent directory (both parents for a move, taken in inode order) from the check to the
+rename, on a descriptor opened for that call alone: the expected-version check, the create-only
+check, the copy of an append and the rename are one step against every writer of that
+directory, in this process or in any other, through any root that reaches it. The kernel
+releases the lock when its holder dies, even by SIGKILL; there is no lock file to leave behind
+or to hide. A thread lock per store still orders the writers of one process. On a filesystem
+without ``flock`` (some network disks) plain writes go on unlocked and conditional writes and
+appends are refused rather than made unsafe. Programs that write the directory without the
+lock (an editor) are not excluded: for them the check is best-effort, as before.
 
 The methods are ``async`` but make their system calls inline: each is microseconds on a local
 disk, cheaper than a hop to a worker thread (a decision of the project lead).
@@ -83,6 +92,7 @@ from bastion.stores._fd import (
     _child,
     _copy,
     _info,
+    _lock_dir,
     _lstat,
     _lstat_raw,
     _make_temp,
@@ -227,9 +237,16 @@ class LocalStore(Store):
         with self._lock:
             pfd = self._open_parent(path)
             try:
+                if not _lock_dir(pfd, path) and (
+                    if_version is not None or mode is WriteMode.APPEND
+                ):
+                    raise StoreError(
+                        f"{path}: this disk has no cross-process locks, so conditional writes "
+                        "and appends are refused; write the whole file without if_version"
+                    )
                 return self._write_locked(pfd, path, memoryview(data), mode, if_version)
             finally:
-                os.close(pfd)
+                os.close(pfd)  # releases the directory's lock
 
     async def delete(self, path: VPath, *, recursive: bool = False) -> None:
         if path.is_root:
@@ -237,6 +254,7 @@ class LocalStore(Store):
         with self._lock:
             pfd = self._open_dir(path.parent)
             try:
+                _lock_dir(pfd, path)  # no check to protect where it is missing: delete anyway
                 name = _name(path)
                 st = _lstat(pfd, name, path)
                 if st is None:
@@ -327,6 +345,7 @@ class LocalStore(Store):
             try:
                 dfd = self._open_parent(dst)
                 try:
+                    _lock_both(sfd, src, dfd, dst)
                     self._rename_locked(sfd, src, dfd, dst)
                 finally:
                     os.close(dfd)
@@ -430,9 +449,11 @@ class LocalStore(Store):
         except NotFoundError as exc:
             raise NotFoundError(f"parent directory {path.parent} does not exist") from exc
 
-    def _next_ns(self) -> int:
-        """A modification time later than any this store stamped before (see versions)."""
-        self._last_ns = max(time.time_ns(), self._last_ns + 1)
+    def _next_ns(self, replaced: os.stat_result | None) -> int:
+        """A modification time later than the ``replaced`` file's and than any this store
+        stamped before (see versions)."""
+        floor = 0 if replaced is None else replaced.st_mtime_ns + 1
+        self._last_ns = max(time.time_ns(), self._last_ns + 1, floor)
         return self._last_ns
 
     def _write_locked(
@@ -483,7 +504,7 @@ class LocalStore(Store):
             _write_all(tfd, data)
             if current is not None:
                 os.fchmod(tfd, stat.S_IMODE(current.st_mode) & 0o777)
-            stamp = self._next_ns()
+            stamp = self._next_ns(current)
             os.utime(tfd, ns=(stamp, stamp))
             os.fsync(tfd)
             final = os.fstat(tfd)
@@ -518,6 +539,18 @@ class LocalStore(Store):
                 os.fsync(sfd)
         except OSError as exc:
             raise _translate(exc, dst if exc.errno == errno.EEXIST else src) from exc
+
+
+def _lock_both(sfd: int, src: VPath, dfd: int, dst: VPath) -> None:
+    """Lock the directories of a move: once when they are one, else in inode order (two
+    moves that lock the same two directories never wait for each other)."""
+    s, d = os.fstat(sfd), os.fstat(dfd)
+    if os.path.samestat(s, d):
+        _lock_dir(sfd, src)
+        return
+    first, second = sorted([((s.st_dev, s.st_ino), sfd, src), ((d.st_dev, d.st_ino), dfd, dst)])
+    _lock_dir(first[1], first[2])
+    _lock_dir(second[1], second[2])
 
 
 # -- helpers that tests swap out (module globals) ------------------------------------------

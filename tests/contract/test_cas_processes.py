@@ -1,0 +1,263 @@
+"""Compare-and-set across real processes, on every store that can be shared by processes.
+
+Four worker processes (``cas_worker.py``), each with its own store object, start together and
+
+1. race to create the same files with ``mode="create"``: each file is created by exactly one
+   of them and holds that one's name;
+2. increment one counter file by compare-and-set (read with its version, write the next value
+   with ``if_version``, retry on conflict). One of them, the victim, never stops: it is killed
+   with SIGKILL after a few acknowledged increments, at a random moment, often in the middle
+   of a write. The others finish their count.
+
+Every write of value ``V`` read ``V - 1`` under the version it replaced, so with no lost update
+the acknowledged values are distinct, and they are all of ``1 .. final`` except at most one:
+the victim's last write, which may have landed without being acknowledged. Every read parses
+(a counter file is the value on 256 lines: a torn or mixed file would not), in the workers and
+at the end. On the local store, a writer killed while holding the directory's lock must not
+stop the others: the kernel releases the lock.
+
+Stores: the local disk (also two roots nested in each other, both reaching the counter),
+SQLite, PostgreSQL (``pg_dsn``) and S3 through moto's server, which here handles one request
+at a time: S3 checks a condition and writes in one step, moto's threaded server does not (two
+requests may pass the same ``If-Match`` before either writes), so this stands in for S3's own
+promise while testing that Bastion asks for it. The memory store lives in one process and is
+not shared; fsspec filesystems other than S3 and LangGraph stores check conditions within one
+process only and refuse ``if_version`` and ``mode="create"`` unless the mount says that only
+this process writes there (``single_process=True``): tested at the end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import queue
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bastion.core.paths import VPath
+
+from .cas_worker import close_store, counter_body, open_store, parse_counter
+from .test_fsspec_store import FAKE_AWS, _client
+
+WORKER = Path(__file__).with_name("cas_worker.py")
+WORKERS = 4
+INCREMENTS = 25
+"""Increments of each worker that is not killed."""
+CLAIMS = 12
+KILL_AFTER = 5
+"""Acknowledged increments of the victim before it is killed."""
+WAIT = 120.0
+"""Seconds a worker may stay silent before the test fails (a lock never released, say)."""
+
+
+# -- S3: moto, one request at a time -----------------------------------------------------------
+
+
+class _OneAtATime:
+    """A WSGI app that handles one request at a time (see the module doc)."""
+
+    def __init__(self, app: Any) -> None:
+        self._app = app
+        self._lock = threading.Lock()
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> list[bytes]:
+        with self._lock:
+            return list(self._app(environ, start_response))
+
+
+@pytest.fixture(scope="module")
+def serial_s3() -> Iterator[str]:
+    from moto.moto_server.werkzeug_app import (
+        DomainDispatcherApplication,
+        MotoRequestHandler,
+        create_backend_app,
+    )
+    from werkzeug.serving import make_server
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    app = _OneAtATime(DomainDispatcherApplication(create_backend_app))
+    server = make_server("127.0.0.1", 0, app, True, request_handler=MotoRequestHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            for name, value in FAKE_AWS.items():
+                patch.setenv(name, value)
+            endpoint = f"http://127.0.0.1:{server.server_address[1]}"
+            _client(endpoint).create_bucket(Bucket="cas")  # type: ignore[attr-defined]
+            yield endpoint
+    finally:
+        server.shutdown()
+        thread.join(timeout=30)
+
+
+# -- the race ----------------------------------------------------------------------------------
+
+
+@pytest.fixture(params=["local", "local-nested-roots", "sqlite", "postgres", "s3"])
+def specs(request: pytest.FixtureRequest, tmp_path: Path) -> list[dict[str, Any]]:
+    """One worker spec per worker (the first is the victim), over a fresh store."""
+    kind: str = request.param
+    base: dict[str, Any] = {"counter": "/counter", "claims_dir": "/claims"}
+    if kind == "local":
+        (tmp_path / "root").mkdir()
+        base |= {"kind": "local", "target": str(tmp_path / "root")}
+    elif kind == "local-nested-roots":
+        # half the workers open the store at root/, half at root/sub/: one counter file
+        (tmp_path / "root" / "sub").mkdir(parents=True)
+        outer = {"target": str(tmp_path / "root"), "counter": "/sub/counter"}
+        inner = {"target": str(tmp_path / "root" / "sub")}
+        return [
+            {"kind": "local", **base, **(outer | {"claims_dir": "/sub/claims"} if n % 2 else inner)}
+            for n in range(WORKERS)
+        ]
+    elif kind == "sqlite":
+        base |= {"kind": "sqlite", "target": str(tmp_path / "ws.db")}
+    elif kind == "postgres":
+        base |= {"kind": "postgres", "target": str(request.getfixturevalue("pg_dsn"))}
+    else:
+        endpoint = str(request.getfixturevalue("serial_s3"))
+        base |= {"kind": "s3", "target": f"cas/{uuid.uuid4().hex}", "endpoint": endpoint}
+    return [dict(base) for _ in range(WORKERS)]
+
+
+async def _prepare(spec: dict[str, Any]) -> None:
+    store = open_store(spec)
+    try:
+        counter = VPath.parse(spec["counter"])
+        await store.makedirs(counter.parent)
+        await store.makedirs(VPath.parse(spec["claims_dir"]))
+        await store.write(counter, counter_body(0))
+    finally:
+        await close_store(store)
+
+
+async def _final(spec: dict[str, Any]) -> tuple[int, dict[int, bytes]]:
+    """The counter's value and each claim file's content, read by a fresh store."""
+    store = open_store(spec)
+    try:
+        value = parse_counter(await store.read_all(VPath.parse(spec["counter"])))
+        claims = VPath.parse(spec["claims_dir"])
+        owners = {n: await store.read_all(claims / str(n)) for n in range(CLAIMS)}
+    finally:
+        await close_store(store)
+    return value, owners
+
+
+@dataclass
+class _Worker:
+    name: str
+    proc: subprocess.Popen[str]
+    errors: Path
+    lines: queue.Queue[str | None] = field(default_factory=queue.Queue)
+    seen: list[str] = field(default_factory=list)
+
+    def pump(self) -> None:
+        assert self.proc.stdout is not None
+        with self.proc.stdout:
+            for line in self.proc.stdout:
+                self.lines.put(line.strip())
+        self.lines.put(None)
+
+    def next_line(self) -> str | None:
+        line = self.lines.get(timeout=WAIT)
+        if line is not None:
+            self.seen.append(line)
+        return line
+
+    def why(self) -> str:
+        return f"{self.name} (exit {self.proc.poll()}): {self.errors.read_text()[-1000:]}"
+
+
+def _start(specs: list[dict[str, Any]], folder: Path) -> list[_Worker]:
+    env = {**os.environ, **FAKE_AWS}
+    workers = []
+    for n, given in enumerate(specs):
+        name = f"w{n}"
+        increments = 10**9 if n == 0 else INCREMENTS  # the victim runs until killed
+        spec = {**given, "name": name, "claims": CLAIMS, "increments": increments}
+        errors = folder / f"{name}.err"
+        with errors.open("w") as stderr:
+            proc = subprocess.Popen(
+                [sys.executable, str(WORKER), json.dumps(spec)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                text=True,
+                env=env,
+            )
+        worker = _Worker(name, proc, errors)
+        threading.Thread(target=worker.pump, daemon=True).start()
+        workers.append(worker)
+    return workers
+
+
+def _run(workers: list[_Worker], rng: random.Random) -> None:
+    """Start the workers together, kill the victim mid-run, let the others finish."""
+    for worker in workers:
+        assert worker.next_line() == "ready", worker.why()
+    for worker in workers:
+        assert worker.proc.stdin is not None
+        worker.proc.stdin.write("go\n")
+        worker.proc.stdin.close()
+    victim = workers[0]
+    acks = 0
+    while acks < KILL_AFTER:
+        line = victim.next_line()
+        assert line is not None, victim.why()
+        acks += line.startswith("ack ")
+    time.sleep(rng.uniform(0, 0.02))
+    os.kill(victim.proc.pid, signal.SIGKILL)
+    for worker in workers:
+        while worker.next_line() is not None:
+            pass
+        worker.proc.wait(timeout=WAIT)
+    assert victim.proc.returncode == -signal.SIGKILL, victim.why()
+    for worker in workers[1:]:
+        assert worker.proc.returncode == 0, worker.why()
+        assert worker.seen[-1].startswith("done "), worker.why()
+
+
+def test_compare_and_set_holds_across_processes_and_a_kill(
+    specs: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    asyncio.run(_prepare(specs[1]))
+    seed = random.randrange(1 << 32)
+    workers = _start(specs, tmp_path)
+    try:
+        _run(workers, random.Random(seed))
+    finally:
+        for worker in workers:
+            if worker.proc.poll() is None:
+                worker.proc.kill()
+                worker.proc.wait()
+    final, owners = asyncio.run(_final(specs[1]))
+
+    # create-only: each claim file was created by exactly one worker, and holds its name
+    for n in range(CLAIMS):
+        winners = [w.name for w in workers if f"won {n}" in w.seen]
+        losers = [w.name for w in workers if f"lost {n}" in w.seen]
+        assert len(winners) == 1, f"claim {n}: created by {winners} (seed {seed})"
+        assert len(losers) == WORKERS - 1, f"claim {n}: refused to {losers} (seed {seed})"
+        assert owners[n] == winners[0].encode()
+
+    # compare-and-set: no acknowledged increment lost, none applied twice
+    acked = [int(line.split()[1]) for w in workers for line in w.seen if line.startswith("ack ")]
+    assert len(acked) == len(set(acked)), f"a value was written twice (seed {seed})"
+    assert len(acked) >= KILL_AFTER + (WORKERS - 1) * INCREMENTS
+    assert set(acked) <= set(range(1, final + 1)), f"final {final} < an acked value ({seed})"
+    unacknowledged = set(range(1, final + 1)) - set(acked)
+    assert len(unacknowledged) <= 1, f"lost updates: {sorted(unacknowledged)} (seed {seed})"
