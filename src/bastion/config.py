@@ -26,5 +26,8 @@ def load_policy(path: str | os.PathLike[str]) -> Policy:
             raise ConfigurationError(f"cannot load policy {file}: {exc}") from exc
         if not isinstance(data, dict):
             raise ConfigurationError(f"policy {file} must be a mapping at the top level")
-        return Policy.from_dict(data)
+        try:
+            return Policy.from_dict(data)
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"{file}: {exc}") from None
     raise ConfigurationError(f"policy file {file} must end in .toml, .yaml or .yml")

@@ -15,15 +15,18 @@ or an option (either may hold a password once expanded).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import math
 import os
 import re
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import yaml
 
 from bastion.config import load_policy
 from bastion.core.errors import ConfigurationError, StoreError
@@ -32,6 +35,7 @@ from bastion.core.mounts import Mount
 from bastion.core.paths import VPath
 from bastion.core.policy import Policy
 from bastion.core.principal import Principal
+from bastion.core.schema import check_keys, list_of_names, name, table, text
 from bastion.stores.registry import mount_from_url
 
 if TYPE_CHECKING:
@@ -50,10 +54,18 @@ __all__ = [
 ]
 
 _VARIABLE = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-_TOP_KEYS = frozenset({"mounts", "policy", "knowledge"})
+_TOP_KEYS = frozenset({"mounts", "policy", "knowledge", "principal"})
 _MOUNT_KEYS = frozenset({"prefix", "url", "scope", "labels", "description", "timeout", "options"})
 _LABEL_KEYS = frozenset({"tenant", "classification", "roles", "tags"})
+_PRINCIPAL_KEYS = frozenset({"id", "tenant", "roles", "clearance", "tags"})
+_KNOWLEDGE_KEYS = frozenset({"folder", "embedder"})
 _EMBEDDERS = ("local", "none")
+_MOVED = {
+    "index": '"index" is now [knowledge] folder = "..."',
+    "keyword_only": '"keyword_only" is now [knowledge] embedder = "none"',
+    "path": 'a mount\'s "path" is now url = "file:FOLDER" (or "memory://")',
+}
+"""Keys of the old ``bastion mcp`` file, with where they went (said once in the error)."""
 
 
 def expand_env(value: Any, env: Mapping[str, str], where: str) -> Any:
@@ -82,34 +94,26 @@ def expand_env(value: Any, env: Mapping[str, str], where: str) -> Any:
     return value
 
 
-def _table(value: Any, where: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise ConfigurationError(f"{where} must be a table")
-    return value
-
-
 def _unknown(data: Mapping[str, Any], known: Iterable[str], where: str) -> None:
-    extra = sorted(set(data) - set(known))
-    if extra:
-        raise ConfigurationError(
-            f"{where}: unknown keys {', '.join(extra)}; known: {', '.join(sorted(known))}"
-        )
+    """Unknown keys are an error; a key of the old ``bastion mcp`` file says where it went."""
+    try:
+        check_keys(data, known, where)
+    except ConfigurationError as exc:
+        moved = [_MOVED[k] for k in _MOVED if k in data and k not in known]
+        raise ConfigurationError("; ".join((str(exc), *moved))) from None
 
 
 def _names(value: Any, what: str, where: str) -> frozenset[str]:
-    items = [value] if isinstance(value, str) else value
-    if not isinstance(items, list) or not all(isinstance(i, str) and i for i in items):
-        raise ConfigurationError(f"{where}: {what} must be a list of names")
-    return frozenset(items)
+    return frozenset(list_of_names(value, f"{where}: {what}"))
 
 
 def _labels(raw: Any, policy: Policy, where: str) -> Labels:
-    data = _table(raw, f"{where}: labels")
+    data = table(raw, f"{where}: labels")
     _unknown(data, _LABEL_KEYS, f"{where}: labels")
     tenant = data.get("tenant")
-    if tenant is not None and (not isinstance(tenant, str) or not tenant):
-        raise ConfigurationError(f"{where}: labels.tenant must be a name")
-    classification = data.get("classification", "public")
+    if tenant is not None:
+        name(tenant, f"{where}: labels.tenant")
+    classification = name(data.get("classification", "public"), f"{where}: labels.classification")
     if classification not in policy.classifications.order:
         known = ", ".join(policy.classifications.order)
         raise ConfigurationError(
@@ -187,12 +191,33 @@ class WorkspaceConfig:
     knowledge: KnowledgeConfig | None = None
     base: Path = field(default_factory=Path.cwd)
     """The folder relative paths are taken from (the file's own folder)."""
+    principal: Principal | None = None
+    """The ``[principal]`` table: who the workspace acts for when the caller names no one
+    (``bastion mcp`` serves its tools for this principal)."""
+
+    @classmethod
+    def from_file(
+        cls, path: str | os.PathLike[str], *, env: Mapping[str, str] | None = None
+    ) -> WorkspaceConfig:
+        """Read and check a workspace file: ``.toml``, or ``.yaml`` / ``.yml`` holding the
+        same tables. Every error names the file."""
+        file = Path(path)
+        if file.suffix.lower() not in (".yaml", ".yml"):
+            return cls.from_toml(file, env=env)
+        try:
+            data = yaml.safe_load(file.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ConfigurationError(f"cannot read workspace file {file}: {exc.strerror}") from None
+        except (yaml.YAMLError, UnicodeDecodeError):
+            raise ConfigurationError(f"workspace file {file} is not valid YAML") from None
+        return cls._checked(data, file, env)
 
     @classmethod
     def from_toml(
         cls, path: str | os.PathLike[str], *, env: Mapping[str, str] | None = None
     ) -> WorkspaceConfig:
-        """Read and check a ``bastion.toml``; ``env`` defaults to ``os.environ``."""
+        """Read and check a ``bastion.toml``; ``env`` defaults to ``os.environ``. Every error
+        names the file."""
         file = Path(path)
         try:
             with file.open("rb") as fh:
@@ -201,7 +226,14 @@ class WorkspaceConfig:
             raise ConfigurationError(f"cannot read workspace file {file}: {exc.strerror}") from None
         except tomllib.TOMLDecodeError as exc:
             raise ConfigurationError(f"workspace file {file} is not valid TOML: {exc}") from None
-        return cls.from_dict(data, base=file.resolve().parent, env=env)
+        return cls._checked(data, file, env)
+
+    @classmethod
+    def _checked(cls, data: object, file: Path, env: Mapping[str, str] | None) -> WorkspaceConfig:
+        try:
+            return cls.from_dict(table(data, "workspace file"), base=file.resolve().parent, env=env)
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"{file}: {exc}") from None
 
     @classmethod
     def from_dict(
@@ -228,7 +260,8 @@ class WorkspaceConfig:
                 raise ConfigurationError(f"mount {mount.prefix}: mounted twice")
             seen.add(mount.prefix)
         knowledge = _knowledge(data.get("knowledge"), folder, environ)
-        return cls(mounts, policy, knowledge, folder)
+        principal = _principal(data.get("principal"), policy, environ)
+        return cls(mounts, policy, knowledge, folder, principal)
 
     def open_mounts(self) -> list[Mount]:
         """Build every store and mount it; on an error, close those already opened."""
@@ -244,18 +277,65 @@ class WorkspaceConfig:
     def build(
         self, *, principal: Principal | None = None, audit: AuditSink | None = None
     ) -> Workspace:
-        """The workspace this file describes, acting for ``principal``."""
+        """The workspace this file describes, acting for ``principal`` (default: the file's
+        ``[principal]``, else ``local``)."""
+        return self._build(principal, audit)[0]
+
+    @contextlib.contextmanager
+    def opened(
+        self, *, principal: Principal | None = None, audit: AuditSink | None = None
+    ) -> Iterator[Workspace]:
+        """:meth:`build`, and on leaving, close the stores and the index it opened (call it
+        outside an event loop, as a command line does)."""
+        ws, mounts, knowledge = self._build(principal, audit)
+        try:
+            yield ws
+        finally:
+            try:
+                if knowledge is not None:
+                    knowledge.close()
+            finally:
+                _close_now(mounts)
+
+    def _build(
+        self, principal: Principal | None, audit: AuditSink | None
+    ) -> tuple[Workspace, list[Mount], Knowledge | None]:
         from bastion.workspace.workspace import Workspace
 
         mounts = self.open_mounts()
         try:
             knowledge = self.knowledge.open() if self.knowledge is not None else None
-            return Workspace(
-                mounts, policy=self.policy, principal=principal, audit=audit, knowledge=knowledge
+            ws = Workspace(
+                mounts,
+                policy=self.policy,
+                principal=principal or self.principal,
+                audit=audit,
+                knowledge=knowledge,
             )
         except BaseException:
             _close_now(mounts)
             raise
+        return ws, mounts, knowledge
+
+
+def _principal(raw: Any, policy: Policy, env: Mapping[str, str]) -> Principal | None:
+    if raw is None:
+        return None
+    data = table(expand_env(raw, env, "principal"), "principal")
+    _unknown(data, _PRINCIPAL_KEYS, "principal")
+    if "id" not in data:
+        raise ConfigurationError('principal: needs an id such as "docs-agent"')
+    clearance = name(data.get("clearance", "public"), "principal: clearance")
+    if clearance not in policy.classifications.order:
+        known = ", ".join(policy.classifications.order)
+        raise ConfigurationError(f"principal: unknown clearance {clearance!r}; known: {known}")
+    return Principal.of(
+        name(data["id"], "principal: id"),
+        tenant=name(data.get("tenant", "default"), "principal: tenant"),
+        roles=_names(data.get("roles", []), "roles", "principal"),
+        clearance=clearance,
+        tags=_names(data.get("tags", []), "tags", "principal"),
+    )
 
 
 def _policy(raw: Any, folder: Path, env: Mapping[str, str]) -> Policy:
@@ -270,7 +350,7 @@ def _policy(raw: Any, folder: Path, env: Mapping[str, str]) -> Policy:
 
 
 def _mount(raw: Any, number: int, policy: Policy, env: Mapping[str, str]) -> MountConfig:
-    data = _table(raw, f"mount {number}")
+    data = table(raw, f"mount {number}")
     prefix = data.get("prefix")
     if not isinstance(prefix, str) or not prefix:
         raise ConfigurationError(f'mount {number}: needs a prefix such as "/docs"')
@@ -285,9 +365,7 @@ def _mount(raw: Any, number: int, policy: Policy, env: Mapping[str, str]) -> Mou
     except ValueError:
         known = ", ".join(s.value for s in Scope)
         raise ConfigurationError(f"{where}: unknown scope; use {known}") from None
-    description = data.get("description", "")
-    if not isinstance(description, str):
-        raise ConfigurationError(f"{where}: description must be text")
+    description = text(data.get("description", ""), f"{where}: description")
     return MountConfig(
         prefix=data["prefix"],
         url=url.strip(),
@@ -302,14 +380,14 @@ def _mount(raw: Any, number: int, policy: Policy, env: Mapping[str, str]) -> Mou
 def _options(raw: Any, where: str) -> dict[str, Any]:
     """The store's options; one set to the empty string is left out, so that
     ``"${VAR:-}"`` makes an option optional (``endpoint_url`` for AWS itself)."""
-    return {k: v for k, v in _table(raw, f"{where}: options").items() if v != ""}
+    return {k: v for k, v in table(raw, f"{where}: options").items() if v != ""}
 
 
 def _knowledge(raw: Any, folder: Path, env: Mapping[str, str]) -> KnowledgeConfig | None:
     if raw is None:
         return None
-    data = _table(expand_env(raw, env, "knowledge"), "knowledge")
-    _unknown(data, ("folder", "embedder"), "knowledge")
+    data = table(expand_env(raw, env, "knowledge"), "knowledge")
+    _unknown(data, _KNOWLEDGE_KEYS, "knowledge")
     where = data.get("folder")
     if not isinstance(where, str) or not where:
         raise ConfigurationError("knowledge: needs a folder for the index")
@@ -327,8 +405,9 @@ def load_workspace(
     audit: AuditSink | None = None,
     env: Mapping[str, str] | None = None,
 ) -> Workspace:
-    """Read ``bastion.toml`` at ``path`` and build its workspace (see the module doc)."""
-    return WorkspaceConfig.from_toml(path, env=env).build(principal=principal, audit=audit)
+    """Read the workspace file at ``path`` (``bastion.toml``, or the same tables in YAML) and
+    build its workspace, acting for ``principal`` or the file's own (see the module doc)."""
+    return WorkspaceConfig.from_file(path, env=env).build(principal=principal, audit=audit)
 
 
 async def check_mounts(mounts: Iterable[Mount]) -> None:

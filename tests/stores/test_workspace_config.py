@@ -155,7 +155,8 @@ def test_expand_env_forms() -> None:
 def test_a_missing_variable_names_the_mount_and_the_variable(tmp_path: Path) -> None:
     text = '[[mounts]]\nprefix = "/db"\nurl = "postgresql://u:${PG_PASSWORD}@h/db"\n' + ALLOW_ALL
     message = _error(text, tmp_path)
-    assert message.startswith("mount /db: environment variable PG_PASSWORD is not set")
+    assert message.startswith(f"{tmp_path / 'bastion.toml'}: mount /db: environment variable")
+    assert "PG_PASSWORD is not set" in message
 
 
 def test_secrets_never_appear_in_errors_or_reprs(tmp_path: Path) -> None:
@@ -242,7 +243,7 @@ def test_empty_options_are_left_out(tmp_path: Path) -> None:
             'embedder = "gpt"\n' + ALLOW_ALL,
             "knowledge: embedder must be one of local, none",
         ),
-        ('[[mounts]]\nprefix = "/a"\nurl = "memory://"\n[policy]\nrulez = []\n', "unknown policy"),
+        ('[[mounts]]\nprefix = "/a"\nurl = "memory://"\n[policy]\nrulez = []\n', "policy: unknown keys rulez"),
         ("[[mounts]\n", "is not valid TOML"),
     ],
 )
@@ -259,7 +260,7 @@ def test_scopes_labels_timeouts_and_descriptions(tmp_path: Path) -> None:
     text = (
         '[[mounts]]\nprefix = "/drop"\nurl = "memory://"\nscope = "write_only"\n'
         'description = "Reports in"\ntimeout = "never"\n'
-        'labels = { tenant = "acme", classification = "restricted", roles = "hr", '
+        'labels = { tenant = "acme", classification = "restricted", roles = ["hr"], '
         'tags = ["in", "hr"] }\n' + ALLOW_ALL
     )
     [mount] = WorkspaceConfig.from_toml(_write(tmp_path, text), env={}).mounts

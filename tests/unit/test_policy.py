@@ -119,7 +119,7 @@ description = "private"
 [[rules]]
 effect = "allow"
 actions = ["*"]
-paths = "/**"
+paths = ["/**"]
 roles = ["dev"]
 """
 
@@ -130,7 +130,7 @@ limits: {max_file_bytes: 1024, allowed_extensions: [.md, .txt], blocked_segments
 rate_limit: {requests: 10, window_seconds: 1.5}
 rules:
   - {effect: deny, actions: [read], paths: [/private/**], description: private}
-  - {effect: allow, actions: ["*"], paths: /**, roles: [dev]}
+  - {effect: allow, actions: ["*"], paths: [/**], roles: [dev]}
 """
 
 
@@ -156,11 +156,11 @@ def test_policy_files(tmp_path: Path, name: str, text: str) -> None:
         ({"rules": [{"effect": "allow", "actions": ["read"]}]}, "needs"),
         (
             {"rules": [{"effect": "allow", "actions": ["read"], "paths": ["/x"], "colour": 1}]},
-            "unknown rule",
+            "policy rule 1: unknown keys colour",
         ),
-        ({"limits": {"max_bytes": 3}}, "unknown limits"),
-        ({"typo": 1}, "unknown policy keys"),
-        ({"rate_limit": {"requests": 0, "window_seconds": 1}}, "rate limit"),
+        ({"limits": {"max_bytes": 3}}, "policy limits: unknown keys max_bytes"),
+        ({"typo": 1}, "policy: unknown keys typo"),
+        ({"rate_limit": {"requests": 0, "window_seconds": 1}}, "rate_limit.requests"),
         ({"classifications": ["a", "a"]}, "without repeats"),
     ],
 )

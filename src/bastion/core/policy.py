@@ -16,11 +16,23 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from bastion.core.errors import ConfigurationError, InvalidPatternError
+from bastion.core.errors import ConfigurationError
 from bastion.core.globs import Glob
 from bastion.core.models import DEFAULT_CLASSIFICATIONS, FILE_ACTIONS, Action
 from bastion.core.paths import VPath
 from bastion.core.principal import Classifications, Principal, RoleGraph
+from bastion.core.rule_patterns import rule_glob
+from bastion.core.schema import (
+    check_keys,
+    list_of_names,
+    list_of_tables,
+    name,
+    number,
+    positive_int,
+    show,
+    table,
+    text,
+)
 
 __all__ = ["Decision", "Effect", "FileLimits", "Policy", "RateLimit", "Rule"]
 
@@ -61,17 +73,22 @@ class Rule:
     _globs: tuple[Glob, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if not self.paths:
-            raise ConfigurationError("a policy rule needs at least one path pattern")
-        globs: list[Glob] = []
-        for pattern in self.paths:
-            if not pattern.startswith("/"):
-                raise ConfigurationError(f"rule path {pattern!r} must be absolute (start with /)")
-            try:
-                globs.append(Glob.compile(pattern))
-            except InvalidPatternError as exc:
-                raise ConfigurationError(f"rule path {pattern!r}: {exc}") from exc
-        object.__setattr__(self, "_globs", tuple(globs))
+        fix = object.__setattr__
+        paths: object = self.paths
+        if isinstance(paths, str) or not self.paths:
+            raise ConfigurationError(
+                'a policy rule needs a list of path patterns such as ["/docs/**"]'
+            )
+        for who in ("roles", "principals", "tenants"):
+            fix(self, who, frozenset(list_of_names(getattr(self, who), who)))
+        text(self.description, "description")
+        actions: Iterable[object] = self.actions
+        if isinstance(actions, str) or not all(isinstance(a, Action) for a in actions):
+            raise ConfigurationError("rule actions must be Action values (Rule.allow names them)")
+        if not actions:
+            raise ConfigurationError("a policy rule needs at least one action")
+        fix(self, "actions", frozenset(self.actions))
+        fix(self, "_globs", tuple(rule_glob(pattern) for pattern in self.paths))
 
     @classmethod
     def allow(cls, actions: Iterable[str] | str, *paths: str, **who: Any) -> Rule:
@@ -89,17 +106,15 @@ class Rule:
         paths: Iterable[str],
         who: Mapping[str, Any],
     ) -> Rule:
-        unknown = set(who) - {"roles", "principals", "tenants", "description"}
-        if unknown:
-            raise ConfigurationError(f"unknown rule fields: {', '.join(sorted(unknown))}")
+        check_keys(who, ("roles", "principals", "tenants", "description"), "a rule")
         return cls(
             effect,
             _parse_actions(actions),
             tuple(paths),
-            roles=frozenset(who.get("roles", ())),
-            principals=frozenset(who.get("principals", ())),
-            tenants=frozenset(who.get("tenants", ())),
-            description=str(who.get("description", "")),
+            roles=who.get("roles", frozenset()),
+            principals=who.get("principals", frozenset()),
+            tenants=who.get("tenants", frozenset()),
+            description=who.get("description", ""),
         )
 
     def applies(
@@ -223,58 +238,30 @@ class Policy:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Policy:
-        """Build a policy from plain data (the shape of a policy TOML or YAML file)."""
-        known = {"rules", "limits", "rate_limit", "roles", "classifications"}
-        unknown = set(data) - known
-        if unknown:
-            raise ConfigurationError(f"unknown policy keys: {', '.join(sorted(unknown))}")
-        rules = []
-        for i, raw in enumerate(data.get("rules", [])):
-            if not isinstance(raw, Mapping):
-                raise ConfigurationError(f"rule {i + 1} must be a table")
-            raw_rule = dict(raw)
-            try:
-                effect = Effect(raw_rule.pop("effect"))
-            except (KeyError, ValueError):
-                raise ConfigurationError(
-                    f"rule {i + 1}: effect must be 'allow' or 'deny'"
-                ) from None
-            actions = raw_rule.pop("actions", None)
-            paths = raw_rule.pop("paths", None)
-            if actions is None or paths is None:
-                raise ConfigurationError(f"rule {i + 1}: needs 'actions' and 'paths'")
-            if isinstance(paths, str):
-                paths = [paths]
-            rules.append(Rule._make(effect, actions, paths, raw_rule))
-        limits_data = dict(data.get("limits", {}))
-        limits = FileLimits(
-            max_file_bytes=int(limits_data.pop("max_file_bytes", DEFAULT_MAX_FILE_BYTES)),
-            allowed_extensions=(
-                frozenset(limits_data.pop("allowed_extensions"))
-                if "allowed_extensions" in limits_data
-                else None
-            ),
-            blocked_segments=frozenset(limits_data.pop("blocked_segments", ())),
+        """Build a policy from plain data (the shape of a policy TOML or YAML file). Every
+        field is checked: an unknown key, a string where a list belongs, a pattern that could
+        never match is a one-line :class:`ConfigurationError` naming the field."""
+        table(data, "policy")
+        check_keys(data, _POLICY_KEYS, "policy")
+        order = data.get("classifications", list(DEFAULT_CLASSIFICATIONS))
+        classifications = Classifications(list_of_names(order, "policy classifications"))
+        inherits = table(data.get("roles", {}), "policy roles")
+        roles = RoleGraph.from_mapping(
+            {
+                name(role, "policy roles: a role"): list_of_names(parents, f"policy roles.{show(role)}")
+                for role, parents in inherits.items()
+            }
         )
-        if limits_data:
-            raise ConfigurationError(f"unknown limits keys: {', '.join(sorted(limits_data))}")
-        rate = data.get("rate_limit")
-        try:
-            rate_limit = (
-                RateLimit(int(rate["requests"]), float(rate["window_seconds"])) if rate else None
-            )
-        except (KeyError, TypeError, ValueError):
-            raise ConfigurationError(
-                "rate_limit needs numeric 'requests' and 'window_seconds'"
-            ) from None
+        rules = tuple(
+            _rule_from_dict(raw, f"policy rule {n + 1}")
+            for n, raw in enumerate(list_of_tables(data.get("rules", []), "policy rules"))
+        )
         return cls(
-            rules=tuple(rules),
-            limits=limits,
-            rate_limit=rate_limit,
-            roles=RoleGraph.from_mapping(data.get("roles", {})),
-            classifications=Classifications(
-                tuple(data.get("classifications", DEFAULT_CLASSIFICATIONS))
-            ),
+            rules=rules,
+            limits=_limits_from_dict(data.get("limits", {})),
+            rate_limit=_rate_from_dict(data.get("rate_limit")),
+            roles=roles,
+            classifications=classifications,
         )
 
     @classmethod
@@ -285,7 +272,10 @@ class Policy:
                 data = tomllib.load(fh)
         except (OSError, tomllib.TOMLDecodeError) as exc:
             raise ConfigurationError(f"cannot load policy {path}: {exc}") from exc
-        return cls.from_dict(data)
+        try:
+            return cls.from_dict(data)
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"{path}: {exc}") from None
 
 
 def _parse_actions(actions: Iterable[str] | str) -> frozenset[Action]:
@@ -305,3 +295,75 @@ def _parse_actions(actions: Iterable[str] | str) -> frozenset[Action]:
                 f"unknown action {item!r} in a rule; known: {known} or *"
             ) from None
     return frozenset(found)
+
+
+_POLICY_KEYS = ("rules", "limits", "rate_limit", "roles", "classifications")
+_RULE_KEYS = ("effect", "actions", "paths", "roles", "principals", "tenants", "description")
+_LIMIT_KEYS = ("max_file_bytes", "allowed_extensions", "blocked_segments")
+_RATE_KEYS = ("requests", "window_seconds")
+
+
+def _rule_from_dict(raw: Mapping[str, Any], where: str) -> Rule:
+    check_keys(raw, _RULE_KEYS, where)
+    for required in ("effect", "actions", "paths"):
+        if required not in raw:
+            raise ConfigurationError(
+                f"{where}: needs effect, actions and paths; {required} is missing"
+            )
+    effect = raw["effect"]
+    if effect not in ("allow", "deny"):
+        raise ConfigurationError(f'{where}: effect must be "allow" or "deny"')
+    try:
+        return Rule(
+            Effect(effect),
+            _parse_actions(list_of_names(raw["actions"], "actions", noun="actions")),
+            list_of_names(raw["paths"], "paths", noun="patterns"),
+            roles=raw.get("roles", frozenset()),
+            principals=raw.get("principals", frozenset()),
+            tenants=raw.get("tenants", frozenset()),
+            description=raw.get("description", ""),
+        )
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"{where}: {exc}") from None
+
+
+def _limits_from_dict(raw: object) -> FileLimits:
+    data = table(raw, "policy limits")
+    check_keys(data, _LIMIT_KEYS, "policy limits")
+    extensions = None
+    if "allowed_extensions" in data:
+        where = "policy limits.allowed_extensions"
+        extensions = frozenset(list_of_names(data["allowed_extensions"], where, allow_empty=True))
+        for ext in extensions:
+            if ext and (not ext.startswith(".") or "." in ext[1:] or "/" in ext or len(ext) < 2):
+                raise ConfigurationError(
+                    f'{where}: {show(ext)} can never match; an extension is written ".md" '
+                    '(its last dot on), "" for none'
+                )
+    where = "policy limits.blocked_segments"
+    segments = frozenset(list_of_names(data.get("blocked_segments", ()), where))
+    for segment in segments:
+        if "/" in segment or segment in (".", ".."):
+            raise ConfigurationError(
+                f"{where}: {show(segment)} can never match; a blocked segment is one name "
+                'of a path, such as ".git"'
+            )
+    size = data.get("max_file_bytes", DEFAULT_MAX_FILE_BYTES)
+    return FileLimits(
+        max_file_bytes=positive_int(size, "policy limits.max_file_bytes"),
+        allowed_extensions=extensions,
+        blocked_segments=segments,
+    )
+
+
+def _rate_from_dict(raw: object) -> RateLimit | None:
+    if raw is None:
+        return None
+    data = table(raw, "policy rate_limit")
+    check_keys(data, _RATE_KEYS, "policy rate_limit")
+    if set(data) != set(_RATE_KEYS):
+        raise ConfigurationError("policy rate_limit needs both requests and window_seconds")
+    return RateLimit(
+        positive_int(data["requests"], "policy rate_limit.requests"),
+        number(data["window_seconds"], "policy rate_limit.window_seconds"),
+    )
