@@ -34,7 +34,11 @@ class JsonLinesAuditSink(AuditSink):
             raise ConfigurationError(f"cannot open audit log {self.path}: {exc.strerror}") from exc
 
     def append(self, record: AuditRecord) -> None:
-        line = (json.dumps(record.to_dict(), ensure_ascii=False, sort_keys=True) + "\n").encode()
+        fields = record.to_dict()
+        try:
+            line = (json.dumps(fields, ensure_ascii=False, sort_keys=True) + "\n").encode()
+        except UnicodeEncodeError:  # a lone surrogate (not text): written as a \u escape
+            line = (json.dumps(fields, ensure_ascii=True, sort_keys=True) + "\n").encode()
         with self._lock:
             os.write(self._fd, line)
             if self._fsync:

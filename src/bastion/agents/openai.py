@@ -36,17 +36,15 @@ class OpenAITools:
             return [{"type": "function", **schema} for schema in self.toolset.schemas()]
         return [{"type": "function", "function": schema} for schema in self.toolset.schemas()]
 
-    async def call(self, name: str, arguments: str | Mapping[str, Any] | None) -> str:
-        """Run one call; its output as a JSON string (never raises for the model's input)."""
-        if isinstance(arguments, str):
-            try:
-                parsed = json.loads(arguments) if arguments.strip() else {}
-            except json.JSONDecodeError as exc:
-                return dumps(fail(f"arguments of {name} are not valid JSON ({exc.msg}); resend"))
-        else:
-            parsed = dict(arguments or {})
-        if not isinstance(parsed, dict):
-            return dumps(fail(f"arguments of {name} must be a JSON object"))
+    async def call(self, name: object, arguments: object) -> str:
+        """Run one call; its output as a JSON string. Never raises for what the model sent:
+        malformed or hostile arguments (invalid JSON, numbers too long to convert, nesting
+        too deep to parse, anything but an object) come back as a tool error."""
+        if not isinstance(name, str) or name not in self.toolset:
+            return dumps(await self.toolset.call(str(name)[:100], {}))  # "unknown tool ..."
+        parsed = _arguments(name, arguments)
+        if isinstance(parsed, str):
+            return dumps(fail(parsed))
         return dumps(await self.toolset.call(name, parsed))
 
     async def handle(self, tool_call: Any) -> dict[str, Any]:
@@ -66,6 +64,32 @@ class OpenAITools:
             "call_id": _field(item, "call_id"),
             "output": output,
         }
+
+
+def _arguments(name: str, arguments: object) -> dict[str, Any] | str:
+    """The call's arguments as a dict, or the one-line reason they cannot be read."""
+    resend = f"arguments of {name} must be a JSON object of the tool's parameters; resend"
+    if arguments is None:
+        return {}
+    if isinstance(arguments, str | bytes | bytearray):
+        try:
+            text = arguments if isinstance(arguments, str) else bytes(arguments).decode()
+            parsed = json.loads(text) if text.strip() else {}
+        except json.JSONDecodeError as exc:
+            return f"arguments of {name} are not valid JSON ({exc.msg}); resend"
+        except UnicodeDecodeError:
+            return f"arguments of {name} are not UTF-8 text; resend"
+        except ValueError:  # an integer of more digits than Python converts
+            return f"arguments of {name} hold a number too long to read; resend"
+        except RecursionError:
+            return f"arguments of {name} are nested too deeply to read; resend"
+    elif isinstance(arguments, Mapping):
+        parsed = arguments
+    else:
+        return resend
+    if not isinstance(parsed, Mapping) or not all(isinstance(k, str) for k in parsed):
+        return resend
+    return dict(parsed)
 
 
 def _field(obj: Any, name: str, default: Any = None) -> Any:

@@ -134,6 +134,8 @@ class Glob:
             raise InvalidPatternError(f"glob pattern longer than {MAX_PATTERN_CHARS} characters")
         if "\x00" in pattern or "\\" in pattern:
             raise InvalidPatternError("glob pattern contains NUL or a backslash; use '/' only")
+        if any("\ud800" <= ch <= "\udfff" for ch in pattern):
+            raise InvalidPatternError("glob pattern contains a lone surrogate, which is not text")
         # Paths are NFC-normalized when parsed; a pattern typed in another form (NFD, as some
         # editors and macOS file names produce) must name the same paths.
         pattern = unicodedata.normalize("NFC", pattern)

@@ -12,7 +12,8 @@ Rules (see ``docs/paths.md``):
 * Relative input (``docs/a.md``) is taken relative to ``/``.
 * ``.`` is dropped, ``..`` pops one segment; a ``..`` that would climb above ``/`` is refused.
   Dots inside names are ordinary characters (``report..final.md``, ``..test``).
-* Refused: NUL and other control characters, Unicode bidirectional overrides, a leading
+* Refused: NUL and other control characters, Unicode bidirectional overrides, lone
+  surrogates (``"\\ud800"``: half a character, no encoding can store it), a leading
   ``//`` (UNC form), a drive-letter segment (``C:``), names over 255 bytes, paths over 4096
   bytes (UTF-8).
 """
@@ -45,7 +46,14 @@ _PLAIN_PATH = re.compile(r"(?:/[^\x00-\x1f\x7f\\/:.][^\x00-\x1f\x7f\\/:]{0,254})
 
 
 def _is_forbidden_char(ch: str) -> bool:
-    return unicodedata.category(ch) == "Cc" or ch in _BIDI_CONTROLS
+    return unicodedata.category(ch) in ("Cc", "Cs") or ch in _BIDI_CONTROLS
+
+
+def _describe(ch: str) -> str:
+    """What a forbidden character is, for an error message."""
+    if unicodedata.category(ch) == "Cs":
+        return f"a lone surrogate (U+{ord(ch):04X}), which is not text"
+    return f"a control character (U+{ord(ch):04X})"
 
 
 def _is_drive(segment: str) -> bool:
@@ -75,12 +83,12 @@ class VPath:
     def _parse_general(cls, raw: str) -> VPath:
         if raw == "":
             raise InvalidPathError("empty path: give an absolute path such as /docs/notes.md")
-        text = unicodedata.normalize("NFC", raw)
-        for ch in text:
+        # Forbidden characters are looked for before normalizing: normalization is only
+        # defined on text, and a lone surrogate is not text.
+        for ch in raw:
             if _is_forbidden_char(ch):
-                raise InvalidPathError(
-                    f"path {_show(text)} contains a control character (U+{ord(ch):04X}); remove it"
-                )
+                raise InvalidPathError(f"path {_show(raw)} contains {_describe(ch)}; remove it")
+        text = unicodedata.normalize("NFC", raw)
         if "\\" in text:
             raise InvalidPathError(
                 f"path {_show(text)} contains a backslash; use '/' as the only separator"

@@ -277,12 +277,16 @@ class JwtVerifier:
                     f"token claim {name!r} has the wrong type: expected seconds since the epoch; "
                     "ask your identity provider for a valid token"
                 )
-            if not math.isfinite(value):
+            try:
+                seconds = float(value)  # an integer past the float range cannot be a time
+            except OverflowError:
+                seconds = math.inf
+            if not math.isfinite(seconds):
                 raise TokenClaimsError(
                     f"token claim {name!r} is not a finite number: ask your identity provider "
                     "for a valid token"
                 )
-            times[name] = float(value)
+            times[name] = seconds
         if "exp" in times and now >= times["exp"] + leeway:
             raise TokenExpiredError("token expired: sign in again")
         if "nbf" in times and times["nbf"] > now + leeway:

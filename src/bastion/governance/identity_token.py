@@ -3,9 +3,9 @@
 This runs before any cryptography, on attacker-controlled bytes, so it is deliberately
 narrow: exactly three base64url segments without padding, in canonical form; a header and a
 payload that are JSON objects with no repeated member names (two ``alg`` or two ``sub`` members
-would let two parsers disagree about what was signed); a size cap checked first. Nothing here
-decides whether the token is *valid*; it only decides whether it is worth verifying, and reads
-the header fields needed to pick a key.
+would let two parsers disagree about what was signed) and no lone surrogates (``"\\ud800"``,
+not text); a size cap checked first. Nothing here decides whether the token is *valid*; it
+only decides whether it is worth verifying, and reads the header fields needed to pick a key.
 """
 
 from __future__ import annotations
@@ -136,7 +136,10 @@ def _object(raw: bytes) -> dict[str, Any]:
         value = json.loads(
             raw.decode("utf-8"), object_pairs_hook=_unique_members, parse_constant=_no_constant
         )
-    except (UnicodeDecodeError, ValueError, RecursionError):
+        # A "\ud800" escape decodes to a lone surrogate: not text, and no log, database or
+        # wire format downstream can store it. Such a member is refused, wherever it is.
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except (UnicodeError, ValueError, RecursionError):
         raise MalformedTokenError(_MALFORMED) from None
     if not isinstance(value, dict):
         raise MalformedTokenError(_MALFORMED)

@@ -68,8 +68,15 @@ def fail(message: str) -> dict[str, Any]:
 
 
 def dumps(output: dict[str, Any]) -> str:
-    """A tool output as the compact JSON string a model reads (what every adapter sends)."""
-    return json.dumps(output, ensure_ascii=False, separators=(",", ":"))
+    """A tool output as the compact JSON string a model reads (what every adapter sends).
+    Always encodable as UTF-8: text holding a lone surrogate (not text, so no transport can
+    send it) is written with ``\\u`` escapes instead."""
+    text = json.dumps(output, ensure_ascii=False, separators=(",", ":"))
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(output, ensure_ascii=True, separators=(",", ":"))
+    return text
 
 
 def one_line(text: str, limit: int = _MAX_ERROR_CHARS) -> str:

@@ -48,6 +48,9 @@ ToolFn = Callable[..., Awaitable[Output]]
 
 _NAME = re.compile(r"^[a-zA-Z][a-zA-Z0-9_-]{0,63}$")
 _MAX_ARGUMENT_ERROR = 300
+_MAX_INT = 2**63 - 1
+"""Integer arguments beyond a 64-bit integer are refused: no tool means them, and numbers of
+thousands of digits cannot even be written back in an error message."""
 
 
 class Capability(StrEnum):
@@ -108,7 +111,19 @@ class Tool:
             model = self.args.model_validate(dict(arguments or {}))
         except ValidationError as exc:
             raise ToolArgumentError(_argument_error(self.name, exc)) from None
-        return {name: getattr(model, name) for name in type(model).model_fields}
+        except (ValueError, RecursionError):  # input no validator could read
+            raise ToolArgumentError(
+                f"invalid arguments for {self.name}: they could not be read; fix them and call "
+                "again"
+            ) from None
+        values = {name: getattr(model, name) for name in type(model).model_fields}
+        for name, value in values.items():
+            if isinstance(value, int) and not -_MAX_INT <= value <= _MAX_INT:
+                raise ToolArgumentError(
+                    f"invalid arguments for {self.name}: {name}: the number is out of range; "
+                    "fix it and call again"
+                )
+        return values
 
     def restrict(self, argument: str, allowed: Iterable[str]) -> Tool:
         """A copy whose ``argument`` accepts only the values in ``allowed`` (in schema order);
