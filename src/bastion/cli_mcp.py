@@ -1,17 +1,19 @@
 """``bastion mcp``: serve a workspace's tools to an MCP client, over stdio or streamable HTTP.
 
-The workspace comes from ``--mount`` options (folders on disk, or ``memory`` for a scratch
-area), from a ``--config`` file, or, with neither, from the demo (sample documents read-only at
-``/docs``, a scratch area, a write-only outbox, a keyword index). Over stdio nothing but the
-protocol is written to stdout; messages go to stderr.
+The workspace comes from a ``--config`` workspace file (``bastion.toml``, the one schema
+``load_workspace`` reads: mounts by URL with their labels and timeouts, the policy, the index,
+the principal), from ``--mount`` options (folders on disk, or ``memory`` for a scratch area;
+turned into entries of that same schema), or, with neither, from the demo (sample documents
+read-only at ``/docs``, a scratch area, a write-only outbox, a keyword index). Over stdio
+nothing but the protocol is written to stdout; messages go to stderr.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import tempfile
-import tomllib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -36,15 +38,23 @@ _SCOPES = ("read_only", "read_write", "write_only")
     "--config",
     "config",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="A TOML or YAML file with mounts, policy, principal and index (see docs/mcp.md).",
+    help="A workspace file (bastion.toml, see docs/configuration.md): mounts, policy, "
+    "principal, index.",
 )
 @click.option(
     "--policy",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="Policy file (TOML or YAML). Default: allow everything the mount scopes allow.",
+    help="Policy file (TOML or YAML) for --mount. Default: allow everything the mount scopes "
+    "allow.",
 )
-@click.option("--principal", default=None, help="Who the agent acts for (default: agent).")
-@click.option("--role", "roles", multiple=True, help="A role of the principal. Repeatable.")
+@click.option(
+    "--principal",
+    default=None,
+    help="Who the agent acts for (default: the file's [principal], else agent).",
+)
+@click.option(
+    "--role", "roles", multiple=True, help="A role of that principal (not the file's). Repeatable."
+)
 @click.option("--index", "index_dir", type=click.Path(path_type=Path), help="Index folder.")
 @click.option("--keyword-only", is_flag=True, help="Open the index without embeddings.")
 @click.option("--style", type=click.Choice(["granular", "intent"]), default="granular")
@@ -81,6 +91,10 @@ def mcp_command(
 
     if demo and (mounts or config):
         raise click.UsageError("--demo takes no --mount or --config")
+    if config is not None and (mounts or policy):
+        raise click.UsageError(
+            "--config takes no --mount or --policy: put the mounts and the policy in the file"
+        )
     try:
         with _workspace(mounts, config, policy, principal, roles, index_dir, keyword_only) as ws:
             shape = cast(Literal["granular", "intent"], style)
@@ -104,47 +118,51 @@ def _workspace(
     index_dir: Path | None,
     keyword_only: bool,
 ) -> Iterator[Any]:
-    from bastion import FileLimits, Policy, Principal, Workspace, load_policy
+    """The workspace to serve, built by the one workspace-file schema, closed on leaving."""
+    from bastion import Principal
+    from bastion.workspace_config import KnowledgeConfig, WorkspaceConfig
 
     if not mounts and config is None:
         with _demo() as ws:
             yield ws
         return
-    data = _read_config(config) if config is not None else {}
-    base = config.parent if config is not None else Path.cwd()
-    table = [_mount_from_table(m, base) for m in data.get("mounts", [])]
-    table += [_mount_from_option(m) for m in mounts]
-    if policy_file is not None:
-        policy = load_policy(policy_file)
-    elif "policy" in data:
-        policy = Policy.from_dict(data["policy"])
-    else:
-        blocked = frozenset({".git", ".bastion"})
-        policy = Policy.allow_all(limits=FileLimits(blocked_segments=blocked))
-    who = dict(data.get("principal", {}))
-    if principal_id:
-        who["id"] = principal_id
-    if roles:
-        who["roles"] = list(roles)
-    agent = Principal.of(
-        str(who.pop("id", "agent")),
-        roles=who.pop("roles", ()),
-        tenant=str(who.pop("tenant", "default")),
-        clearance=str(who.pop("clearance", "public")),
+    settings = (
+        WorkspaceConfig.from_file(config)
+        if config is not None
+        else _from_options(mounts, policy_file)
     )
-    index = index_dir or (base / data["index"] if "index" in data else None)
-    knowledge = None
-    if index is not None:
-        from bastion.knowledge.service import Knowledge
-
-        dense = not (keyword_only or data.get("keyword_only", False))
-        knowledge = Knowledge.open(index, embedder="local" if dense else None)
-    ws = Workspace(table, policy=policy, principal=agent, knowledge=knowledge)
-    try:
+    changes: dict[str, Any] = {}
+    if principal_id is not None or roles:
+        # Options name the whole principal: an id given here never inherits the file's
+        # clearance, tenant or roles.
+        changes["principal"] = Principal.of(principal_id or "agent", roles=roles)
+    elif settings.principal is None:
+        changes["principal"] = Principal.of("agent")
+    embedder = "none" if keyword_only else None
+    if index_dir is not None:
+        folder = index_dir.resolve()
+        changes["knowledge"] = KnowledgeConfig(folder, embedder or "local")
+    elif settings.knowledge is not None and embedder is not None:
+        changes["knowledge"] = dataclasses.replace(settings.knowledge, embedder=embedder)
+    with dataclasses.replace(settings, **changes).opened() as ws:
         yield ws
-    finally:
-        if knowledge is not None:
-            knowledge.close()
+
+
+def _from_options(mounts: Sequence[str], policy_file: Path | None) -> Any:
+    """``--mount`` and ``--policy`` as a workspace file would say them, checked by its schema."""
+    from bastion import Action
+    from bastion.workspace_config import WorkspaceConfig
+
+    policy: Any = (
+        str(policy_file.resolve()).replace("$", "$$")
+        if policy_file is not None
+        else {
+            "rules": [{"effect": "allow", "actions": [a.value for a in Action], "paths": ["/**"]}],
+            "limits": {"blocked_segments": [".git", ".bastion"]},
+        }
+    )
+    table = [_mount_from_option(m) for m in mounts]
+    return WorkspaceConfig.from_dict({"mounts": table, "policy": policy}, env={})
 
 
 @contextlib.contextmanager
@@ -159,28 +177,8 @@ def _demo() -> Iterator[Any]:
         yield ws.aio
 
 
-def _read_config(path: Path) -> dict[str, Any]:
-    from bastion.errors import ConfigurationError
-
-    try:
-        if path.suffix.lower() == ".toml":
-            with path.open("rb") as fh:
-                data: Any = tomllib.load(fh)
-        else:
-            import yaml
-
-            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, ValueError) as exc:
-        raise ConfigurationError(f"cannot load {path}: {exc}") from exc
-    if not isinstance(data, dict):
-        raise ConfigurationError(f"{path} must be a mapping at the top level")
-    unknown = set(data) - {"mounts", "policy", "principal", "index", "keyword_only"}
-    if unknown:
-        raise ConfigurationError(f"{path}: unknown keys {', '.join(sorted(unknown))}")
-    return data
-
-
-def _mount_from_option(spec: str) -> Any:
+def _mount_from_option(spec: str) -> dict[str, str]:
+    """``PREFIX=DIR[:SCOPE]`` as a ``[[mounts]]`` entry (``DIR`` may be ``memory``)."""
     prefix, sep, rest = spec.partition("=")
     if not sep or not prefix or not rest:
         raise click.BadParameter(f"{spec!r}: use PREFIX=DIR[:SCOPE]", param_hint="--mount")
@@ -188,30 +186,5 @@ def _mount_from_option(spec: str) -> Any:
     head, colon, tail = rest.rpartition(":")
     if colon and tail in _SCOPES:
         where, scope = head, tail
-    return _mount(prefix, where, scope, "", Path.cwd())
-
-
-def _mount_from_table(table: Any, base: Path) -> Any:
-    from bastion.errors import ConfigurationError
-
-    if not isinstance(table, dict) or "prefix" not in table or "path" not in table:
-        raise ConfigurationError("each mount needs 'prefix' and 'path' (a folder or 'memory')")
-    return _mount(
-        str(table["prefix"]),
-        str(table["path"]),
-        str(table.get("scope", "read_only")),
-        str(table.get("description", "")),
-        base,
-    )
-
-
-def _mount(prefix: str, where: str, scope: str, description: str, base: Path) -> Any:
-    from bastion import LocalStore, MemoryStore, Mount
-    from bastion.errors import ConfigurationError
-
-    if where == "memory":
-        return Mount.of(prefix, MemoryStore(), scope, description=description)
-    folder = (base / where).resolve()
-    if not folder.is_dir():
-        raise ConfigurationError(f"mount {prefix}: {where} is not a folder")
-    return Mount.of(prefix, LocalStore(folder), scope, description=description)
+    url = "memory://" if where == "memory" else Path(where).resolve().as_uri()
+    return {"prefix": prefix, "url": url, "scope": scope}

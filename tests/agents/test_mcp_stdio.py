@@ -15,8 +15,9 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 CONFIG = """
-index = "index"
-keyword_only = true
+[knowledge]
+folder = "index"
+embedder = "none"
 
 [principal]
 id = "cfg-agent"
@@ -24,13 +25,13 @@ roles = ["engineer"]
 
 [[mounts]]
 prefix = "/docs"
-path = "docs"
+url = "file:docs"
 scope = "read_only"
 description = "team documents"
 
 [[mounts]]
 prefix = "/scratch"
-path = "memory"
+url = "memory://"
 scope = "read_write"
 
 [policy]

@@ -19,6 +19,7 @@ from typing import Any
 
 from bastion.core.errors import ConfigurationError
 from bastion.core.principal import Principal
+from bastion.core.schema import list_of_names
 from bastion.governance.errors import TokenClaimsError
 
 __all__ = ["ClaimsMapping", "claim_at"]
@@ -212,7 +213,10 @@ class ClaimsMapping:
                 kwargs[name] = None if value is None or value is False else value
         if kwargs.get("subject", "sub") is None:
             raise ConfigurationError("claims.subject cannot be turned off: a principal needs an id")
-        for name in ("required", "role_map", "clearance_map", "default_roles", "default_tags"):
+        for name in ("required", "default_roles", "default_tags"):
+            if name in data:  # lists: a lone string is refused, never split into letters
+                kwargs[name] = list_of_names(data[name], f"claims.{name}")
+        for name in ("role_map", "clearance_map"):
             if name in data:
                 kwargs[name] = data[name]
         if "keep_unmapped_roles" in data:

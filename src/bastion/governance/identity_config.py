@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from bastion.core.errors import ConfigurationError
+from bastion.core.schema import list_of_names
 from bastion.governance.claims import ClaimsMapping
 from bastion.governance.identity_keys import SUPPORTED_ALGORITHMS, VerificationKey
 
@@ -166,7 +167,7 @@ class IdentityConfig:
                 kwargs[name] = data[name]
         for name in ("algorithms", "required_claims"):
             if name in data:
-                kwargs[name] = frozenset(_strs(data[name], name))
+                kwargs[name] = frozenset(list_of_names(data[name], f"identity {name}"))
         return cls(**kwargs)
 
     @classmethod
@@ -194,7 +195,10 @@ class IdentityConfig:
         table = data.get("identity", data)
         if not isinstance(table, Mapping):
             raise ConfigurationError(f"identity file {file}: 'identity' must be a table")
-        return cls.from_dict(table, base_dir=file.parent, environ=environ)
+        try:
+            return cls.from_dict(table, base_dir=file.parent, environ=environ)
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"{file}: {exc}") from None
 
 
 def _why(exc: Exception) -> str:
