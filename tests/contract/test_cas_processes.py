@@ -29,6 +29,7 @@ this process writes there (``single_process=True``): tested at the end.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import logging
 import os
@@ -40,14 +41,26 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import fsspec
 import pytest
+from langgraph.store.base import BaseStore, Op, Result
+from langgraph.store.memory import InMemoryStore
 
+from bastion.core.errors import ConflictError, StoreError
+from bastion.core.models import WriteMode
 from bastion.core.paths import VPath
+from bastion.core.ports import Store
+from bastion.stores import local
+from bastion.stores._fd import _lock_dir
+from bastion.stores.fsspec import FsspecStore
+from bastion.stores.langgraph import LangGraphStore
+from bastion.stores.local import LocalStore
+from bastion.stores.registry import store_from_url
 
 from .cas_worker import close_store, counter_body, open_store, parse_counter
 from .test_fsspec_store import FAKE_AWS, _client
@@ -261,3 +274,110 @@ def test_compare_and_set_holds_across_processes_and_a_kill(
     assert set(acked) <= set(range(1, final + 1)), f"final {final} < an acked value ({seed})"
     unacknowledged = set(range(1, final + 1)) - set(acked)
     assert len(unacknowledged) <= 1, f"lost updates: {sorted(unacknowledged)} (seed {seed})"
+
+
+# -- stores that cannot check across processes refuse rather than pretend -----------------------
+
+P = VPath.parse
+REFUSED = "cannot check versions or existing files across processes"
+
+
+async def _conditional_writes_are_refused(store: Store) -> None:
+    """Plain overwrites work; if_version, create-only writes, appends and create-only copies
+    are refused with one line that says what to do, and change nothing."""
+    first = await store.write(P("/f.txt"), b"one")
+    for call in (
+        store.write(P("/f.txt"), b"two", if_version=first.version),
+        store.write(P("/g.txt"), b"new", mode=WriteMode.CREATE),
+        store.write(P("/f.txt"), b"+", mode=WriteMode.APPEND),
+    ):
+        with pytest.raises(StoreError, match=REFUSED) as caught:
+            await call
+        assert "\n" not in str(caught.value) and "overwrite the whole file" in str(caught.value)
+    assert await store.read_all(P("/f.txt")) == b"one"
+    assert not await store.exists(P("/g.txt"))
+    await store.write(P("/f.txt"), b"two")
+    assert await store.read_all(P("/f.txt")) == b"two"
+
+
+async def _conditional_writes_work(store: Store) -> None:
+    first = await store.write(P("/f.txt"), b"one", mode=WriteMode.CREATE)
+    second = await store.write(P("/f.txt"), b"+", mode=WriteMode.APPEND, if_version=first.version)
+    with pytest.raises(ConflictError):
+        await store.write(P("/f.txt"), b"stale", if_version=first.version)
+    assert (await store.stat(P("/f.txt"))).version == second.version
+    assert await store.read_all(P("/f.txt")) == b"one+"
+
+
+async def test_a_generic_fsspec_filesystem_refuses_unless_single_process(tmp_path: Path) -> None:
+    """fsspec's local filesystem: other processes can write it and nothing checks a
+    condition on its side."""
+    shared = FsspecStore(fsspec.filesystem("file"), root=str(tmp_path / "a"))
+    (tmp_path / "a").mkdir()
+    await _conditional_writes_are_refused(shared)
+    with pytest.raises(StoreError, match=REFUSED):
+        await shared.copy_file(P("/f.txt"), P("/copy.txt"))
+    assert (await shared.copy_file(P("/f.txt"), P("/copy.txt"), overwrite=True)).size == 3
+    (tmp_path / "b").mkdir()
+    await _conditional_writes_work(
+        FsspecStore(fsspec.filesystem("file"), root=str(tmp_path / "b"), single_process=True)
+    )
+
+
+async def test_the_single_process_option_reaches_an_fsspec_store_by_url(tmp_path: Path) -> None:
+    await _conditional_writes_are_refused(store_from_url(f"local://{tmp_path}"))
+    (tmp_path / "sub").mkdir()
+    await _conditional_writes_work(store_from_url(f"local://{tmp_path}/sub", single_process=True))
+
+
+class _SharedBackend(BaseStore):
+    """A LangGraph store that is not ``InMemoryStore`` (as a Postgres or platform store, which
+    other processes share), kept in memory here by delegation."""
+
+    def __init__(self) -> None:
+        self._inner = InMemoryStore()
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        return self._inner.batch(ops)
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        return await self._inner.abatch(ops)
+
+
+async def test_a_shared_langgraph_store_refuses_unless_single_process() -> None:
+    await _conditional_writes_are_refused(LangGraphStore(_SharedBackend(), namespace=("fs",)))
+    await _conditional_writes_work(
+        LangGraphStore(_SharedBackend(), namespace=("fs",), single_process=True)
+    )
+    await _conditional_writes_work(LangGraphStore(InMemoryStore(), namespace=("fs",)))
+
+
+async def test_a_local_disk_without_flock_refuses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the filesystem has no ``flock`` (some network disks), overwrites go on and the
+    writes that need the lock are refused."""
+    monkeypatch.setattr(local, "_lock_dir", lambda fd, path: False)
+    store = LocalStore(tmp_path, create=True)
+    try:
+        await _conditional_writes_are_refused(store)
+    finally:
+        store.close()
+
+
+def test_the_lock_is_on_the_directory_and_released_with_its_descriptor(tmp_path: Path) -> None:
+    """What the local store relies on: two descriptions of one directory exclude each other,
+    in one process, and closing the holder's descriptor releases the lock."""
+    first = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    second = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        assert _lock_dir(first, VPath.ROOT)
+        with pytest.raises(BlockingIOError):
+            fcntl.flock(second, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.close(first)
+        first = -1
+        fcntl.flock(second, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    finally:
+        for fd in (first, second):
+            if fd >= 0:
+                os.close(fd)

@@ -14,11 +14,20 @@ from bastion.core.errors import (
     DirectoryNotEmptyError,
     IsADirectoryError_,
     NotADirectoryError_,
+    StoreError,
 )
 from bastion.core.models import Labels, WriteMode
 from bastion.core.paths import VPath
 
-__all__ = ["check_move", "check_range", "check_write", "conflict", "labels_dict", "not_empty"]
+__all__ = [
+    "check_move",
+    "check_range",
+    "check_write",
+    "conflict",
+    "labels_dict",
+    "not_empty",
+    "refuse_unchecked",
+]
 
 
 def check_range(offset: int, length: int | None) -> None:
@@ -43,6 +52,17 @@ def check_write(path: VPath, mode: WriteMode, if_version: str | None, current: s
         raise AlreadyExistsError(f"{path} already exists")
     if if_version is not None and current != if_version:
         raise conflict(path, if_version)
+
+
+def refuse_unchecked(path: VPath, mode: WriteMode, if_version: str | None) -> None:
+    """Refuse a write whose condition this store cannot check against other processes: an
+    expected version, a create-only write, an append (a read-modify-write). Called by the
+    stores that would otherwise check it within one process only and pretend."""
+    if if_version is not None or mode is not WriteMode.OVERWRITE:
+        raise StoreError(
+            f"{path}: this mount cannot check versions or existing files across processes, so "
+            "if_version, create-only writes and appends are refused; overwrite the whole file"
+        )
 
 
 def check_move(src: VPath, dst: VPath) -> None:

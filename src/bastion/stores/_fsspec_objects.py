@@ -116,6 +116,12 @@ class Objects(ABC):
     kind: str = "fsspec"
     reserved: str | None = None
     """A file name the backend keeps for itself, or ``None``."""
+    server_checks: bool = False
+    """True when the server checks ``expect`` itself (S3's ``If-Match``): conditional writes
+    then hold against every writer, in any process."""
+    process_local: bool = False
+    """True when the namespace lives in this process only (fsspec's memory filesystem): the
+    store's in-process lock then sees every writer there is."""
 
     @abstractmethod
     async def head(self, key: str) -> Obj | None:
@@ -210,7 +216,8 @@ class FsspecObjects(Objects):
     """Any fsspec filesystem as a flat namespace, directories kept by :data:`MARKER` files.
 
     Conditional writes are checked by the store under its in-process lock, not by the server:
-    atomic for every writer in this process, not across processes (see ``docs/stores.md``).
+    atomic for every writer in this process, not across processes, so the store refuses them
+    unless the namespace is this process's own (see ``docs/stores.md``).
     Versions come from the filesystem's own tags (GCS generation, Azure or S3 ETag) when it
     has one, else from the modification time and size.
     """
@@ -221,6 +228,7 @@ class FsspecObjects(Objects):
         self.fs = fs
         protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
         self.kind = str(protocol)
+        self.process_local = self.kind == "memory"
         self.root = str(fs._strip_protocol(root) if root else "").rstrip("/")
 
     def _path(self, key: str) -> str:

@@ -10,7 +10,10 @@ conditional requests.
   object written by another tool has no token: its version is its ETag. Listing directories
   therefore costs one ``HEAD`` per file (run concurrently), since S3 lists no metadata.
 * **Conditional writes** are ``If-None-Match: *`` (create) and ``If-Match: <etag>`` (expected
-  version), checked by S3 itself: atomic across every writer, in any process.
+  version), checked by S3 itself: atomic across every writer, in any process. The version is
+  checked on a ``HEAD`` first; what S3 compares on the ``PUT`` is the ETag (the content's
+  digest), so a write of identical bytes between that ``HEAD`` and the ``PUT`` goes unseen: the
+  content replaced is then the very content the writer read.
 * **Directories** are empty marker objects named ``dir/`` (the S3 console's convention) or any
   key below ``dir/``.
 * **Appends** rewrite the object; from :data:`COMPOSE_MIN` bytes on, S3 composes the new
@@ -120,6 +123,7 @@ class S3Objects(Objects):
     """Objects under ``bucket/prefix`` of an ``s3fs.S3FileSystem`` (see the module doc)."""
 
     kind = "s3"
+    server_checks = True
 
     def __init__(self, fs: Any, root: str) -> None:
         bucket, _, prefix = str(fs._strip_protocol(root)).strip("/").partition("/")

@@ -14,8 +14,11 @@ gives them the store contract on top of a flat namespace of objects (``_fsspec_o
   modification time and size.
 * **Conditional writes.** The expected version (``if_version``), create-only writes and
   appends are checked under a lock per key inside this process, and, on S3, by the server too
-  (``If-Match`` / ``If-None-Match``): atomic across every process. On other filesystems the
-  check and the write are atomic only among the writers of this process.
+  (``If-Match`` / ``If-None-Match``): atomic across every process. Other filesystems cannot
+  check them across processes, so there they are refused (:class:`StoreError`) rather than
+  checked within this process only, unless the namespace lives in this process (fsspec's
+  memory filesystem) or the store is made with ``single_process=True``: only this process
+  writes under this root, so its lock sees every writer.
 * **Ranges.** A read asks the server for the range only (an HTTP ``Range`` request), so
   memory stays near the size of the range whatever the size of the object. ``read_file``
   makes one request on S3: the object's info arrives with the bytes, and ``check`` runs
@@ -53,7 +56,14 @@ from bastion.core.errors import (
 from bastion.core.models import EntryKind, FileInfo, WriteMode
 from bastion.core.paths import VPath
 from bastion.core.ports import ReadCheck, Store
-from bastion.stores._common import check_move, check_range, check_write, conflict, not_empty
+from bastion.stores._common import (
+    check_move,
+    check_range,
+    check_write,
+    conflict,
+    not_empty,
+    refuse_unchecked,
+)
 from bastion.stores._fsspec_edge import open_filesystem, translate
 from bastion.stores._fsspec_objects import (
     ABSENT,
@@ -107,6 +117,8 @@ class FsspecStore(Store):
     with ``storage_options`` (credentials, ``endpoint_url``, ...), or a filesystem instance
     made with ``asynchronous=False`` (the default). ``root`` overrides the URL's path: the
     folder (``bucket/prefix`` on object stores) that is this store's ``/``.
+    ``single_process=True`` says that no other process writes under this root: conditional
+    writes are then allowed on filesystems whose server cannot check them (see the module doc).
     """
 
     kind = "fsspec"
@@ -117,6 +129,7 @@ class FsspecStore(Store):
         *,
         root: str | None = None,
         storage_options: Mapping[str, Any] | None = None,
+        single_process: bool = False,
     ) -> None:
         fs, base = open_filesystem(url_or_fs, root, storage_options or {})
         if getattr(fs, "asynchronous", False):
@@ -131,6 +144,9 @@ class FsspecStore(Store):
         else:
             self._objects = FsspecObjects(fs, base)
         self.kind = self._objects.kind
+        # if_version, create-only writes and appends: allowed where they hold for every writer
+        objects = self._objects
+        self._conditional_ok = objects.server_checks or objects.process_local or single_process
         if fs.async_impl:
             self._loop: asyncio.AbstractEventLoop = fs.loop
         else:
@@ -287,6 +303,8 @@ class FsspecStore(Store):
     ) -> FileInfo:
         if path.is_root:
             raise IsADirectoryError_("/ is a directory")
+        if not self._conditional_ok:
+            refuse_unchecked(path, mode, if_version)
         payload = bytes(data)
         key = _key(path)
         work = self._locked([key], self._write(path, payload, mode, if_version))
@@ -405,6 +423,8 @@ class FsspecStore(Store):
 
     async def copy_file(self, src: VPath, dst: VPath, *, overwrite: bool = False) -> FileInfo:
         """A copy made by the server: the bytes do not travel through this process."""
+        if not self._conditional_ok and not overwrite:
+            refuse_unchecked(dst, WriteMode.CREATE, None)
         return await self._run(src, self._locked([_key(dst)], self._copy(src, dst, overwrite)))
 
     async def _copy(self, src: VPath, dst: VPath, overwrite: bool) -> FileInfo:

@@ -25,8 +25,13 @@ when it lies outside; items that are not Bastion entries are ignored.
 LangGraph stores have no conditional write, so ``if_version``, create-only writes, appends,
 moves and recursive deletes are checked and applied under one lock of this object: atomic
 among the writers that share this ``LangGraphStore`` (share one per namespace in a process),
-not across processes. Each file is one item, read whole: this store suits the memories,
-notes and plans LangGraph agents keep, not large files. Store calls use the ``BaseStore``'s
+not across processes. A backend other processes can write (LangGraph's Postgres store, a
+platform store) would turn that check into a lost update, so there ``if_version``, create-only
+writes and appends are refused (:class:`StoreError`) unless the store is made with
+``single_process=True`` (no other process writes this namespace). ``InMemoryStore`` lives in
+this process only: they are allowed there. Moves still check that the target is free within
+this process only. Each file is one item, read whole: this store suits the memories, notes and
+plans LangGraph agents keep, not large files. Store calls use the ``BaseStore``'s
 blocking API from worker threads, which every implementation supports from any thread.
 """
 
@@ -52,10 +57,17 @@ from bastion.core.errors import (
 from bastion.core.models import EntryKind, FileInfo, WriteMode
 from bastion.core.paths import VPath
 from bastion.core.ports import ReadCheck, Store
-from bastion.stores._common import check_move, check_range, check_write, not_empty
+from bastion.stores._common import (
+    check_move,
+    check_range,
+    check_write,
+    not_empty,
+    refuse_unchecked,
+)
 
 try:
     from langgraph.store.base import BaseStore, Item, PutOp
+    from langgraph.store.memory import InMemoryStore
 except ImportError as exc:  # pragma: no cover - exercised in a test that hides langgraph
     raise ConfigurationError(
         "LangGraphStore needs langgraph: pip install 'bastion[langchain]'"
@@ -168,6 +180,7 @@ class LangGraphStore(Store):
         *,
         page_size: int = 500,
         timeout: float | None = 30.0,
+        single_process: bool = False,
     ) -> None:
         if not isinstance(store, BaseStore):
             raise ConfigurationError("LangGraphStore needs a langgraph.store.base.BaseStore")
@@ -180,6 +193,8 @@ class LangGraphStore(Store):
         """Items asked for per search page (listings, deletes and moves of directories)."""
         self.timeout = timeout
         self._lock = threading.Lock()
+        # if_version, create-only writes and appends: allowed where the lock sees every writer
+        self._conditional_ok = single_process or isinstance(store, InMemoryStore)
 
     def describe(self) -> str:
         return f"langgraph ({type(self.store).__name__})"
@@ -365,6 +380,8 @@ class LangGraphStore(Store):
     ) -> FileInfo:
         if path.is_root:
             raise IsADirectoryError_("/ is a directory")
+        if not self._conditional_ok:
+            refuse_unchecked(path, mode, if_version)
         return await self._run(path, self._write, path, bytes(data), mode, if_version)
 
     async def delete(self, path: VPath, *, recursive: bool = False) -> None:

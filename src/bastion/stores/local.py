@@ -52,9 +52,10 @@ check, the copy of an append and the rename are one step against every writer of
 directory, in this process or in any other, through any root that reaches it. The kernel
 releases the lock when its holder dies, even by SIGKILL; there is no lock file to leave behind
 or to hide. A thread lock per store still orders the writers of one process. On a filesystem
-without ``flock`` (some network disks) plain writes go on unlocked and conditional writes and
-appends are refused rather than made unsafe. Programs that write the directory without the
-lock (an editor) are not excluded: for them the check is best-effort, as before.
+without ``flock`` (some network disks) overwrites go on unlocked, and conditional writes,
+create-only writes and appends are refused rather than made unsafe. Programs that write the
+directory without the lock (an editor) are not excluded: against them the check is
+best-effort.
 
 The methods are ``async`` but make their system calls inline: each is microseconds on a local
 disk, cheaper than a hop to a worker thread (a decision of the project lead).
@@ -85,7 +86,7 @@ from bastion.core.errors import (
 from bastion.core.models import FileInfo, WriteMode
 from bastion.core.paths import VPath
 from bastion.core.ports import ReadCheck, Store
-from bastion.stores._common import check_range, conflict
+from bastion.stores._common import check_range, conflict, refuse_unchecked
 from bastion.stores._fd import (
     _DIR_FLAGS,
     TEMP_PREFIX,
@@ -237,13 +238,8 @@ class LocalStore(Store):
         with self._lock:
             pfd = self._open_parent(path)
             try:
-                if not _lock_dir(pfd, path) and (
-                    if_version is not None or mode is WriteMode.APPEND
-                ):
-                    raise StoreError(
-                        f"{path}: this disk has no cross-process locks, so conditional writes "
-                        "and appends are refused; write the whole file without if_version"
-                    )
+                if not _lock_dir(pfd, path):
+                    refuse_unchecked(path, mode, if_version)
                 return self._write_locked(pfd, path, memoryview(data), mode, if_version)
             finally:
                 os.close(pfd)  # releases the directory's lock

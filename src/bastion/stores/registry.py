@@ -14,7 +14,8 @@
 A relative path (``file:docs``, ``sqlite:data/ws.db``) is taken from ``relative_to`` (the
 folder of the workspace file that names it, or the current folder). ``options`` go to the
 store's constructor (``namespace`` for PostgreSQL, ``chunk_size`` for SQLite; for fsspec URLs
-they are the filesystem's storage options: ``endpoint_url``, ``key``, ``secret``, ...).
+they are the filesystem's storage options: ``endpoint_url``, ``key``, ``secret``, ..., except
+``single_process``, which goes to the store).
 
 Errors are one line and never quote the URL, which may carry a password: they name the
 scheme, and the mount when there is one.
@@ -77,7 +78,8 @@ def _fsspec(url: str, parts: SplitResult, base: Path, options: dict[str, Any]) -
 
     if parts.scheme in ("s3", "s3a", "gs", "gcs", "az", "abfs", "abfss") and not parts.netloc:
         raise ConfigurationError(f"a {parts.scheme}:// URL needs a bucket: {parts.scheme}://bucket")
-    return FsspecStore(url, storage_options=options)
+    single_process = bool(options.pop("single_process", False))  # the store's, not fsspec's
+    return FsspecStore(url, storage_options=options, single_process=single_process)
 
 
 SCHEMES: dict[str, Opener] = {
