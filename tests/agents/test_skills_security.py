@@ -118,6 +118,7 @@ def _deny_secret() -> Policy:
             Rule.deny("*", "/global/skills/secret-ops/**", roles={"agent"}),
             Rule.deny("*", "/global/skills/hidden-broken/**", roles={"agent"}),
             Rule.allow("*", "/**"),
+            Rule.allow("reindex", "/", principals={"operator"}),
         )
     )
 
@@ -135,7 +136,7 @@ async def _seed_secret(store: Store) -> None:
 async def test_a_skill_the_principal_may_not_read_appears_nowhere(store: Store) -> None:
     await _seed_secret(store)
     scoped = scoped_on(store, _deny_secret(), knowledge=Knowledge(MemoryIndex()))
-    await scoped.workspace.rebuild_index()
+    await scoped.workspace.with_principal(Principal.of("operator")).rebuild_index()
     library = SkillLibrary.for_scopes(scoped)
 
     found = await library.discover()
@@ -228,6 +229,13 @@ async def test_the_policy_read_limit_also_applies(store: Store) -> None:
     assert "over the 1024-byte read limit" in problem.errors[0]
 
 
+_UNREADABLE = (
+    "front matter is not valid YAML",
+    "front matter is nested too deeply",
+    "front matter expands too far",
+)
+
+
 @pytest.mark.parametrize(
     ("content", "expected"),
     [
@@ -236,7 +244,7 @@ async def test_the_policy_read_limit_also_applies(store: Store) -> None:
             b"---\na: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a]\n"
             b"c: &c [*b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c]\n"
             b"name: *d\ndescription: *d\n---\n",
-            "name must be a non-empty string",
+            "front matter expands too far",
         ),
         (b"---\nname: " + b"[" * 3000 + b"\n---\n", "front matter is nested too deeply"),
         (b"\xff\xfe\x00n\x00a\x00m\x00e", "SKILL.md is not valid UTF-8"),
@@ -249,13 +257,17 @@ async def test_hostile_skill_md_is_reported_not_raised(
 ) -> None:
     await store.makedirs(VPath.parse("/global/skills/x"))
     await store.write(VPath.parse("/global/skills/x/SKILL.md"), content)
-    # Front matter that cannot be read classifies the file at the highest level (its labels
-    # are unknown: fail closed), so the problem is shown to a principal cleared for that.
     scopes = Scopes.on(store, policy=Policy.allow_all())
     cleared = Principal.of("ops", roles={"agent"}, clearance="restricted")
     scoped = scopes.workspace(cleared, agent_id="bot", thread_id="t1")
     library = SkillLibrary.for_scopes(scoped)
-    [problem] = (await library.discover()).problems
+    found = await library.discover()
+    if expected in _UNREADABLE:
+        # Front matter that cannot be read could have held labels: they cannot be determined,
+        # so the file is hidden from everybody, the highest clearance included (fail closed).
+        assert found.problems == () and found.skills == ()
+        return
+    [problem] = found.problems
     assert any(expected in e for e in problem.errors), problem.errors
     assert all("\n" not in e for e in problem.errors)
 

@@ -19,7 +19,7 @@ from bastion.core.errors import (
     NotFoundError,
     OperationError,
 )
-from bastion.core.models import EntryKind, FileInfo, WriteMode
+from bastion.core.models import EntryKind, FileInfo, Labels, WriteMode
 from bastion.core.paths import VPath
 from bastion.core.ports import ReadCheck, Store
 
@@ -51,7 +51,20 @@ class FolderStore(Store):
         return self.folder.join(path)
 
     async def odd_names(self, path: VPath) -> frozenset[str]:
-        return await self.inner.odd_names(self._in(path))
+        try:
+            return await self.inner.odd_names(self._in(path))
+        except NotFoundError as exc:
+            if path.is_root:
+                return frozenset()  # the folder is not there yet: an empty directory
+            raise self._outer(exc, path) from exc
+        except OperationError as exc:
+            raise self._outer(exc, path) from exc
+
+    async def relabelling(self, path: VPath, data: bytes | None) -> tuple[Labels, Labels] | None:
+        return await self.inner.relabelling(self._in(path), data)
+
+    async def prospective(self, path: VPath, data: bytes) -> Labels | None:
+        return await self.inner.prospective(self._in(path), data)
 
     def _outer(self, exc: OperationError, path: VPath) -> OperationError:
         """``exc`` with the backing store's paths turned into paths of this view. A message

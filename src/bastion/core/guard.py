@@ -21,6 +21,7 @@ from contextlib import AbstractContextManager, suppress
 from bastion.core.errors import (
     AccessDeniedError,
     AlreadyExistsError,
+    InvalidPathError,
     IsADirectoryError_,
     LabelError,
     LimitError,
@@ -32,12 +33,12 @@ from bastion.core.errors import (
     UnsupportedFileError,
     reworded,
 )
-from bastion.core.models import Action, EntryKind, FileInfo, Scope, WriteMode
+from bastion.core.models import Action, EntryKind, FileInfo, Labels, Scope, WriteMode
 from bastion.core.mounts import Mount
 from bastion.core.operation import GuardContext, Operation, current_operation, folded
 from bastion.core.paths import VPath
 from bastion.core.ports import ReadCheck, Store
-from bastion.core.sidecars import labelled_file_of, tightens
+from bastion.core.sidecars import joined, labelled_file_of, sidecar_of, sidecar_text, tightens
 
 __all__ = ["GuardContext", "GuardedStore", "Operation"]
 
@@ -316,18 +317,55 @@ class GuardedStore(Store):
 
     async def list(self, path: VPath) -> list[FileInfo]:
         with self._op("list", path) as op:
-            self._scope(Action.LIST, path)
-            if not path.is_root:
-                await self._stat_visible(path, op)
-            else:
-                hidden = self._visibility(path, _DIR, None)
-                if hidden is not None:
-                    raise self._hide(path, hidden, op)
+            await self._admit_listing(path, op)
             try:
                 entries = await self.inner.list(path)
             except OperationError as exc:
                 raise await self._failed(exc, path, op) from None
             return [e for e in entries if self._visibility(e.path, e.kind, e) is None]
+
+    async def _admit_listing(self, path: VPath, op: Operation) -> None:
+        self._scope(Action.LIST, path)
+        if not path.is_root:
+            await self._stat_visible(path, op)
+        else:
+            hidden = self._visibility(path, _DIR, None)
+            if hidden is not None:
+                raise self._hide(path, hidden, op)
+
+    async def odd_names(self, path: VPath) -> frozenset[str]:
+        """The store's odd names in the folder ``path`` (:meth:`Store.odd_names`) that the
+        principal may see: checked as a listing, each name as the file it would be."""
+        with self._op("list", path) as op:
+            await self._admit_listing(path, op)
+            try:
+                names = await self.inner.odd_names(path)
+            except OperationError as exc:
+                raise await self._failed(exc, path, op) from None
+            shown: set[str] = set()
+            for name in names:
+                with suppress(InvalidPathError):  # a name no path can hold is never shown
+                    if self._visibility(path.child(name), _FILE, None) is None:
+                        shown.add(name)
+            return frozenset(shown)
+
+    async def relabelling(self, path: VPath, data: bytes | None) -> tuple[Labels, Labels] | None:
+        """The store's answer (:meth:`Store.relabelling`) when the principal may see the file
+        the sidecar ``path`` describes, else ``None``, as for a sidecar of no file: the labels
+        of a file the principal may not see are not told."""
+        with self._op("stat", path) as op:
+            if not (self.mount.scope.allows(Action.READ) or self.mount.scope.allows(Action.LIST)):
+                self._scope(Action.READ, path)
+            target = labelled_file_of(path)
+            if target is None or self._visibility(target, _FILE, None) is not None:
+                return None
+            try:
+                pair = await self.inner.relabelling(path, data)
+            except OperationError as exc:
+                raise await self._failed(exc, path, op) from None
+            if pair is None or not self.ctx.admits(pair[0]):
+                return None
+            return pair
 
     async def mkdir(self, path: VPath) -> None:
         with self._op("mkdir", path) as op:
@@ -349,6 +387,35 @@ class GuardedStore(Store):
                 if isinstance(exc, AlreadyExistsError):
                     raise reworded(exc, dst, self._full(dst)) from None
                 raise await self._failed(exc, dst, op, writing=True) from None
+
+    # -- labels that travel with a file ------------------------------------------------------
+
+    async def carried_labels(self, path: VPath, labels: Labels | None, head: bytes) -> bytes | None:
+        """Before a file with ``labels`` lands at ``path`` (a copy, a move, a backup): where
+        the file would be easier to read there than it is now (its sidecar stays behind; the
+        mount is less strict), the sidecar to write at ``path`` first, holding the tightest of
+        both; ``None`` when none is needed. Written through this guard, it is a relabelling
+        like any other (only ever tightening). ``head``: the file's first ``HEAD_BYTES + 1``
+        bytes."""
+        if labels is None or labels.undetermined:
+            return None
+        order = self.ctx.policy.classifications
+        there = await self.inner.prospective(path, head)
+        if there is None or tightens(labels, there, order):
+            return None
+        try:
+            return sidecar_text(joined(labels, there, order))
+        except LabelError as exc:
+            with self._op("write", sidecar_of(path)) as op:
+                op.refuse(str(exc))
+                raise LabelError(f"{self._full(path)}: {exc}") from None
+
+    async def drop_sidecar(self, path: VPath) -> None:
+        """After the file at ``path`` was deleted or moved away: delete its sidecar, now
+        labels of nothing, if it is there. Best effort: a sidecar left behind is an ordinary
+        file, and it could only tighten a file later written at ``path``."""
+        with suppress(OperationError):
+            await self.delete(sidecar_of(path))
 
     # -- checks a workspace runs before it changes anything ----------------------------------
 

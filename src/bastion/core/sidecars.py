@@ -8,12 +8,21 @@ access to ``X``, and the ``label`` permission unless the change only tightens ``
 
 from __future__ import annotations
 
-from bastion.core.errors import InvalidPathError
+import json
+
+from bastion.core.errors import InvalidPathError, LabelError
 from bastion.core.models import NOBODY_ROLE, Labels
 from bastion.core.paths import VPath
 from bastion.core.principal import Classifications
 
-__all__ = ["SIDECAR_SUFFIX", "labelled_file_of", "sidecar_of", "tightens"]
+__all__ = [
+    "SIDECAR_SUFFIX",
+    "joined",
+    "labelled_file_of",
+    "sidecar_of",
+    "sidecar_text",
+    "tightens",
+]
 
 SIDECAR_SUFFIX = ".labels.yaml"
 
@@ -64,3 +73,40 @@ def tightens(before: Labels, after: Labels, classifications: Classifications) ->
     if before.roles and not (after.roles and after.roles - {NOBODY_ROLE} <= before.roles):
         return False
     return before.tags <= after.tags
+
+
+def joined(a: Labels, b: Labels, classifications: Classifications) -> Labels:
+    """Labels that admit only whom both ``a`` and ``b`` admit: the higher classification (an
+    unknown one counts as the highest), the common roles, the one tenant, every tag. Raises
+    :class:`LabelError` when the tenants differ (no document can belong to two)."""
+    if a.tenant is not None and b.tenant is not None and a.tenant != b.tenant:
+        raise LabelError(
+            "a document of one tenant cannot take the labels of another; copy it within "
+            "its tenant's mounts"
+        )
+    order = classifications.order
+
+    def rank(level: str) -> int:
+        return order.index(level) if level in order else len(order)
+
+    level = (
+        a.classification if rank(a.classification) >= rank(b.classification) else (b.classification)
+    )
+    if a.roles and b.roles:
+        roles = (a.roles & b.roles) or frozenset({NOBODY_ROLE})
+    else:
+        roles = a.roles or b.roles
+    return Labels(a.tenant or b.tenant, level, roles, a.tags | b.tags)
+
+
+def sidecar_text(labels: Labels) -> bytes:
+    """A sidecar that, read back by the label resolver, gives ``labels`` (JSON, which is
+    YAML too)."""
+    body: dict[str, object] = {"classification": labels.classification}
+    if labels.tenant is not None:
+        body["tenant"] = labels.tenant
+    if labels.roles:
+        body["roles"] = sorted(labels.roles)
+    if labels.tags:
+        body["tags"] = sorted(labels.tags)
+    return (json.dumps(body, ensure_ascii=False, indent=2) + "\n").encode()

@@ -116,5 +116,8 @@ class TimedStore(Store):
     async def relabelling(self, path: VPath, data: bytes | None) -> tuple[Labels, Labels] | None:
         return await self._bounded(self.inner.relabelling(path, data))
 
+    async def prospective(self, path: VPath, data: bytes) -> Labels | None:
+        return await self._bounded(self.inner.prospective(path, data))
+
     def describe(self) -> str:
         return self.inner.describe()

@@ -22,10 +22,11 @@ from bastion.core.errors import (
     ScopeError,
 )
 from bastion.core.guard import GuardContext, GuardedStore, Operation
-from bastion.core.models import Action, EntryKind, FileInfo, WriteMode
+from bastion.core.models import Action, EntryKind, FileInfo, Labels, WriteMode
 from bastion.core.mounts import Mount
 from bastion.core.operation import note_refusal
 from bastion.core.paths import VPath
+from bastion.core.sidecars import sidecar_of
 
 if TYPE_CHECKING:
     from bastion.workspace.workspace import _Shared
@@ -208,6 +209,15 @@ class WorkspaceBase:
                 raise
         await self._make_dirs(guarded, rel.parent)
         return await guarded.write(rel, data, mode=mode, if_version=if_version)
+
+    async def _carry_labels(
+        self, guarded: GuardedStore, rel: VPath, labels: Labels | None, head: bytes
+    ) -> None:
+        """Before a file with ``labels`` lands at ``rel``: write the sidecar that keeps it as
+        hard to read as it was (a copy, a move, a backup; see ``GuardedStore.carried_labels``)."""
+        sidecar = await guarded.carried_labels(rel, labels, head)
+        if sidecar is not None:
+            await self._write(guarded, sidecar_of(rel), sidecar, WriteMode.OVERWRITE, None, True)
 
     async def _make_dirs(self, guarded: GuardedStore, rel: VPath, *, exist_ok: bool = True) -> None:
         """Create ``rel`` and its parents without stat (works on write-only mounts too)."""

@@ -22,6 +22,8 @@ from bastion.core.errors import (
 from bastion.core.guard import GuardedStore
 from bastion.core.models import EntryKind, FileInfo, WriteMode
 from bastion.core.paths import VPath
+from bastion.core.sidecars import labelled_file_of
+from bastion.knowledge.ingest.frontmatter import HEAD_BYTES
 from bastion.workspace.base import WorkspaceBase
 
 __all__ = ["TransferMixin"]
@@ -70,6 +72,10 @@ class TransferMixin(WorkspaceBase):
             if d.is_relative_to(s):
                 raise NotADirectoryError_(f"cannot move {s} into itself")
             if src_store is dst_store:
+                if info.is_file:  # a folder's sidecars move with it; a file's go first
+                    await src_store.check_move(src_rel, dst_rel)
+                    head = await self._head(src_store, src_rel)
+                    await self._carry_labels(dst_store, dst_rel, info.labels, head)
                 await self._rename(src_store, src_rel, dst_rel, d, info, overwrite=overwrite)
                 result = info.at(d)
             else:
@@ -79,6 +85,8 @@ class TransferMixin(WorkspaceBase):
                 steps = await self._plan(s, d, info, overwrite=replace, merge=False)
                 result, _ = await self._run(steps, overwrite=replace)
                 await src_store.delete(src_rel, recursive=info.is_dir)
+            if info.is_file:
+                await src_store.drop_sidecar(src_rel)
             await self._removed(s)
             await self._changed(d)
             return result
@@ -121,6 +129,10 @@ class TransferMixin(WorkspaceBase):
         sources = [info.at(s)]
         if info.is_dir:
             sources += [entry async for entry in self._walk(s, None)]
+            # the sidecar of a file that is copied too is not copied: the labels travel with
+            # the file (see _run), as tight as they were, whatever the target mount's labels
+            files = {e.path for e in sources if e.is_file}
+            sources = [e for e in sources if labelled_file_of(e.path) not in files]
         steps = []
         for entry in sources:
             dst = d.join(entry.path.relative_to(s))
@@ -172,14 +184,21 @@ class TransferMixin(WorkspaceBase):
                 made = FileInfo(step.dst, EntryKind.DIRECTORY, 0, time.time())
             else:
                 src_store, src_rel = self._route(step.src)
-                _, data = await src_store.read_file(src_rel, 0, cap + 1)
+                seen, data = await src_store.read_file(src_rel, 0, cap + 1)
                 dst_store, dst_rel = self._route(step.dst)
+                await self._carry_labels(dst_store, dst_rel, seen.labels, data[: HEAD_BYTES + 1])
                 written = await self._write(dst_store, dst_rel, data, mode, None, parents=True)
                 total += len(data)
                 made = written.at(step.dst)
             first = first or made
         assert first is not None
         return first, total
+
+    @staticmethod
+    async def _head(store: GuardedStore, rel: VPath) -> bytes:
+        """The first bytes of a file, as many as its labels depend on."""
+        _, head = await store.read_file(rel, 0, HEAD_BYTES + 1)
+        return head
 
     async def _make_dir(self, guarded: GuardedStore, rel: VPath) -> None:
         """Create ``rel``, and its parents only when they are missing."""

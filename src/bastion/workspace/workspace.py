@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from bastion.audit import AuditView
 from bastion.core.audit import AuditSink, MemoryAuditSink
 from bastion.core.errors import (
     AlreadyExistsError,
@@ -27,13 +28,14 @@ from bastion.core.errors import (
     NotFoundError,
 )
 from bastion.core.guard import GuardContext, GuardedStore
-from bastion.core.models import FileInfo, WriteMode
+from bastion.core.models import Action, FileInfo, WriteMode
 from bastion.core.mounts import Mount, MountTable
 from bastion.core.paths import VPath
 from bastion.core.policy import Policy
 from bastion.core.ports import ReadCheck
 from bastion.core.principal import Principal
 from bastion.core.ratelimit import RateLimiter
+from bastion.knowledge.ingest.frontmatter import HEAD_BYTES
 from bastion.workspace.asking import AskMixin
 from bastion.workspace.doclabels import DocumentLabels
 from bastion.workspace.fsmap import filesystem_map
@@ -103,9 +105,10 @@ class Workspace(TreeMixin, TransferMixin, AskMixin, SearchMixin):
             )
         sink = audit if audit is not None else MemoryAuditSink()
         self._shared = _Shared(table, policy, sink, knowledge)
-        self._bind(principal or Principal.of("local"))
+        self._bind(principal or Principal.of("local"), owner=principal is None)
 
-    def _bind(self, principal: Principal) -> None:
+    def _bind(self, principal: Principal, *, owner: bool = False) -> None:
+        self._owner = owner
         shared = self._shared
         self.principal = principal
         self._ctx = GuardContext(principal, shared.policy, shared.audit, shared.limiter)
@@ -135,7 +138,13 @@ class Workspace(TreeMixin, TransferMixin, AskMixin, SearchMixin):
 
     @property
     def audit(self) -> AuditSink:
-        return self._shared.audit
+        """The audit log as this view may read it: the shared sink itself for a workspace
+        built without a principal (its owner); for a principal, an :class:`AuditView` of its
+        own records, or of every record when the policy grants it ``audit`` on ``/``."""
+        if self._owner:
+            return self._shared.audit
+        everyone = self._ctx.allows(Action.AUDIT, VPath.ROOT)
+        return AuditView(self._shared.audit, self.principal, everyone=everyone)
 
     def filesystem_map(self) -> str:
         """A short text for an agent's system prompt: each mount, its scope, what it may do."""
@@ -330,7 +339,9 @@ class Workspace(TreeMixin, TransferMixin, AskMixin, SearchMixin):
         info, old = await guarded.read_file(rel)
         if if_version is not None and info.version != if_version:
             raise ConflictError(f"{vp} changed since version {if_version}; read it again")
-        await guarded.write(rel.parent.child(rel.name + ".bak"), old, mode=WriteMode.OVERWRITE)
+        bak = rel.parent.child(rel.name + ".bak")
+        await self._carry_labels(guarded, bak, info.labels, old[: HEAD_BYTES + 1])
+        await guarded.write(bak, old, mode=WriteMode.OVERWRITE)
 
     async def edit(
         self,
@@ -402,7 +413,10 @@ class Workspace(TreeMixin, TransferMixin, AskMixin, SearchMixin):
             vp = self._parse(op, path)
             self._refuse_mount_points(vp, "delete")
             guarded, rel = self._route(vp)
+            found = await guarded.lookup(rel)
             await guarded.delete(rel, recursive=recursive)
+            if found is not None and found.is_file:
+                await guarded.drop_sidecar(rel)
             await self._removed(vp)
 
 
