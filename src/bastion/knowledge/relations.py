@@ -7,8 +7,10 @@ permissions: every path it returns must pass the access guard (see ``docs/relati
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
+import time
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -26,6 +28,15 @@ __all__ = [
     "RelationKind",
     "extract_relations",
 ]
+
+EXTRACTION_BUDGET_S = 2.0
+"""Seconds one document's link extraction may take. Every pattern here is linear, so only a
+document of many megabytes gets near it; the relations found by then are kept, the rest are
+left out, and a warning names the document in the log."""
+MAX_RELATIONS = 10_000
+"""Most relations kept for one document; later ones are left out, with a warning."""
+
+_log = logging.getLogger(__name__)
 
 
 RelationKind = Literal["link", "parent", "child", "related"]
@@ -72,13 +83,21 @@ class Neighbor:
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
 _BACKTICKS = re.compile(r"`+")
+# Every repetition below is possessive (``*+``) or atomic: each has one way to match, so giving
+# characters back can never help, and refusing to makes every pattern linear in its input.
+# (A greedy ``\(\s*`` before an optional title took quadratic time on a run of whitespace.)
 # Link text may hold balanced brackets and images, but no link: the innermost link wins.
-_INNER = r"(?:[^\[\]\\]|\\.)*"
-_LABEL = rf"(?:[^\[\]\\!]|!(?!\[)|\\.|!\[{_INNER}\]|\[{_INNER}\](?!\())*"
-_DEST = r"(?:<([^<>\n]*)>|((?:[^\s()\\]|\\.|\((?:[^\s()\\]|\\.)*\))*))"
-_TITLE = r"""(?:\s+(?:"[^"]*"|'[^']*'|\([^()]*\)))?"""
-_INLINE = re.compile(rf"(!?)\[{_LABEL}\]\(\s*{_DEST}{_TITLE}\s*\)", re.DOTALL)
-_REF_DEF = re.compile(rf" {{0,3}}\[(?!\^)(?:[^\[\]\\]|\\.)+\]:\s*(?:<([^<>]*)>|(\S+)){_TITLE}\s*")
+_INNER = r"(?:[^\[\]\\]|\\.)*+"
+_LABEL = rf"(?:[^\[\]\\!]|!(?!\[)|\\.|!\[{_INNER}\]|\[{_INNER}\](?!\())*+"
+_DEST = r"(?:<([^<>\n]*+)>|((?:[^\s()\\]|\\.|\((?:[^\s()\\]|\\.)*+\))*+))"
+_TITLE = r"""(?:\s++(?:"[^"]*+"|'[^']*+'|\([^()]*+\)))?"""
+# A link starts at a "[" after an even run of backslashes (an odd run escapes it), so the
+# pattern is never tried at an escaped "["; "(!)" marks an image and "\\!" is a literal "!".
+_START = r"(?<!\\)(?:\\\\)*+(?:(!)|\\!)?\["
+_INLINE = re.compile(rf"{_START}{_LABEL}\]\(\s*+{_DEST}{_TITLE}\s*+\)", re.DOTALL)
+_REF_DEF = re.compile(
+    rf" {{0,3}}\[(?!\^)(?:[^\[\]\\]|\\.)++\]:\s*+(?:<([^<>]*+)>|(\S++)){_TITLE}\s*+"
+)
 _HEADING = re.compile(r" {0,3}#{1,6}(?:\s|$)")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
@@ -88,23 +107,46 @@ def extract_relations(path: str, text: str, metadata: Mapping[str, Any]) -> tupl
     """The outgoing relations of one document: front matter first, then links in text order.
 
     Targets resolve against the document's directory. External URLs, anchors, images, links in
-    code, self links and invalid targets are skipped; only an invalid ``path`` raises."""
+    code, self links and invalid targets are skipped; only an invalid ``path`` raises. Bounded
+    work: at most :data:`MAX_RELATIONS` relations and :data:`EXTRACTION_BUDGET_S` seconds."""
     source = VPath.parse(path)
     found: dict[Relation, None] = {}
+    seen: set[tuple[str, RelationKind]] = set()
 
     def add(raw: str, kind: RelationKind) -> None:
+        if (raw, kind) in seen:  # resolve each distinct target once
+            return
+        seen.add((raw, kind))
         target = _resolve(source.parent, raw)
         if target is not None and target != str(source):
             found.setdefault(Relation(source=str(source), target=target, kind=kind), None)
+            if len(found) >= MAX_RELATIONS:
+                raise _Stop(f"{MAX_RELATIONS} relations kept")
 
-    for key, kind in _FRONT_MATTER.items():
-        value = metadata.get(key)
-        for raw in value if isinstance(value, list | tuple) else [value]:
-            if isinstance(raw, str):
-                add(raw, kind)
-    for raw in _markdown_targets(text):
-        add(_ESCAPE.sub(r"\1", raw), "link")
+    try:
+        for key, kind in _FRONT_MATTER.items():
+            value = metadata.get(key)
+            for raw in value if isinstance(value, list | tuple) else [value]:
+                if isinstance(raw, str):
+                    add(raw, kind)
+        for raw in _markdown_targets(text, _Clock(time.monotonic() + EXTRACTION_BUDGET_S)):
+            add(_ESCAPE.sub(r"\1", raw), "link")
+    except _Stop as stop:
+        _log.warning("%s: relation extraction stopped (%s); split the document", source, stop)
     return tuple(found)
+
+
+class _Stop(Exception):
+    """Extraction hit a bound; what was found so far is kept."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Clock:
+    deadline: float
+
+    def check(self) -> None:
+        if time.monotonic() >= self.deadline:
+            raise _Stop(f"over the {EXTRACTION_BUDGET_S}s time budget")
 
 
 def _resolve(base: VPath, raw: str) -> str | None:
@@ -121,18 +163,18 @@ def _resolve(base: VPath, raw: str) -> str | None:
     return None if resolved.is_root else str(resolved)
 
 
-def _markdown_targets(text: str) -> Iterator[str]:
+def _markdown_targets(text: str, clock: _Clock) -> Iterator[str]:
     """Link destinations outside code, in text order (images left out).
 
     An escaped ``[`` starts no link; an escaped ``!`` starts a link, not an image."""
-    text = _strip_fences(text.replace("\r\n", "\n").replace("\r", "\n"))
-    for block in map(_blank_code_spans, _BLANK_LINE.split(text)):
-        links = [
-            (m.start(), m[2] or m[3] or "")
-            for m in _INLINE.finditer(block)
-            if bool(m[1]) == _escaped(block, m.start())
-        ]
-        yield from (raw for _, raw in sorted([*_definitions(block), *links]))
+    text = _strip_fences(text.replace("\r\n", "\n").replace("\r", "\n"), clock)
+    for block in _BLANK_LINE.split(text):
+        if "[" not in block:  # neither a link nor a definition
+            continue
+        clock.check()
+        spans = _blank_code_spans(block)
+        links = [(m.start(), m[2] or m[3] or "") for m in _INLINE.finditer(spans) if not m[1]]
+        yield from (raw for _, raw in sorted([*_definitions(spans), *links]))
 
 
 def _definitions(block: str) -> Iterator[tuple[int, str]]:
@@ -147,10 +189,14 @@ def _definitions(block: str) -> Iterator[tuple[int, str]]:
         offset += len(line) + 1
 
 
-def _strip_fences(text: str) -> str:
+def _strip_fences(text: str, clock: _Clock) -> str:
     """``text`` with fenced code blocks (```` ``` ```` and ``~~~``) blanked out."""
+    if "```" not in text and "~~~" not in text:
+        return text
     lines, fence = text.split("\n"), ""
     for i, line in enumerate(lines):
+        if not i & 4095:
+            clock.check()
         m = _FENCE.fullmatch(line)
         if fence:
             if m and m[1][0] == fence[0] and len(m[1]) >= len(fence) and not m[2].strip():
@@ -163,6 +209,8 @@ def _strip_fences(text: str) -> str:
 
 def _blank_code_spans(block: str) -> str:
     """``block`` with inline code spans replaced by spaces (same length)."""
+    if "`" not in block:
+        return block
     runs = [(m.start(), m.end()) for m in _BACKTICKS.finditer(block)]
     by_width: dict[int, list[int]] = {}  # run indices by length: finds a closer in log time
     for j, (start, end) in enumerate(runs):

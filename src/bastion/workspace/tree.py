@@ -7,6 +7,7 @@ through the guard, so a hidden file is never opened, counted or named.
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 from collections.abc import AsyncIterator
 
@@ -21,7 +22,7 @@ from bastion.core.globs import Glob
 from bastion.core.models import FileInfo
 from bastion.core.paths import VPath
 from bastion.workspace.base import WorkspaceBase
-from bastion.workspace.grep import GrepMatch, GrepResult, clip, compile_matcher
+from bastion.workspace.grep import Budget, GrepMatch, GrepResult, clip, compile_matcher
 
 __all__ = ["TreeMixin"]
 
@@ -102,7 +103,9 @@ class TreeMixin(WorkspaceBase):
         context = max(context, 0)
         with self._op("grep", path) as op:
             vp = self._parse(op, path)
-            matcher = compile_matcher(pattern, regex=regex, ignore_case=ignore_case)
+            matcher = await asyncio.to_thread(
+                compile_matcher, pattern, regex=regex, ignore_case=ignore_case
+            )
             name_glob = (
                 Glob.compile(glob if glob.startswith("/") else "/**/" + glob) if glob else None
             )
@@ -111,34 +114,50 @@ class TreeMixin(WorkspaceBase):
             matches: builtins.list[GrepMatch] = []
             skipped: builtins.list[str] = []
             searched = matched_files = total = 0
-            truncated = False
+            truncated = exhausted = False
+            budget = Budget()
             for entry in files:
                 if name_glob is not None and not name_glob.matches(entry.path):
                     continue
+                if budget.exhausted:
+                    exhausted = True
+                    break
                 data, why = await self._grep_read(entry)
                 if why:
                     skipped.append(f"{entry.path}: {why}")
                 if data is None:
                     continue
                 searched += 1
-                lines = data.decode("utf-8", "replace").splitlines()
-                hits = [i for i, line in enumerate(lines) if matcher(line)]
-                if not hits:
-                    continue
-                matched_files += 1
-                if len(hits) > max_per_file:
-                    hits = hits[:max_per_file]
-                    truncated = True
-                room = max_total - total
-                if len(hits) > room:
-                    hits = hits[:room]
-                    truncated = True
-                total += len(hits)
-                matches.extend(_with_context(str(entry.path), lines, hits, context))
+                if matcher.inline(data):
+                    scan = matcher.scan(data, budget)
+                else:  # off the event loop: RE2 releases the GIL, other callers keep running
+                    scan = await asyncio.to_thread(matcher.scan, data, budget)
+                lines, hits = scan.lines, scan.hits
+                exhausted = scan.stopped
+                if hits:
+                    matched_files += 1
+                    if len(hits) > max_per_file:
+                        hits = hits[:max_per_file]
+                        truncated = True
+                    room = max_total - total
+                    if len(hits) > room:
+                        hits = hits[:room]
+                        truncated = True
+                    total += len(hits)
+                    matches.extend(_with_context(str(entry.path), lines, hits, context))
+                if exhausted:
+                    break
                 if total >= max_total:
                     truncated = truncated or entry is not files[-1]
                     break
-            return GrepResult(tuple(matches), searched, matched_files, truncated, tuple(skipped))
+            return GrepResult(
+                tuple(matches),
+                searched,
+                matched_files,
+                truncated or exhausted,
+                tuple(skipped),
+                budget_exhausted=exhausted,
+            )
 
     async def _grep_read(self, entry: FileInfo) -> tuple[bytes | None, str]:
         """The bytes of one file to grep, or ``None`` and why it is skipped (``""``: silently,
