@@ -29,6 +29,7 @@ from bastion.core.errors import (
     ConflictError,
     DirectoryNotEmptyError,
     IsADirectoryError_,
+    LabelError,
     NotADirectoryError_,
     NotFoundError,
     OperationError,
@@ -107,6 +108,13 @@ async def _increment(store: Store, path: VPath, times: int, *, threaded: bool) -
 
 class StoreContract:
     """Behaviour shared by every store. Subclasses override the ``store`` fixture."""
+
+    reads_labels = False
+    """True for a store that reads document labels out of what it holds (front matter, a
+    ``<name>.labels.yaml`` sidecar): ``DocumentLabels`` and the workspace's stack above it.
+    Such a store refuses content whose labels it could not read back, since the file would be
+    hidden from everybody; to any other store content is bytes. What else follows from reading
+    labels is checked in ``tests/contract/test_wrapped_stores.py``."""
 
     @pytest.fixture
     def store(self) -> Store:
@@ -786,6 +794,27 @@ class StoreContract:
         assert (await store.stat(P("/d"))).is_dir
 
     # -- content and names -------------------------------------------------------------------
+
+    async def test_content_that_looks_like_labels(self, store: Store) -> None:
+        readable = b"---\ntags: [notes]\n---\nbody\n"
+        assert (await store.write(P("/notes.md"), readable)).size == len(readable)
+        assert await store.read_all(P("/notes.md")) == readable
+        unreadable = {
+            "/notes.md": b"---\ntags: [unclosed\n---\nbody\n",  # front matter, not YAML
+            "/notes.md.labels.yaml": b"roles: 42\n",  # a sidecar of the wrong shape
+            "/other.md": b"---\nroles: {a: b}\n---\n",
+        }
+        for raw, data in unreadable.items():
+            if not self.reads_labels:
+                await store.write(P(raw), data)
+                assert await store.read_all(P(raw)) == data
+                continue
+            with pytest.raises(LabelError, match="labels could not be read") as caught:
+                await store.write(P(raw), data)
+            assert "\n" not in str(caught.value)
+        if self.reads_labels:  # refused whole: nothing written, nothing changed
+            assert await store.read_all(P("/notes.md")) == readable
+            assert [str(i.path) for i in await store.list(VPath.ROOT)] == ["/notes.md"]
 
     async def test_binary_content_round_trips(self, store: Store) -> None:
         data = b"\x00" * 3 + ALL_BYTES + bytes(reversed(ALL_BYTES)) + b"\x00\r\n\x00\xff"
