@@ -63,6 +63,9 @@ class FolderStore(Store):
     async def relabelling(self, path: VPath, data: bytes | None) -> tuple[Labels, Labels] | None:
         return await self.inner.relabelling(self._in(path), data)
 
+    async def prospective(self, path: VPath, data: bytes) -> Labels | None:
+        return await self.inner.prospective(self._in(path), data)
+
     def _outer(self, exc: OperationError, path: VPath) -> OperationError:
         """``exc`` with the backing store's paths turned into paths of this view. A message
         about a folder above this one (missing on the backing store) is about ``path``."""

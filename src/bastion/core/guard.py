@@ -38,7 +38,7 @@ from bastion.core.mounts import Mount
 from bastion.core.operation import GuardContext, Operation, current_operation, folded
 from bastion.core.paths import VPath
 from bastion.core.ports import ReadCheck, Store
-from bastion.core.sidecars import labelled_file_of, tightens
+from bastion.core.sidecars import joined, labelled_file_of, sidecar_of, sidecar_text, tightens
 
 __all__ = ["GuardContext", "GuardedStore", "Operation"]
 
@@ -387,6 +387,35 @@ class GuardedStore(Store):
                 if isinstance(exc, AlreadyExistsError):
                     raise reworded(exc, dst, self._full(dst)) from None
                 raise await self._failed(exc, dst, op, writing=True) from None
+
+    # -- labels that travel with a file ------------------------------------------------------
+
+    async def carried_labels(self, path: VPath, labels: Labels | None, head: bytes) -> bytes | None:
+        """Before a file with ``labels`` lands at ``path`` (a copy, a move, a backup): where
+        the file would be easier to read there than it is now (its sidecar stays behind; the
+        mount is less strict), the sidecar to write at ``path`` first, holding the tightest of
+        both; ``None`` when none is needed. Written through this guard, it is a relabelling
+        like any other (only ever tightening). ``head``: the file's first ``HEAD_BYTES + 1``
+        bytes."""
+        if labels is None or labels.undetermined:
+            return None
+        order = self.ctx.policy.classifications
+        there = await self.inner.prospective(path, head)
+        if there is None or tightens(labels, there, order):
+            return None
+        try:
+            return sidecar_text(joined(labels, there, order))
+        except LabelError as exc:
+            with self._op("write", sidecar_of(path)) as op:
+                op.refuse(str(exc))
+                raise LabelError(f"{self._full(path)}: {exc}") from None
+
+    async def drop_sidecar(self, path: VPath) -> None:
+        """After the file at ``path`` was deleted or moved away: delete its sidecar, now
+        labels of nothing, if it is there. Best effort: a sidecar left behind is an ordinary
+        file, and it could only tighten a file later written at ``path``."""
+        with suppress(OperationError):
+            await self.delete(sidecar_of(path))
 
     # -- checks a workspace runs before it changes anything ----------------------------------
 
