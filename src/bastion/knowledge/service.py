@@ -138,8 +138,10 @@ class Knowledge:
             def table(table: str) -> Index:
                 return LanceIndex(tables / table, dim=dim, embedder=name)
 
-            found = [table(p.name) for p in sorted(tables.iterdir()) if p.is_dir()]
-            index = PartitionedIndex(table, existing=found)
+            def names() -> list[str]:
+                return [p.name for p in sorted(tables.iterdir()) if p.is_dir()]
+
+            index = PartitionedIndex(table, existing=[table(n) for n in names()], discover=names)
         else:
             index = LanceIndex(root / "lance", dim=dim, embedder=name)
         return cls(index, embedder=model, **kwargs)  # type: ignore[arg-type]
@@ -203,7 +205,9 @@ class Knowledge:
                 results.append(IngestError(f"{item.path}: labels cannot be determined"))
                 continue
             try:
-                doc = parse_document(item.data, item.path, limits=self.limits)
+                doc = await asyncio.to_thread(  # off the loop: bounded, but can take a while
+                    parse_document, item.data, item.path, limits=self.limits
+                )
             except IngestError as exc:
                 results.append(exc)
                 continue
@@ -252,9 +256,8 @@ class Knowledge:
         doc_ids = [stable_doc_id(f.path) for f in files]
         await asyncio.to_thread(self.index.replace_documents, doc_ids, records)
         for _, doc, _ in parsed:
-            self.relations.set_document(
-                doc.path, extract_relations(doc.path, doc.text, doc.metadata)
-            )
+            found = await asyncio.to_thread(extract_relations, doc.path, doc.text, doc.metadata)
+            self.relations.set_document(doc.path, found)
         for f, result in zip(files, results, strict=True):
             if isinstance(result, IngestError):
                 self.relations.remove_document(str(f.path))

@@ -4,10 +4,19 @@ one principal with the access filter pushed down into the index and re-checked o
 The indexer reads files through the mount's own store (it works for the system, so that every
 principal's search sees the same index); what leaves a search is filtered for the asker.
 Files on write-only mounts are not indexed: nobody may read them.
+
+The index may lag the files: another process wrote them, or a process died between its store
+write and its index update. So before every search the index takes in other processes' index
+writes (:meth:`~bastion.knowledge.index.port.Index.refresh`), and every hit is checked against
+its file (one ``stat`` per document hit): a hit whose file changed (version or labels) since it
+was indexed is indexed again and the search run once more, a hit whose file is gone is dropped
+from the index, and a hit whose file cannot be reached is left out of this answer. No hit points
+at content its file no longer has, nor carries labels the file no longer has.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -98,6 +107,10 @@ class KnowledgeLink:
 
     # -- following the files -----------------------------------------------------------------
 
+    def follow(self) -> None:
+        """Take in what other processes wrote to a shared index (cheap when nothing)."""
+        self.knowledge.index.refresh()
+
     def _mount(self, vp: VPath) -> Mount | None:
         mount = self.mounts.find(vp)
         if mount is None or mount.scope is Scope.WRITE_ONLY:
@@ -135,6 +148,7 @@ class KnowledgeLink:
 
         started = time.perf_counter()
         summary = IndexSummary()
+        self.follow()
         paths = [vp for vp in paths if labelled_file_of(vp) is None]  # sidecars label, not teach
         for lo in range(0, len(paths), batch):
             todo: list[FileToIndex] = []
@@ -220,6 +234,7 @@ class KnowledgeLink:
         write that reached its store but not the index (a crash between the two, a process
         that writes without this index)."""
         started = time.perf_counter()
+        self.follow()
         files = await self._files()
         indexed = {meta.path: meta for meta in self.knowledge.index.documents().values()}
         todo: list[VPath] = []
@@ -229,10 +244,7 @@ class KnowledgeLink:
                 continue
             documents += 1
             meta = indexed.get(str(vp))
-            stale = meta is None or meta.version != info.version
-            if not stale and meta is not None and info.labels is not None:
-                stale = meta.labels != info.labels
-            if stale:
+            if meta is None or _stale(meta, info, strict=True):
                 todo.append(vp)
         gone = [path for path in indexed if VPath.parse(path) not in files]
         await self.knowledge.remove_many(gone)
@@ -258,6 +270,7 @@ class KnowledgeLink:
         case that scans the index's document list)."""
         path = str(vp)
         self.failures.pop(path, None)
+        self.follow()
         if await self.knowledge.remove(path):
             return
         prefix = path.rstrip("/") + "/"
@@ -363,26 +376,78 @@ class KnowledgeLink:
         from bastion.knowledge.hits import SearchResult
 
         flt = self.access_filter(ctx, path, options)
-        hits = await self.knowledge.search(query, mode=mode, k=k, flt=flt)
         may_read = self._reader(ctx)
-        out = [
-            _hit(h.chunk, h.score)
-            for h in hits
-            if (min_score is None or h.score >= min_score) and may_read(h.chunk.doc)
-        ]
+        self.follow()
+        checked: dict[DocumentMeta, bool] = {}
+        for attempt in range(2):
+            hits = [
+                h
+                for h in await self.knowledge.search(query, mode=mode, k=k, flt=flt)
+                if (min_score is None or h.score >= min_score) and may_read(h.chunk.doc)
+            ]
+            stale = await self._verify([h.chunk.doc for h in hits], checked)
+            if not stale or attempt:
+                break
+            # The index lagged the files: index them as they are now, and ask again (once).
+            await self._repair(stale, ctx.policy.classifications)
+        out = [_hit(h.chunk, h.score) for h in hits if checked[h.chunk.doc]]
         if related and out:
-            out += self._related(ctx, out, flt)
+            extra = self._related(ctx, out, flt)
+            stale = await self._verify([doc for _, doc in extra], checked)
+            out += [hit for hit, doc in extra if checked[doc]]
+            if stale:
+                await self._repair(stale, ctx.policy.classifications)
         return SearchResult(query=query, mode=mode, hits=tuple(out))
+
+    async def _verify(
+        self, metas: Sequence[DocumentMeta], checked: dict[DocumentMeta, bool]
+    ) -> dict[VPath, str]:
+        """Check each document against its file (one ``stat`` each, concurrently): record in
+        ``checked`` whether the hit may be shown; return the documents to repair (path ->
+        ``changed`` or ``gone``)."""
+        todo = [meta for meta in dict.fromkeys(metas) if meta not in checked]
+        found = await asyncio.gather(*(self._current(meta) for meta in todo))
+        repair: dict[VPath, str] = {}
+        for meta, why in zip(todo, found, strict=True):
+            checked[meta] = why is None
+            if why in ("changed", "gone"):
+                repair[VPath.parse(meta.path)] = why
+        return repair
+
+    async def _current(self, meta: DocumentMeta) -> str | None:
+        """``None`` when the file is still what ``meta`` was indexed from; else ``changed``,
+        ``gone`` or ``unreachable`` (a store that fails now: the hit cannot be vouched for)."""
+        vp = VPath.parse(meta.path)
+        mount = self._mount(vp)
+        if mount is None:
+            return "gone"
+        try:
+            info = await mount.store.stat(mount.to_store_path(vp))
+        except NotFoundError:
+            return "gone"
+        except BastionError:
+            return "unreachable"
+        if not info.is_file:
+            return "gone"
+        return "changed" if _stale(meta, info, strict=False) else None
+
+    async def _repair(self, stale: Mapping[VPath, str], classifications: Classifications) -> None:
+        changed = [vp for vp, why in stale.items() if why == "changed"]
+        for vp, why in stale.items():
+            if why == "gone":
+                await self.path_removed(vp)
+        if changed:
+            await self.index_paths(changed, classifications)
 
     def _related(
         self, ctx: GuardContext, hits: list[SearchHit], flt: IndexFilter
-    ) -> list[SearchHit]:
+    ) -> list[tuple[SearchHit, DocumentMeta]]:
         """One hop along relations from the hits: the first chunk of each related document
         that the filter admits and the principal may read, flagged with the hit it came from."""
         from bastion.knowledge.ingest import stable_doc_id
 
         seen = {h.path for h in hits}
-        extra: list[SearchHit] = []
+        extra: list[tuple[SearchHit, DocumentMeta]] = []
         for source in dict.fromkeys(h.path for h in hits):
             for neighbor in self.knowledge.relations.neighbors(source):
                 if neighbor.path in seen:
@@ -390,8 +455,18 @@ class KnowledgeLink:
                 seen.add(neighbor.path)
                 chunks = self.knowledge.index.chunks_of(stable_doc_id(neighbor.path))
                 if chunks and flt.admits(chunks[0].doc) and self.may_read(ctx, chunks[0].doc):
-                    extra.append(replace(_hit(chunks[0], 0.0), related_to=source))
+                    hit = replace(_hit(chunks[0], 0.0), related_to=source)
+                    extra.append((hit, chunks[0].doc))
         return extra
+
+
+def _stale(meta: DocumentMeta, info: FileInfo, *, strict: bool) -> bool:
+    """Was ``meta`` indexed from another version of the file, or with other labels? A document
+    indexed without a version (``Knowledge.index_file`` by hand) is compared by labels only,
+    unless ``strict`` (``reindex``: index it again to learn its version)."""
+    if (strict or meta.version is not None) and meta.version != info.version:
+        return True
+    return info.labels is not None and meta.labels != info.labels
 
 
 class _TooLarge(Exception):

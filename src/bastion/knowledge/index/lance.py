@@ -7,17 +7,23 @@ same machine, one run) LanceDB's own full-text search answered in 4.9 ms per que
 0.684, and its flat vector search in ~11 ms, against 0.3 ms for the in-memory BM25 at 0.689
 and under 1 ms for the in-memory dot product. See ``docs/decisions.md``.
 
-One process writes a given folder at a time; other processes see its changes when they open
-the index again (shared multi-process indexes are the PostgreSQL adapter's job).
+Several processes may share a folder. Writes take an ``flock`` on ``bastion-writes.lock`` in
+the folder (the kernel releases it when a process dies, even by ``kill -9``) and bump the
+write counter kept in that file; :meth:`LanceIndex.refresh` reads the counter (one ``pread``)
+and, when another process moved it, brings the mirror in step with the table by comparing
+each document's version, labels and chunk ids and loading only the documents that differ.
+The workspace refreshes before every search, so a write that returned in one process is
+found by the next search in any other.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -34,6 +40,9 @@ __all__ = ["LanceIndex"]
 
 _TABLE = "chunks"
 _META = "bastion-index.json"
+_LOCK = "bastion-writes.lock"
+_SYNC_COLUMNS = ["chunk_id", "doc_id", "version", "tenant", "classification", "roles", "tags"]
+_BATCH = 500
 _FORMAT = 1
 
 
@@ -85,14 +94,23 @@ class LanceIndex(MemoryIndex):
         self.dim = dim
         self._write_lock = threading.RLock()
         self.folder.mkdir(parents=True, exist_ok=True)
-        self._check_meta(embedder)
-        self._db = lancedb.connect(str(self.folder))
+        self._lock_fd = os.open(self.folder / _LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        self._seen = -1
+        """The write counter this mirror is in step with."""
         self._writes = 0
-        if _TABLE in self._db.list_tables().tables:
-            self._table = self._db.open_table(_TABLE)
-            self._load()
-        else:
-            self._table = self._db.create_table(_TABLE, schema=_schema(dim))
+        try:
+            with self._flocked():
+                self._check_meta(embedder)
+                self._db = lancedb.connect(str(self.folder))
+                self._seen = self._counter()
+                if _TABLE in self._db.list_tables().tables:
+                    self._table = self._db.open_table(_TABLE)
+                    self._load()
+                else:
+                    self._table = self._db.create_table(_TABLE, schema=_schema(dim))
+        except BaseException:
+            os.close(self._lock_fd)
+            raise
 
     def _check_meta(self, embedder: str | None) -> None:
         path = self.folder / _META
@@ -124,12 +142,112 @@ class LanceIndex(MemoryIndex):
         chunks = [_from_row(row) for row in sorted(rows, key=lambda r: (r["doc_id"], r["seq"]))]
         MemoryIndex.upsert(self, chunks)
 
+    # -- sharing the folder between processes ------------------------------------------------
+
+    @contextlib.contextmanager
+    def _flocked(self) -> Iterator[None]:
+        """This process's writers one at a time (thread lock), and one process at a time
+        (``flock``, released by the kernel if the process dies)."""
+        with self._write_lock:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+
+    def _counter(self) -> int:
+        """The folder's write counter (a torn or empty read counts as -2: it only costs a
+        refresh)."""
+        raw = os.pread(self._lock_fd, 32, 0)
+        try:
+            return int(raw.strip() or b"0")
+        except ValueError:
+            return -2
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """One write to the table: under the lock, against the table's latest version, and
+        counted (whatever happened to it) so that other processes refresh."""
+        with self._flocked():
+            before = self._counter()
+            in_step = before == self._seen
+            self._latest()
+            done = False
+            try:
+                yield
+                done = True
+            finally:
+                after = max(before, 0) + 1
+                os.pwrite(self._lock_fd, f"{after:020d}\n".encode(), 0)
+                if in_step and done:  # the mirror took the same change: still in step
+                    self._seen = after
+
+    def _latest(self) -> None:
+        try:
+            self._table.checkout_latest()  # type: ignore[no-untyped-call]
+        except Exception:  # noqa: BLE001 (LanceDB's plain errors) dropped and made again elsewhere
+            self._table = self._db.open_table(_TABLE)
+
+    def refresh(self) -> bool:
+        """Bring the mirror in step with what other processes wrote (see the module doc)."""
+        if self._counter() == self._seen:
+            return False
+        with self._write_lock:
+            counter = self._counter()  # read before looking: a later write is seen next time
+            if counter == self._seen:
+                return False
+            try:
+                self._latest()
+                changed = self._sync()
+            except Exception as exc:  # LanceDB raises plain exceptions
+                raise self._failed("refresh", exc) from exc
+            self._seen = counter
+            return changed
+
+    def _sync(self) -> bool:
+        """Load the documents whose rows differ from the mirror's; drop those that went."""
+        rows = self._table.search().select(_SYNC_COLUMNS).limit(None).to_arrow().to_pylist()
+        stored: dict[str, tuple[object, ...]] = {}
+        chunk_ids: dict[str, set[str]] = {}
+        for row in rows:
+            doc_id = row["doc_id"]
+            chunk_ids.setdefault(doc_id, set()).add(row["chunk_id"])
+            stored[doc_id] = _doc_key(
+                row["version"], row["tenant"], row["classification"], row["roles"], row["tags"]
+            )
+        with self._lock:
+            mine = self.documents()
+            differ = [
+                doc_id
+                for doc_id, key in stored.items()
+                if (meta := mine.get(doc_id)) is None
+                or _doc_key(meta.version, meta.tenant, meta.classification, meta.roles, meta.tags)
+                != key
+                or {c.chunk_id for c in self.chunks_of(doc_id)} != chunk_ids[doc_id]
+            ]
+            gone = [doc_id for doc_id in mine if doc_id not in stored]
+        fresh: list[IndexedChunk] = []
+        for lo in range(0, len(differ), _BATCH):
+            ids = differ[lo : lo + _BATCH]
+            quoted = ", ".join("'" + v.replace("'", "''") + "'" for v in ids)
+            found = self._table.search().where(f"doc_id IN ({quoted})").limit(None).to_arrow()
+            fresh += [_from_row(r) for r in found.to_pylist()]
+        fresh.sort(key=lambda c: (c.doc.doc_id, c.seq))
+        if not differ and not gone:
+            return False
+        with self._lock:
+            MemoryIndex.delete_documents(self, [*differ, *gone])
+            MemoryIndex.upsert(self, fresh)
+        return True
+
+    # -- writes ------------------------------------------------------------------------------
+
     def upsert(self, chunks: Sequence[IndexedChunk]) -> None:
         chunks = self._prepare(chunks)
         if not chunks:
             return
         table = self._arrow(chunks)
-        with self._write_lock:
+        with self._writing():
             self._merge_rows(table)
             super().upsert(chunks)
             self._after_write()
@@ -138,28 +256,31 @@ class LanceIndex(MemoryIndex):
         ids = list(dict.fromkeys(doc_ids))
         if not ids:
             return 0
-        with self._write_lock:
-            self._delete_rows("doc_id", ids)
+        with self._writing():
+            self._delete_rows(_is_in("doc_id", ids))
             removed = super().delete_documents(ids)
             self._after_write()
             return removed
 
     def replace_documents(self, doc_ids: Sequence[str], chunks: Sequence[IndexedChunk]) -> None:
         """One LanceDB delete of the chunks that went, one merge of the new ones; the mirror
-        then swaps old for new under its lock, so a search sees one or the other, never a gap."""
+        then swaps old for new under its lock, so a search sees one or the other, never a gap.
+        What went is asked of the table, not of the mirror: another process may have written
+        these documents since."""
         chunks = self._prepare(chunks)
         table = self._arrow(chunks) if chunks else None  # refuses bad chunks before any write
-        fresh = {c.chunk_id for c in chunks}
-        with self._write_lock:
-            gone = [
-                c.chunk_id for d in doc_ids for c in self.chunks_of(d) if c.chunk_id not in fresh
-            ]
-            if gone:
-                self._delete_rows("chunk_id", gone)
+        fresh = sorted({c.chunk_id for c in chunks})
+        ids = list(dict.fromkeys(doc_ids))
+        with self._writing():
+            if ids:
+                where = _is_in("doc_id", ids)
+                self._delete_rows(
+                    f"{where} AND NOT {_is_in('chunk_id', fresh)}" if fresh else where
+                )
             if table is not None:
                 self._merge_rows(table)
             with self._lock:
-                MemoryIndex.delete_documents(self, doc_ids)
+                MemoryIndex.delete_documents(self, ids)
                 MemoryIndex.upsert(self, chunks)
             self._after_write()
 
@@ -187,11 +308,9 @@ class LanceIndex(MemoryIndex):
         except Exception as exc:  # LanceDB raises plain exceptions
             raise self._failed("write", exc) from exc
 
-    def _delete_rows(self, column: str, values: Sequence[str]) -> None:
-        """Delete the rows whose ``column`` is one of ``values`` (quoted here, SQL style)."""
-        quoted = ", ".join("'" + v.replace("'", "''") + "'" for v in values)
+    def _delete_rows(self, where: str) -> None:
         try:
-            self._table.delete(f"{column} IN ({quoted})")
+            self._table.delete(where)
         except Exception as exc:  # LanceDB raises plain exceptions
             raise self._failed("delete", exc) from exc
 
@@ -204,10 +323,16 @@ class LanceIndex(MemoryIndex):
         )
 
     def clear(self) -> None:
-        with self._write_lock:
+        with self._writing():
             self._db.drop_table(_TABLE)
             self._table = self._db.create_table(_TABLE, schema=_schema(self.dim))
             super().clear()
+
+    def close(self) -> None:
+        with self._write_lock:
+            if self._lock_fd >= 0:
+                os.close(self._lock_fd)
+                self._lock_fd = -1
 
     def _after_write(self) -> None:
         """Compact LanceDB's small fragments now and then (each write adds one)."""
@@ -240,6 +365,23 @@ class LanceIndex(MemoryIndex):
                 raise ValueError(f"chunk {chunk.chunk_id} has no vector for a vector index")
             row["vector"] = np.asarray(chunk.vector, dtype=np.float32).tolist()
         return row
+
+
+def _is_in(column: str, values: Sequence[str]) -> str:
+    """``column IN (...)`` with the values quoted SQL style."""
+    quoted = ", ".join("'" + v.replace("'", "''") + "'" for v in values)
+    return f"{column} IN ({quoted})"
+
+
+def _doc_key(
+    version: str | None,
+    tenant: str | None,
+    classification: str,
+    roles: Iterable[str],
+    tags: Iterable[str],
+) -> tuple[object, ...]:
+    """What tells one indexing of a document from another (same version, same chunks)."""
+    return (version, tenant, classification, frozenset(roles), frozenset(tags))
 
 
 def _from_row(row: dict[str, Any]) -> IndexedChunk:

@@ -72,20 +72,57 @@ class PartitionedIndex(Index):
         factory: Callable[[str], Index],
         *,
         existing: Iterable[Index] = (),
+        discover: Callable[[], Iterable[str]] | None = None,
     ) -> None:
         self._factory = factory
+        self._discover = discover
+        """The names of the tables that exist now (other processes make new ones): read by
+        :meth:`refresh`."""
         self._lock = threading.RLock()
         self._parts: dict[Partition, Index] = {}
         self._where: dict[str, Partition] = {}
+        self._empty: dict[str, Index] = {}
+        """Tables found by ``discover`` that held no document yet (name -> index)."""
         for index in existing:  # tables found on disk: learn their partition from a document
-            docs = index.documents()
-            if not docs:
-                continue
-            meta = next(iter(docs.values()))
-            key = (meta.tenant, source_of(meta.path))
-            self._parts[key] = index
-            for doc_id in docs:
-                self._where[doc_id] = key
+            if not self._adopt(index):
+                index.close()
+
+    def _adopt(self, index: Index) -> bool:
+        """Take a table found on disk as its partition's (learnt from a document); False
+        when it holds none."""
+        docs = index.documents()
+        if not docs:
+            return False
+        meta = next(iter(docs.values()))
+        key = (meta.tenant, source_of(meta.path))
+        self._parts[key] = index
+        for doc_id in docs:
+            self._where[doc_id] = key
+        return True
+
+    def refresh(self) -> bool:
+        """Each table takes in other processes' writes; tables they made are opened; the
+        document -> partition map is made again when anything changed."""
+        with self._lock:
+            changed = False
+            for index in [*self._parts.values(), *self._empty.values()]:
+                changed = index.refresh() or changed
+            if self._discover is not None:
+                known = {table_name(*key) for key in self._parts} | set(self._empty)
+                for name in self._discover():
+                    if name not in known:
+                        self._empty[name] = self._factory(name)
+                        changed = True
+            if not changed:
+                return False
+            for name, index in list(self._empty.items()):
+                if index.documents():
+                    del self._empty[name]
+                    self._adopt(index)
+            self._where = {
+                doc_id: key for key, index in self._parts.items() for doc_id in index.documents()
+            }
+            return True
 
     # -- routing -----------------------------------------------------------------------------
 
@@ -104,7 +141,9 @@ class PartitionedIndex(Index):
     def _part(self, key: Partition) -> Index:
         index = self._parts.get(key)
         if index is None:
-            index = self._parts[key] = self._factory(table_name(*key))
+            name = table_name(*key)
+            found = self._empty.pop(name, None)
+            index = self._parts[key] = found if found is not None else self._factory(name)
         return index
 
     # -- writes ------------------------------------------------------------------------------
@@ -139,13 +178,14 @@ class PartitionedIndex(Index):
             for key in {k for k in old.values() if k is not None} - set(incoming):
                 self._parts[key].delete_documents([d for d in ids if old[d] == key])
             for doc_id in ids:
-                key = moved_to.get(doc_id)
-                if key is None:
+                target = moved_to.get(doc_id)
+                was = old[doc_id]
+                if target is None:
                     self._where.pop(doc_id, None)
                 else:
-                    if old[doc_id] not in (None, key):
-                        self._parts[old[doc_id]].delete_documents([doc_id])  # type: ignore[index]
-                    self._where[doc_id] = key
+                    if was is not None and was != target:
+                        self._parts[was].delete_documents([doc_id])
+                    self._where[doc_id] = target
 
     def delete_documents(self, doc_ids: Iterable[str]) -> int:
         with self._lock:
@@ -164,7 +204,7 @@ class PartitionedIndex(Index):
 
     def close(self) -> None:
         with self._lock:
-            for index in self._parts.values():
+            for index in [*self._parts.values(), *self._empty.values()]:
                 index.close()
 
     # -- reads -------------------------------------------------------------------------------

@@ -8,6 +8,9 @@ Contract (``tests/knowledge/index_contract.py`` runs it against every index):
   passes the filter; the filter is applied before ranking, so ``k`` hits come back whenever
   ``k`` chunks pass it and match.
 * ``documents()`` lists what is indexed (to notice stale or missing documents).
+* ``refresh()`` takes in what other processes wrote to a shared index since this one last
+  looked; an index that every process reads directly (PostgreSQL) or that no other process
+  can write (in memory) has nothing to do.
 """
 
 from __future__ import annotations
@@ -69,6 +72,11 @@ class Index(ABC):
     def replace_document(self, doc_id: str, chunks: Sequence[IndexedChunk]) -> None:
         """Make ``chunks`` the whole content of ``doc_id``."""
         self.replace_documents([doc_id], chunks)
+
+    def refresh(self) -> bool:
+        """Take in the writes other processes made since this index last looked; True when
+        anything changed. Cheap when nothing did: the workspace calls it before every search."""
+        return False
 
     def close(self) -> None:  # noqa: B027 (optional hook)
         """Release resources."""
