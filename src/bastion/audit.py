@@ -1,4 +1,10 @@
-"""Audit sinks. The port and the in-memory sink live in ``bastion.core.audit``."""
+"""Audit sinks, and what one principal may read of them. The port and the in-memory sink live
+in ``bastion.core.audit``.
+
+Reading the audit log is an operator action: :class:`AuditView` is what a principal's view of
+a workspace shows of the shared sink (``Workspace.audit``): that principal's own records, or
+every record when the policy grants it the ``audit`` action on ``/``.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +14,57 @@ import threading
 from pathlib import Path
 
 from bastion.core.audit import AuditRecord, AuditSink, MemoryAuditSink, NullAuditSink
-from bastion.core.errors import ConfigurationError
+from bastion.core.errors import ConfigurationError, PolicyDeniedError
+from bastion.core.principal import Principal
 
-__all__ = ["AuditRecord", "AuditSink", "JsonLinesAuditSink", "MemoryAuditSink", "NullAuditSink"]
+__all__ = [
+    "AuditRecord",
+    "AuditSink",
+    "AuditView",
+    "JsonLinesAuditSink",
+    "MemoryAuditSink",
+    "NullAuditSink",
+]
+
+
+class AuditView(AuditSink):
+    """One principal's window on a shared audit sink.
+
+    :attr:`records` holds the principal's own records (same id and tenant) unless
+    ``everyone`` (the policy grants the principal the ``audit`` action on ``/``). Records
+    appended through the view go to the shared sink, and only as the view's principal: a
+    view cannot write a record in another principal's name.
+    """
+
+    def __init__(self, sink: AuditSink, principal: Principal, *, everyone: bool) -> None:
+        self._sink = sink
+        self.principal = principal
+        self.everyone = everyone
+        """True when the view reads every principal's records."""
+
+    def append(self, record: AuditRecord) -> None:
+        if not self._own(record):
+            raise PolicyDeniedError(
+                f"this audit view writes only records of {self.principal.id!r}; "
+                "append through the sink itself"
+            )
+        self._sink.append(record)
+
+    @property
+    def records(self) -> tuple[AuditRecord, ...]:
+        """The records this principal may read, oldest first."""
+        kept = getattr(self._sink, "records", None)
+        if kept is None:
+            raise ConfigurationError(
+                f"the audit sink {type(self._sink).__name__} cannot be read back; read the "
+                "records where it writes them"
+            )
+        if self.everyone:
+            return tuple(kept)
+        return tuple(record for record in kept if self._own(record))
+
+    def _own(self, record: AuditRecord) -> bool:
+        return record.principal == self.principal.id and record.tenant == self.principal.tenant
 
 
 class JsonLinesAuditSink(AuditSink):

@@ -1544,12 +1544,12 @@ async def test_refusals_through_views_and_the_facade_are_audited_for_their_princ
 ) -> None:
     eve = vault.ws.with_principal(Principal.of("eve", tenant="t2", clearance="public"))
     await not_found(eve.read_text("/internal/i.txt"))
-    record = vault.ws.audit.records[-1]
+    record = eve.audit.records[-1]  # a principal reads its own records
     assert (record.principal, record.tenant, record.allowed) == ("eve", "t2", False)
     assert "labels do not admit the principal" in record.reason
     with pytest.raises(NotFoundError):
         eve.sync().read_text("/docs/secret/plan.txt")
-    record = vault.ws.audit.records[-1]
+    record = eve.sync().audit.records[-1]
     assert (record.principal, record.operation, record.allowed) == ("eve", "read", False)
     assert record.reason.startswith("hidden: deny read")
 

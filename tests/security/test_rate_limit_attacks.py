@@ -308,8 +308,9 @@ async def test_other_principals_have_their_own_budget(ws: Workspace, other: Prin
         await view.stat("/a/f.txt")
     with pytest.raises(RateLimitError):
         await view.stat("/a/f.txt")
-    record = ws.audit.records[-1]
+    record = view.audit.records[-1]  # a principal reads its own records
     assert (record.principal, record.tenant) == (other.id, other.tenant)
+    assert record.reason.startswith("rate limited") and not record.allowed
 
 
 async def test_the_window_slides(ws: Workspace, clock: FakeClock) -> None:

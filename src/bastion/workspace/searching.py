@@ -6,7 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from bastion.core.errors import ConfigurationError
+from bastion.core.errors import ConfigurationError, PolicyDeniedError
+from bastion.core.models import Action
+from bastion.core.operation import Operation
 from bastion.core.paths import VPath
 from bastion.workspace.base import WorkspaceBase
 from bastion.workspace.doclabels import labelled_file_of
@@ -24,6 +26,9 @@ class SearchMixin(WorkspaceBase):
     """Mixed into :class:`~bastion.Workspace`."""
 
     _knowledge: KnowledgeLink | None
+    _owner: bool
+    """True for a workspace built without a principal: its owner, who may run operator
+    tasks without a policy rule (a view for a principal needs the rule)."""
 
     def _link(self) -> KnowledgeLink:
         if self._knowledge is None:
@@ -100,9 +105,12 @@ class SearchMixin(WorkspaceBase):
 
     async def rebuild_index(self, *, progress: Progress | None = None) -> IndexSummary:
         """Throw the index away and index every file of every readable mount again (recovers
-        an index that was lost or is stale). An operator's task: it reads as the system."""
+        an index that was lost or is stale). An operator's task: it reads as the system, and
+        a principal needs the ``reindex`` action on ``/`` (:class:`PolicyDeniedError`
+        otherwise); the summary names only what the principal may read."""
         link = self._link()
-        with self._op("rebuild-index", "/"):
+        with self._op("rebuild-index", "/") as op:
+            self._operator(op, Action.REINDEX, "rebuild_index")
             link.knowledge.index.clear()
             link.failures.clear()
             files = await link.all_files()
@@ -114,11 +122,27 @@ class SearchMixin(WorkspaceBase):
         or changed since (version or labels), and drop documents whose files are gone. Run it
         when a process starts over an existing index, or after writes that bypassed it (a
         crash between a store write and its index update). An operator's task: it reads as
-        the system."""
+        the system, and a principal needs the ``reindex`` action on ``/``
+        (:class:`PolicyDeniedError` otherwise)."""
         link = self._link()
-        with self._op("reindex", "/"):
+        with self._op("reindex", "/") as op:
+            self._operator(op, Action.REINDEX, "reindex")
             summary = await link.reindex(self._ctx.policy.classifications, progress)
             return self._told(summary)
+
+    def _operator(self, op: Operation, action: Action, task: str) -> None:
+        """Refuse ``task`` unless this view is the owner's or the policy grants the principal
+        the operator ``action`` on ``/`` (default deny: ``*`` in a rule does not grant it)."""
+        if self._owner:
+            return
+        decision = self._ctx.decide(action, VPath.ROOT)
+        if decision.allowed:
+            return
+        op.refuse(f"{task} needs {action.value}: {decision.reason}")
+        raise PolicyDeniedError(
+            f"{task} is an operator task: it needs the '{action.value}' action on / in the "
+            "policy; ask an operator to run it or to grant it"
+        )
 
     def _told(self, summary: IndexSummary) -> IndexSummary:
         """The summary cut to what this principal may read: the run read every file as the
