@@ -218,6 +218,10 @@ class Recording(MemoryStore):
         self.calls.append(("relabelling", path, data))
         return SENTINEL
 
+    async def prospective(self, path: VPath, data: bytes) -> Labels | None:
+        self.calls.append(("prospective", path, data))
+        return SENTINEL[1]
+
     async def read_file(
         self,
         path: VPath,
@@ -275,12 +279,16 @@ async def test_hooks_and_arguments_reach_the_wrapped_store(name: str) -> None:
 
     sidecar = P("/f.md.labels.yaml")
     pair = await store.relabelling(sidecar, b"tags: [x]\n")
-    if reads_labels:  # document labels work the answer out; nothing below is asked
+    would_be = await store.prospective(P("/g.md"), b"---\ntags: [y]\n---\n")
+    if reads_labels:  # document labels work the answers out; nothing below is asked
         assert pair == (Labels(), Labels(tags=frozenset({"x"})))
-        assert not [c for c in inner.calls if c[0] == "relabelling"]
+        assert would_be == Labels(tags=frozenset({"y"}))
+        assert not [c for c in inner.calls if c[0] in ("relabelling", "prospective")]
     else:
         assert pair == SENTINEL
         assert ("relabelling", root / "f.md.labels.yaml", b"tags: [x]\n") in inner.calls
+        assert would_be == SENTINEL[1]
+        assert ("prospective", root / "g.md", b"---\ntags: [y]\n---\n") in inner.calls
 
 
 # -- what reading labels changes ---------------------------------------------------------------
@@ -449,3 +457,20 @@ async def test_relabelling_through_the_guard_tells_only_visible_labels() -> None
     )
     with pytest.raises(ScopeError):
         await blind.relabelling(P("/a.md.labels.yaml"), change)
+
+
+async def test_prospective_labels_through_the_guard_only_where_the_principal_may_see() -> None:
+    backing = MemoryStore()
+    owner = as_the_workspace_builds_it(backing)
+    await owner.makedirs(P("/secret"))
+    await owner.write(P("/c.md"), FRONT)
+    await owner.write(P("/new.md.labels.yaml"), b"tags: [beside]\n")  # a sidecar of no file yet
+    reader = as_the_workspace_builds_it(backing, HIDING)
+    data = b"---\ntags: [mine]\n---\n"
+    assert await reader.prospective(P("/new.md"), data) == Labels(
+        tags=frozenset({"beside", "mine"})
+    )
+    assert await reader.prospective(P("/secret/b.md"), data) is None  # policy
+    assert await reader.prospective(P("/c.md"), data) is None  # a file above the reader
+    cleared = as_the_workspace_builds_it(backing, who=Principal.of("boss", clearance="restricted"))
+    assert await cleared.prospective(P("/c.md"), data) == Labels(tags=frozenset({"mine"}))

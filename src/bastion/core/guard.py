@@ -367,6 +367,26 @@ class GuardedStore(Store):
                 return None
             return pair
 
+    async def prospective(self, path: VPath, data: bytes) -> Labels | None:
+        """The store's answer (:meth:`Store.prospective`) when the principal may see ``path``
+        and what is there now, else ``None``: what labels a hidden file (or its sidecar)
+        carries is not told."""
+        with self._op("stat", path) as op:
+            if not (self.mount.scope.allows(Action.READ) or self.mount.scope.allows(Action.LIST)):
+                self._scope(Action.READ, path)
+            if self._visibility(path, _FILE, None) is not None:
+                return None
+            try:
+                present: FileInfo | None = await self.inner.stat(path)
+            except OperationError:
+                present = None  # nothing there (or nothing servable): the sidecar decides
+            if present is not None and self._visibility(path, present.kind, present) is not None:
+                return None
+            try:
+                return await self.inner.prospective(path, data)
+            except OperationError as exc:
+                raise await self._failed(exc, path, op) from None
+
     async def mkdir(self, path: VPath) -> None:
         with self._op("mkdir", path) as op:
             self.check_mkdir(path)
