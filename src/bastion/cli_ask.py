@@ -178,6 +178,12 @@ def _reranker(kind: str, chat: Any, cross_encoder: Path | None) -> Any:
 @click.option("--chat-model", default=None, help=f"Model name (API key from ${_KEY_ENV}).")
 @click.option("--no-verify", is_flag=True, help="Skip verification (the answer says so).")
 @click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON.")
+@click.option(
+    "--config",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="A workspace file (bastion.toml): its mounts, labels, policy and [knowledge] index.",
+)
 def ask_command(
     question: str,
     user: str | None,
@@ -194,9 +200,10 @@ def ask_command(
     chat_model: str | None,
     no_verify: bool,
     as_json: bool,
+    config: Path | None,
 ) -> None:
     """Answer QUESTION with citations from an index built by `bastion index`."""
-    from bastion.cli_knowledge import _indexed, _knowledge, _workspace
+    from bastion.cli_knowledge import _from_config, _indexed, _settings
     from bastion.errors import BastionError
 
     if (user is None) == (token is None):
@@ -207,12 +214,15 @@ def ask_command(
         assert user is not None
         users = load_users(users_file) if users_file is not None else DEMO_USERS
         principal = authenticate(user, users)
-    root, dense = _indexed(index_dir)
     try:
+        if config is not None:
+            settings, _dense = _from_config(config)
+        else:
+            root, dense = _indexed(index_dir)
+            settings = _settings(root, index_dir, dense=dense)
         chat = _chat(chat_url, chat_model)
         reranker = _reranker(rerank, chat, cross_encoder)
-        knowledge = _knowledge(index_dir, dense=dense)
-        ws = _workspace(root, knowledge).with_principal(principal)
+        ws = settings.build(principal=principal)
         answer = asyncio.run(
             ws.ask(
                 question,

@@ -2,7 +2,10 @@
 
 ``index`` mounts a folder read-only at ``/`` and indexes it into an index folder (default
 ``.bastion/index`` in the current directory); ``search`` opens that index again; ``eval`` loads a
-BEIR dataset into a scratch workspace, indexes it and scores a search mode.
+BEIR dataset into a scratch workspace, indexes it and scores a search mode. With ``--config``,
+``index``, ``reindex`` and ``search`` use a workspace file (``bastion.toml``) instead: its
+mounts, labels, policy, principal and ``[knowledge]`` index. Either way the workspace is built
+by the one workspace-file schema (``bastion.workspace_config``).
 """
 
 from __future__ import annotations
@@ -22,19 +25,41 @@ _DEFAULT_INDEX = Path(".bastion/index")
 _MODES = click.Choice(["bm25", "vector", "hybrid"])
 
 
-def _knowledge(index_dir: Path, *, dense: bool) -> Any:
-    from bastion.knowledge.service import Knowledge
+def _settings(root: Path, index_dir: Path, *, dense: bool) -> Any:
+    """The folder mounted read-only at ``/`` with its index, as a workspace file says it."""
+    from bastion.workspace_config import KnowledgeConfig, folder_config
 
-    return Knowledge.open(index_dir, embedder="local" if dense else None)
+    knowledge = KnowledgeConfig(index_dir, "local" if dense else "none")
+    return folder_config([("/", root, "read_only")], knowledge=knowledge)
 
 
-def _workspace(root: Path, knowledge: Any) -> Any:
-    from bastion import FileLimits, LocalStore, Mount, Policy, Workspace
+def _from_config(config: Path) -> tuple[Any, bool]:
+    """A workspace file with an index, and whether that index has embeddings. The file says
+    where the index is: options that would say it too are refused, never ignored."""
+    from bastion.workspace_config import WorkspaceConfig
 
-    policy = Policy.allow_all(limits=FileLimits(blocked_segments=frozenset({".bastion", ".git"})))
-    return Workspace(
-        [Mount.of("/", LocalStore(root), "read_only")], policy=policy, knowledge=knowledge
-    )
+    context = click.get_current_context()
+    given = [
+        f"--{name.replace('_dir', '').replace('_', '-')}"
+        for name in ("index_dir", "rebuild", "keyword_only")
+        if name in context.params
+        and context.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT
+    ]
+    if given:
+        raise click.UsageError(f"--config takes the index from the file: drop {', '.join(given)}")
+
+    settings = WorkspaceConfig.from_file(config)
+    if settings.knowledge is None:
+        raise click.ClickException(f"{config}: needs a [knowledge] table (the index folder)")
+    return settings, settings.knowledge.embedder == "local"
+
+
+_CONFIG = click.option(
+    "--config",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="A workspace file (bastion.toml): its mounts, policy, principal and [knowledge] index.",
+)
 
 
 def _indexed(index_dir: Path) -> tuple[Path, bool]:
@@ -55,7 +80,9 @@ async def _repair(ws: Any, progress: Any) -> Any:
 
 
 @click.command("index")
-@click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument(
+    "path", type=click.Path(exists=True, file_okay=False, path_type=Path), required=False
+)
 @click.option(
     "--index",
     "index_dir",
@@ -66,10 +93,26 @@ async def _repair(ws: Any, progress: Any) -> Any:
 )
 @click.option("--rebuild", is_flag=True, help="Throw the index away and index everything again.")
 @click.option("--keyword-only", is_flag=True, help="No embeddings: BM25 search only.")
-def index_command(path: Path, index_dir: Path, rebuild: bool, keyword_only: bool) -> None:
-    """Index the documents of the folder PATH (Markdown, text, HTML, PDF, DOCX)."""
+@_CONFIG
+def index_command(
+    path: Path | None, index_dir: Path, rebuild: bool, keyword_only: bool, config: Path | None
+) -> None:
+    """Index the documents of the folder PATH (Markdown, text, HTML, PDF, DOCX), or every
+    mount of a --config workspace file into its [knowledge] index."""
     from bastion.errors import BastionError
 
+    if (path is None) == (config is None):
+        raise click.UsageError("give a folder PATH or --config FILE (one of them)")
+    if config is not None:
+        try:
+            settings, _dense = _from_config(config)
+            with settings.opened() as ws:
+                summary = asyncio.run(_repair(ws, None))
+        except BastionError as exc:
+            raise click.ClickException(str(exc)) from exc
+        click.echo(summary.format())
+        return
+    assert path is not None
     root = path.resolve()
     index_dir.mkdir(parents=True, exist_ok=True)
     state = index_dir / _STATE
@@ -86,8 +129,7 @@ def index_command(path: Path, index_dir: Path, rebuild: bool, keyword_only: bool
         shutil.rmtree(index_dir)
         index_dir.mkdir(parents=True)
     try:
-        knowledge = _knowledge(index_dir, dense=not keyword_only)
-        ws = _workspace(root, knowledge)
+        ws = _settings(root, index_dir, dense=not keyword_only).build()
         state.write_text(json.dumps({"root": str(root), "keyword_only": keyword_only}))
         with click.progressbar(length=1, label="indexing", show_pos=True) as bar:
 
@@ -117,13 +159,20 @@ def index_command(path: Path, index_dir: Path, rebuild: bool, keyword_only: bool
 )
 @click.option("-k", type=click.IntRange(1, 1000), default=10, show_default=True)
 @click.option("--related", is_flag=True, help="Add documents one relation away from the hits.")
-def search_command(query: str, index_dir: Path, mode: str | None, k: int, related: bool) -> None:
-    """Search an index built by `bastion index`."""
+@_CONFIG
+def search_command(
+    query: str, index_dir: Path, mode: str | None, k: int, related: bool, config: Path | None
+) -> None:
+    """Search an index built by `bastion index` (with --config: as the file's principal)."""
     from bastion.errors import BastionError
 
-    root, dense = _indexed(index_dir)
     try:
-        ws = _workspace(root, _knowledge(index_dir, dense=dense))
+        if config is not None:
+            settings, dense = _from_config(config)
+        else:
+            root, dense = _indexed(index_dir)
+            settings = _settings(root, index_dir, dense=dense)
+        ws = settings.build()
         result = asyncio.run(
             ws.search(query, mode=mode or ("hybrid" if dense else "bm25"), k=k, related=related)
         )
@@ -140,14 +189,19 @@ def search_command(query: str, index_dir: Path, mode: str | None, k: int, relate
     default=_DEFAULT_INDEX,
     show_default=True,
 )
-def reindex_command(index_dir: Path) -> None:
+@_CONFIG
+def reindex_command(index_dir: Path, config: Path | None) -> None:
     """Repair an index built by `bastion index`: index files that are missing or changed
     since, drop documents whose files are gone (after a crash, or edits made without it)."""
     from bastion.errors import BastionError
 
-    root, dense = _indexed(index_dir)
     try:
-        ws = _workspace(root, _knowledge(index_dir, dense=dense))
+        if config is not None:
+            settings, _dense = _from_config(config)
+        else:
+            root, dense = _indexed(index_dir)
+            settings = _settings(root, index_dir, dense=dense)
+        ws = settings.build()
         summary = asyncio.run(_repair(ws, None))
     except BastionError as exc:
         raise click.ClickException(str(exc)) from exc

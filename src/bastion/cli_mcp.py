@@ -120,7 +120,7 @@ def _workspace(
 ) -> Iterator[Any]:
     """The workspace to serve, built by the one workspace-file schema, closed on leaving."""
     from bastion import Principal
-    from bastion.workspace_config import KnowledgeConfig, WorkspaceConfig
+    from bastion.workspace_config import KnowledgeConfig, WorkspaceConfig, folder_config
 
     if not mounts and config is None:
         with _demo() as ws:
@@ -129,7 +129,7 @@ def _workspace(
     settings = (
         WorkspaceConfig.from_file(config)
         if config is not None
-        else _from_options(mounts, policy_file)
+        else folder_config([_mount_from_option(m) for m in mounts], policy_file=policy_file)
     )
     changes: dict[str, Any] = {}
     if principal_id is not None or roles:
@@ -148,23 +148,6 @@ def _workspace(
         yield ws
 
 
-def _from_options(mounts: Sequence[str], policy_file: Path | None) -> Any:
-    """``--mount`` and ``--policy`` as a workspace file would say them, checked by its schema."""
-    from bastion import Action
-    from bastion.workspace_config import WorkspaceConfig
-
-    policy: Any = (
-        str(policy_file.resolve()).replace("$", "$$")
-        if policy_file is not None
-        else {
-            "rules": [{"effect": "allow", "actions": [a.value for a in Action], "paths": ["/**"]}],
-            "limits": {"blocked_segments": [".git", ".bastion"]},
-        }
-    )
-    table = [_mount_from_option(m) for m in mounts]
-    return WorkspaceConfig.from_dict({"mounts": table, "policy": policy}, env={})
-
-
 @contextlib.contextmanager
 def _demo() -> Iterator[Any]:
     from bastion.demo import build_demo_workspace
@@ -177,8 +160,8 @@ def _demo() -> Iterator[Any]:
         yield ws.aio
 
 
-def _mount_from_option(spec: str) -> dict[str, str]:
-    """``PREFIX=DIR[:SCOPE]`` as a ``[[mounts]]`` entry (``DIR`` may be ``memory``)."""
+def _mount_from_option(spec: str) -> tuple[str, str, str]:
+    """``PREFIX=DIR[:SCOPE]`` as ``(prefix, folder, scope)`` (the folder may be ``memory``)."""
     prefix, sep, rest = spec.partition("=")
     if not sep or not prefix or not rest:
         raise click.BadParameter(f"{spec!r}: use PREFIX=DIR[:SCOPE]", param_hint="--mount")
@@ -186,5 +169,4 @@ def _mount_from_option(spec: str) -> dict[str, str]:
     head, colon, tail = rest.rpartition(":")
     if colon and tail in _SCOPES:
         where, scope = head, tail
-    url = "memory://" if where == "memory" else Path(where).resolve().as_uri()
-    return {"prefix": prefix, "url": url, "scope": scope}
+    return prefix, where, scope

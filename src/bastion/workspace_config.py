@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import inspect
 import math
 import os
@@ -50,6 +51,7 @@ __all__ = [
     "check_mounts",
     "close_mounts",
     "expand_env",
+    "folder_config",
     "load_workspace",
 ]
 
@@ -396,6 +398,37 @@ def _knowledge(raw: Any, folder: Path, env: Mapping[str, str]) -> KnowledgeConfi
         raise ConfigurationError(f"knowledge: embedder must be one of {', '.join(_EMBEDDERS)}")
     path = Path(where).expanduser()
     return KnowledgeConfig(path if path.is_absolute() else folder / path, embedder)
+
+
+def folder_config(
+    mounts: Iterable[tuple[str, str | os.PathLike[str], str]],
+    *,
+    policy_file: str | os.PathLike[str] | None = None,
+    knowledge: KnowledgeConfig | None = None,
+) -> WorkspaceConfig:
+    """A workspace named on a command line, checked by the workspace-file schema: each
+    ``(prefix, folder, scope)`` becomes a ``[[mounts]]`` entry (the folder ``"memory"`` is a
+    scratch area). The policy is ``policy_file``, or, without one, the owner's: everything
+    the scopes allow, ``.git`` and ``.bastion`` blocked (the person running the command may
+    read their own folders)."""
+    from bastion.core.models import Action
+
+    entries = [
+        {
+            "prefix": prefix,
+            "url": "memory://" if folder == "memory" else Path(folder).resolve().as_uri(),
+            "scope": scope,
+        }
+        for prefix, folder, scope in mounts
+    ]
+    policy: Any = {
+        "rules": [{"effect": "allow", "actions": [a.value for a in Action], "paths": ["/**"]}],
+        "limits": {"blocked_segments": [".git", ".bastion"]},
+    }
+    if policy_file is not None:  # a file name, with any $ kept as it is
+        policy = os.fspath(Path(policy_file).resolve()).replace("$", "$$")
+    settings = WorkspaceConfig.from_dict({"mounts": entries, "policy": policy}, env={})
+    return settings if knowledge is None else dataclasses.replace(settings, knowledge=knowledge)
 
 
 def load_workspace(

@@ -26,13 +26,11 @@ def test_the_command_is_registered_and_documented() -> None:
 def test_mount_options_are_entries_of_the_workspace_file(tmp_path: Path) -> None:
     odd = tmp_path / "a $HOME {x} #1"
     odd.mkdir()
-    assert _mount_from_option(f"/docs={odd}") == {
-        "prefix": "/docs",
-        "url": odd.as_uri(),
-        "scope": "read_only",
-    }
-    assert _mount_from_option("/scratch=memory:read_write")["url"] == "memory://"
+    assert _mount_from_option(f"/docs={odd}") == ("/docs", str(odd), "read_only")
+    assert _mount_from_option("/scratch=memory:read_write") == ("/scratch", "memory", "read_write")
+    (odd / "a.md").write_text("found", encoding="utf-8")
     with _workspace((f"/docs={odd}", "/scratch=memory:read_write"), *NO_OPTIONS) as ws:
+        assert ws.sync().read_text("/docs/a.md") == "found"
         ro, rw = ws.mounts
         assert ro.scope.value == "read_only" and ro.store.kind == "local"
         assert rw.scope.value == "read_write" and rw.store.kind == "memory"
