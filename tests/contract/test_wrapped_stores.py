@@ -35,6 +35,7 @@ from bastion.core.paths import VPath
 from bastion.core.ports import ReadCheck, Store
 from bastion.core.timeouts import TimedStore
 from bastion.stores.local import LocalStore
+from bastion.stores.sqlite import SqliteStore
 from bastion.workspace.doclabels import DocumentLabels
 
 from .store_contract import StoreContract
@@ -166,6 +167,18 @@ class TestWorkspaceStackOnLocalStore(StoreContract):
     @pytest.fixture
     def store(self, local: LocalStore) -> Store:
         return as_the_workspace_builds_it(local)
+
+
+class TestWorkspaceStackOnSqliteStore(StoreContract):
+    """A store that keeps labels of its own (``keeps_labels``): they are the base."""
+
+    reads_labels = True
+
+    @pytest.fixture
+    def store(self, tmp_path: Path) -> Iterator[Store]:
+        backing = SqliteStore(tmp_path / "ws.db")
+        yield as_the_workspace_builds_it(backing)
+        backing.close()
 
 
 # -- every port method is forwarded ------------------------------------------------------------
