@@ -104,8 +104,8 @@ class GrepResult:
 class Budget:
     """The matching time one grep call may still spend; shared by its files in turn."""
 
-    seconds: float = GREP_BUDGET_S
-    """Seconds of matching left."""
+    seconds: float = field(default_factory=lambda: GREP_BUDGET_S)
+    """Seconds of matching left (:data:`GREP_BUDGET_S` when the grep call starts)."""
 
     @property
     def exhausted(self) -> bool:

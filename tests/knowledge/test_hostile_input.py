@@ -1,0 +1,151 @@
+"""Hostile documents: every extraction pass is linear, bounded, and off the event loop.
+
+Each input class below once took quadratic time somewhere (``"[a](" + "\\t" * 16_000 + "x"``
+took 2.7 s in the link pattern). The inputs are 100k to 1M characters; each call runs under a
+hard 10 s guard, and the assertions are on results, never on durations.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import pytest
+
+from bastion.knowledge import relations
+from bastion.knowledge.relations import extract_relations
+from bastion.knowledge.service import Knowledge
+
+HARD_TIMEOUT = 10.0
+T = TypeVar("T")
+DOC = "/docs/a.md"
+N = 1_000_000
+
+
+def finishes(call: Callable[[], T]) -> T:
+    """``call()`` on a daemon thread; fail (instead of hanging) if it takes over 10 s."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = call()
+        except BaseException as exc:  # handed back to the test thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(HARD_TIMEOUT)
+    assert not thread.is_alive(), f"did not finish within {HARD_TIMEOUT}s"
+    if "error" in box:
+        raise box["error"]
+    return box["value"]  # type: ignore[no-any-return]
+
+
+def links(text: str) -> list[str]:
+    return [r.target for r in finishes(lambda: extract_relations(DOC, text, {}))]
+
+
+HOSTILE = {
+    # a long whitespace run inside a destination: "\(\s*" before an optional title
+    "tabs-in-destination": "[a](" + "\t" * N + "x",
+    "spaces-in-destination": "[a](" + " " * N + "x",
+    "newline-runs": "[a](\n" + " \n" * (N // 2),
+    # every "[" escaped: each used to rescan the rest of the block
+    "escaped-brackets": "[\\" * (N // 2),
+    "backslash-run": "\\" * N,
+    "open-brackets": "[" * N,
+    "nested-labels": "[a" + "[b]" * (N // 3),
+    "link-starts": "[a](" * (N // 4),
+    "image-starts": "![a](" * (N // 5),
+    "open-titles": '[a](b "' * (N // 7),
+    "open-parens": "[a](" + "(" * N,
+    "open-angles": "[a](<" * (N // 5),
+    "backtick-runs": "`a``" * (N // 4),
+    "fence-lines": "```\n" * (N // 4),
+    "blank-blocks": "\n \n" * (N // 3),
+    "definition-lines": "[a]: b\n" * (N // 7),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_documents_finish_and_yield_only_real_links(name: str) -> None:
+    found = links(HOSTILE[name])
+    assert found == (["/docs/b"] if name == "definition-lines" else [])
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_a_link_after_a_hostile_run_is_still_found(name: str) -> None:
+    """The scanner does not give up on a hostile run: the link after it is found (200k
+    characters of each class, well inside the time budget)."""
+    text = HOSTILE[name][:200_000]
+    assert name != "fence-lines" or text.count("```") % 2 == 0  # every fence closed
+    found = links(text + "\n\n[last](last.md)\n")
+    assert found[-1] == "/docs/last.md"
+
+
+def test_escapes_still_decide_links_and_images() -> None:
+    text = "\\[no](a.md) \\\\[yes](b.md) \\![link](c.md) \\\\![image](d.md) ![image](e.md)"
+    assert links(text) == ["/docs/b.md", "/docs/c.md"]
+
+
+def test_whitespace_before_the_title_is_still_allowed() -> None:
+    text = "[a](  b.md  \"title\"  ) [c](\n\tc.md\n't'\n)"
+    assert links(text) == ["/docs/b.md", "/docs/c.md"]
+
+
+def test_relations_per_document_are_capped(caplog: pytest.LogCaptureFixture) -> None:
+    text = " ".join(f"[x](n{i}.md)" for i in range(relations.MAX_RELATIONS + 500))
+    with caplog.at_level(logging.WARNING, logger="bastion.knowledge.relations"):
+        found = finishes(lambda: extract_relations(DOC, text, {"parent": "p.md"}))
+    assert len(found) == relations.MAX_RELATIONS
+    assert found[0].target == "/docs/p.md"  # front matter first
+    assert found[-1].target == f"/docs/n{relations.MAX_RELATIONS - 2}.md"
+    [record] = caplog.records
+    assert DOC in record.getMessage() and "relations kept" in record.getMessage()
+
+
+def test_extraction_stops_at_its_time_budget(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(relations, "EXTRACTION_BUDGET_S", 0.0)
+    with caplog.at_level(logging.WARNING, logger="bastion.knowledge.relations"):
+        found = finishes(lambda: extract_relations(DOC, "[b](b.md)", {"related": ["r.md"]}))
+    assert [r.target for r in found] == ["/docs/r.md"]  # front matter kept, links not reached
+    [record] = caplog.records
+    assert "time budget" in record.getMessage() and "split the document" in record.getMessage()
+    assert "b.md" not in record.getMessage()  # the log names the document, never its content
+
+
+# == off the event loop ======================================================================
+
+
+def running_elsewhere(function: str) -> bool:
+    """Whether a thread other than this one is inside ``function`` right now."""
+    here = threading.get_ident()
+    for ident, frame in sys._current_frames().items():
+        walk = frame if ident != here else None
+        while walk is not None:
+            if walk.f_code.co_name == function:
+                return True
+            walk = walk.f_back
+    return False
+
+
+@pytest.mark.parametrize("function", ["extract_relations", "parse_document"])
+async def test_indexing_a_hostile_document_leaves_the_loop_free(function: str) -> None:
+    """While a worker thread parses the document or extracts its links, this coroutine keeps
+    running: it could not observe that work from the loop's own thread otherwise."""
+    knowledge = Knowledge()
+    text = ("[a](" + " " * 50 + "x ") * 2_000 + "![a](" * 100_000 + "\n\n[b](b.md)\n"
+    task = asyncio.create_task(knowledge.index_file(DOC, text.encode()))
+    observed = False
+    while not task.done():
+        observed = observed or running_elsewhere(function)
+        await asyncio.sleep(0.001)
+    assert await asyncio.wait_for(task, timeout=HARD_TIMEOUT) > 0
+    assert observed
+    assert [r.target for r in knowledge.relations.relations(DOC)] == ["/docs/b.md"]
