@@ -1,0 +1,133 @@
+"""A local mount whose disk fills up, or is remounted read-only, under the workspace.
+
+The folder is a real tmpfs of 1 MiB (``mount -t tmpfs -o size=1m``); the test skips, naming
+what is missing, only where it may not mount one. Each fault: the old content is intact (or
+the new content whole), the error is one line naming the mount, nothing half-written stays on
+the disk, the index still answers with what the file holds, and once the fault is gone the
+next operation works.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bastion import Knowledge, LocalStore, Mount, Policy, Workspace
+from bastion.core.errors import StoreError
+
+from .support import Tmpfs, tells_the_mount, tmpfs
+
+
+@pytest.fixture
+def disk() -> Iterator[Tmpfs]:
+    with tmpfs("1m") as mounted:
+        yield mounted
+
+
+@pytest.fixture
+def ws(disk: Tmpfs) -> Workspace:
+    return Workspace(
+        [Mount.of("/vault", LocalStore(disk.path))],
+        policy=Policy.allow_all(),
+        knowledge=Knowledge(),
+    )
+
+
+def _fill(folder: Path) -> Path:
+    """Fill the disk from outside the store, to the last byte."""
+    filler = folder / "filler.bin"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        for size in (65536, 4096, 512, 1):
+            try:
+                while True:
+                    os.write(fd, b"\0" * size)
+            except OSError as exc:
+                assert exc.errno == errno.ENOSPC
+    finally:
+        os.close(fd)
+    return filler
+
+
+def _on_disk(folder: Path) -> list[str]:
+    return sorted(os.listdir(folder))
+
+
+async def _snippets(ws: Workspace, query: str) -> list[str]:
+    return [h.snippet for h in (await ws.search(query, mode="bm25")).hits]
+
+
+async def test_a_full_disk_keeps_the_old_content_and_recovers(disk: Tmpfs, ws: Workspace) -> None:
+    await ws.write("/vault/notes.md", "# Notes\n\nfalcon sighting one\n")
+    filler = _fill(disk.path)
+
+    with pytest.raises(StoreError) as caught:
+        await ws.write("/vault/notes.md", "# Notes\n\nfalcon sighting two\n" * 50)
+    tells_the_mount(str(caught.value), "/vault")
+    assert "no space" in str(caught.value).lower()
+    with pytest.raises(StoreError) as created:
+        await ws.write("/vault/new.md", "# New\n\nkestrel\n")
+    tells_the_mount(str(created.value), "/vault")
+
+    assert await ws.read_text("/vault/notes.md") == "# Notes\n\nfalcon sighting one\n"
+    assert not await ws.exists("/vault/new.md")
+    assert _on_disk(disk.path) == ["filler.bin", "notes.md"]  # no temporary file left behind
+    assert await _snippets(ws, "falcon") == ["# Notes\n\nfalcon sighting one"]
+
+    filler.unlink()  # the fault is gone
+    await ws.write("/vault/notes.md", "# Notes\n\nfalcon sighting two\n")
+    assert await ws.read_text("/vault/notes.md") == "# Notes\n\nfalcon sighting two\n"
+    assert await _snippets(ws, "falcon") == ["# Notes\n\nfalcon sighting two"]
+
+
+async def test_a_write_larger_than_the_free_space_leaves_nothing_half_written(
+    disk: Tmpfs, ws: Workspace
+) -> None:
+    await ws.write("/vault/log.txt", "line one\n")
+    big = "x" * (2 * 1024 * 1024)  # twice the disk
+    with pytest.raises(StoreError) as caught:
+        await ws.write("/vault/log.txt", big)
+    tells_the_mount(str(caught.value), "/vault")
+    with pytest.raises(StoreError) as appended:
+        await ws.append("/vault/log.txt", big)
+    tells_the_mount(str(appended.value), "/vault")
+    assert await ws.read_text("/vault/log.txt") == "line one\n"
+    assert _on_disk(disk.path) == ["log.txt"]
+    st = os.statvfs(disk.path)
+    assert st.f_bavail * st.f_frsize > 900 * 1024  # the space of the failed writes came back
+
+    await ws.append("/vault/log.txt", "line two\n")
+    assert await ws.read_text("/vault/log.txt") == "line one\nline two\n"
+
+
+async def test_a_read_only_remount_refuses_writes_and_recovers(disk: Tmpfs, ws: Workspace) -> None:
+    await ws.write("/vault/plan.md", "# Plan\n\nheron survey in May\n")
+    disk.remount("ro")
+    try:
+        for attempt in (
+            ws.write("/vault/plan.md", "# Plan\n\nheron survey in June\n"),
+            ws.write("/vault/other.md", "# Other\n\nheron\n"),
+            ws.append("/vault/plan.md", "more\n"),
+            ws.delete("/vault/plan.md"),
+            ws.mkdir("/vault/sub"),
+        ):
+            with pytest.raises(StoreError) as caught:
+                await attempt
+            tells_the_mount(str(caught.value), "/vault")
+            assert "read-only" in str(caught.value).lower()
+        with pytest.raises(StoreError) as moved:
+            await ws.move("/vault/plan.md", "/vault/moved.md")
+        tells_the_mount(str(moved.value), "/vault")  # (says "failed; retry", not why)
+        # reads, listings and search go on
+        assert await ws.read_text("/vault/plan.md") == "# Plan\n\nheron survey in May\n"
+        assert [e.path.name for e in await ws.list("/vault")] == ["plan.md"]
+        assert await _snippets(ws, "heron") == ["# Plan\n\nheron survey in May"]
+    finally:
+        disk.remount("rw")
+    await ws.write("/vault/plan.md", "# Plan\n\nheron survey in June\n")
+    assert await ws.read_text("/vault/plan.md") == "# Plan\n\nheron survey in June\n"
+    assert await _snippets(ws, "heron") == ["# Plan\n\nheron survey in June"]

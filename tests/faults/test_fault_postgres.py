@@ -1,0 +1,119 @@
+"""A PostgreSQL mount whose server restarts while a write's transaction is open.
+
+A private server (``pg_support.start_private_pg``) so the restart touches no other test. The
+write is caught in the middle of its transaction deterministically: another session holds
+the file rows locked (``SELECT ... FOR UPDATE``), the store's write blocks inside its
+transaction waiting for them (seen in ``pg_stat_activity``), and then the server is restarted
+(a fast shutdown, as ``pg_ctl restart -m fast`` does, then a start). The write fails with a
+one-line error naming the mount, the file keeps its old content whole, and once the server is
+back the same workspace writes again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+import signal
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import psutil
+import psycopg
+import pytest
+
+from bastion import Knowledge, Mount, Policy, Workspace
+from bastion.core.errors import StoreError, StoreUnavailableError
+from bastion.stores.postgres import PostgresStore
+from pg_support import start_private_pg
+
+from .support import tells_the_mount
+
+T = TypeVar("T")
+PATIENCE = 90.0
+"""How long a restarted server may take to answer again."""
+
+
+@pytest.fixture
+def server() -> Iterator[Any]:
+    folder = Path(tempfile.mkdtemp(prefix="bastion-pg-fault-"))
+    pg = start_private_pg(folder)
+    try:
+        yield pg
+    finally:
+        pg.cleanup()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _restart(pg: Any) -> None:
+    """Fast shutdown (SIGINT to the postmaster: open transactions are rolled back and the
+    sessions cut), then start the server again on the same socket."""
+    postmaster = psutil.Process(pg.get_pid())
+    uri = pg.get_uri()
+    postmaster.send_signal(signal.SIGINT)
+    postmaster.wait(timeout=60)
+    pg.ensure_postgres_running()
+    assert pg.get_uri() == uri
+
+
+async def _eventually(call: Callable[[], Awaitable[T]]) -> T:
+    deadline = time.monotonic() + PATIENCE
+    while True:
+        try:
+            return await call()
+        except StoreUnavailableError:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.2)
+
+
+async def _wait_for_lock_waiter(dsn: str) -> None:
+    """Until a session waits for a row lock (the store's write, inside its transaction)."""
+    deadline = time.monotonic() + PATIENCE
+    with psycopg.connect(dsn, autocommit=True) as watcher:
+        while time.monotonic() < deadline:
+            row = watcher.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+            ).fetchone()
+            if row is not None and row[0] > 0:
+                return
+            await asyncio.sleep(0.05)
+    pytest.fail("the store's write never reached the locked rows")
+
+
+async def test_a_restart_in_the_middle_of_a_write_keeps_the_old_content(server: Any) -> None:
+    dsn = server.get_uri()
+    store = PostgresStore(dsn, timeout=PATIENCE)
+    ws = Workspace([Mount.of("/pg", store)], policy=Policy.allow_all(), knowledge=Knowledge())
+    try:
+        await ws.write("/pg/ledger.md", "# Ledger\n\nbalance forty\n")
+        blocker = psycopg.connect(dsn)  # a transaction holding every file row
+        blocker.execute("SELECT 1 FROM bastion_fs_entries FOR UPDATE").fetchall()
+        try:
+            writing = asyncio.create_task(ws.write("/pg/ledger.md", "# Ledger\n\nbalance fifty\n"))
+            await _wait_for_lock_waiter(dsn)
+            assert not writing.done()
+            await asyncio.to_thread(_restart, server)
+            with pytest.raises(StoreError) as caught:
+                await asyncio.wait_for(writing, PATIENCE)
+        finally:
+            with contextlib.suppress(psycopg.Error):
+                blocker.close()
+        tells_the_mount(str(caught.value), "/pg")
+
+        async def read() -> str:
+            return await ws.read_text("/pg/ledger.md")
+
+        assert await _eventually(read) == "# Ledger\n\nbalance forty\n"  # rolled back whole
+        hits = (await ws.search("balance", mode="bm25")).hits
+        assert [h.snippet for h in hits] == ["# Ledger\n\nbalance forty"]
+
+        await ws.write("/pg/ledger.md", "# Ledger\n\nbalance fifty\n")  # the next one works
+        assert await read() == "# Ledger\n\nbalance fifty\n"
+        hits = (await ws.search("balance", mode="bm25")).hits
+        assert [h.snippet for h in hits] == ["# Ledger\n\nbalance fifty"]
+    finally:
+        await store.close()
