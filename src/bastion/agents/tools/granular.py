@@ -245,19 +245,20 @@ async def mkdir(s: ToolSession, path: Path) -> Output:
     return ok(path=str(vp))
 
 
-@tool(needs={D}, changes=True)
+@tool(needs={D}, changes=True, trees=True)
 async def delete(
     s: ToolSession,
     path: Path,
     recursive: Annotated[bool, Field(description="Delete a directory and its content")] = False,
 ) -> Output:
-    """Delete a file or an empty directory (a whole tree with recursive=true)."""
+    """Delete a file you have read, or an empty directory (a whole tree with recursive=true,
+    once you have read every file in it)."""
     vp = VPath.parse(path)
     await s.delete(vp, recursive=recursive)
     return ok(path=str(vp))
 
 
-@tool(needs={R, W, D}, same_mount=False, changes=True)
+@tool(needs={R, W, D}, same_mount=False, changes=True, trees=True)
 async def move(
     s: ToolSession,
     src: Annotated[str, Field(description="Path to move")],
@@ -269,7 +270,7 @@ async def move(
     return ok(path=str(info.path))
 
 
-@tool(needs={R, W}, same_mount=False, changes=True)
+@tool(needs={R, W}, same_mount=False, changes=True, trees=True)
 async def copy(
     s: ToolSession,
     src: Annotated[str, Field(description="Path to copy")],

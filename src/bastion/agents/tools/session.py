@@ -2,7 +2,9 @@
 Code's file tools):
 
 * **Read before write.** A file that exists must have been read in this session before it is
-  overwritten or edited; a file created or changed by this session counts as read.
+  overwritten, edited or deleted; a file created or changed by this session counts as read.
+  The rule holds for trees: a recursive delete needs every file in the tree read, and a copy
+  that overwrites needs every file it replaces read. A refusal names the files to read.
 * **No stale writes.** If the file changed since that read (another agent, a person, a sync),
   the write is refused and the agent is told to read it again. The check and the write are one
   conditional write (``if_version``), so a writer outside this process is caught too.
@@ -10,8 +12,11 @@ Code's file tools):
   sharing its :class:`PathLocks`) run one at a time, so the version check and the write are
   never interleaved with another write of the same path.
 * **Approval.** A human (or a program) can be asked before chosen tools run, or before any
-  change under chosen paths. It fails closed: no approver, an approver that raises, or one that
-  answers anything but ``True`` is a refusal.
+  change under chosen paths. A call that touches a whole tree (a recursive delete, a move or
+  copy of a directory) needs approval when a path pattern could match anything in the trees it
+  names, source or destination; this is decided from the patterns, without listing the tree.
+  It fails closed: no approver, an approver that raises, or one that answers anything but
+  ``True`` is a refusal.
 
 None of this replaces the guard: every call still goes through the workspace, which refuses
 what the principal may not do whatever tools exist.
@@ -35,6 +40,7 @@ from bastion.core.errors import (
     ConflictError,
     IsADirectoryError_,
     NotFoundError,
+    OperationError,
     ScopeError,
 )
 from bastion.core.globs import Glob
@@ -59,6 +65,9 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+_NAMED = 5
+"""Files a read-first refusal names before it counts the rest."""
 
 
 class ReadFirstError(ConflictError):
@@ -93,6 +102,10 @@ class ReadTracker:
         else:
             self._seen[path] = version
 
+    def knows(self, path: VPath) -> bool:
+        """True when this session read or wrote ``path`` (in some state)."""
+        return path in self._seen
+
     def saw(self, path: VPath, info: FileInfo) -> bool:
         """True when ``info`` is the state this session last saw."""
         return self._seen.get(path) == _tag(info)
@@ -102,13 +115,14 @@ class ReadTracker:
         for known in [p for p in self._seen if p.is_relative_to(path)]:
             del self._seen[known]
 
-    def expect(self, path: VPath, current: FileInfo) -> str | None:
-        """The version to write over, once ``current`` is known to be what was read."""
+    def expect(self, path: VPath, current: FileInfo, then: str = "write") -> str | None:
+        """The version to write over, once ``current`` is known to be what was read
+        (``then`` names what the refusal tells the agent to do after reading)."""
         seen = self._seen.get(path)
         if seen is None:
             raise ReadFirstError(
                 f"{path} exists and was not read in this session; read it first "
-                "(read_file), then write"
+                f"(read_file), then {then}"
             )
         if seen != _tag(current):
             raise StaleFileError(
@@ -168,6 +182,9 @@ class ApprovalRequest:
     """The workspace paths the call names."""
     principal: str
     """Who the agent acts for."""
+    trees: tuple[str, ...] = ()
+    """The named paths whose whole subtree the call touches (a directory deleted, moved or
+    copied, and where it goes)."""
 
 
 ApprovalHook = Callable[[ApprovalRequest], "bool | Awaitable[bool]"]
@@ -185,10 +202,21 @@ class Approval:
         self.paths = tuple(paths)
         self._globs = tuple(Glob.compile(p) for p in self.paths)
 
-    def needed(self, tool: Tool, paths: Iterable[VPath]) -> bool:
+    def needed(self, tool: Tool, paths: Iterable[VPath], trees: Iterable[VPath] = ()) -> bool:
+        """True when the call must be approved: the tool is named, or it changes files and a
+        path pattern matches a named path or could match anything under one of ``trees``
+        (the named paths whose whole subtree the call touches)."""
         if tool.name in self.tools:
             return True
-        return tool.changes and any(g.matches(p) for p in paths for g in self._globs)
+        if not tool.changes:
+            return False
+        if any(g.matches(p) for p in paths for g in self._globs):
+            return True
+        return any(g.matches(t) or g.could_match_below(t) for t in trees for g in self._globs)
+
+    def reaches_below(self, paths: Iterable[VPath]) -> bool:
+        """True when a path pattern could match something under one of ``paths``."""
+        return any(g.could_match_below(p) for p in paths for g in self._globs)
 
     async def ask(self, request: ApprovalRequest) -> None:
         """Return when the call is approved; raise :class:`ApprovalDeniedError` otherwise."""
@@ -270,16 +298,17 @@ class ToolSession:
 
     # -- writes ------------------------------------------------------------------------------
 
-    def _may_write(self, path: VPath) -> bool:
+    def _may(self, action: Action, path: VPath) -> bool:
+        """Whether the mount's scope and the policy may allow ``action`` on ``path``."""
         mount = self._mounts.find(path)
-        if mount is None or not mount.scope.allows(Action.WRITE):
+        if mount is None or not mount.scope.allows(action):
             return False
         ws = self.workspace
-        return ws.policy.decide(ws.principal, Action.WRITE, path).allowed
+        return ws.policy.decide(ws.principal, action, path).allowed
 
     async def _current(self, path: VPath) -> FileInfo | _Blind | None:
         """The file now at ``path``, ``None`` when there is none, or blind."""
-        if not self._may_write(path):
+        if not self._may(Action.WRITE, path):
             return _BLIND
         try:
             return await self.workspace.stat(path)
@@ -347,18 +376,24 @@ class ToolSession:
             return info
 
     async def delete(self, path: VPath, *, recursive: bool) -> None:
+        """Delete a file this session has read (and that has not changed since), or a tree
+        whose every file it has read."""
         async with self.locks.hold(path):
+            await self._read_before_delete(path, recursive=recursive)
             await self.workspace.delete(path, recursive=recursive)
             self.reads.forget(path)
 
     async def transfer(self, src: VPath, dst: VPath, *, move: bool, overwrite: bool) -> FileInfo:
-        """Copy or move; replacing an existing file follows the read-before-write rule."""
+        """Copy or move; replacing an existing file follows the read-before-write rule, and so
+        does each file a copy of a tree replaces in the tree it is copied over."""
         ws = self.workspace
         async with self.locks.hold(src, dst):
             if overwrite:
                 current = await self._current(dst)
                 if isinstance(current, FileInfo) and current.is_file:
                     self._expect(dst, current)
+                elif isinstance(current, FileInfo) and not move:
+                    await self._read_before_merge(src, dst)
             if move:
                 info = await ws.move(src, dst, overwrite=overwrite)
                 self.reads.forget(src)
@@ -371,9 +406,78 @@ class ToolSession:
 
     async def approve(self, tool: Tool, arguments: Mapping[str, Any], paths: list[VPath]) -> None:
         """Ask the approver when ``tool`` on ``paths`` needs it; raise when refused."""
-        if self.approval is None or not self.approval.needed(tool, paths):
+        approval = self.approval
+        if approval is None:
+            return
+        trees: list[VPath] = []
+        if tool.trees and tool.changes and paths and approval.reaches_below(paths):
+            trees = await self._trees(paths)
+        if not approval.needed(tool, paths, trees):
             return
         request = ApprovalRequest(
-            tool.name, dict(arguments), tuple(str(p) for p in paths), self.principal
+            tool.name,
+            dict(arguments),
+            tuple(str(p) for p in paths),
+            self.principal,
+            trees=tuple(str(t) for t in trees),
         )
-        await self.approval.ask(request)
+        await approval.ask(request)
+
+    async def _trees(self, paths: list[VPath]) -> list[VPath]:
+        """The named paths whose whole subtree a tree tool touches: all of them when the
+        first (what is deleted, moved or copied) is a directory the principal can see, else
+        none (the call then touches only the paths it names)."""
+        try:
+            first = await self.workspace.stat(paths[0])
+        except OperationError:  # missing or hidden: the call itself is refused
+            return []
+        return list(paths) if first.is_dir else []
+
+    # -- read before write, for trees --------------------------------------------------------
+
+    async def _read_before_delete(self, path: VPath, *, recursive: bool) -> None:
+        """Refuse deleting a file, or a tree's files, that this session has not read (or
+        that changed since). Where the principal may not delete, or the entry cannot be
+        seen, nothing is checked here: the delete itself gives the guard's answer."""
+        if not self._may(Action.DELETE, path):
+            return
+        ws = self.workspace
+        try:
+            info = await ws.stat(path)
+            if info.is_file:
+                self.reads.expect(path, info, then="delete it")
+                return
+            if not recursive:
+                return  # an empty directory, or the delete says it is not empty
+            files = [e for e in await ws.list(path, recursive=True) if e.is_file]
+        except (NotFoundError, AccessDeniedError):
+            return
+        self._require_read(files, f"delete {path}")
+
+    async def _read_before_merge(self, src: VPath, dst: VPath) -> None:
+        """Refuse copying the tree ``src`` over the directory ``dst`` when a file it would
+        replace there has not been read (or changed since)."""
+        ws = self.workspace
+        try:
+            info = await ws.stat(src)
+            if not info.is_dir:
+                return  # a file onto a directory: the copy refuses it
+            sources = [e.path for e in await ws.list(src, recursive=True) if e.is_file]
+            there = {e.path: e for e in await ws.list(dst, recursive=True) if e.is_file}
+        except (NotFoundError, AccessDeniedError):
+            return
+        replaced = [there[t] for t in (dst.join(p.relative_to(src)) for p in sources) if t in there]
+        self._require_read(replaced, f"copy {src} over {dst}")
+
+    def _require_read(self, files: list[FileInfo], task: str) -> None:
+        """Raise naming the files of ``files`` this session has not read as they are now."""
+        unread = [f.path for f in files if not self.reads.saw(f.path, f)]
+        if not unread:
+            return
+        shown = ", ".join(str(p) for p in unread[:_NAMED])
+        more = f" and {len(unread) - _NAMED} more" if len(unread) > _NAMED else ""
+        error = ReadFirstError if any(not self.reads.knows(p) for p in unread) else StaleFileError
+        raise error(
+            f"cannot {task} yet: read these files first (read_file), then retry: {shown}{more} "
+            "(not read in this session, or changed since)"
+        )

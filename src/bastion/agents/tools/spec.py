@@ -93,6 +93,10 @@ class Tool:
     """True when the tool creates, changes or deletes files (approval path rules, MCP hints)."""
     paths: tuple[str, ...] = ()
     """Names of the arguments that hold workspace paths (approval, locks)."""
+    trees: bool = False
+    """True when the call can touch a whole tree: when the first path it names is a
+    directory, everything under each named path counts for approval (a recursive delete,
+    a move or copy of a directory)."""
 
     _schema: dict[str, Any] = field(init=False, repr=False, compare=False)
 
@@ -163,6 +167,7 @@ def tool(
     choices: Mapping[str, Mapping[str, Iterable[Capability]]] | None = None,
     changes: bool = False,
     paths: Iterable[str] | None = None,
+    trees: bool = False,
 ) -> Callable[[ToolFn], Tool]: ...
 
 
@@ -176,6 +181,7 @@ def tool(
     choices: Mapping[str, Mapping[str, Iterable[Capability]]] | None = None,
     changes: bool = False,
     paths: Iterable[str] | None = None,
+    trees: bool = False,
 ) -> Tool | Callable[[ToolFn], Tool]:
     """Make a :class:`Tool` of an async function ``fn(session, **arguments)``.
 
@@ -210,6 +216,7 @@ def tool(
             paths=tuple(paths)
             if paths is not None
             else tuple(n for n in names if n in ("path", "src", "dst")),
+            trees=trees,
         )
 
     return build(fn) if fn is not None else build
