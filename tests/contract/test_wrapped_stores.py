@@ -197,6 +197,26 @@ def test_the_derived_methods_are_port_methods_built_on_the_primitives() -> None:
     assert not DERIVED & Store.__abstractmethods__
 
 
+def _subclasses(cls: type[object]) -> Iterator[type[object]]:
+    for sub in cls.__subclasses__():
+        yield sub
+        yield from _subclasses(sub)
+
+
+def test_every_wrapper_of_the_package_is_checked() -> None:
+    """A store class of the package that takes a store to wrap is one of ``WRAPPERS``."""
+    found = {
+        cls
+        for cls in _subclasses(Store)
+        if cls.__module__.startswith("bastion.")
+        and any(
+            param.annotation in (Store, "Store")
+            for param in inspect.signature(cls).parameters.values()
+        )
+    }
+    assert found == set(WRAPPERS)
+
+
 @pytest.mark.parametrize("wrapper", WRAPPERS, ids=lambda w: w.__name__)
 def test_every_port_method_is_forwarded(wrapper: type[Store]) -> None:
     missing = sorted(
