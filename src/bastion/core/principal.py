@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from bastion.core.errors import ConfigurationError
 from bastion.core.models import DEFAULT_CLASSIFICATIONS, Labels
+from bastion.core.schema import list_of_names
 
 __all__ = ["Classifications", "Principal", "RoleGraph"]
 
@@ -34,8 +35,15 @@ class Principal:
         clearance: str = "public",
         tags: Iterable[str] = (),
     ) -> Principal:
-        """Build a principal from any iterables of roles and tags."""
-        return cls(id, tenant, frozenset(roles), clearance, frozenset(tags))
+        """Build a principal from any iterables of roles and tags (a lone string is refused:
+        it would be read as its letters)."""
+        return cls(
+            id,
+            tenant,
+            frozenset(list_of_names(roles, "principal roles")),
+            clearance,
+            frozenset(list_of_names(tags, "principal tags")),
+        )
 
 
 @dataclass(frozen=True, slots=True)

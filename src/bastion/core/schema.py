@@ -100,7 +100,7 @@ def list_of_names(
         raise ConfigurationError(
             f'{where} must be a list of {noun} such as ["{show(value)}"], not a string'
         )
-    if not isinstance(value, list | tuple | set | frozenset):
+    if not isinstance(value, Iterable) or isinstance(value, bytes | Mapping):
         raise ConfigurationError(f"{where} must be a list of {noun}, not {_kind(value)}")
     items = tuple(value)
     for item in items:
