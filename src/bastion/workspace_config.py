@@ -1,10 +1,15 @@
-"""The workspace file (``bastion.toml``): mounts by URL, a policy, an optional knowledge index.
+"""The workspace file (``bastion.toml``): mounts by URL, a policy, an optional knowledge index
+and an optional principal. It is the one configuration schema of every entry point:
+``load_workspace``, ``bastion mcp --config``, ``bastion index/reindex/search/ask --config``;
+folders named on a command line become entries of it too (:func:`folder_config`).
 
 ``load_workspace("bastion.toml")`` reads the file, builds every store its mounts name
 (``bastion.stores.registry``), loads the policy and opens the knowledge index; the shape of
 the file is in ``docs/configuration.md``. Loading is separate from building:
-:meth:`WorkspaceConfig.from_toml` checks the whole file first (unknown keys, scopes, labels,
-timeouts, the policy) and builds nothing, so a typo never leaves half a workspace open.
+:meth:`WorkspaceConfig.from_file` checks the whole file first (unknown keys at every level,
+a string where a list belongs, scopes, labels, timeouts, the principal, the policy) and builds
+nothing, so a typo never leaves half a workspace open. Every error is one line that names the
+file.
 
 Secrets stay out of the file: any string may name environment variables, ``${PG_PASSWORD}``
 or ``${NAME:-default}`` (``$$`` is a plain ``$``). A missing variable is an error that names
