@@ -243,7 +243,10 @@ def test_empty_options_are_left_out(tmp_path: Path) -> None:
             'embedder = "gpt"\n' + ALLOW_ALL,
             "knowledge: embedder must be one of local, none",
         ),
-        ('[[mounts]]\nprefix = "/a"\nurl = "memory://"\n[policy]\nrulez = []\n', "policy: unknown keys rulez"),
+        (
+            '[[mounts]]\nprefix = "/a"\nurl = "memory://"\n[policy]\nrulez = []\n',
+            "policy: unknown keys rulez",
+        ),
         ("[[mounts]\n", "is not valid TOML"),
     ],
 )

@@ -248,7 +248,9 @@ class Policy:
         inherits = table(data.get("roles", {}), "policy roles")
         roles = RoleGraph.from_mapping(
             {
-                name(role, "policy roles: a role"): list_of_names(parents, f"policy roles.{show(role)}")
+                name(role, "policy roles: a role"): list_of_names(
+                    parents, f"policy roles.{show(role)}"
+                )
                 for role, parents in inherits.items()
             }
         )
