@@ -419,8 +419,8 @@ class KnowledgeLink:
         ``gone`` or ``unreachable`` (a store that fails now: the hit cannot be vouched for)."""
         vp = VPath.parse(meta.path)
         mount = self._mount(vp)
-        if mount is None:
-            return "gone"
+        if mount is None:  # not this workspace's to drop from a shared index
+            return "unreachable"
         try:
             info = await mount.store.stat(mount.to_store_path(vp))
         except NotFoundError:
