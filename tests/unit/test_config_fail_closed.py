@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bastion import Action, Principal, Rule, VPath, load_policy
 from bastion.core.policy import Policy
@@ -337,3 +339,109 @@ def test_empty_actions_are_refused_and_operator_actions_stay_outside_the_star() 
     assert "needs at least one action" in _policy_error({"rules": [_rule(actions=[])]})
     policy = Policy.from_dict({"rules": [{"effect": "allow", "actions": ["*"], "paths": ["/**"]}]})
     assert Action.REINDEX not in policy.rules[0].actions and Action.READ in policy.rules[0].actions
+
+
+# -- any value in any field: a configuration error or a policy, never a crash ---------------
+
+_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=True)
+    | st.text(max_size=12)
+    | st.sampled_from(["*", "read", "/**", "/docs/[a", "hr", ""]),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+_FIELDS = {
+    "rule": ("effect", "actions", "paths", "roles", "principals", "tenants", "description"),
+    "limits": ("max_file_bytes", "allowed_extensions", "blocked_segments"),
+    "rate_limit": ("requests", "window_seconds"),
+    "top": ("rules", "limits", "rate_limit", "roles", "classifications"),
+}
+
+
+@settings(max_examples=300, deadline=None)
+@given(where=st.sampled_from(sorted(_FIELDS)), data=st.data())
+def test_any_value_in_any_policy_field_is_a_one_line_error_or_a_policy(
+    where: str, data: st.DataObject
+) -> None:
+    field = data.draw(st.sampled_from(_FIELDS[where]), label="field")
+    value = data.draw(_VALUES, label="value")
+    rule = {"effect": "deny", "actions": ["read"], "paths": ["/docs/**"]}
+    policy: dict[str, Any]
+    if where == "rule":
+        policy = {"rules": [{**rule, field: value}]}
+    elif where == "top":
+        policy = {field: value}
+    else:
+        base = {"requests": 1, "window_seconds": 1} if where == "rate_limit" else {}
+        policy = {where: {**base, field: value}}
+    try:
+        loaded = Policy.from_dict(policy)
+    except ConfigurationError as exc:
+        assert "\n" not in str(exc) and str(exc)
+        return
+    # What loads holds only what its fields promise: never a string taken for a list.
+    for loaded_rule in loaded.rules:
+        for names in (loaded_rule.roles, loaded_rule.principals, loaded_rule.tenants):
+            assert all(isinstance(n, str) and n for n in names)
+        if where == "rule" and field in ("roles", "principals", "tenants") and value:
+            assert isinstance(value, list) and set(getattr(loaded_rule, field)) == set(value)
+    assert all(isinstance(s, str) and s for s in loaded.limits.blocked_segments)
+
+
+@settings(max_examples=300, deadline=None)
+@given(pattern=st.text(alphabet="/ab*?[]!^-{},.\t", min_size=1, max_size=12))
+def test_any_rule_pattern_loads_or_is_refused_in_one_line(pattern: str) -> None:
+    try:
+        rule = Rule.deny("*", pattern)
+    except ConfigurationError as exc:
+        assert "\n" not in str(exc)
+        return
+    # A pattern that loads has none of the shapes that can never match.
+    assert pattern.startswith("/") and "{" not in pattern and "}" not in pattern
+    assert pattern == "/" or not pattern.endswith("/")
+    assert "//" not in pattern and "\t" not in pattern
+    assert rule.paths == (pattern,)
+
+
+_FILE_FIELDS = {
+    "mount": ("prefix", "url", "scope", "labels", "description", "timeout", "options"),
+    "labels": ("tenant", "classification", "roles", "tags"),
+    "principal": ("id", "tenant", "roles", "clearance", "tags"),
+    "knowledge": ("folder", "embedder"),
+    "top": ("mounts", "policy", "knowledge", "principal"),
+}
+
+
+@settings(max_examples=300, deadline=None)
+@given(where=st.sampled_from(sorted(_FILE_FIELDS)), data=st.data())
+def test_any_value_in_any_workspace_file_field_is_a_one_line_error_or_a_config(
+    where: str, data: st.DataObject
+) -> None:
+    field = data.draw(st.sampled_from(_FILE_FIELDS[where]), label="field")
+    value = data.draw(_VALUES, label="value")
+    mount: dict[str, Any] = {"prefix": "/a", "url": "memory://"}
+    file: dict[str, Any] = {"mounts": [mount], "policy": {"rules": []}}
+    if where == "mount":
+        mount[field] = value
+    elif where == "labels":
+        mount["labels"] = {field: value}
+    elif where == "top":
+        file[field] = value
+    else:
+        file[where] = {"id": "p", "folder": "i"} if where == "principal" else {"folder": "i"}
+        file[where] = {k: v for k, v in file[where].items() if k in _FILE_FIELDS[where]}
+        file[where][field] = value
+    try:
+        config = WorkspaceConfig.from_dict(file, env={})
+    except ConfigurationError as exc:
+        assert "\n" not in str(exc) and str(exc)
+        return
+    for checked in config.mounts:
+        assert all(isinstance(r, str) and r for r in checked.labels.roles | checked.labels.tags)
+    if config.principal is not None:
+        assert all(isinstance(r, str) and r for r in config.principal.roles)
