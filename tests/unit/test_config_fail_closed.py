@@ -445,3 +445,31 @@ def test_any_value_in_any_workspace_file_field_is_a_one_line_error_or_a_config(
         assert all(isinstance(r, str) and r for r in checked.labels.roles | checked.labels.tags)
     if config.principal is not None:
         assert all(isinstance(r, str) and r for r in config.principal.roles)
+
+
+_IDENTITY_FIELDS = (
+    *("issuer", "audience", "keys", "algorithms", "leeway_seconds", "required_claims"),
+    *("max_token_bytes", "claims", "role_clearances", "key.kid", "key.algorithm", "key.secret"),
+    *("claims.subject", "claims.roles", "claims.required", "claims.role_map"),
+    *("claims.keep_unmapped_roles", "claims.clearance_map", "claims.default_roles"),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(field=st.sampled_from(_IDENTITY_FIELDS), value=_VALUES)
+def test_any_value_in_any_identity_field_is_a_one_line_error_or_a_config(
+    field: str, value: object
+) -> None:
+    key = {"algorithm": "HS256", "secret": SECRET}
+    data: dict[str, Any] = {"issuer": "https://id", "audience": "bastion", "keys": [key]}
+    table, _, name = field.rpartition(".")
+    if table == "claims":
+        data["claims"] = {name: value}
+    elif table == "key":
+        data["keys"] = [{**key, name: value}]
+    else:
+        data[name] = value
+    try:
+        IdentityConfig.from_dict(data)
+    except ConfigurationError as exc:
+        assert "\n" not in str(exc) and SECRET not in str(exc)
