@@ -344,6 +344,27 @@ async def test_tools_answer_a_surrogate_path_with_a_sendable_one_line_error(
     json.dumps(output, ensure_ascii=False).encode("utf-8")
 
 
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("write_file", {"path": "/work/b.md", "content": "half \ud800 a character"}),
+        ("edit_file", {"path": "/work/a.md", "old_string": "alpha", "new_string": "\udfff"}),
+        ("grep", {"pattern": "\ud800", "regex": True}),
+        ("grep", {"pattern": "a\udcffb"}),
+    ],
+)
+async def test_tools_answer_text_that_is_not_text_as_an_argument_error(
+    tool: str, arguments: dict[str, Any]
+) -> None:
+    ws = await _workspace()
+    toolset = Toolset(ws)
+    await toolset.call("read_file", {"path": "/work/a.md"})
+    error = _is_tool_error(await toolset.call(tool, arguments))
+    assert error.startswith(f"invalid arguments for {tool}") and "lone surrogate" in error
+    assert await ws.read_text("/work/a.md") == "alpha\nbeta\n"
+    assert not await ws.exists("/work/b.md")
+
+
 def test_the_json_lines_audit_log_takes_a_principal_id_that_is_not_text(tmp_path: Path) -> None:
     sink = JsonLinesAuditSink(tmp_path / "audit.jsonl")
     ws = Workspace(

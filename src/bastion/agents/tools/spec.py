@@ -49,6 +49,7 @@ ToolFn = Callable[..., Awaitable[Output]]
 _NAME = re.compile(r"^[a-zA-Z][a-zA-Z0-9_-]{0,63}$")
 _MAX_ARGUMENT_ERROR = 300
 _MAX_INT = 2**63 - 1
+_SURROGATE = re.compile("[\ud800-\udfff]")
 """Integer arguments beyond a 64-bit integer are refused: no tool means them, and numbers of
 thousands of digits cannot even be written back in an error message."""
 
@@ -126,6 +127,12 @@ class Tool:
                 raise ToolArgumentError(
                     f"invalid arguments for {self.name}: {name}: the number is out of range; "
                     "fix it and call again"
+                )
+            texts = value if isinstance(value, list | tuple) else (value,)
+            if any(isinstance(t, str) and _SURROGATE.search(t) for t in texts):
+                raise ToolArgumentError(
+                    f"invalid arguments for {self.name}: {name}: holds a lone surrogate "
+                    "(half a UTF-16 pair, not text); send text and call again"
                 )
         return values
 
