@@ -56,7 +56,7 @@ from bastion.core.models import WriteMode
 from bastion.core.paths import VPath
 from bastion.core.ports import Store
 from bastion.stores import local
-from bastion.stores._fd import _lock_dir
+from bastion.stores._fd import _lock_entry
 from bastion.stores.fsspec import FsspecStore
 from bastion.stores.langgraph import LangGraphStore
 from bastion.stores.local import LocalStore
@@ -357,7 +357,7 @@ async def test_a_local_disk_without_flock_refuses(
 ) -> None:
     """Where the filesystem has no ``flock`` (some network disks), overwrites go on and the
     writes that need the lock are refused."""
-    monkeypatch.setattr(local, "_lock_dir", lambda fd, path: False)
+    monkeypatch.setattr(local, "_lock_entry", lambda fd, name, path: (False, -1))
     store = LocalStore(tmp_path, create=True)
     try:
         await _conditional_writes_are_refused(store)
@@ -365,19 +365,66 @@ async def test_a_local_disk_without_flock_refuses(
         store.close()
 
 
-def test_the_lock_is_on_the_directory_and_released_with_its_descriptor(tmp_path: Path) -> None:
-    """What the local store relies on: two descriptions of one directory exclude each other,
-    in one process, and closing the holder's descriptor releases the lock."""
-    first = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
-    second = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+def _try(path: Path, how: int, *, directory: bool = False) -> bool:
+    """Whether a new description of ``path`` gets the lock ``how`` at once."""
+    fd = os.open(path, os.O_RDONLY | (os.O_DIRECTORY if directory else 0))
     try:
-        assert _lock_dir(first, VPath.ROOT)
-        with pytest.raises(BlockingIOError):
-            fcntl.flock(second, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        os.close(first)
-        first = -1
-        fcntl.flock(second, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, how | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
     finally:
-        for fd in (first, second):
-            if fd >= 0:
-                os.close(fd)
+        os.close(fd)
+    return True
+
+
+def test_what_a_writer_of_an_existing_file_locks(tmp_path: Path) -> None:
+    """The locks the local store relies on: a writer of an existing file holds the folder's
+    lock shared and the file's exclusive, so a writer of another file of the folder goes on,
+    a writer of the same file and a creator of a new name (the folder's exclusive) wait; a
+    missing name takes the folder's exclusive; closing the descriptors releases all."""
+    (tmp_path / "a.txt").write_bytes(b"a")
+    (tmp_path / "b.txt").write_bytes(b"b")
+    folder = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        locked, fd = _lock_entry(folder, "a.txt", P("/a.txt"))
+        assert locked and fd >= 0
+        assert _try(tmp_path / "b.txt", fcntl.LOCK_EX)  # another file: free
+        assert _try(tmp_path, fcntl.LOCK_SH, directory=True)  # its other writers: free
+        assert not _try(tmp_path / "a.txt", fcntl.LOCK_EX)  # the same file: held
+        assert not _try(tmp_path, fcntl.LOCK_EX, directory=True)  # a creator: waits
+        os.close(fd)
+        assert _try(tmp_path / "a.txt", fcntl.LOCK_EX)
+    finally:
+        os.close(folder)
+    assert _try(tmp_path, fcntl.LOCK_EX, directory=True)
+    folder = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        assert _lock_entry(folder, "new.txt", P("/new.txt")) == (True, -1)
+        assert not _try(tmp_path, fcntl.LOCK_SH, directory=True)  # a creator holds it all
+    finally:
+        os.close(folder)
+    assert _try(tmp_path, fcntl.LOCK_EX, directory=True)
+
+
+def test_a_file_replaced_while_waiting_is_locked_anew(tmp_path: Path) -> None:
+    """A writer that locked a file another writer has just replaced locks the new one."""
+    (tmp_path / "a.txt").write_bytes(b"old")
+    folder = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    old = os.open(tmp_path / "a.txt", os.O_RDONLY)
+    fcntl.flock(old, fcntl.LOCK_EX)  # another writer holds the old file...
+    done: list[tuple[bool, int]] = []
+    waiter = threading.Thread(target=lambda: done.append(_lock_entry(folder, "a.txt", P("/a"))))
+    waiter.start()
+    time.sleep(0.2)  # ...while the waiter queues on it (no assertion rests on the timing)
+    (tmp_path / "new.tmp").write_bytes(b"new")
+    os.rename(tmp_path / "new.tmp", tmp_path / "a.txt")  # replaces it, then lets go
+    os.close(old)
+    waiter.join(timeout=30)
+    try:
+        assert done and done[0][0]
+        fd = done[0][1]
+        assert os.fstat(fd).st_ino == (tmp_path / "a.txt").stat().st_ino
+        assert not _try(tmp_path / "a.txt", fcntl.LOCK_EX)
+        os.close(fd)
+    finally:
+        os.close(folder)

@@ -235,20 +235,56 @@ def _pread(fd: int, offset: int, end: int, path: VPath) -> bytes:
 _NO_LOCKS = frozenset({errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EBADF, errno.EINVAL})
 
 
-def _lock_dir(fd: int, path: VPath) -> bool:
-    """Take the exclusive ``flock`` of the directory open on ``fd``, waiting for its holder.
+def _lock_dir(fd: int, path: VPath, *, shared: bool = False) -> bool:
+    """Take the ``flock`` of the directory (or file) open on ``fd``, waiting for its holders:
+    exclusive, or ``shared`` with other shared holders.
 
     The lock belongs to ``fd``'s open file description: it is released when ``fd`` is
-    closed, and by the kernel when the process dies (even by SIGKILL). Any two descriptions
-    of one directory exclude each other, in one process or in two, whatever root they were
-    reached from. ``False`` when this filesystem has no such locks (some network disks)."""
+    closed, and by the kernel when the process dies (even by SIGKILL). Two descriptions of one
+    inode exclude each other, in one process or in two, whatever root they were reached from.
+    ``False`` when this filesystem has no such locks (some network disks)."""
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
     except OSError as exc:
         if exc.errno in _NO_LOCKS:
             return False
         raise _translate(exc, path) from exc
     return True
+
+
+def _lock_entry(dir_fd: int, name: str, path: VPath) -> tuple[bool, int]:
+    """Lock the entry ``name`` of the directory ``dir_fd`` against every other writer of it.
+
+    A regular file: the directory's lock shared, then the file's own lock exclusive (writers
+    of different files of one directory go on together), re-checked to be the file that
+    ``name`` still names (a writer that replaced it meanwhile: lock the new one). No file, or
+    anything else: the directory's lock exclusive (creating a name excludes every writer of
+    the directory). Returns whether this filesystem has locks, and the file's descriptor (-1
+    for none); closing it and ``dir_fd`` releases everything. Special files are never opened."""
+    if not _lock_dir(dir_fd, path, shared=True):
+        return False, -1
+    while True:
+        seen = _lstat(dir_fd, name, path)
+        fd = -1
+        if seen is not None and stat.S_ISREG(seen.st_mode):
+            with suppress(OSError):  # unreadable, or swapped for something else: the directory
+                fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
+        if fd < 0:
+            _lock_dir(dir_fd, path)  # shared to exclusive: the caller looks again under it
+            return True, -1
+        try:
+            st = _fstat(fd, path)
+            locked = stat.S_ISREG(st.st_mode) and _lock_dir(fd, path)
+            now = _lstat(dir_fd, name, path)
+        except BaseException:
+            os.close(fd)
+            raise
+        if locked and now is not None and (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino):
+            return True, fd
+        os.close(fd)
+        if not locked:  # not a regular file after all, or a file without locks
+            _lock_dir(dir_fd, path)
+            return True, -1
 
 
 def _probe(open_beneath: Callable[[int, str], int], root_fd: int) -> bool:

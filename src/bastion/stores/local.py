@@ -45,13 +45,18 @@ Versions are ``mtime_ns-size-inode`` of the file. Each write stamps the new file
 modification time later than the replaced file's and than any this store stamped before, so a
 version never repeats even when the clock is coarse and an inode number is reused.
 
-Writers exclude each other across processes. A write, a delete and a move hold the ``flock``
-of the parent directory (both parents for a move, taken in inode order) from the check to the
-rename, on a descriptor opened for that call alone: the expected-version check, the create-only
-check, the copy of an append and the rename are one step against every writer of that
-directory, in this process or in any other, through any root that reaches it. The kernel
-releases the lock when its holder dies, even by SIGKILL; there is no lock file to leave behind
-or to hide. A thread lock per store still orders the writers of one process. On a filesystem
+Writers exclude each other across processes, with ``flock`` on descriptors opened for the
+call alone, held from the check to the rename. A write or a delete of an existing file holds
+the parent directory's lock shared and the file's own lock exclusive, re-checked to be the
+file the name still names (a writer that renamed a new file over it meanwhile: lock that one),
+so writers of different files of one directory go on together. A write that creates the name
+(or finds anything but a regular file there) holds the directory's lock exclusive; a move holds
+both directories' exclusive, in inode order. So the expected-version check, the create-only
+check, the copy of an append and the rename are one step against every writer, in this
+process or in any other, through any root that reaches the file (locks belong to inodes, not
+to paths). The kernel releases a lock when its holder dies, even by SIGKILL; there is no lock
+file to leave behind or to hide. A thread lock per store still orders the writers of one
+process. On a filesystem
 without ``flock`` (some network disks) overwrites go on unlocked, and conditional writes,
 create-only writes and appends are refused rather than made unsafe. Programs that write the
 directory without the lock (an editor) are not excluded: against them the check is
@@ -94,6 +99,7 @@ from bastion.stores._fd import (
     _copy,
     _info,
     _lock_dir,
+    _lock_entry,
     _lstat,
     _lstat_raw,
     _make_temp,
@@ -237,21 +243,27 @@ class LocalStore(Store):
             raise IsADirectoryError_("/ is a directory")
         with self._lock:
             pfd = self._open_parent(path)
+            lock_fd = -1
             try:
-                if not _lock_dir(pfd, path):
+                locked, lock_fd = _lock_entry(pfd, _name(path), path)
+                if not locked:
                     refuse_unchecked(path, mode, if_version)
                 return self._write_locked(pfd, path, memoryview(data), mode, if_version)
             finally:
-                os.close(pfd)  # releases the directory's lock
+                if lock_fd >= 0:
+                    os.close(lock_fd)
+                os.close(pfd)  # the locks go with the descriptors
 
     async def delete(self, path: VPath, *, recursive: bool = False) -> None:
         if path.is_root:
             raise IsADirectoryError_("cannot delete the store root")
         with self._lock:
             pfd = self._open_dir(path.parent)
+            lock_fd = -1
             try:
-                _lock_dir(pfd, path)  # no check to protect where it is missing: delete anyway
                 name = _name(path)
+                # where locks are missing there is no check to protect: delete anyway
+                lock_fd = _lock_entry(pfd, name, path)[1]
                 st = _lstat(pfd, name, path)
                 if st is None:
                     raise NotFoundError(f"{path} not found")
@@ -274,6 +286,8 @@ class LocalStore(Store):
                         raise DirectoryNotEmptyError(f"{path} is not empty; {hint}") from exc
                     raise _translate(exc, path) from exc
             finally:
+                if lock_fd >= 0:
+                    os.close(lock_fd)
                 os.close(pfd)
 
     async def list(self, path: VPath) -> list[FileInfo]:
