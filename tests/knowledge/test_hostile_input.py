@@ -17,6 +17,8 @@ from typing import Any, TypeVar
 import pytest
 
 from bastion.knowledge import relations
+from bastion.knowledge.chunking.structure import analyze
+from bastion.knowledge.ingest.detect import detect_type
 from bastion.knowledge.relations import extract_relations
 from bastion.knowledge.service import Knowledge
 
@@ -149,3 +151,27 @@ async def test_indexing_a_hostile_document_leaves_the_loop_free(function: str) -
     assert await asyncio.wait_for(task, timeout=HARD_TIMEOUT) > 0
     assert observed
     assert [r.target for r in knowledge.relations.relations(DOC)] == ["/docs/b.md"]
+
+
+# == other passes over document text =========================================================
+
+
+@pytest.mark.parametrize("marks", ["!", "?", ".", "\u2026", "\u3002", '."', "!)"])
+def test_sentence_boundaries_in_runs_of_end_marks_are_linear(marks: str) -> None:
+    """A run of n end marks used to be rescanned from each of its n positions."""
+    text = marks * (N // len(marks))
+    layout = finishes(lambda: analyze(text))
+    assert layout.positions[0] == 0 and layout.positions[-1] == len(text)
+
+
+def test_sentence_boundaries_are_unchanged() -> None:
+    text = "One. Two!! Three?\u201d Four\u2026 e.g. five. \u3002\u3002Six \u3002seven\n"
+    assert analyze(text).positions == [0, 5, 11, 19, 36, 38, 43, len(text)]
+
+
+def test_many_comments_before_a_non_html_start_are_linear() -> None:
+    """Comments before ``<html>`` are skipped one by one: k of them followed by something
+    else used to take 2^k steps (25 took seconds)."""
+    assert finishes(lambda: detect_type(b"<!--a-->" * 128 + b"x", "/a.txt")) == "text/plain"
+    page = b"<!-- a --> <!--b-->\n" * 40 + b"<!DOCTYPE html><html><body>hi</body></html>"
+    assert finishes(lambda: detect_type(page, "/a")) == "text/html"

@@ -107,8 +107,12 @@ _ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*")
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
 _BLOCK_LINE = re.compile(r"\s*(?:[-*+>|]|\d{1,9}[.)](?:\s|$))")
 _CLOSERS = r"""["'\u201d\u2019\u00bb)\]]*"""
+# Western end marks: possessive, and tried only where a run of them starts (a run of n marks
+# was rescanned from each of its n positions: quadratic on "!!!!..."). The CJK branch needs its
+# backtracking (it ends before the last mark or closer of a line) and is linear as it is.
 _SENTENCE = re.compile(
-    rf"[.!?\u2026]+{_CLOSERS}\s+(?=[^\sa-z])|[\u3002\uff01\uff1f]+{_CLOSERS}\s*(?=\S)"
+    rf"(?<![.!?\u2026])[.!?\u2026]++{_CLOSERS}+\s++(?=[^\sa-z])"
+    rf"|[\u3002\uff01\uff1f]+{_CLOSERS}\s*(?=\S)"
 )
 _ENDS_SENTENCE = re.compile(rf"[.!?\u2026:\u3002\uff01\uff1f]{_CLOSERS}\s*$")
 _WORD_BEFORE = re.compile(r"\w+\Z")

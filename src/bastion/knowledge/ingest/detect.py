@@ -60,8 +60,10 @@ _TEXT_SAMPLE = 8192
 _BOMS = (b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")
 _CONTROLS = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f]")
 """Control characters (category Cc) other than newline, carriage return, tab and form feed."""
+# Possessive: a comment ends at its first "-->", and the parse never backtracks into one (with
+# a plain "*", k comments before something that is not <html> took 2^k steps).
 _HTML_START = re.compile(
-    rb"\s*(?:<\?xml[^>]*>\s*)?(?:<!--.*?-->\s*)*<(?:!doctype\s+html|html)[\s>]", re.I | re.S
+    rb"\s*+(?:<\?xml[^>]*+>\s*+)?(?:<!--.*?-->\s*+)*+<(?:!doctype\s+html|html)[\s>]", re.I | re.S
 )
 _MARKDOWN_START = re.compile(r"\A(?:---\r?\n|\s*#{1,6}[ \t]+\S)")
 
