@@ -1,8 +1,9 @@
 """The index follows the files across real processes sharing one folder and one index folder.
 
 Each helper process runs ``python -c`` with the project: it opens its own workspace over the
-same local folder and the same persistent index (``Knowledge.open``, keyword-only), does one
-thing and prints JSON. A write through one process is found by the next search in another;
+same local folder and the same persistent index, does one thing and prints JSON. The index is
+the embedded one (``Knowledge.open``, LanceDB, keyword-only) or, for the tests that do not
+depend on LanceDB's internals, a ``PostgresIndex`` on the test PostgreSQL. A write through one process is found by the next search in another;
 a process killed (``SIGKILL``) between its file write and its index update leaves no hit that
 points at content the file no longer has, nor one that carries the file's old labels.
 """
@@ -34,6 +35,14 @@ from bastion.workspace.knowledge import KnowledgeLink
 
 root, index, action, args = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
 
+
+def open_knowledge(spec):
+    kind, _, where = spec.partition(":")
+    if kind == "postgres":
+        from bastion.knowledge.index.postgres import PostgresIndex
+        return Knowledge(PostgresIndex(where, dim=None))
+    return Knowledge.open(where, embedder=None)
+
 if action == "die-before-index":  # the file is written; the process dies before the index hears
     async def stop(self, vp, classifications):
         print("written", flush=True)
@@ -51,7 +60,7 @@ async def main():
     ws = Workspace(
         [Mount.of("/", LocalStore(root))],
         policy=Policy.allow_all(),
-        knowledge=Knowledge.open(index, embedder=None),
+        knowledge=open_knowledge(index),
         principal=Principal.of("admin", clearance="restricted"),
     )
     if action == "search":
@@ -69,24 +78,39 @@ asyncio.run(main())
 """
 
 
-@pytest.fixture
-def place(tmp_path: Path) -> tuple[Path, Path]:
-    root, index = tmp_path / "files", tmp_path / "index"
+Place = tuple[Path, str]
+"""The shared folder of files, and the index as ``lance:<folder>`` or ``postgres:<dsn>``."""
+
+
+@pytest.fixture(params=["lance", "postgres"])
+def place(request: pytest.FixtureRequest, tmp_path: Path) -> Place:
+    root = tmp_path / "files"
     root.mkdir()
-    return root, index
+    if request.param == "postgres":
+        return root, "postgres:" + request.getfixturevalue("pg_dsn")
+    return root, f"lance:{tmp_path / 'index'}"
 
 
-def _spawn(place: tuple[Path, Path], action: str, **args: Any) -> subprocess.Popen[str]:
+def _open_knowledge(spec: str) -> Knowledge:
+    kind, _, where = spec.partition(":")
+    if kind == "postgres":
+        from bastion.knowledge.index.postgres import PostgresIndex
+
+        return Knowledge(PostgresIndex(where, dim=None))
+    return Knowledge.open(where, embedder=None)
+
+
+def _spawn(place: Place, action: str, **args: Any) -> subprocess.Popen[str]:
     root, index = place
     return subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(root), str(index), action, json.dumps(args)],
+        [sys.executable, "-c", CHILD, str(root), index, action, json.dumps(args)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
 
 
-def _run(place: tuple[Path, Path], action: str, **args: Any) -> Any:
+def _run(place: Place, action: str, **args: Any) -> Any:
     child = _spawn(place, action, **args)
     out, err = child.communicate(timeout=120)
     assert child.returncode == 0, err
@@ -107,11 +131,11 @@ def _killed_after(child: subprocess.Popen[str], line: str) -> None:
 
 
 @pytest.fixture
-def open_ws(place: tuple[Path, Path]) -> Iterator[Any]:
+def open_ws(place: Place) -> Iterator[Any]:
     opened: list[Knowledge] = []
 
     def make(principal: Principal = ADMIN) -> Workspace:
-        knowledge = Knowledge.open(place[1], embedder=None)
+        knowledge = _open_knowledge(place[1])
         opened.append(knowledge)
         return Workspace(
             [Mount.of("/", LocalStore(place[0]))],
@@ -130,7 +154,7 @@ def _paths(result: Any) -> list[str]:
 
 
 async def test_a_write_in_one_process_is_found_by_the_next_search_in_another(
-    place: tuple[Path, Path], open_ws: Any
+    place: Place, open_ws: Any
 ) -> None:
     here = open_ws()
     await here.write("/docs/local.md", "# Local\n\nkestrel field notes\n", parents=True)
@@ -148,9 +172,7 @@ async def test_a_write_in_one_process_is_found_by_the_next_search_in_another(
     assert sorted(path for path, _ in found) == ["/wiki/far.md", "/wiki/near.md"]
 
 
-async def test_processes_writing_at_once_lose_no_index_update(
-    place: tuple[Path, Path], open_ws: Any
-) -> None:
+async def test_processes_writing_at_once_lose_no_index_update(place: Place, open_ws: Any) -> None:
     here = open_ws()
     writers = [
         _spawn(
@@ -171,7 +193,7 @@ async def test_processes_writing_at_once_lose_no_index_update(
 
 
 async def test_a_kill_between_file_write_and_index_update_leaves_no_stale_hit(
-    place: tuple[Path, Path], open_ws: Any
+    place: Place, open_ws: Any
 ) -> None:
     here = open_ws()
     await here.write("/docs/plan.md", "# Plan\n\norbit launch on Monday\n", parents=True)
@@ -200,8 +222,9 @@ async def test_a_kill_between_file_write_and_index_update_leaves_no_stale_hit(
     assert _paths(await reopened.search("orbit", mode="bm25")) == ["/docs/new.md"]
 
 
+@pytest.mark.parametrize("place", ["lance"], indirect=True)  # the embedded index's own lock
 async def test_a_process_killed_inside_an_index_write_does_not_block_the_others(
-    place: tuple[Path, Path], open_ws: Any
+    place: Place, open_ws: Any
 ) -> None:
     here = open_ws()
     await here.write("/docs/a.md", "# A\n\nplover\n", parents=True)
