@@ -35,13 +35,13 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from bastion.config import load_policy
-from bastion.core.errors import ConfigurationError, StoreError
+from bastion.core.errors import ConfigurationError, InvalidPathError, StoreError
 from bastion.core.models import Labels, Scope
 from bastion.core.mounts import Mount
 from bastion.core.paths import VPath
 from bastion.core.policy import Policy
 from bastion.core.principal import Principal
-from bastion.core.schema import check_keys, list_of_names, name, table, text
+from bastion.core.schema import check_keys, list_of_names, name, show, table, text
 from bastion.stores.registry import mount_from_url
 
 if TYPE_CHECKING:
@@ -264,7 +264,7 @@ class WorkspaceConfig:
         seen: set[str] = set()
         for mount in mounts:
             if mount.prefix in seen:
-                raise ConfigurationError(f"mount {mount.prefix}: mounted twice")
+                raise ConfigurationError(f"mount {show(mount.prefix)}: mounted twice")
             seen.add(mount.prefix)
         knowledge = _knowledge(data.get("knowledge"), folder, environ)
         principal = _principal(data.get("principal"), policy, environ)
@@ -361,9 +361,13 @@ def _mount(raw: Any, number: int, policy: Policy, env: Mapping[str, str]) -> Mou
     prefix = data.get("prefix")
     if not isinstance(prefix, str) or not prefix:
         raise ConfigurationError(f'mount {number}: needs a prefix such as "/docs"')
-    where = f"mount {prefix}"
+    where = f"mount {show(prefix)}"
     _unknown(data, _MOUNT_KEYS, where)
     data = expand_env(data, env, where)
+    try:  # one spelling per mount, so that "/a" and "/a/" are found to be the same
+        prefix = str(VPath.parse(data["prefix"]))
+    except InvalidPathError as exc:
+        raise ConfigurationError(f"{where}: the prefix is not a path: {exc}") from None
     url = data.get("url")
     if not isinstance(url, str) or not url.strip():
         raise ConfigurationError(f'{where}: needs a url such as "memory://"')
@@ -374,7 +378,7 @@ def _mount(raw: Any, number: int, policy: Policy, env: Mapping[str, str]) -> Mou
         raise ConfigurationError(f"{where}: unknown scope; use {known}") from None
     description = text(data.get("description", ""), f"{where}: description")
     return MountConfig(
-        prefix=data["prefix"],
+        prefix=prefix,
         url=url.strip(),
         scope=scope,
         labels=_labels(data.get("labels", {}), policy, where),

@@ -473,3 +473,14 @@ def test_any_value_in_any_identity_field_is_a_one_line_error_or_a_config(
         IdentityConfig.from_dict(data)
     except ConfigurationError as exc:
         assert "\n" not in str(exc) and SECRET not in str(exc)
+
+
+def test_mount_prefixes_are_paths_in_one_spelling(tmp_path: Path) -> None:
+    twice = f'{MOUNT}[[mounts]]\nprefix = "/a/"\nurl = "memory://"\n{ALLOW}'
+    assert "mount /a: mounted twice" in _file_error(tmp_path, twice)
+    broken = f'[[mounts]]\nprefix = "/a\\nb"\nurl = "memory://"\n{ALLOW}'
+    assert "mount '/a\\nb': the prefix is not a path" in _file_error(tmp_path, broken)
+    claims = {"issuer": "i", "audience": "a", "keys": [], "claims": {"\n": 1}}
+    with pytest.raises(ConfigurationError) as caught:
+        IdentityConfig.from_dict(claims)
+    assert "\n" not in str(caught.value)

@@ -19,7 +19,7 @@ from typing import Any
 
 from bastion.core.errors import ConfigurationError
 from bastion.core.principal import Principal
-from bastion.core.schema import list_of_names
+from bastion.core.schema import list_of_names, show
 from bastion.governance.errors import TokenClaimsError
 
 __all__ = ["ClaimsMapping", "claim_at"]
@@ -205,7 +205,9 @@ class ClaimsMapping:
         }
         unknown = set(data) - known
         if unknown:
-            raise ConfigurationError(f"unknown claims keys: {', '.join(sorted(unknown))}")
+            raise ConfigurationError(
+                f"unknown claims keys: {', '.join(sorted(show(k) for k in unknown))}"
+            )
         kwargs: dict[str, Any] = {}
         for name in ("subject", "tenant", "roles", "clearance", "tags"):
             if name in data:

@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from bastion.core.errors import ConfigurationError
-from bastion.core.schema import list_of_names
+from bastion.core.schema import list_of_names, show
 from bastion.governance.claims import ClaimsMapping
 from bastion.governance.identity_keys import SUPPORTED_ALGORITHMS, VerificationKey
 
@@ -142,7 +142,9 @@ class IdentityConfig:
         }
         unknown = set(data) - known
         if unknown:
-            raise ConfigurationError(f"unknown identity keys: {', '.join(sorted(unknown))}")
+            raise ConfigurationError(
+                f"unknown identity keys: {', '.join(sorted(show(k) for k in unknown))}"
+            )
         for name in ("issuer", "audience", "keys"):
             if name not in data:
                 raise ConfigurationError(f"identity needs '{name}'")

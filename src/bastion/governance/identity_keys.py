@@ -24,6 +24,7 @@ from cryptography.hazmat.primitives.asymmetric.rsa import RSAPublicKey
 from cryptography.hazmat.primitives.serialization import load_pem_public_key
 
 from bastion.core.errors import ConfigurationError
+from bastion.core.schema import show
 
 __all__ = [
     "EDDSA_ALGORITHM",
@@ -134,7 +135,9 @@ class VerificationKey:
         known = {"algorithm", "kid", "secret", "secret_env", "secret_file", "pem", "pem_file"}
         unknown = set(data) - known
         if unknown:
-            raise ConfigurationError(f"unknown key fields: {', '.join(sorted(unknown))}")
+            raise ConfigurationError(
+                f"unknown key fields: {', '.join(sorted(show(k) for k in unknown))}"
+            )
         algorithm = data.get("algorithm")
         kid = data.get("kid")
         if not isinstance(algorithm, str):
