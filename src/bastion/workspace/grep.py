@@ -7,8 +7,8 @@ DFA runs out of memory, costs that much per character. So every grep is bounded 
 
 - **program size**: a regular expression that compiles to more than
   :data:`MAX_PROGRAM_SIZE` RE2 instructions (either direction) is refused with
-  :class:`~bastion.core.errors.InvalidPatternError`; compiling itself is capped by RE2's
-  ``max_mem``;
+  :class:`~bastion.core.errors.InvalidPatternError`; compiling is probed first with a
+  small RE2 ``max_mem``, so even a huge program is refused in milliseconds;
 - **work per call into RE2**: one call scans at most :data:`WINDOW_WORK` units of work
   (bytes times program size); a longer line is searched in windows that overlap by an
   eighth, so only a complex pattern on a line of megabytes is ever windowed;
@@ -52,6 +52,7 @@ an eighth, so a match shorter than that eighth is never missed."""
 INLINE_WORK = 1 << 20
 """Below this much work (bytes x program size) a file is matched inline, not in a thread."""
 _RE2_MAX_MEM = 8 << 20
+_PROBE_MAX_MEM = 256 << 10  # builds any program under the cap, refuses one far over it fast
 _CHECK_WORK = 1 << 22  # work between clock reads (a few milliseconds at worst)
 
 
@@ -210,21 +211,32 @@ def _char_start(data: bytes, index: int) -> int:
 def compile_matcher(pattern: str, *, regex: bool, ignore_case: bool) -> LineMatcher:
     """Compile a grep pattern; a bad or too complex one raises InvalidPatternError.
 
-    Compiling a regular expression can take a noticeable fraction of a second (RE2's memory
-    cap bounds it): call this off the event loop."""
+    Compiling takes milliseconds (a probe with a small memory cap refuses a program far over
+    the cap before it is built in full) but holds the GIL: call this off the event loop."""
     if not isinstance(pattern, str) or pattern == "":
         raise InvalidPatternError("empty search pattern; give the text to look for")
     if len(pattern) > MAX_PATTERN_CHARS:
         raise InvalidPatternError(f"pattern longer than {MAX_PATTERN_CHARS} characters; shorten it")
     if not regex:
         return LineMatcher(pattern, regex, ignore_case, cost=1, compiled=None)
+    # A probe with little memory first: a program far over the cap then fails in
+    # milliseconds instead of being built in full (up to ~0.5 s holding the GIL).
+    probe = _compile(pattern, ignore_case, _PROBE_MAX_MEM)
+    size = max(probe.programsize, probe.reverseprogramsize)
+    if probe.reverseprogramsize < 0 or size > MAX_PROGRAM_SIZE:
+        raise _too_complex(pattern, size if probe.reverseprogramsize >= 0 else None)
+    compiled = _compile(pattern, ignore_case, _RE2_MAX_MEM)  # room for the DFA
+    return LineMatcher(pattern, regex, ignore_case, cost=max(size, 1), compiled=compiled)
+
+
+def _compile(pattern: str, ignore_case: bool, max_mem: int) -> Any:
     options = re2.Options()
     options.case_sensitive = not ignore_case
-    options.max_mem = _RE2_MAX_MEM
+    options.max_mem = max_mem
     options.log_errors = False
     options.never_capture = True
     try:
-        compiled = re2.compile(pattern, options)
+        return re2.compile(pattern, options)
     except re2.error as exc:
         if "too large" in str(exc):
             raise _too_complex(pattern, None) from exc
@@ -232,10 +244,6 @@ def compile_matcher(pattern: str, *, regex: bool, ignore_case: bool) -> LineMatc
             f"invalid regular expression {pattern[:60]!r}: {exc}; RE2 syntax has no "
             "backreferences or lookaround (pass regex=False for plain text)"
         ) from exc
-    size = max(compiled.programsize, compiled.reverseprogramsize)
-    if compiled.reverseprogramsize < 0 or size > MAX_PROGRAM_SIZE:
-        raise _too_complex(pattern, size if compiled.reverseprogramsize >= 0 else None)
-    return LineMatcher(pattern, regex, ignore_case, cost=max(size, 1), compiled=compiled)
 
 
 def _too_complex(pattern: str, size: int | None) -> InvalidPatternError:
