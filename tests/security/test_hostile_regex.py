@@ -217,3 +217,9 @@ def test_compiling_runs_in_a_thread_too(haystack: Workspace) -> None:
         return ticks
 
     assert finishes(run) > 1
+
+
+@pytest.mark.parametrize("regex", [True, False])
+def test_a_lone_surrogate_in_a_pattern_is_refused(haystack: Workspace, regex: bool) -> None:
+    with pytest.raises(InvalidPatternError, match="lone surrogate"):
+        finishes(lambda: haystack.grep("a\ud800", "/h", regex=regex))

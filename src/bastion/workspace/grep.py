@@ -2,7 +2,7 @@
 
 Python's ``re`` backtracks, so a pattern like ``(a+)+$`` on a long line can take hours. RE2
 runs in time linear in the input, but the constant is the size of the compiled program: a
-counted repetition such as ``(\\w|\\s){1,999}`` compiles to 9,000 instructions and, once the
+counted repetition such as ``(\\w|\\s){1,999}`` compiles to 7,000 instructions and, once the
 DFA runs out of memory, costs that much per character. So every grep is bounded three ways:
 
 - **program size**: a regular expression that compiles to more than
@@ -217,14 +217,18 @@ def compile_matcher(pattern: str, *, regex: bool, ignore_case: bool) -> LineMatc
         raise InvalidPatternError("empty search pattern; give the text to look for")
     if len(pattern) > MAX_PATTERN_CHARS:
         raise InvalidPatternError(f"pattern longer than {MAX_PATTERN_CHARS} characters; shorten it")
+    if any("\ud800" <= c <= "\udfff" for c in pattern):
+        raise InvalidPatternError("pattern holds a lone surrogate, which is not text; remove it")
     if not regex:
         return LineMatcher(pattern, regex, ignore_case, cost=1, compiled=None)
     # A probe with little memory first: a program far over the cap then fails in
     # milliseconds instead of being built in full (up to ~0.5 s holding the GIL).
     probe = _compile(pattern, ignore_case, _PROBE_MAX_MEM)
     size = max(probe.programsize, probe.reverseprogramsize)
-    if probe.reverseprogramsize < 0 or size > MAX_PROGRAM_SIZE:
-        raise _too_complex(pattern, size if probe.reverseprogramsize >= 0 else None)
+    if size > MAX_PROGRAM_SIZE:
+        raise _too_complex(pattern, size)
+    if probe.reverseprogramsize < 0:  # the reverse program did not fit the probe
+        raise _too_complex(pattern, None)
     compiled = _compile(pattern, ignore_case, _RE2_MAX_MEM)  # room for the DFA
     return LineMatcher(pattern, regex, ignore_case, cost=max(size, 1), compiled=compiled)
 
