@@ -119,7 +119,10 @@ class KnowledgeLink:
 
     async def file_changed(self, vp: VPath, classifications: Classifications) -> None:
         """Re-index the file (or every file of the directory) now at ``vp``. Never raises for
-        a file it cannot index: the reason is kept in :attr:`failures`."""
+        a file it cannot index, nor when the index itself fails (its disk full, its server
+        down): the file was written, and saying otherwise would make the caller write it
+        again (an append twice). The reason is kept in :attr:`failures`; searches leave the
+        stale hits out and index the file again once the index works."""
         mount = self._mount(vp)
         if mount is None:
             return
@@ -133,7 +136,11 @@ class KnowledgeLink:
             files = [vp]
         else:
             files = [mount.prefix.join(e.path) async for e in store.walk(rel) if e.is_file]
-        await self.index_paths(files, classifications)
+        try:
+            await self.index_paths(files, classifications)
+        except BastionError as exc:
+            for file in files:
+                self.failures[str(file)] = f"index update failed: {exc}"
 
     async def index_paths(
         self,
@@ -267,7 +274,14 @@ class KnowledgeLink:
 
     async def path_removed(self, vp: VPath) -> None:
         """Forget the file at ``vp``, or every indexed file under it (a directory: the only
-        case that scans the index's document list)."""
+        case that scans the index's document list). An index that fails is noted in
+        :attr:`failures`, not raised (see :meth:`file_changed`)."""
+        try:
+            await self._forget(vp)
+        except BastionError as exc:
+            self.failures[str(vp)] = f"index update failed: {exc}"
+
+    async def _forget(self, vp: VPath) -> None:
         path = str(vp)
         self.failures.pop(path, None)
         self.follow()
@@ -389,7 +403,8 @@ class KnowledgeLink:
             if not stale or attempt:
                 break
             # The index lagged the files: index them as they are now, and ask again (once).
-            await self._repair(stale, ctx.policy.classifications)
+            if not await self._repair(stale, ctx.policy.classifications):
+                break
         out = [_hit(h.chunk, h.score) for h in hits if checked[h.chunk.doc]]
         if related and out:
             extra = self._related(ctx, out, flt)
@@ -431,13 +446,21 @@ class KnowledgeLink:
             return "gone"
         return "changed" if _stale(meta, info, strict=False) else None
 
-    async def _repair(self, stale: Mapping[VPath, str], classifications: Classifications) -> None:
+    async def _repair(self, stale: Mapping[VPath, str], classifications: Classifications) -> bool:
+        """Index these documents as their files are now; False when the index failed (the
+        stale hits are then only left out)."""
         changed = [vp for vp, why in stale.items() if why == "changed"]
-        for vp, why in stale.items():
-            if why == "gone":
-                await self.path_removed(vp)
-        if changed:
-            await self.index_paths(changed, classifications)
+        try:
+            for vp, why in stale.items():
+                if why == "gone":
+                    await self._forget(vp)
+            if changed:
+                await self.index_paths(changed, classifications)
+        except BastionError as exc:
+            for vp in stale:
+                self.failures[str(vp)] = f"index update failed: {exc}"
+            return False
+        return True
 
     def _related(
         self, ctx: GuardContext, hits: list[SearchHit], flt: IndexFilter

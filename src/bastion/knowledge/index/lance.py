@@ -93,8 +93,16 @@ class LanceIndex(MemoryIndex):
         self.folder = Path(folder)
         self.dim = dim
         self._write_lock = threading.RLock()
-        self.folder.mkdir(parents=True, exist_ok=True)
-        self._lock_fd = os.open(self.folder / _LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            self._lock_fd = os.open(
+                self.folder / _LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644
+            )
+        except OSError as exc:
+            raise StoreError(
+                f"cannot open the index in {self.folder.name} ({exc.strerror}); check the "
+                "folder's disk and permissions"
+            ) from exc
         self._seen = -1
         """The write counter this mirror is in step with."""
         self._writes = 0
@@ -108,6 +116,12 @@ class LanceIndex(MemoryIndex):
                     self._load()
                 else:
                     self._table = self._db.create_table(_TABLE, schema=_schema(dim))
+        except OSError as exc:
+            os.close(self._lock_fd)
+            raise StoreError(
+                f"cannot open the index in {self.folder.name} ({exc.strerror}); check the "
+                "folder's disk and permissions"
+            ) from exc
         except BaseException:
             os.close(self._lock_fd)
             raise
@@ -178,7 +192,10 @@ class LanceIndex(MemoryIndex):
                 done = True
             finally:
                 after = max(before, 0) + 1
-                os.pwrite(self._lock_fd, f"{after:020d}\n".encode(), 0)
+                try:
+                    os.pwrite(self._lock_fd, f"{after:020d}\n".encode(), 0)
+                except OSError as exc:  # other processes would not notice: say so
+                    raise self._failed("write", exc) from exc
                 if in_step and done:  # the mirror took the same change: still in step
                     self._seen = after
 
