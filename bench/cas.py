@@ -11,12 +11,13 @@ here with pgserver) and S3 (moto's server in this process, one request at a time
 contract test runs it: moto does not check ``If-Match`` atomically otherwise; a local stand-in,
 not S3's latency).
 
-The lock's cost (local store): the same single-process cell with the cross-process lock as
-built (``flock`` of the parent directory) and with it taken out (the single-process path before
-issue 16), alternated ``--rounds`` times; medians and their ratio. Then the lock's granularity:
-as built (per directory) against one lock per root and per-path lock files (64 stripes in a
-hidden folder, ``flock`` on the stripe of the path's hash), with 4 processes on one counter,
-on a counter each in its own directory, and on a counter each in one directory.
+The lock's cost (local store): the same single-process cell with the cross-process locks as
+built and with them taken out (the single-process path before issue 16), alternated
+``--rounds`` times; medians and their ratio; and the lock calls alone. Then the locks'
+granularity: as built (the file's ``flock``, the folder's shared) against the folder's lock
+exclusive, one lock per root, and per-path lock files (64 stripes in a hidden folder,
+``flock`` on the stripe of the path's hash), with 4 processes on one counter, on a counter
+each in its own directory, and on a counter each in one directory.
 
 Run: ``.venv/bin/python bench/cas.py [--seconds 2] [--rounds 5] [--stores ...]``.
 """
@@ -81,11 +82,14 @@ async def _close(store: Any) -> None:
 
 def _variant(name: str, root: str) -> None:
     """Replace the local store's lock by variant ``name`` in this process."""
-    if name == "dir":  # as built
+    if name == "file":  # as built
         return
-    from bastion.stores import local
+    from bastion.stores import _fd, local
 
-    local._lock_dir = lambda fd, path: True  # type: ignore[assignment]
+    if name == "dir":  # the folder's lock, exclusive, for every write
+        local._lock_entry = lambda fd, entry, path: (_fd._lock_dir(fd, path), -1)  # type: ignore[assignment]
+        return
+    local._lock_entry = lambda fd, entry, path: (True, -1)  # type: ignore[assignment]
     if name == "none":
         return
     write = local.LocalStore.write
@@ -127,6 +131,7 @@ async def _run(
     path = VPath.parse(counter)
     if kind == "memory":
         await store.write(path, b"0")
+    await store.read_file(path)  # connections and sessions made before the clock starts
     barrier.wait()
     done = conflicts = 0
     deadline = time.perf_counter() + seconds
@@ -183,17 +188,23 @@ def cell(
 
 
 def _lock_calls(scratch: Path) -> tuple[float, float]:
-    """Microseconds per open-flock-close of a folder, and per open-close (medians)."""
+    """Microseconds per open-lock-close of the locks a write of an existing file takes, and
+    per open-close of the folder alone (what the write does anyway); medians."""
+    from bastion.core.paths import VPath
+    from bastion.stores._fd import _lock_entry
+
     folder = scratch / "lockcalls"
     folder.mkdir()
+    (folder / "a.txt").write_bytes(b"a")
     flags = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+    path = VPath.parse("/a.txt")
 
     def run(lock: bool) -> float:
         started = time.perf_counter()
         for _ in range(20_000):
             fd = os.open(folder, flags)
             if lock:
-                fcntl.flock(fd, fcntl.LOCK_EX)
+                os.close(_lock_entry(fd, "a.txt", path)[1])
             os.close(fd)
         return (time.perf_counter() - started) / 20_000 * 1e6
 
@@ -312,8 +323,8 @@ def main() -> None:
             print(f"  ratio with/without {m_on / m_off:.3f}; {cost:+.1f} us per increment")
             with_lock, without = _lock_calls(scratch)
             print(
-                f"  the lock alone (open the folder, flock, close, uncontended; median of 5 x "
-                f"20,000): {with_lock:.2f} us against {without:.2f} us without flock"
+                f"  the locks alone (a write's of an existing file, uncontended; median of 5 x "
+                f"20,000): {with_lock:.2f} us against {without:.2f} us without them"
             )
 
             print("\nlocal store, 4 processes, lock granularity (increments/s):")
@@ -322,7 +333,8 @@ def main() -> None:
             )
             print("|---|---:|---:|---:|")
             for variant, label in (
-                ("dir", "parent directory (as built)"),
+                ("file", "the file's, the folder's shared (as built)"),
+                ("dir", "the folder's, exclusive"),
                 ("root", "one per root"),
                 ("path", "per-path lock files (64 stripes)"),
             ):
