@@ -13,6 +13,8 @@ Tested as decision tables over real workspaces (memory stores, the in-memory ind
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from bastion import (
@@ -28,7 +30,7 @@ from bastion import (
 )
 from bastion.agents.mcp import mcp_server
 from bastion.agents.tools import Toolset
-from bastion.audit import AuditRecord, AuditView, JsonLinesAuditSink
+from bastion.audit import AuditRecord, AuditView, JsonLinesAuditSink, NullAuditSink
 from bastion.core.errors import ConfigurationError
 from bastion.knowledge.index.memory import MemoryIndex
 from bastion.knowledge.service import Knowledge
@@ -269,16 +271,26 @@ async def test_a_view_writes_records_only_in_its_own_name() -> None:
     assert sink.records[-1] is own and forged not in sink.records
 
 
-async def test_a_sink_that_cannot_be_read_back_says_so(tmp_path: object) -> None:
-    from pathlib import Path
-
-    assert isinstance(tmp_path, Path)
+async def test_a_json_lines_log_is_read_through_the_same_view(tmp_path: Path) -> None:
     sink = JsonLinesAuditSink(tmp_path / "audit.jsonl")
+    owner = Workspace([Mount.of("/docs", MemoryStore())], policy=_policy(), audit=sink)
+    await owner.with_principal(ALICE).write("/docs/a.md", "x")
+    await owner.with_principal(BOB).exists("/docs/a.md")
+    with (tmp_path / "audit.jsonl").open("ab") as log:
+        log.write(b'{"cut short by a cr')  # a crash mid-line: skipped, not fatal
+    assert _who(owner.with_principal(ALICE).audit.records) == {("alice", "acme")}  # type: ignore[attr-defined]
+    assert _who(sink.records) == {("alice", "acme"), ("bob", "acme")}
+    sink.close()
+
+
+async def test_a_sink_that_cannot_be_read_back_says_so() -> None:
     ws = Workspace(
-        [Mount.of("/docs", MemoryStore())], policy=Policy.allow_all(), principal=ALICE, audit=sink
+        [Mount.of("/docs", MemoryStore())],
+        policy=Policy.allow_all(),
+        principal=ALICE,
+        audit=NullAuditSink(),
     )
     await ws.write("/docs/a.md", "x")
     with pytest.raises(ConfigurationError) as caught:
         ws.audit.records  # type: ignore[attr-defined]  # noqa: B018
     assert "cannot be read back" in str(caught.value)
-    sink.close()
