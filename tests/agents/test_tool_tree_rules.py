@@ -336,3 +336,18 @@ async def test_where_the_principal_may_not_delete_the_guard_answers_first() -> N
     tools = Toolset(await _workspace(denied))
     out = await tools.call("delete", {"path": "/docs/team", "recursive": True})
     assert out["success"] is False and "not allowed by policy" in out["error"]
+
+
+async def test_approval_fails_closed_when_the_tree_cannot_be_told() -> None:
+    """A stat that fails for another reason than "not there" (here a write-only mount, where
+    nothing can be stat'ed) counts the named paths as trees: the approver is asked."""
+    ws = Workspace(
+        [Mount.of("/work", MemoryStore()), Mount.of("/drop", MemoryStore(), "write_only")],
+        policy=Policy.allow_all(),
+    )
+    approver = Recorder(answer=False)
+    tools = Toolset(ws, approval=Approval(approver, paths=("/drop/box/protected/**",)))
+    out = await tools.call("delete", {"path": "/drop/box", "recursive": True})
+    assert out["success"] is False and "not approved" in out["error"]
+    (request,) = approver.asked
+    assert request.trees == ("/drop/box",)

@@ -425,12 +425,15 @@ class ToolSession:
 
     async def _trees(self, paths: list[VPath]) -> list[VPath]:
         """The named paths whose whole subtree a tree tool touches: all of them when the
-        first (what is deleted, moved or copied) is a directory the principal can see, else
-        none (the call then touches only the paths it names)."""
+        first (what is deleted, moved or copied) is a directory the principal can see, none
+        when it is a file or is not there for the principal (the call is then refused). When
+        it cannot be told (a store failing, a rate limit), all of them: approval fails closed."""
         try:
             first = await self.workspace.stat(paths[0])
-        except OperationError:  # missing or hidden: the call itself is refused
+        except NotFoundError:
             return []
+        except OperationError:
+            return list(paths)
         return list(paths) if first.is_dir else []
 
     # -- read before write, for trees --------------------------------------------------------
