@@ -49,7 +49,6 @@ ToolFn = Callable[..., Awaitable[Output]]
 _NAME = re.compile(r"^[a-zA-Z][a-zA-Z0-9_-]{0,63}$")
 _MAX_ARGUMENT_ERROR = 300
 _MAX_INT = 2**63 - 1
-_SURROGATE = re.compile("[\ud800-\udfff]")
 """Integer arguments beyond a 64-bit integer are refused: no tool means them, and numbers of
 thousands of digits cannot even be written back in an error message."""
 
@@ -129,7 +128,7 @@ class Tool:
                     "fix it and call again"
                 )
             texts = value if isinstance(value, list | tuple) else (value,)
-            if any(isinstance(t, str) and _SURROGATE.search(t) for t in texts):
+            if any(isinstance(t, str) and not _is_text(t) for t in texts):
                 raise ToolArgumentError(
                     f"invalid arguments for {self.name}: {name}: holds a lone surrogate "
                     "(half a UTF-16 pair, not text); send text and call again"
@@ -227,6 +226,17 @@ def tool(
         )
 
     return build(fn) if fn is not None else build
+
+
+def _is_text(value: str) -> bool:
+    """False when ``value`` holds a lone surrogate (which no encoding can store)."""
+    if value.isascii():
+        return True
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _summary(func: Callable[..., Any]) -> str:
