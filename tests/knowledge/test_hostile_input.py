@@ -19,6 +19,7 @@ import pytest
 from bastion.knowledge import relations
 from bastion.knowledge.chunking.structure import analyze
 from bastion.knowledge.ingest.detect import detect_type
+from bastion.knowledge.ingest.metadata import markdown_headings
 from bastion.knowledge.relations import extract_relations
 from bastion.knowledge.service import Knowledge
 
@@ -175,3 +176,23 @@ def test_many_comments_before_a_non_html_start_are_linear() -> None:
     assert finishes(lambda: detect_type(b"<!--a-->" * 128 + b"x", "/a.txt")) == "text/plain"
     page = b"<!-- a --> <!--b-->\n" * 40 + b"<!DOCTYPE html><html><body>hi</body></html>"
     assert finishes(lambda: detect_type(page, "/a")) == "text/html"
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["# a" + " " * N + "x", "# a" + " \t" * (N // 2) + "#", "# a" + " #" * (N // 2) + "x"],
+    ids=["spaces", "blanks-then-closing", "closing-runs"],
+)
+def test_a_heading_with_a_long_run_of_blanks_is_linear(line: str) -> None:
+    """The heading pattern retried its closing sequence at each blank: "# a" + 20,000 spaces
+    + "x" took 9 s (cubic). The chunker and the Markdown heading reader share the shape."""
+    text = line + "\n\nbody\n"
+    assert finishes(lambda: analyze(text)).section_starts == [0]
+    [heading] = finishes(lambda: markdown_headings(text))
+    assert heading.level == 1 and heading.text.startswith("a") and heading.line == 1
+
+
+def test_headings_are_still_read_as_before() -> None:
+    text = "# Title #  \n\n## Sub ##\n\ntext\n\n#   \n\n#no\n\n### #\n"
+    assert [(h.level, h.text) for h in markdown_headings(text)] == [(1, "Title"), (2, "Sub")]
+    assert analyze(text).section_paths == [("Title",), ("Title", "Sub")]

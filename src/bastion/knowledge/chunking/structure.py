@@ -103,7 +103,9 @@ class Layout:
         return common
 
 
-_ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*")
+# The heading text ends in a non-blank (a shortest text always does): the closing sequence is
+# then tried once per run of blanks, not at each blank (cubic on "# a" + 20,000 spaces + "x").
+_ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+((?:.*?[^ \t\n])?))?(?:[ \t]+#+)?[ \t]*")
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
 _BLOCK_LINE = re.compile(r"\s*(?:[-*+>|]|\d{1,9}[.)](?:\s|$))")
 _CLOSERS = r"""["'\u201d\u2019\u00bb)\]]*"""
