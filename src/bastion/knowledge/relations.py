@@ -80,7 +80,7 @@ class Neighbor:
     """``out``: the document points at the neighbour; ``in``: the neighbour points at it."""
 
 
-_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
+_FENCE = re.compile(r" {0,3}(`{3,}+|~{3,}+)(.*)")
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
 _BACKTICKS = re.compile(r"`+")
 # Every repetition below is possessive (``*+``) or atomic: each has one way to match, so giving

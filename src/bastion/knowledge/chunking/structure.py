@@ -103,9 +103,10 @@ class Layout:
         return common
 
 
-# The heading text ends in a non-blank (a shortest text always does): the closing sequence is
-# then tried once per run of blanks, not at each blank (cubic on "# a" + 20,000 spaces + "x").
-_ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+((?:.*?[^ \t\n])?))?(?:[ \t]+#+)?[ \t]*")
+# The heading text ends in a non-blank (a shortest text always does), so the closing sequence
+# is tried once per run of blanks, not at each blank (cubic on "# a" + 20,000 spaces + "x");
+# the blanks after the marks are possessive (giving them back never helps).
+_ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]++((?:.*?[^ \t\n])?))?(?:[ \t]+#+)?[ \t]*")
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
 _BLOCK_LINE = re.compile(r"\s*(?:[-*+>|]|\d{1,9}[.)](?:\s|$))")
 _CLOSERS = r"""["'\u201d\u2019\u00bb)\]]*"""

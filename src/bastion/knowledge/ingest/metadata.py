@@ -143,9 +143,10 @@ def _is_date_only(text: str, parsed: datetime) -> bool:
     return parsed.time() == time() and parsed.tzinfo is None and len(text) <= 10
 
 
-# The heading text ends in a non-blank (a shortest text always does): the closing sequence is
-# then tried once per run of blanks, not at each blank (cubic on "# a" + 20,000 spaces + "x").
-_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+((?:.*?[^ \t\n])?))?(?:[ \t]+#+)?[ \t]*$")
+# The heading text ends in a non-blank (a shortest text always does), so the closing sequence
+# is tried once per run of blanks, not at each blank (cubic on "# a" + 20,000 spaces + "x");
+# the blanks after the marks are possessive (giving them back never helps).
+_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]++((?:.*?[^ \t\n])?))?(?:[ \t]+#+)?[ \t]*$")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _NOT_PARAGRAPH = re.compile(r"^\s*(?:[-*+>|#]|\d+[.)]\s|```|~~~)")
