@@ -1,6 +1,6 @@
 """Worst cases of hostile input, before and after bounding them (issue 10, item 6).
 
-.venv/bin/python bench/hostile_regex.py [--quick]
+.venv/bin/python bench/hostile_regex.py [--quick] [--parts links,passes,grep]
 
 Three parts, each printed as a Markdown table:
 
@@ -8,7 +8,8 @@ Three parts, each printed as a Markdown table:
   "before" runs the link pattern of the previous release (kept below, verbatim) over the same
   text; its run is skipped, and extrapolated from the two sizes before it as quadratic, once a
   projection passes 60 s. "after" is the whole extraction as it ships.
-* **sentence boundaries and HTML sniffing**: the previous patterns against the current ones.
+* **sentence boundaries, ATX headings and HTML sniffing**: the previous patterns against the
+  current ones (the first two were quadratic or worse, HTML sniffing exponential in the comments).
 * **grep**: RE2 patterns on one line of 300 KB and of 10 MB. "before" compiles them the way
   grep did (no program-size cap) and searches the whole line in one call, on the calling
   thread; "after" is ``Workspace.grep`` as it ships (program-size cap, matching budget,
@@ -53,6 +54,7 @@ OLD_SENTENCE = re.compile(
     rf"[.!?\u2026]+{structure._CLOSERS}\s+(?=[^\sa-z])"
     rf"|[\u3002\uff01\uff1f]+{structure._CLOSERS}\s*(?=\S)"
 )
+OLD_ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*")
 OLD_HTML_START = re.compile(
     rb"\s*(?:<\?xml[^>]*>\s*)?(?:<!--.*?-->\s*)*<(?:!doctype\s+html|html)[\s>]", re.I | re.S
 )
@@ -113,6 +115,12 @@ def passes_table(sizes: list[int]) -> list[str]:
         lambda text: list(OLD_SENTENCE.finditer(text)),
         lambda text: list(structure._SENTENCE.finditer(text)),
     )
+    rows += before_after(
+        {"heading '# a' + n spaces + 'x'": lambda n: "# a" + " " * n + "x"},
+        sizes,
+        OLD_ATX.fullmatch,
+        structure._ATX.fullmatch,
+    )[2:]
     comments: dict[str, Callable[[int], bytes]] = {
         "k HTML comments, then text": lambda k: b"<!--a-->" * k + b"x"
     }
@@ -205,18 +213,25 @@ async def grep_table(sizes: list[int]) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes only (a smoke run)")
+    parser.add_argument(
+        "--parts", default="links,passes,grep", help="comma-separated: links, passes, grep"
+    )
     args = parser.parse_args()
+    parts = set(args.parts.split(","))
     sizes = [4_000, 16_000] if args.quick else [16_000, 64_000, 256_000, 1_000_000]
     print(
         f"machine: {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
     )
-    print("\n## link extraction\n")
-    print("\n".join(links_table(sizes)))
-    print("\n## sentence boundaries, HTML sniffing\n")
-    print("\n".join(passes_table(sizes)))
-    print("\n## grep\n")
-    grep_sizes = [30_000] if args.quick else [300_000, 10_000_000]
-    print("\n".join(asyncio.run(grep_table(grep_sizes))))
+    if "links" in parts:
+        print("\n## link extraction\n")
+        print("\n".join(links_table(sizes)), flush=True)
+    if "passes" in parts:
+        print("\n## sentence boundaries, headings, HTML sniffing\n")
+        print("\n".join(passes_table(sizes)), flush=True)
+    if "grep" in parts:
+        print("\n## grep\n")
+        grep_sizes = [30_000] if args.quick else [300_000, 10_000_000]
+        print("\n".join(asyncio.run(grep_table(grep_sizes))), flush=True)
 
 
 if __name__ == "__main__":

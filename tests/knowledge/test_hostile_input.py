@@ -185,7 +185,7 @@ def test_many_comments_before_a_non_html_start_are_linear() -> None:
 )
 def test_a_heading_with_a_long_run_of_blanks_is_linear(line: str) -> None:
     """The heading pattern retried its closing sequence at each blank: "# a" + 20,000 spaces
-    + "x" took 9 s (cubic). The chunker and the Markdown heading reader share the shape."""
+    + "x" took 9 s. The chunker and the Markdown heading reader share the shape."""
     text = line + "\n\nbody\n"
     assert finishes(lambda: analyze(text)).section_starts == [0]
     [heading] = finishes(lambda: markdown_headings(text))
