@@ -19,10 +19,8 @@ or an option (either may hold a password once expanded).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
-import inspect
 import math
 import os
 import re
@@ -35,13 +33,14 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from bastion.config import load_policy
-from bastion.core.errors import ConfigurationError, InvalidPathError, StoreError
+from bastion.core.errors import ConfigurationError, InvalidPathError
 from bastion.core.models import Labels, Scope
 from bastion.core.mounts import Mount
 from bastion.core.paths import VPath
 from bastion.core.policy import Policy
 from bastion.core.principal import Principal
 from bastion.core.schema import check_keys, list_of_names, name, show, table, text
+from bastion.stores.mount_checks import check_mounts, close_mounts, close_now
 from bastion.stores.registry import mount_from_url
 
 if TYPE_CHECKING:
@@ -277,7 +276,7 @@ class WorkspaceConfig:
             for mount in self.mounts:
                 opened.append(mount.open(self.base))
         except BaseException:
-            _close_now(opened)
+            close_now(opened)
             raise
         return opened
 
@@ -302,7 +301,7 @@ class WorkspaceConfig:
                 if knowledge is not None:
                     knowledge.close()
             finally:
-                _close_now(mounts)
+                close_now(mounts)
 
     def _build(
         self, principal: Principal | None, audit: AuditSink | None
@@ -320,7 +319,7 @@ class WorkspaceConfig:
                 knowledge=knowledge,
             )
         except BaseException:
-            _close_now(mounts)
+            close_now(mounts)
             raise
         return ws, mounts, knowledge
 
@@ -450,51 +449,3 @@ def load_workspace(
     """Read the workspace file at ``path`` (``bastion.toml``, or the same tables in YAML) and
     build its workspace, acting for ``principal`` or the file's own (see the module doc)."""
     return WorkspaceConfig.from_file(path, env=env).build(principal=principal, audit=audit)
-
-
-async def check_mounts(mounts: Iterable[Mount]) -> None:
-    """Reach every mount's store once (a stat of its root, or the store's own ``check``),
-    within the mount's timeout; a store that fails raises :class:`ConfigurationError` that
-    names the mount: a missing bucket, refused credentials, an unreachable server."""
-    for mount in mounts:
-        store = mount.store
-        probe = getattr(store, "check", None)
-        limit = mount.timeout if mount.timeout is not None else store.timeout
-        try:
-            async with asyncio.timeout(limit if limit is not None and limit < math.inf else None):
-                if callable(probe):
-                    await probe()
-                else:
-                    await store.stat(VPath.ROOT)
-        except StoreError as exc:
-            reason = str(exc).removeprefix("/: ").removeprefix("/")
-            raise ConfigurationError(
-                f"mount {mount.prefix} ({mount.store.kind}): {reason}"
-            ) from None
-        except TimeoutError:
-            raise ConfigurationError(
-                f"mount {mount.prefix} ({mount.store.kind}): no answer within {limit:g} s"
-            ) from None
-
-
-async def close_mounts(mounts: Iterable[Mount]) -> None:
-    """Close the stores of ``mounts`` that hold connections or files (``close``)."""
-    for mount in mounts:
-        closer = getattr(mount.store, "close", None)
-        if callable(closer):
-            outcome = closer()
-            if inspect.isawaitable(outcome):
-                await outcome
-
-
-def _close_now(mounts: list[Mount]) -> None:
-    """Close what a failed build opened (blocking: this runs outside any event loop)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        asyncio.run(close_mounts(mounts))
-        return
-    for mount in mounts:  # inside a loop: close what closes without awaiting
-        closer = getattr(mount.store, "close", None)
-        if callable(closer) and not inspect.iscoroutinefunction(closer):
-            closer()
