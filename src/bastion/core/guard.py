@@ -21,6 +21,7 @@ from contextlib import AbstractContextManager, suppress
 from bastion.core.errors import (
     AccessDeniedError,
     AlreadyExistsError,
+    DirectoryNotEmptyError,
     InvalidPathError,
     IsADirectoryError_,
     LabelError,
@@ -158,18 +159,87 @@ class GuardedStore(Store):
             )
         self._policy(Action.WRITE, path)
 
-    async def _check_tree(self, path: VPath, verb: str) -> None:
-        """Refuse when any entry under ``path`` may not be deleted or seen (names not told)."""
+    async def _check_tree(self, path: VPath, verb: str) -> bool:
+        """Refuse when an entry under ``path`` that the principal sees may not be deleted;
+        ``True`` when hidden entries are under it. Those are not there for the principal: they
+        are neither told nor touched (the folder stays, holding only them, so it is not shown).
+        """
+        hidden_inside = False
         async for info in self.inner.walk(path):
-            hidden = self._visibility(info.path, info.kind, info)
-            if hidden is None and self.ctx.allows(Action.DELETE, self._full(info.path)):
+            if self._visibility(info.path, info.kind, info) is not None:
+                hidden_inside = True
                 continue
-            current_operation().refuse(
-                f"protected descendant {self._full(info.path)}: {hidden or 'delete denied'}"
-            )
+            if self.ctx.allows(Action.DELETE, self._full(info.path)):
+                continue
+            current_operation().refuse(f"protected descendant {self._full(info.path)}")
             raise PolicyDeniedError(
                 f"cannot {verb} {self._full(path)}: it contains entries you may not {verb}"
             )
+        return hidden_inside
+
+    async def _visible_tree(self, path: VPath) -> tuple[list[VPath], list[VPath]]:
+        """The folders and files under ``path`` that the principal sees (nothing below a
+        hidden folder), parents before children."""
+        folders: list[VPath] = []
+        files: list[VPath] = []
+        hidden: list[VPath] = []
+        async for info in self.inner.walk(path):
+            if any(info.path.is_relative_to(h) for h in hidden):
+                continue
+            if self._visibility(info.path, info.kind, info) is not None:
+                if info.is_dir:
+                    hidden.append(info.path)
+                continue
+            (folders if info.is_dir else files).append(info.path)
+        folders.sort(key=lambda p: len(p.parts))
+        return folders, files
+
+    async def _prune(self, folders: list[VPath]) -> None:
+        """Delete these folders, deepest first, where they are now empty."""
+        for folder in sorted(folders, key=lambda p: len(p.parts), reverse=True):
+            with suppress(DirectoryNotEmptyError, NotFoundError):
+                await self.inner.delete(folder)
+
+    async def _delete_visible(self, path: VPath) -> None:
+        """Delete what the principal sees under ``path``; the rest stays where it is."""
+        folders, files = await self._visible_tree(path)
+        for file in files:
+            await self.inner.delete(file)
+        await self._prune([path, *folders])
+
+    async def _move_visible(self, src: VPath, dst: VPath) -> None:
+        """Move what the principal sees under ``src`` to ``dst``; the rest stays where it is."""
+        folders, files = await self._visible_tree(src)
+        await self.inner.mkdir(dst)
+        for folder in folders:
+            with suppress(AlreadyExistsError):
+                await self.inner.mkdir(dst.join(folder.relative_to(src)))
+        for file in files:
+            await self.inner.rename(file, dst.join(file.relative_to(src)))
+        await self._prune([src, *folders])
+
+    async def _shown_dir(self, path: VPath) -> bool:
+        """Folder names are content too: a folder is there for the principal when it is
+        empty or holds something the principal may see (stops at the first such entry)."""
+        try:
+            entries = await self.inner.list(path)
+        except OperationError:
+            return True  # the call that follows says what is wrong
+        if not entries:
+            return True
+        for entry in entries:
+            if self._visibility(entry.path, entry.kind, entry) is not None:
+                continue
+            if not entry.is_dir or await self._shown_dir(entry.path):
+                return True
+        return False
+
+    def _taken(self, path: VPath, action: Action, why: str, op: Operation) -> PolicyDeniedError:
+        """The refusal of a change onto an entry the principal may not see: worded as a policy
+        refusal, as it would be for a name the policy reserves, so it tells nothing of what is
+        there (docs/security.md, "writes onto hidden names")."""
+        op.refuse(f"hidden: {why}")
+        return PolicyDeniedError(f"{action.value} on {self._full(path)} is not allowed by policy")
 
     async def _stat_visible(self, path: VPath, op: Operation) -> FileInfo:
         blocked = self.ctx.blocked(self._full(path))
@@ -180,6 +250,8 @@ class GuardedStore(Store):
         except OperationError as exc:
             raise await self._failed(exc, path, op) from None
         hidden = self._visibility(path, info.kind, info)
+        if hidden is None and info.is_dir and not path.is_root and not await self._shown_dir(path):
+            hidden = "a folder that holds nothing the principal may see"
         if hidden is not None:
             raise self._hide(path, hidden, op)
         return info
@@ -308,10 +380,13 @@ class GuardedStore(Store):
 
     async def delete(self, path: VPath, *, recursive: bool = False) -> None:
         with self._op("delete", path) as op:
-            await self._admit_removal(path, "delete", op, recursive=recursive)
+            info, hidden_inside = await self._admit_removal(path, "delete", op, recursive=recursive)
             await self._admit_relabel(path, None, op)
             try:
-                await self.inner.delete(path, recursive=recursive)
+                if hidden_inside:
+                    await self._delete_visible(path)
+                    return
+                await self.inner.delete(path, recursive=recursive and info.is_dir)
             except OperationError as exc:
                 raise await self._failed(exc, path, op) from None
 
@@ -322,7 +397,12 @@ class GuardedStore(Store):
                 entries = await self.inner.list(path)
             except OperationError as exc:
                 raise await self._failed(exc, path, op) from None
-            return [e for e in entries if self._visibility(e.path, e.kind, e) is None]
+            return [
+                e
+                for e in entries
+                if self._visibility(e.path, e.kind, e) is None
+                and (not e.is_dir or await self._shown_dir(e.path))
+            ]
 
     async def _admit_listing(self, path: VPath, op: Operation) -> None:
         self._scope(Action.LIST, path)
@@ -397,11 +477,14 @@ class GuardedStore(Store):
 
     async def rename(self, src: VPath, dst: VPath) -> None:
         with self._op("move", src, dst) as op:
-            await self._admit_move(src, dst, op)
+            _, hidden_inside = await self._admit_move(src, dst, op)
             await self._admit_relabel(src, None, op)
             if labelled_file_of(dst) is not None:
                 await self._admit_relabel(dst, await self.inner.read_range(src), op)
             try:
+                if hidden_inside:
+                    await self._move_visible(src, dst)
+                    return
                 await self.inner.rename(src, dst)
             except OperationError as exc:
                 if isinstance(exc, AlreadyExistsError):
@@ -453,13 +536,15 @@ class GuardedStore(Store):
     async def check_removal(self, path: VPath, verb: str = "delete") -> FileInfo:
         """Refuse now what deleting ``path`` (a whole tree) would refuse; the entry's info."""
         with self._op(verb, path) as op:
-            return await self._admit_removal(path, verb, op, recursive=True)
+            info, _ = await self._admit_removal(path, verb, op, recursive=True)
+            return info
 
     async def check_move(self, src: VPath, dst: VPath) -> FileInfo:
         """Refuse now what :meth:`rename` would refuse by scope, visibility, limits or policy
         (whether ``dst`` exists is the rename's to say); the source's info."""
         with self._op("move", src, dst) as op:
-            return await self._admit_move(src, dst, op)
+            info, _ = await self._admit_move(src, dst, op)
+            return info
 
     async def lookup(self, path: VPath) -> FileInfo | None:
         """The entry's info when it exists and the principal may see it, else ``None``; a
@@ -514,10 +599,17 @@ class GuardedStore(Store):
                 "the label permission (a sidecar change without it may only tighten them)"
             )
 
-    async def _admit_move(self, src: VPath, dst: VPath, op: Operation) -> FileInfo:
-        info = await self._admit_removal(src, "move", op, recursive=True)
-        self._writable_target(dst, is_file=info.is_file)
-        return info
+    async def _admit_move(self, src: VPath, dst: VPath, op: Operation) -> tuple[FileInfo, bool]:
+        found = await self._admit_removal(src, "move", op, recursive=True)
+        self._writable_target(dst, is_file=found[0].is_file)
+        try:
+            there = await self.inner.stat(dst)
+        except OperationError:
+            return found  # missing or in the way: the rename says so
+        why = self._visibility(dst, there.kind, there)
+        if why is not None:
+            raise self._taken(dst, Action.WRITE, why, op)
+        return found
 
     async def _admit_write(self, path: VPath, size: int, mode: WriteMode, op: Operation) -> None:
         self._scope(Action.WRITE, path)
@@ -539,7 +631,7 @@ class GuardedStore(Store):
             and existing.labels is not None
             and not self.ctx.admits(existing.labels)
         ):
-            raise self._hide(path, "labels do not admit the principal", op)
+            raise self._taken(path, Action.WRITE, "labels do not admit the principal", op)
         total = size
         if mode is WriteMode.APPEND and may_read and existing is not None:
             # Only a file the principal may read counts with its current size: a refusal
@@ -555,16 +647,17 @@ class GuardedStore(Store):
 
     async def _admit_removal(
         self, path: VPath, verb: str, op: Operation, *, recursive: bool
-    ) -> FileInfo:
+    ) -> tuple[FileInfo, bool]:
+        """The entry's info, and whether hidden entries are under it (they stay)."""
         self._scope(Action.DELETE, path)
         if path.is_root:
             op.refuse(f"{verb} of a mount root")
             raise PolicyDeniedError(f"{self.mount.prefix} is a mount point and cannot be {verb}d")
         info = await self._stat_visible(path, op)
         self._policy(Action.DELETE, path)
-        if recursive and info.is_dir:
-            await self._check_tree(path, verb)
-        return info
+        # (a folder of hidden entries only is not there for the principal: _stat_visible)
+        hidden_inside = recursive and info.is_dir and await self._check_tree(path, verb)
+        return info, hidden_inside
 
     # -- derived operations that need a raw view ---------------------------------------------
 
