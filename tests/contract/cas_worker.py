@@ -3,19 +3,21 @@
 Run as a script: ``python cas_worker.py SPEC`` where ``SPEC`` is JSON::
 
     {"kind": "local" | "sqlite" | "postgres" | "s3", "target": ..., "counter": "/counter",
-     "claims": 20, "claims_dir": "/claims", "increments": 30, "name": "w1",
-     "endpoint": ... (s3 only)}
+     "claims": 20, "claims_dir": "/claims", "appends": 10, "log": "/log",
+     "increments": 30, "name": "w1", "endpoint": ... (s3 only)}
 
 It opens its own store (:func:`open_store`), prints ``ready`` and waits for one line on
 stdin (so that every worker starts together), then:
 
 1. tries to create ``<claims_dir>/0`` .. ``<claims_dir>/<claims - 1>`` with ``mode="create"``,
    printing ``won N`` for each it created and ``lost N`` for each that existed already;
-2. adds one to the counter ``increments`` times by compare-and-set: read the file and its
+2. appends the line ``<name> <i>`` to the file ``log`` for ``i`` in ``range(appends)``,
+   printing ``appended I`` once each append returned (retrying one that raised a conflict);
+3. adds one to the counter ``increments`` times by compare-and-set: read the file and its
    version in one call, check that the content parses (a torn file would not), write the
    next value with ``if_version``, retry on a conflict. It prints ``ack V`` (flushed) once
    the write of value ``V`` returned, and never before;
-3. prints ``done CONFLICTS``.
+4. prints ``done CONFLICTS SECONDS``.
 
 Any other failure ends the process with a non-zero status and a one-line reason on stderr.
 """
@@ -91,6 +93,17 @@ async def _claim(store: Store, claims: VPath, count: int, name: str) -> None:
             print(f"won {n}", flush=True)
 
 
+async def _append(store: Store, log: VPath, count: int, name: str) -> None:
+    for i in range(count):
+        while True:
+            try:
+                await store.write(log, f"{name} {i}\n".encode(), mode=WriteMode.APPEND)
+            except ConflictError:  # S3: the object kept changing under its retries; nothing written
+                continue
+            break
+        print(f"appended {i}", flush=True)
+
+
 async def _increment(store: Store, counter: VPath, count: int) -> int:
     conflicts = done = 0
     while done < count:
@@ -113,7 +126,10 @@ async def _main(spec: dict[str, Any]) -> None:
         sys.stdin.readline()
         started = time.perf_counter()
         claims = VPath.parse(spec.get("claims_dir", "/claims"))
-        await _claim(store, claims, int(spec.get("claims", 0)), str(spec.get("name", "?")))
+        name = str(spec.get("name", "?"))
+        await _claim(store, claims, int(spec.get("claims", 0)), name)
+        log = VPath.parse(spec.get("log", "/log"))
+        await _append(store, log, int(spec.get("appends", 0)), name)
         conflicts = await _increment(
             store, VPath.parse(spec.get("counter", "/counter")), int(spec["increments"])
         )

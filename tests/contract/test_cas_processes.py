@@ -4,7 +4,8 @@ Four worker processes (``cas_worker.py``), each with its own store object, start
 
 1. race to create the same files with ``mode="create"``: each file is created by exactly one
    of them and holds that one's name;
-2. increment one counter file by compare-and-set (read with its version, write the next value
+2. append lines to one file: every acknowledged line is there, once, whole;
+3. increment one counter file by compare-and-set (read with its version, write the next value
    with ``if_version``, retry on conflict). One of them, the victim, never stops: it is killed
    with SIGKILL after a few acknowledged increments, at a random moment, often in the middle
    of a write. The others finish their count.
@@ -70,6 +71,7 @@ WORKERS = 4
 INCREMENTS = 25
 """Increments of each worker that is not killed."""
 CLAIMS = 12
+APPENDS = 8
 KILL_AFTER = 5
 """Acknowledged increments of the victim before it is killed."""
 WAIT = 120.0
@@ -124,14 +126,14 @@ def serial_s3() -> Iterator[str]:
 def specs(request: pytest.FixtureRequest, tmp_path: Path) -> list[dict[str, Any]]:
     """One worker spec per worker (the first is the victim), over a fresh store."""
     kind: str = request.param
-    base: dict[str, Any] = {"counter": "/counter", "claims_dir": "/claims"}
+    base: dict[str, Any] = {"counter": "/counter", "claims_dir": "/claims", "log": "/log"}
     if kind == "local":
         (tmp_path / "root").mkdir()
         base |= {"kind": "local", "target": str(tmp_path / "root")}
     elif kind == "local-nested-roots":
         # half the workers open the store at root/, half at root/sub/: one counter file
         (tmp_path / "root" / "sub").mkdir(parents=True)
-        outer = {"target": str(tmp_path / "root"), "counter": "/sub/counter"}
+        outer = {"target": str(tmp_path / "root"), "counter": "/sub/counter", "log": "/sub/log"}
         inner = {"target": str(tmp_path / "root" / "sub")}
         return [
             {"kind": "local", **base, **(outer | {"claims_dir": "/sub/claims"} if n % 2 else inner)}
@@ -155,20 +157,22 @@ async def _prepare(spec: dict[str, Any]) -> None:
         await store.makedirs(counter.parent)
         await store.makedirs(VPath.parse(spec["claims_dir"]))
         await store.write(counter, counter_body(0))
+        await store.write(VPath.parse(spec["log"]), b"")
     finally:
         await close_store(store)
 
 
-async def _final(spec: dict[str, Any]) -> tuple[int, dict[int, bytes]]:
-    """The counter's value and each claim file's content, read by a fresh store."""
+async def _final(spec: dict[str, Any]) -> tuple[int, dict[int, bytes], bytes]:
+    """The counter's value, each claim file's content and the log, read by a fresh store."""
     store = open_store(spec)
     try:
         value = parse_counter(await store.read_all(VPath.parse(spec["counter"])))
         claims = VPath.parse(spec["claims_dir"])
         owners = {n: await store.read_all(claims / str(n)) for n in range(CLAIMS)}
+        log = await store.read_all(VPath.parse(spec["log"]))
     finally:
         await close_store(store)
-    return value, owners
+    return value, owners, log
 
 
 @dataclass
@@ -202,7 +206,8 @@ def _start(specs: list[dict[str, Any]], folder: Path) -> list[_Worker]:
     for n, given in enumerate(specs):
         name = f"w{n}"
         increments = 10**9 if n == 0 else given.get("increments", INCREMENTS)  # victim: no end
-        spec = {**given, "name": name, "claims": CLAIMS, "increments": increments}
+        spec = {**given, "name": name, "claims": CLAIMS, "appends": APPENDS}
+        spec["increments"] = increments
         errors = folder / f"{name}.err"
         with errors.open("w") as stderr:
             proc = subprocess.Popen(
@@ -258,7 +263,7 @@ def test_compare_and_set_holds_across_processes_and_a_kill(
             if worker.proc.poll() is None:
                 worker.proc.kill()
                 worker.proc.wait()
-    final, owners = asyncio.run(_final(specs[1]))
+    final, owners, log = asyncio.run(_final(specs[1]))
 
     # create-only: each claim file was created by exactly one worker, and holds its name
     for n in range(CLAIMS):
@@ -267,6 +272,17 @@ def test_compare_and_set_holds_across_processes_and_a_kill(
         assert len(winners) == 1, f"claim {n}: created by {winners} (seed {seed})"
         assert len(losers) == WORKERS - 1, f"claim {n}: refused to {losers} (seed {seed})"
         assert owners[n] == winners[0].encode()
+
+    # appends: every acknowledged line once, whole (all appends end before the kill)
+    appended = sorted(
+        f"{w.name} {line.split()[1]}"
+        for w in workers
+        for line in w.seen
+        if line.startswith("appended ")
+    )
+    assert len(appended) == WORKERS * APPENDS
+    assert sorted(log.decode().splitlines()) == appended, f"appends lost (seed {seed})"
+    assert log.endswith(b"\n")
 
     # compare-and-set: no acknowledged increment lost, none applied twice
     acked = [int(line.split()[1]) for w in workers for line in w.seen if line.startswith("ack ")]
