@@ -133,3 +133,24 @@ def test_labels_of_two_tenants_never_merge() -> None:
         Classifications(),
     )
     assert merged == Labels("acme", "confidential", frozenset({"ops"}))
+
+
+def test_an_append_that_would_break_the_labels_is_refused(ws: SyncWorkspace) -> None:
+    ws.write("/docs/open.md", "---\ntags: [a]\n")  # never closed: no front matter yet
+    with pytest.raises(LabelError):
+        ws.append("/docs/open.md", "roles: [unclosed\n---\nbody\n")
+    ws.write("/docs/plan.txt.labels.yaml", "roles: [hr]\n")
+    with pytest.raises(LabelError):
+        ws.append("/docs/plan.txt.labels.yaml", "classification: [\n")
+    assert ws.read_text("/docs/plan.txt.labels.yaml") == "roles: [hr]\n"
+    ws.append("/docs/plan.txt", "more of the plan\n")  # appending below the labels is fine
+    assert ws.stat("/docs/plan.txt").labels.roles == frozenset({"hr"})
+
+
+def test_text_that_utf8_cannot_store_is_refused_in_one_line(ws: SyncWorkspace) -> None:
+    from bastion import OperationError
+
+    with pytest.raises(OperationError, match="lone surrogate") as err:
+        ws.write("/docs/bad.txt", "abc\ud800def")
+    assert "\n" not in str(err.value)
+    assert not ws.exists("/docs/bad.txt")

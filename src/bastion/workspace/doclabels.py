@@ -266,13 +266,14 @@ class DocumentLabels(Store):
         *,
         check: ReadCheck | None = None,
     ) -> tuple[FileInfo, bytes]:
-        info = await self.stat(path)  # labels first: the check sees them before any byte
-        if check is not None and info.is_file:
-            check(info)
-        found, data = await self.inner.read_file(path, offset, length)
-        if found.version != info.version:  # changed in between: check the new version
-            return await self.read_file(path, offset, length, check=check)
-        return info, data
+        while True:
+            info = await self.stat(path)  # labels first: the check sees them before any byte
+            if check is not None and info.is_file:
+                check(info)
+            found, data = await self.inner.read_file(path, offset, length)
+            if found.version == info.version:
+                return info, data
+            # changed in between: check the new version (the labels may have changed too)
 
     async def read_range(self, path: VPath, offset: int = 0, length: int | None = None) -> bytes:
         return await self.inner.read_range(path, offset, length)
@@ -287,6 +288,8 @@ class DocumentLabels(Store):
     ) -> FileInfo:
         if mode is not WriteMode.APPEND:
             self._refuse_unreadable(path, data)
+        else:
+            await self._refuse_unreadable_append(path, data)
         info = await self.inner.write(path, data, mode=mode, if_version=if_version)
         if labelled_file_of(path) is not None:
             return info  # never echo the labels of the file a sidecar describes
@@ -309,6 +312,17 @@ class DocumentLabels(Store):
                 f"{path}: labels could not be read ({labels.undetermined}); fix the metadata "
                 "and write again"
             )
+
+    async def _refuse_unreadable_append(self, path: VPath, data: bytes) -> None:
+        """An append that would leave the labels unreadable (bytes added inside an open front
+        matter block or a sidecar) is refused like such a write: the file would vanish."""
+        try:
+            head = await self.inner.read_range(path, 0, HEAD_BYTES + 1)
+        except NotFoundError:
+            head = b""  # no file yet: the append is all of it
+        if labelled_file_of(path) is None and len(head) > HEAD_BYTES:
+            return  # the labels are in the first bytes, which an append does not touch
+        self._refuse_unreadable(path, head + data)
 
     async def delete(self, path: VPath, *, recursive: bool = False) -> None:
         await self.inner.delete(path, recursive=recursive)

@@ -312,7 +312,7 @@ class Workspace(TreeMixin, TransferMixin, AskMixin, SearchMixin):
         """
         with self._op("write", path) as op:
             vp = self._parse(op, path)
-            data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
+            data = _encoded(content)
             write_mode = WriteMode(mode)
             if self._is_mount_point(vp):
                 raise IsADirectoryError_(f"{vp} is a directory (a mount point)")
@@ -418,6 +418,18 @@ class Workspace(TreeMixin, TransferMixin, AskMixin, SearchMixin):
             if found is not None and found.is_file:
                 await guarded.drop_sidecar(rel)
             await self._removed(vp)
+
+
+def _encoded(content: str | bytes) -> bytes:
+    if not isinstance(content, str):
+        return bytes(content)
+    try:
+        return content.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise EditError(
+            f"the text holds a character UTF-8 cannot store (a lone surrogate at {exc.start}); "
+            "remove it and write again"
+        ) from None
 
 
 def _over_limit(vp: VPath, size: int, asked: int, cap: int, *, whole: bool) -> LimitError:
