@@ -206,8 +206,9 @@ async def grep_table(sizes: list[int]) -> list[str]:
                 outcome = "refused: too complex"
             else:
                 outcome = "budget exhausted" if result.budget_exhausted else "searched whole"  # type: ignore[attr-defined]
+            cell = pattern.replace("|", "\\|")  # a Markdown table cell
             rows.append(
-                f"| `{pattern}` ({program:,} instructions) | {size / 1e6:g} MB | {old_s} "
+                f"| `{cell}` ({program:,} instructions) | {size / 1e6:g} MB | {old_s} "
                 f"| {old_stall} | {seconds:.2f} | {worst:.3f} | {outcome} |"
             )
     return rows
