@@ -61,20 +61,34 @@ def _clean_line(line: str, *, keep_indent: bool) -> str:
 
 
 def _join_hyphenated(lines: list[tuple[str, bool]]) -> list[str]:
+    """Lines with words hyphenated across a line break joined; linear in the text.
+
+    A run of such lines (``"a-\\nb-\\nc-..."``) becomes one line built from pieces; only its
+    last three characters, and whether its last word holds a hyphen before its end, are
+    tracked: rebuilding and re-splitting the growing line at each join was quadratic."""
     out: list[str] = []
     i = 0
     while i < len(lines):
         line, code = lines[i]
-        while not code and i + 1 < len(lines) and _ends_hyphenated(line):
-            following, next_code = lines[i + 1]
+        i += 1
+        if code or not _ends_hyphenated(line):
+            out.append(line)
+            continue
+        pieces, tail = [line], line[-3:]
+        compound = "-" in line.rsplit(None, 1)[-1][:-1]  # "state-of-the-": keep the hyphen
+        while i < len(lines) and len(tail) >= 2 and tail[-1] == "-" and tail[-2].isalpha():
+            following, next_code = lines[i]
             rest = following.lstrip()
             if next_code or not rest or not rest[0].islower():
                 break
-            word = line.rsplit(None, 1)[-1]
-            line = (line if "-" in word[:-1] else line[:-1]) + rest
+            if not compound:  # "inter-" + "national"
+                pieces[-1], tail = pieces[-1][:-1], tail[:-1]
+            pieces.append(rest)
+            tail = (tail + rest)[-3:]
+            last = rest.rsplit(None, 1)
+            compound = "-" in last[-1][:-1] if len(last) > 1 else compound or "-" in rest[:-1]
             i += 1
-        out.append(line)
-        i += 1
+        out.append("".join(pieces))
     return out
 
 
