@@ -333,6 +333,35 @@ def _names(dir_fd: int) -> list[str]:
         return [entry.name for entry in it]
 
 
+def _remove_dir(parent_fd: int, name: str, path: VPath) -> None:
+    """``rmdir``, where temporary files left by killed writers do not count: they are never
+    listed, so the directory looks empty. Under the directory's own lock, exclusive (every
+    writer in it holds that lock from its temporary file to its rename), a temporary file is
+    a leftover: removed, then the directory is. Anything else there: ``ENOTEMPTY`` as before."""
+    try:
+        os.rmdir(name, dir_fd=parent_fd)
+        return
+    except OSError as exc:
+        if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+            raise
+        refusal = exc
+    fd = _open_at(parent_fd, name, path, _DIR_FLAGS)
+    try:
+        names = _names(fd)
+        if not names or not all(n.startswith(TEMP_PREFIX) for n in names):
+            raise refusal
+        if not _lock_dir(fd, path):  # no locks here: a writer may still be at work
+            raise refusal
+        names = _names(fd)  # looked at again under the lock
+        if not all(n.startswith(TEMP_PREFIX) for n in names):
+            raise refusal
+        for leftover in names:
+            _unlink_quietly(fd, leftover)
+        os.rmdir(name, dir_fd=parent_fd)
+    finally:
+        os.close(fd)
+
+
 def _remove_tree(parent_fd: int, name: str, path: VPath) -> None:
     """Delete the directory ``name`` and everything in it, bottom-up, without following a link
     (links are unlinked themselves). Iterative, one descriptor per level."""

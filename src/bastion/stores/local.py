@@ -110,6 +110,7 @@ from bastion.stores._fd import (
     _pread,
     _probe,
     _refuse_special,
+    _remove_dir,
     _remove_tree,
     _translate,
     _unlink_quietly,
@@ -274,7 +275,7 @@ class LocalStore(Store):
                     elif recursive:
                         _remove_tree(pfd, name, path)
                     else:
-                        os.rmdir(name, dir_fd=pfd)
+                        _remove_dir(pfd, name, path)
                     os.fsync(pfd)
                 except OSError as exc:
                     if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):

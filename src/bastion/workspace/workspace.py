@@ -53,6 +53,10 @@ __all__ = ["EditResult", "Workspace"]
 _LINE_CHUNK = 64 * 1024
 
 
+_BACKUP_TRIES = 100
+"""Backups taken again when other writers keep changing the file (then a conflict)."""
+
+
 @dataclass(frozen=True, slots=True)
 class EditResult:
     """What an edit changed."""
@@ -319,8 +323,11 @@ class Workspace(TreeMixin, TransferMixin, AskMixin, SearchMixin):
             guarded, rel = self._route(vp)
             if backup and write_mode is not WriteMode.CREATE:
                 await guarded.check_write(rel, len(data), write_mode)
-                await self._backup(guarded, rel, vp, if_version)
-            info = await self._write(guarded, rel, data, write_mode, if_version, parents)
+                info = await self._backed_up_write(
+                    guarded, rel, vp, data, write_mode, if_version, parents
+                )
+            else:
+                info = await self._write(guarded, rel, data, write_mode, if_version, parents)
             op.bytes = len(data)
             await self._changed(vp)
             return info.at(vp)
@@ -331,17 +338,43 @@ class Workspace(TreeMixin, TransferMixin, AskMixin, SearchMixin):
         """Add ``content`` to the end of a file (creating it if needed)."""
         return await self.write(path, content, mode=WriteMode.APPEND, parents=parents)
 
+    async def _backed_up_write(
+        self,
+        guarded: GuardedStore,
+        rel: VPath,
+        vp: VPath,
+        data: bytes,
+        mode: WriteMode,
+        if_version: str | None,
+        parents: bool,
+    ) -> FileInfo:
+        """Back the file up, then write it on condition that it is still the version backed
+        up; when another writer (in any process) came in between, both again. So the backup
+        always holds what the write replaced."""
+        for _ in range(_BACKUP_TRIES):
+            backed_up = await self._backup(guarded, rel, vp, if_version)
+            condition = if_version if backed_up is None else backed_up
+            try:
+                return await self._write(guarded, rel, data, mode, condition, parents)
+            except ConflictError:
+                if if_version is not None or backed_up is None:
+                    raise
+        raise ConflictError(f"{vp} kept changing while it was being backed up; retry")
+
     async def _backup(
         self, guarded: GuardedStore, rel: VPath, vp: VPath, if_version: str | None
-    ) -> None:
+    ) -> str | None:
+        """Copy the file to ``NAME.bak``; the version copied (``None``: nothing to copy, or a
+        store without versions)."""
         if await guarded.lookup(rel) is None:
-            return
+            return None
         info, old = await guarded.read_file(rel)
         if if_version is not None and info.version != if_version:
             raise ConflictError(f"{vp} changed since version {if_version}; read it again")
         bak = rel.parent.child(rel.name + ".bak")
         await self._carry_labels(guarded, bak, info.labels, old[: HEAD_BYTES + 1])
         await guarded.write(bak, old, mode=WriteMode.OVERWRITE)
+        return info.version
 
     async def edit(
         self,

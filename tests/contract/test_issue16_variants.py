@@ -1,0 +1,294 @@
+"""Variants of issue 16 (no lost update across processes) through the workspace and the tools.
+
+Each helper process runs ``python -c`` with the project (as ``tests/knowledge/
+test_index_processes.py`` does): it opens its own workspace over the shared local folder (or
+SQLite file), runs one loop and prints one JSON line per acknowledged change. The parent
+checks what is on disk against what was acknowledged:
+
+* ``edit`` without a caller's version, and the agent tools' read-then-``write_file``, used as
+  compare-and-set increments: the final value is the number of acknowledged increments;
+* ``write(backup=True)`` from several processes: the backup always holds what the last write
+  replaced (local versions start with the file's modification time, which every write of one
+  file moves forward under its lock, so sorting the acknowledged versions gives the file's
+  history);
+* ``write(mode="create")`` through the workspace: one winner per name, the losers told so in
+  one line;
+* a writer killed (SIGKILL) in the middle of a large write leaves its temporary file: never
+  listed, globbed, grepped or searched, and no obstacle to deleting the folder it is in;
+* a relabelling by sidecar in one process hides the file from the next search of an
+  unauthorised principal in another process that has its index open.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bastion import LocalStore, Mount, NotFoundError, Policy, Principal, Workspace
+from bastion.knowledge.service import Knowledge
+from bastion.stores._fd import TEMP_PREFIX
+
+ADMIN = Principal.of("admin", roles={"hr"}, clearance="restricted")
+VISITOR = Principal.of("visitor")
+WORKERS = 3
+ROUNDS = 20
+BIG = 8 << 20
+
+CHILD = r"""
+import asyncio, json, sys
+from bastion import LocalStore, Mount, Policy, Principal, Workspace
+from bastion.agents.tools.session import ToolSession
+from bastion.core.errors import AlreadyExistsError, ConflictError, EditError, StoreError
+from bastion.core.paths import VPath
+
+spec, action, args = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+
+
+def open_store():
+    kind, _, where = spec.partition(":")
+    if kind == "sqlite":
+        from bastion.stores.sqlite import SqliteStore
+        return SqliteStore(where)
+    return LocalStore(where)
+
+
+def say(value):
+    print(json.dumps(value), flush=True)
+
+
+async def main():
+    ws = Workspace(
+        [Mount.of("/m", open_store())],
+        policy=Policy.allow_all(),
+        principal=Principal.of(args.get("who", "admin"), clearance="restricted"),
+    )
+    n = args.get("n", 0)
+    if action == "edit":  # increments by edit, with no version of the caller's
+        done = 0
+        while done < n:
+            k = int((await ws.read_text("/m/counter")).strip().removeprefix("n="))
+            try:
+                await ws.edit("/m/counter", f"n={k}\n", f"n={k + 1}\n")
+            except (ConflictError, EditError):
+                continue
+            done += 1
+            say(k + 1)
+    elif action == "tools":  # increments by the agent tools' read, then write
+        session = ToolSession(ws)
+        path = VPath.parse("/m/counter")
+        done = 0
+        while done < n:
+            text, _ = await session.read_lines(path, 0, 10)
+            k = int(text.strip().removeprefix("n="))
+            try:
+                await session.write(path, f"n={k + 1}\n")
+            except ConflictError:
+                continue
+            done += 1
+            say(k + 1)
+    elif action == "backup":  # one write with a backup per line read
+        for i, _ in enumerate(sys.stdin):
+            body = f"{args['tag']}-{i}\n"
+            info = await ws.write("/m/f.txt", body, backup=True)
+            say([body, info.version])
+    elif action == "create":
+        for name in args["names"]:
+            try:
+                await ws.write(name, args["tag"], mode="create")
+            except AlreadyExistsError as exc:
+                say(["lost", name, str(exc)])
+            except StoreError as exc:
+                say(["error", name, type(exc).__name__, str(exc)])
+            else:
+                say(["won", name])
+    elif action == "big":  # large writes until killed
+        chunk = b"y" * args["size"]
+        for i in range(10_000):
+            await ws.write(f"/m/d/big-{i}", chunk)
+            say(i)
+    elif action == "write":
+        for path, text in args["files"].items():
+            await ws.write(path, text)
+        say("done")
+
+asyncio.run(main())
+"""
+
+
+def _spawn(spec: str, action: str, **args: Any) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", CHILD, spec, action, json.dumps(args)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _acks(children: list[subprocess.Popen[str]]) -> list[list[Any]]:
+    """Each child's acknowledged changes, once all have finished."""
+    results = []
+    for child in children:
+        out, err = child.communicate(timeout=300)
+        assert child.returncode == 0, err[-2000:]
+        results.append([json.loads(line) for line in out.splitlines() if line.strip()])
+    return results
+
+
+@pytest.fixture(params=["local", "sqlite"])
+def spec(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:{tmp_path / 'ws.db'}"
+    (tmp_path / "root").mkdir()
+    return f"local:{tmp_path / 'root'}"
+
+
+def _workspace(spec: str, principal: Principal = ADMIN, **kwargs: Any) -> Workspace:
+    kind, _, where = spec.partition(":")
+    if kind == "sqlite":
+        from bastion.stores.sqlite import SqliteStore
+
+        store: Any = SqliteStore(where)
+    else:
+        store = LocalStore(where)
+    return Workspace(
+        [Mount.of("/m", store)], policy=Policy.allow_all(), principal=principal, **kwargs
+    )
+
+
+# -- compare-and-set through edit and through the tools --------------------------------------
+
+
+@pytest.mark.parametrize("action", ["edit", "tools"])
+async def test_increments_through_edit_and_the_tools_lose_nothing(spec: str, action: str) -> None:
+    ws = _workspace(spec)
+    await ws.write("/m/counter", "n=0\n")
+    acks = _acks([_spawn(spec, action, n=ROUNDS) for _ in range(WORKERS)])
+    values = sorted(v for worker in acks for v in worker)
+    assert values == list(range(1, WORKERS * ROUNDS + 1))  # each value acknowledged once
+    assert await ws.read_text("/m/counter") == f"n={WORKERS * ROUNDS}\n"
+
+
+# -- backups ----------------------------------------------------------------------------------
+
+
+async def test_concurrent_backups_hold_what_the_last_write_replaced(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    ws = _workspace(f"local:{root}")
+    await ws.write("/m/f.txt", "start\n")
+    children = [_spawn(f"local:{root}", "backup", tag=f"w{n}") for n in range(WORKERS)]
+    history: list[tuple[int, str]] = []
+    try:
+        for _ in range(ROUNDS * 2):  # each round: every worker writes once, all at once
+            for child in children:
+                assert child.stdin is not None
+                child.stdin.write("go\n")
+                child.stdin.flush()
+            for child in children:
+                assert child.stdout is not None
+                line = child.stdout.readline()
+                assert line, child.communicate(timeout=60)[1][-2000:]
+                body, version = json.loads(line)
+                # a local version is "<mtime_ns>-<size>-<inode>" in hex, and every write of
+                # one file moves its mtime forward under its lock: the mtimes order the writes
+                history.append((int(version.split("-")[0], 16), body))
+            history.sort()
+            assert await ws.read_text("/m/f.txt") == history[-1][1]
+            assert await ws.read_text("/m/f.txt.bak") == history[-2][1]
+    finally:
+        for child in children:
+            child.kill()
+            child.communicate(timeout=60)
+    assert len({stamp for stamp, _ in history}) == len(history)
+
+
+# -- create-only through the workspace ----------------------------------------------------------
+
+
+async def test_create_races_through_the_workspace_have_one_winner(spec: str) -> None:
+    names = [f"/m/claims/{n}" for n in range(12)]
+    acks = _acks([_spawn(spec, "create", names=names, tag=f"w{n}") for n in range(WORKERS)])
+    ws = _workspace(spec)
+    for name in names:
+        outcomes = [next(a for a in worker if a[1] == name) for worker in acks]
+        winners = [n for n, a in enumerate(outcomes) if a[0] == "won"]
+        assert len(winners) == 1, outcomes
+        assert await ws.read_text(name) == f"w{winners[0]}"
+        for outcome in outcomes:
+            if outcome[0] != "won":
+                assert outcome[0] == "lost", outcome  # never a store error, never a lost write
+                assert "\n" not in outcome[2] and "already exists" in outcome[2]
+
+
+# -- a writer killed in the middle of a large write ------------------------------------------
+
+
+def _temp_files(folder: Path) -> list[str]:
+    return [name for name in os.listdir(folder) if name.startswith(TEMP_PREFIX)]
+
+
+async def test_a_killed_writer_s_temporary_file_is_invisible_and_in_nobody_s_way(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "root"
+    (root / "d").mkdir(parents=True)
+    for _ in range(20):  # until a kill lands while a temporary file is there
+        child = _spawn(f"local:{root}", "big", size=BIG)
+        while not _temp_files(root / "d") and child.poll() is None:
+            time.sleep(0.001)
+        os.kill(child.pid, signal.SIGKILL)
+        child.communicate(timeout=60)
+        if _temp_files(root / "d"):
+            break
+    leftovers = _temp_files(root / "d")
+    assert leftovers, "no kill landed during a write"
+    ws = _workspace(f"local:{root}")
+    for entry in await ws.list("/m/d"):  # every file whole, never torn
+        assert entry.size == BIG
+        assert await ws.read_bytes(entry.path, start=BIG - 4) == b"yyyy"
+    names = {e.path for e in await ws.list("/m", recursive=True)}
+    assert not any(TEMP_PREFIX in str(name) for name in names)
+    assert not any(TEMP_PREFIX in str(p) for p in await ws.glob("/m/**"))
+    for leftover in leftovers:
+        with pytest.raises(Exception, match=r"reserved|not found"):
+            await ws.read_text(f"/m/d/{leftover}")
+    # the folder looks empty once its files are deleted: it can be deleted without recursive
+    for entry in await ws.list("/m/d"):
+        await ws.delete(entry.path)
+    assert await ws.list("/m/d") == []
+    await ws.delete("/m/d")
+    assert not (root / "d").exists()
+
+
+# -- the index follows a relabelling made in another process -----------------------------------
+
+
+async def test_a_sidecar_written_in_another_process_hides_the_next_search_hit(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    knowledge = Knowledge.open(tmp_path / "index", embedder=None)
+    try:
+        ws = _workspace(f"local:{root}", knowledge=knowledge)
+        visitor = ws.with_principal(VISITOR)
+        await ws.write("/m/plan.md", "# Plan\n\npelican budget figures\n")
+        hits = await visitor.search("pelican", mode="bm25")
+        assert [h.path for h in hits.hits] == ["/m/plan.md"]
+        # another process (no index of its own) relabels the file by its sidecar
+        _acks([_spawn(f"local:{root}", "write", files={"/m/plan.md.labels.yaml": "roles: [hr]\n"})])
+        assert not (await visitor.search("pelican", mode="bm25")).hits
+        with pytest.raises(NotFoundError):
+            await visitor.read_text("/m/plan.md")
+        assert [h.path for h in (await ws.search("pelican", mode="bm25")).hits] == ["/m/plan.md"]
+    finally:
+        knowledge.close()
