@@ -29,8 +29,10 @@ class Action(StrEnum):
     DELETE = "delete"
     LIST = "list"
     SEARCH = "search"
-    EXECUTE = "execute"
     # Operator actions: never granted by ``*``, a rule must name them (default deny).
+    EXECUTE = "execute"
+    """Run commands in the sandbox with this folder as the working directory
+    (``Workspace.run``); what they change still needs ``write``/``delete``."""
     LABEL = "label"
     """Relabel a file: write, move or delete its ``<name>.labels.yaml`` sidecar in any
     direction (without it a sidecar may only tighten the file's labels)."""
@@ -45,7 +47,7 @@ class Action(StrEnum):
         return self in _OPERATOR_ACTIONS
 
 
-_OPERATOR_ACTIONS = frozenset({Action.LABEL, Action.REINDEX, Action.AUDIT})
+_OPERATOR_ACTIONS = frozenset({Action.EXECUTE, Action.LABEL, Action.REINDEX, Action.AUDIT})
 FILE_ACTIONS = frozenset(a for a in Action if a not in _OPERATOR_ACTIONS)
 """The actions ``*`` stands for in a rule: everything but the operator actions."""
 

@@ -282,7 +282,8 @@ class Policy:
 
 def _parse_actions(actions: Iterable[str] | str) -> frozenset[Action]:
     """The actions a rule names; ``*`` stands for every file action (``FILE_ACTIONS``), never
-    for an operator action (``label``, ``reindex``, ``audit``), which a rule must name."""
+    for an operator action (``execute``, ``label``, ``reindex``, ``audit``), which a rule must
+    name."""
     items = [actions] if isinstance(actions, str) else list(actions)
     found: set[Action] = set()
     for item in items:

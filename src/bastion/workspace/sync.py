@@ -124,3 +124,4 @@ class SyncWorkspace:
     rebuild_index = _blocking(Workspace.rebuild_index)
     reindex = _blocking(Workspace.reindex)
     ask = _blocking(Workspace.ask)
+    run = _blocking(Workspace.run)

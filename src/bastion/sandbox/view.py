@@ -1,0 +1,170 @@
+"""The view: the workspace as one principal sees it, copied into a private folder, and the diff
+of that folder after the command.
+
+The copy is made only through the workspace's own guarded ``list`` and ``read_bytes``, so a
+file the principal may not read is not there (not even by name), and every read is audited as
+that principal's. What was copied is remembered (version and digest per file) so the diff finds
+exactly what the command created, changed or deleted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bastion.core.errors import NotFoundError, OperationError
+from bastion.core.models import FileInfo, Scope
+from bastion.core.paths import VPath
+from bastion.sandbox.bwrap import SYSTEM_NAMES
+from bastion.sandbox.result import SandboxError
+
+if TYPE_CHECKING:
+    from bastion.workspace.workspace import Workspace
+
+__all__ = ["Change", "Snapshot", "diff", "materialize"]
+
+
+@dataclass(frozen=True, slots=True)
+class Copied:
+    """One file as it was copied into the view."""
+
+    version: str | None
+    digest: bytes
+
+
+@dataclass
+class Snapshot:
+    """What the view held when the command started."""
+
+    root: Path
+    files: dict[VPath, Copied] = field(default_factory=dict)
+    dirs: set[VPath] = field(default_factory=set)
+    read_only: list[str] = field(default_factory=list)
+    """Mount prefixes bound read-only in the sandbox, parents first."""
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One difference between the view after the command and the snapshot."""
+
+    path: VPath
+    kind: str
+    """``"write"`` (created or changed file), ``"mkdir"``, ``"delete"`` or ``"refuse"``."""
+    data: bytes = b""
+    base: Copied | None = None
+    """The file as copied (``None``: the command created it)."""
+    reason: str = ""
+
+
+async def materialize(ws: Workspace, root: Path, ids: tuple[int, int] | None) -> Snapshot:
+    """Copy what ``ws``'s principal may read into ``root`` (created empty by the caller),
+    owned by ``ids`` (the sandbox's uid and gid) when given."""
+    snap = Snapshot(root)
+    try:
+        entries = await ws.list("/", recursive=True)
+    except NotFoundError:
+        entries = []
+    for top in {e.path.parts[0] for e in entries}:
+        if top in SYSTEM_NAMES:
+            raise SandboxError(
+                f"/{top} in the workspace collides with the sandbox's system folder /{top}; "
+                "mount it elsewhere to run commands"
+            )
+    for entry in entries:
+        target = _host(root, entry.path)
+        if entry.is_dir:
+            target.mkdir(mode=0o755)
+            snap.dirs.add(entry.path)
+        else:
+            data = await _read(ws, entry)
+            if data is None:
+                continue
+            target.write_bytes(data)
+            snap.files[entry.path] = Copied(entry.version, hashlib.sha256(data).digest())
+        if ids is not None:
+            os.chown(target, *ids)
+    for name in ("usr", "proc", "dev", "tmp"):
+        (root / name).mkdir(mode=0o755)
+    for mount in ws.mounts:
+        if mount.scope is Scope.READ_ONLY and mount.prefix in snap.dirs | {VPath.ROOT}:
+            snap.read_only.append(str(mount.prefix))
+    snap.read_only.sort(key=len)
+    if ids is not None:
+        os.chown(root, *ids)
+    return snap
+
+
+async def _read(ws: Workspace, entry: FileInfo) -> bytes | None:
+    """The file's bytes through the guard, a range at a time when it is over the read limit;
+    ``None`` when the principal may not read it (it is then absent from the view)."""
+    cap = ws.policy.limits.max_file_bytes
+    try:
+        if entry.size <= cap:
+            return await ws.read_bytes(entry.path)
+        parts = [
+            await ws.read_bytes(entry.path, start=start, end=min(start + cap, entry.size))
+            for start in range(0, entry.size, cap)
+        ]
+    except OperationError:
+        return None
+    return b"".join(parts)
+
+
+def _host(root: Path, path: VPath) -> Path:
+    return root.joinpath(*path.parts)
+
+
+def diff(snap: Snapshot) -> list[Change]:
+    """What the command did to the view, in the order to apply it: directories made, files
+    written, then deletions deepest first. Links, devices, FIFOs and sockets are refused, never
+    followed."""
+    made: list[Change] = []
+    written: list[Change] = []
+    present: set[VPath] = set()
+    for path, mode in _walk(snap.root):
+        present.add(path)
+        if stat.S_ISDIR(mode):
+            if path not in snap.dirs:
+                made.append(Change(path, "mkdir"))
+        elif stat.S_ISREG(mode):
+            data = _host(snap.root, path).read_bytes()
+            base = snap.files.get(path)
+            if base is None or hashlib.sha256(data).digest() != base.digest:
+                written.append(Change(path, "write", data, base))
+        else:
+            why = "a symbolic link" if stat.S_ISLNK(mode) else "not a regular file"
+            written.append(
+                Change(path, "refuse", reason=f"{why}: only files and folders come back")
+            )
+    gone = [p for p in [*snap.files, *snap.dirs] if p not in present]
+    gone.sort(key=lambda p: len(p.parts), reverse=True)
+    deleted = [Change(p, "delete", base=snap.files.get(p)) for p in gone]
+    return [*made, *written, *deleted]
+
+
+def _walk(root: Path) -> list[tuple[VPath, int]]:
+    """Every entry under ``root`` but the sandbox's system folders, parents first; links are
+    reported, never followed."""
+    found: list[tuple[VPath, int]] = []
+    stack: list[tuple[Path, tuple[str, ...]]] = [(root, ())]
+    while stack:
+        folder, parts = stack.pop()
+        with os.scandir(folder) as listing:
+            names = sorted(listing, key=lambda e: e.name)
+        for item in names:
+            if not parts and item.name in SYSTEM_NAMES:
+                continue
+            mode = item.stat(follow_symlinks=False).st_mode
+            child = (*parts, item.name)
+            try:
+                path = VPath.parse("/" + "/".join(child))
+            except OperationError:
+                continue
+            found.append((path, mode))
+            if stat.S_ISDIR(mode):
+                stack.append((Path(item.path), child))
+    return found
