@@ -470,6 +470,7 @@ class GuardedStore(Store):
     async def mkdir(self, path: VPath) -> None:
         with self._op("mkdir", path) as op:
             self.check_mkdir(path)
+            await self._admit_sidecar_folder(path, op)
             try:
                 await self.inner.mkdir(path)
             except OperationError as exc:
@@ -502,6 +503,9 @@ class GuardedStore(Store):
         bytes."""
         if labels is None or labels.undetermined:
             return None
+        if labelled_file_of(path) is not None:  # refuse a relabelling before a file is left
+            with self._op("write", path) as op:
+                await self._admit_relabel(path, head, op)
         order = self.ctx.policy.classifications
         there = await self.inner.prospective(path, head)
         if there is None or tightens(labels, there, order):
@@ -544,6 +548,9 @@ class GuardedStore(Store):
         (whether ``dst`` exists is the rename's to say); the source's info."""
         with self._op("move", src, dst) as op:
             info, _ = await self._admit_move(src, dst, op)
+            await self._admit_relabel(src, None, op)  # before a sidecar is carried to ``dst``
+            if info.is_file and labelled_file_of(dst) is not None:
+                await self._admit_relabel(dst, await self.inner.read_range(src), op)
             return info
 
     async def lookup(self, path: VPath) -> FileInfo | None:
@@ -598,6 +605,27 @@ class GuardedStore(Store):
                 f"{self._full(path)} relabels {full} and would loosen its labels; that needs "
                 "the label permission (a sidecar change without it may only tighten them)"
             )
+
+    async def _admit_sidecar_folder(self, path: VPath, op: Operation) -> None:
+        """A folder at the sidecar name of an existing file would leave that file's labels
+        undetermined, hiding it from everybody: refused like a write whose labels could not be
+        read back (and, when the file is hidden, like a write onto a hidden name)."""
+        target = labelled_file_of(path)
+        if target is None:
+            return
+        pair = await self.inner.relabelling(path, None)
+        if pair is None:
+            return  # no such file: an ordinary folder name
+        why = self._visibility(target, _FILE, None) or (
+            None if self.ctx.admits(pair[0]) else "labels do not admit the principal"
+        )
+        if why is not None:
+            raise self._taken(path, Action.WRITE, why, op)
+        op.refuse(f"a folder at the sidecar name of {self._full(target)}")
+        raise LabelError(
+            f"{self._full(path)}: a folder there would make the labels of {self._full(target)} "
+            "unreadable; use another name"
+        )
 
     async def _admit_move(self, src: VPath, dst: VPath, op: Operation) -> tuple[FileInfo, bool]:
         found = await self._admit_removal(src, "move", op, recursive=True)

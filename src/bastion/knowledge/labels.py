@@ -114,6 +114,9 @@ def document_labels(
     ``classification``) or a tenant other than the base's gives undetermined labels: fail
     closed, never ignored.
     """
+    # label keys in any case (``Classification:``): a spelling must not make labels ignored
+    # (the parser refuses a key given in two spellings)
+    metadata = {str(key).strip().casefold(): value for key, value in metadata.items()}
     classification = base.classification
     wanted = metadata.get("classification")
     if wanted is not None and not isinstance(wanted, str):

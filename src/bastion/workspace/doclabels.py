@@ -31,8 +31,7 @@ from bastion.core.paths import VPath
 from bastion.core.ports import ReadCheck, Store
 from bastion.core.principal import Classifications
 from bastion.core.sidecars import SIDECAR_SUFFIX, labelled_file_of, sidecar_of
-from bastion.knowledge.ingest.formats.text import BOMS
-from bastion.knowledge.ingest.frontmatter import HEAD_BYTES, MAX_FRONT_MATTER_BYTES
+from bastion.knowledge.ingest.frontmatter import HEAD_BYTES, MAX_FRONT_MATTER_BYTES, encoding_of
 from bastion.knowledge.labels import resolve_labels
 
 __all__ = ["SIDECAR_SUFFIX", "DocumentLabels", "labelled_file_of"]
@@ -120,6 +119,9 @@ class DocumentLabels(Store):
                 return None
         if not found.is_file:
             return None
+        if labelled_file_of(target) is not None:
+            # a sidecar of a sidecar: the labels of the file the first one describes
+            return await self._labelled(found)
         # the sidecar is ``sidecar``: no need to look it up again
         labels = await self._labels(found, _Sidecar(sidecar))
         return _with_labels(found, labels)
@@ -343,12 +345,7 @@ def _spellings_differ(name: str) -> bool:
 
 
 def _may_open_front_matter(probe: bytes) -> bool:
-    for bom, encoding in BOMS:
-        if probe.startswith(bom):
-            text = probe.decode(encoding, "ignore")
-            break
-    else:
-        text = probe.decode("utf-8", "ignore")
+    text = probe.decode(encoding_of(probe), "ignore")
     return text.removeprefix("\ufeff").startswith("---")
 
 

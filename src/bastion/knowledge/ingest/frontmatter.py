@@ -5,7 +5,9 @@ keywords) and skills (``SKILL.md``) used to read front matter with three sets of
 where two disagreed a document was hidden from the index but served by ``read``. One parser
 means one answer, whatever the caller:
 
-- text is UTF-8, or UTF-16/UTF-32/UTF-8 marked by a byte-order mark (:func:`decode`);
+- text is UTF-8, or UTF-16/UTF-32/UTF-8 marked by a byte-order mark (:func:`decode`); a file
+  that opens with ``---`` in UTF-16 or UTF-32 without a mark is read in that encoding too
+  (:func:`encoding_of`), so labels written that way are never mistaken for plain text;
 - line endings are normalized (CRLF and lone CR become LF) before anything is matched;
 - front matter is a ``---`` first line, a YAML mapping, then ``---`` or ``...`` alone on a line;
   a ``---`` first line with no closing line is a thematic break, not front matter;
@@ -37,6 +39,7 @@ __all__ = [
     "FrontMatter",
     "FrontMatterError",
     "decode",
+    "encoding_of",
     "head_front_matter",
     "load_mapping",
     "split_front_matter",
@@ -77,8 +80,22 @@ class FrontMatter:
     """1-based line of the body's first line."""
 
 
-def _encoding(data: bytes) -> str:
-    return next((name for bom, name in BOMS if data.startswith(bom)), "utf-8")
+_UNMARKED = (
+    (b"-\x00\x00\x00-\x00\x00\x00-\x00\x00\x00", "utf-32-le"),
+    (b"\x00\x00\x00-\x00\x00\x00-\x00\x00\x00-", "utf-32-be"),
+    (b"-\x00-\x00-\x00", "utf-16-le"),
+    (b"\x00-\x00-\x00-", "utf-16-be"),
+)
+"""A ``---`` opening in UTF-16/32 without a byte-order mark: no UTF-8 text starts this way."""
+
+
+def encoding_of(head: bytes) -> str:
+    """The encoding front matter is read in: the byte-order mark's, else UTF-16/32 when the
+    file opens with ``---`` in one of them without a mark, else UTF-8."""
+    for bom, name in BOMS:
+        if head.startswith(bom):
+            return name
+    return next((name for opening, name in _UNMARKED if head.startswith(opening)), "utf-8")
 
 
 def decode(data: bytes, where: str) -> str:
@@ -119,7 +136,7 @@ def head_front_matter(head: bytes, *, complete: bool, where: str) -> FrontMatter
     the file but cannot be read: invalid, too large, not closed within the head, or holding
     bytes that are not text. A file that is not text at all (a PDF, an image) has none.
     """
-    encoding = _encoding(head)
+    encoding = encoding_of(head)
     try:
         text = head.decode(encoding)
         cut = not complete
@@ -156,7 +173,7 @@ def load_mapping(
     if _flow_depth(block) > max_depth:
         raise FrontMatterError(f"{where}: {what} is nested too deeply; flatten it")
     try:
-        loaded = yaml.load(block, Loader=_LOADER)  # noqa: S506 - a safe loader
+        loaded = _load(block, where, what)
     except RecursionError:
         raise FrontMatterError(f"{where}: {what} is nested too deeply; flatten it") from None
     except yaml.YAMLError as exc:
@@ -175,6 +192,29 @@ def load_mapping(
         raise FrontMatterError(f"{where}: {what} is nested too deeply; flatten it") from None
     assert isinstance(converted, dict)
     return converted
+
+
+def _load(block: str, where: str, what: str) -> Any:
+    """``yaml.load`` with the safe loader, refusing a top-level key given twice (YAML keeps the
+    last one silently, another reader may take the first) or in two spellings that differ only
+    in case or surrounding blanks (``classification`` and ``Classification``)."""
+    loader = _LOADER(block)
+    try:
+        node = loader.get_single_node()
+        if isinstance(node, yaml.MappingNode):
+            seen: set[str] = set()
+            for key, _ in node.value:
+                if not isinstance(key, yaml.ScalarNode) or key.tag.endswith(":merge"):
+                    continue
+                name = str(key.value).strip().casefold()
+                if name in seen:
+                    raise FrontMatterError(
+                        f"{where}: {what} gives a key twice (or in two spellings); keep one"
+                    )
+                seen.add(name)
+        return None if node is None else loader.construct_document(node)
+    finally:
+        loader.dispose()
 
 
 def _jsonable(value: Any, budget: int, where: str, what: str) -> Any:

@@ -1,0 +1,203 @@
+"""Issue 10, tried again as an attacker would: more variants of each leak class than the issue
+lists (front-matter encodings, sidecars of sidecars, sidecar names made folders, refused
+relabellings that leave files behind), each through the workspace, the way an agent reaches it.
+
+Every test builds a real workspace (memory stores, the in-memory index) with an owner who writes
+the documents and a principal with fewer rights who tries to learn or change what it may not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+
+import pytest
+
+from bastion import (
+    LabelError,
+    Labels,
+    MemoryStore,
+    Mount,
+    NotFoundError,
+    Policy,
+    PolicyDeniedError,
+    Principal,
+    Rule,
+    SyncWorkspace,
+    Workspace,
+)
+from bastion.core.paths import VPath
+from bastion.knowledge.index.memory import MemoryIndex
+from bastion.knowledge.service import Knowledge
+
+OWNER = Principal.of("owner", roles={"hr"}, clearance="restricted")
+WRITER = Principal.of("writer", clearance="confidential")
+"""May see and write confidential documents; holds no ``label`` permission."""
+READER = Principal.of("reader", clearance="internal")
+SECRET = "---\nclassification: confidential\n---\nzebra secret\n"
+
+
+@pytest.fixture
+def ws() -> SyncWorkspace:
+    policy = Policy(
+        rules=(
+            Rule.allow(("label", "reindex"), "/**", principals=["owner"]),
+            Rule.allow("*", "/**"),
+        )
+    )
+    return Workspace(
+        [Mount.of("/docs", MemoryStore(), labels=Labels(classification="internal"))],
+        policy=policy,
+        knowledge=Knowledge(MemoryIndex()),
+        principal=OWNER,
+    ).sync()
+
+
+def _as(ws: SyncWorkspace, who: Principal) -> SyncWorkspace:
+    return ws.aio.with_principal(who).sync()
+
+
+def _plant(ws: SyncWorkspace, path: str, data: bytes) -> None:
+    """Put bytes in the mount's store as another program would (not through the workspace)."""
+    store = ws.aio.mounts[0].store
+    while not isinstance(store, MemoryStore):
+        store = store.inner
+    asyncio.run(store.write(VPath.parse(path), data))
+
+
+def _everything(ws: SyncWorkspace) -> list[str]:
+    return sorted(str(e.path) for e in ws.glob("/docs/**"))
+
+
+def _reader_sees(ws: SyncWorkspace) -> dict[str, list[str]]:
+    reader = _as(ws, READER)
+    return {
+        "list": sorted(str(e.path) for e in reader.list("/docs")),
+        "glob": sorted(str(e.path) for e in reader.glob("/docs/**")),
+        "grep": sorted({m.path for m in reader.grep("zebra", "/docs").matches}),
+        "search": sorted({h.path for h in reader.search("zebra", mode="bm25").hits}),
+    }
+
+
+NOTHING: dict[str, list[str]] = {"list": [], "glob": [], "grep": [], "search": []}
+
+
+# -- front matter in encodings without a byte-order mark ---------------------------------------
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be"])
+def test_front_matter_in_utf16_or_utf32_without_a_bom_still_labels_the_file(
+    ws: SyncWorkspace, encoding: str
+) -> None:
+    # The index used to clean the NULs out of such a file and serve "zebra" to the reader,
+    # while the labels resolver saw no front matter at all.
+    _plant(ws, "/memo.md", SECRET.encode(encoding))
+    ws.reindex()
+    assert ws.stat("/docs/memo.md").labels.classification == "confidential"
+    assert _reader_sees(ws) == NOTHING
+    with pytest.raises(NotFoundError):
+        _as(ws, READER).read_bytes("/docs/memo.md")
+
+
+# -- sidecars of sidecars ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("labelled_by", ["sidecar", "front matter"])
+def test_the_sidecar_of_a_sidecar_is_hidden_with_the_file(
+    ws: SyncWorkspace, labelled_by: str
+) -> None:
+    if labelled_by == "sidecar":
+        ws.write("/docs/x.txt", "zebra x\n")
+        ws.write("/docs/x.txt.labels.yaml", "classification: confidential\n")
+    else:
+        ws.write("/docs/x.txt", SECRET)
+        ws.write("/docs/x.txt.labels.yaml", "tags: [a]\n")
+    ws.write("/docs/x.txt.labels.yaml.labels.yaml", "tags: [zebra]\n")
+    # the name alone says that x.txt exists: it is as hidden as x.txt
+    assert _reader_sees(ws) == NOTHING
+    with pytest.raises(NotFoundError):
+        _as(ws, READER).read_text("/docs/x.txt.labels.yaml.labels.yaml")
+    assert ws.read_text("/docs/x.txt.labels.yaml.labels.yaml") == "tags: [zebra]\n"
+
+
+# -- a refused relabelling changes nothing ------------------------------------------------------
+
+
+@pytest.mark.parametrize("target", ["/docs/y.txt.labels.yaml", "/docs/other.yaml"])
+def test_a_refused_move_of_a_sidecar_leaves_no_file_behind(ws: SyncWorkspace, target: str) -> None:
+    ws.write("/docs/x.txt", "zebra x\n")
+    ws.write("/docs/x.txt.labels.yaml", "classification: confidential\n")
+    ws.write("/docs/y.txt", "zebra y\n")
+    before = _everything(ws)
+    with pytest.raises(PolicyDeniedError, match="label permission"):
+        _as(ws, WRITER).move("/docs/x.txt.labels.yaml", target)
+    # a sidecar carrying x.txt's labels used to be written at the target before the refusal,
+    # readable by whoever may read the target's folder
+    assert _everything(ws) == before
+    assert _reader_sees(ws)["list"] == ["/docs/y.txt"]
+
+
+def test_a_refused_copy_onto_a_sidecar_leaves_no_file_behind(ws: SyncWorkspace) -> None:
+    ws.write("/docs/x.txt", "zebra x\n")
+    ws.write("/docs/x.txt.labels.yaml", "classification: confidential\n")
+    ws.write("/docs/loose.txt", "classification: internal\n")
+    ws.write("/docs/loose.txt.labels.yaml", "tags: [s]\n")
+    before = _everything(ws)
+    with pytest.raises(PolicyDeniedError, match="label permission"):
+        _as(ws, WRITER).copy("/docs/loose.txt", "/docs/x.txt.labels.yaml", overwrite=True)
+    assert _everything(ws) == before
+    assert ws.read_text("/docs/x.txt.labels.yaml") == "classification: confidential\n"
+
+
+# -- a folder at a sidecar's name ---------------------------------------------------------------
+
+
+def test_a_folder_at_a_sidecar_name_cannot_hide_a_file_from_everybody(ws: SyncWorkspace) -> None:
+    # A folder where a sidecar belongs leaves the file's labels undetermined: it would vanish
+    # for everybody. Anyone with write access to the folder could do it, even to a file they
+    # may not see.
+    ws.write("/docs/open.txt", "zebra open\n")
+    ws.write("/docs/x.md", SECRET)
+    reader = _as(ws, READER)
+    with pytest.raises(LabelError, match="labels"):
+        reader.mkdir("/docs/open.txt.labels.yaml")
+    with pytest.raises(LabelError, match="labels"):
+        reader.write("/docs/open.txt.labels.yaml/inner.txt", "a\n")
+    with pytest.raises(PolicyDeniedError, match=r"^write on /docs/x.md.labels.yaml is not allowed"):
+        reader.mkdir("/docs/x.md.labels.yaml")
+    assert _everything(ws) == ["/docs/open.txt", "/docs/x.md"]
+    assert ws.stat("/docs/x.md").labels.classification == "confidential"
+    assert _reader_sees(ws)["list"] == ["/docs/open.txt"]
+
+
+# -- label keys in other spellings --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "front_matter",
+    [
+        "Classification: confidential\n",
+        "CLASSIFICATION: confidential\n",
+        "classification: confidential\nclassification: internal\n",
+        "classification: confidential\nClassification: internal\n",
+        "roles: [hr]\nroles: []\n",
+    ],
+    ids=["capitalised", "upper", "duplicate", "duplicate-in-two-cases", "duplicate-roles"],
+)
+def test_label_keys_in_other_spellings_never_loosen(ws: SyncWorkspace, front_matter: str) -> None:
+    # YAML keeps the last of two equal keys and tells nobody; a reader of the file (or another
+    # tool) may take the first. Either way the document is no easier to read than its
+    # tightest spelling says.
+    _plant(ws, "/memo.md", f"---\n{front_matter}---\nzebra memo\n".encode())
+    ws.reindex()
+    assert _reader_sees(ws) == NOTHING
+
+
+def test_a_file_with_a_bom_and_crlf_at_the_64k_boundary_agrees_on_every_path(
+    ws: SyncWorkspace,
+) -> None:
+    block = "classification: confidential\n# " + "a" * (64 * 1024 - 40) + "\n"
+    text = "---\n" + block + "---\nzebra\n"
+    _plant(ws, "/big.md", codecs.BOM_UTF8 + text.replace("\n", "\r\n").encode())
+    ws.reindex()
+    assert _reader_sees(ws) == NOTHING
