@@ -154,4 +154,3 @@ async def test_a_concurrent_change_is_a_conflict_not_an_overwrite(tmp_path: Path
     assert await ws.read_text("/scratch/a.txt") == "someone else\n"
     assert await ws.read_text("/scratch/sub/b.txt") == "also changed\n"
     assert await ws.read_text("/scratch/fresh.txt") == "created meanwhile\n"
-
