@@ -15,6 +15,10 @@ checks what is on disk against what was acknowledged:
   one line;
 * a writer killed (SIGKILL) in the middle of a large write leaves its temporary file: never
   listed, globbed, grepped or searched, and no obstacle to deleting the folder it is in;
+* on a filesystem that keeps file times in whole seconds (ext4 with 128-byte inodes, loop
+  mounted; skipped, saying why, where it cannot be), versions never repeat: the inode numbers
+  of a file rewritten twice in one second used to alternate, and a stale ``if_version`` went
+  through;
 * a relabelling by sidecar in one process hides the file from the next search of an
   unauthorised principal in another process that has its index open.
 """
@@ -23,16 +27,19 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from bastion import LocalStore, Mount, NotFoundError, Policy, Principal, Workspace
+from bastion import ConflictError, LocalStore, Mount, NotFoundError, Policy, Principal, Workspace
+from bastion.core.paths import VPath
 from bastion.knowledge.service import Knowledge
 from bastion.stores._fd import TEMP_PREFIX
 
@@ -292,3 +299,67 @@ async def test_a_sidecar_written_in_another_process_hides_the_next_search_hit(
         assert [h.path for h in (await ws.search("pelican", mode="bm25")).hits] == ["/m/plan.md"]
     finally:
         knowledge.close()
+
+
+# -- a filesystem that keeps file times in whole seconds -------------------------------------
+
+
+@pytest.fixture
+def coarse_disk(tmp_path: Path) -> Iterator[Path]:
+    """A loop-mounted ext4 with 128-byte inodes: its file times are whole seconds."""
+    if shutil.which("mount") is None or shutil.which("mkfs.ext4") is None:
+        pytest.skip("needs mount and mkfs.ext4 (util-linux, e2fsprogs) to make a coarse disk")
+    if os.geteuid() != 0:
+        pytest.skip("needs root to loop-mount a disk with second timestamps (runs as a user)")
+    image, where = tmp_path / "disk.img", tmp_path / "disk"
+    where.mkdir()
+    with image.open("wb") as f:
+        f.truncate(32 << 20)
+    made = subprocess.run(
+        ["mkfs.ext4", "-q", "-F", "-I", "128", str(image)],
+        check=False,
+        capture_output=True,
+        text=True,
+    )
+    if made.returncode != 0:
+        pytest.skip(f"mkfs.ext4 -I 128 failed here: {made.stderr.strip()}")
+    mounted = subprocess.run(
+        ["mount", "-o", "loop", str(image), str(where)], check=False, capture_output=True, text=True
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot loop-mount a disk here (needs CAP_SYS_ADMIN): {mounted.stderr}")
+    try:
+        probe = where / "probe"
+        probe.write_bytes(b"")
+        os.utime(probe, ns=(1_700_000_000_123_456_789,) * 2)
+        assert probe.stat().st_mtime_ns % 1_000_000_000 == 0  # whole seconds indeed
+        probe.unlink()
+        (where / "root").mkdir()
+        yield where / "root"
+    finally:
+        subprocess.run(["umount", "-l", str(where)], capture_output=True, check=False)
+
+
+async def test_versions_never_repeat_on_a_disk_with_second_timestamps(coarse_disk: Path) -> None:
+    store = LocalStore(coarse_disk)
+    path = VPath.parse("/f")
+    versions = [(await store.write(path, b"v%02d" % i)).version for i in range(12)]
+    assert len(set(versions)) == len(versions)
+    stale = (await store.write(path, b"AAA")).version
+    await store.write(path, b"BBB")
+    await store.write(path, b"CCC")  # same size, same second, the first inode number again
+    with pytest.raises(ConflictError):
+        await store.write(path, b"DDD", if_version=stale)
+    assert await store.read_all(path) == b"CCC"
+
+
+async def test_processes_lose_no_update_on_a_disk_with_second_timestamps(
+    coarse_disk: Path,
+) -> None:
+    spec = f"local:{coarse_disk}"
+    ws = _workspace(spec)
+    await ws.write("/m/counter", "n=0\n")
+    acks = _acks([_spawn(spec, "edit", n=ROUNDS * 2) for _ in range(WORKERS + 1)])  # 4 x 40
+    values = sorted(v for worker in acks for v in worker)
+    assert values == list(range(1, (WORKERS + 1) * ROUNDS * 2 + 1))
+    assert await ws.read_text("/m/counter") == f"n={(WORKERS + 1) * ROUNDS * 2}\n"

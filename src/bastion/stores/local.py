@@ -43,7 +43,9 @@ reserved: they are never listed and cannot be addressed.
 
 Versions are ``mtime_ns-size-inode`` of the file. Each write stamps the new file with a
 modification time later than the replaced file's and than any this store stamped before, so a
-version never repeats even when the clock is coarse and an inode number is reused.
+version never repeats even when the clock is coarse and an inode number is reused. Where the
+filesystem keeps coarser times than it is given (seconds on ext4 with 128-byte inodes), the
+stamp moves on by that granularity, ahead of the clock while writes of one file come faster.
 
 Writers exclude each other across processes, with ``flock`` on descriptors opened for the
 call alone, held from the check to the rename. A write or a delete of an existing file holds
@@ -121,6 +123,8 @@ from bastion.stores._fd import (
 __all__ = ["TEMP_PREFIX", "LocalStore"]
 
 _RENAME_NOREPLACE = 1
+_STEPS_NS = (1_000, 1_000_000, 1_000_000_000, 2_000_000_000)
+"""Timestamp granularities of filesystems, finest first: microseconds to FAT's 2 seconds."""
 _ODD_NAMES = frozenset({"", ".", ".."})
 
 
@@ -467,6 +471,24 @@ class LocalStore(Store):
         self._last_ns = max(time.time_ns(), self._last_ns + 1, floor)
         return self._last_ns
 
+    def _stamp_past(self, fd: int, floor_ns: int, path: VPath) -> os.stat_result:
+        """Stamp ``fd`` later than ``floor_ns`` where the filesystem cut the stamp to its own
+        granularity (seconds on ext4 with small inodes, two seconds on FAT): the next step of
+        that granularity. Without it the version would repeat, and so let a stale
+        ``if_version`` through once an inode number comes back."""
+        for step in _STEPS_NS:
+            stamp = floor_ns + step
+            os.utime(fd, ns=(stamp, stamp))
+            st = os.fstat(fd)
+            if st.st_mtime_ns > floor_ns:
+                os.fsync(fd)
+                self._last_ns = max(self._last_ns, st.st_mtime_ns)
+                return st
+        raise StoreError(
+            f"{path}: this disk's file times cannot tell two versions apart; "
+            "mount the store on a filesystem with finer timestamps"
+        )
+
     def _write_locked(
         self,
         pfd: int,
@@ -519,6 +541,8 @@ class LocalStore(Store):
             os.utime(tfd, ns=(stamp, stamp))
             os.fsync(tfd)
             final = os.fstat(tfd)
+            if current is not None and final.st_mtime_ns <= current.st_mtime_ns:
+                final = self._stamp_past(tfd, current.st_mtime_ns, path)
             if mode is WriteMode.CREATE:
                 _link_new(pfd, tmp, name)
             else:
