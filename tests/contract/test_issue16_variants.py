@@ -19,6 +19,8 @@ checks what is on disk against what was acknowledged:
   mounted; skipped, saying why, where it cannot be), versions never repeat: the inode numbers
   of a file rewritten twice in one second used to alternate, and a stale ``if_version`` went
   through;
+* a move refused because its target exists leaves the target as it was (it used to write
+  the moved file's sidecar there first, relabelling the file it did not replace);
 * a relabelling by sidecar in one process hides the file from the next search of an
   unauthorised principal in another process that has its index open.
 """
@@ -38,7 +40,16 @@ from typing import Any
 
 import pytest
 
-from bastion import ConflictError, LocalStore, Mount, NotFoundError, Policy, Principal, Workspace
+from bastion import (
+    AlreadyExistsError,
+    ConflictError,
+    LocalStore,
+    Mount,
+    NotFoundError,
+    Policy,
+    Principal,
+    Workspace,
+)
 from bastion.core.paths import VPath
 from bastion.knowledge.service import Knowledge
 from bastion.stores._fd import TEMP_PREFIX
@@ -274,6 +285,24 @@ async def test_a_killed_writer_s_temporary_file_is_invisible_and_in_nobody_s_way
     assert await ws.list("/m/d") == []
     await ws.delete("/m/d")
     assert not (root / "d").exists()
+
+
+# -- a refused move changes nothing --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("verb", ["move", "copy"])
+async def test_a_move_refused_by_an_existing_target_leaves_its_labels(
+    tmp_path: Path, verb: str
+) -> None:
+    ws = _workspace(f"local:{tmp_path}")
+    await ws.write("/m/plan.txt", "secret plan\n")
+    await ws.write("/m/plan.txt.labels.yaml", "roles: [hr]\n")
+    await ws.write("/m/open.md", "canteen menu\n")
+    with pytest.raises(AlreadyExistsError, match="already exists"):
+        await getattr(ws, verb)("/m/plan.txt", "/m/open.md")
+    assert await ws.with_principal(VISITOR).read_text("/m/open.md") == "canteen menu\n"
+    assert not (tmp_path / "open.md.labels.yaml").exists()
+    assert await ws.read_text("/m/plan.txt") == "secret plan\n"
 
 
 # -- the index follows a relabelling made in another process -----------------------------------

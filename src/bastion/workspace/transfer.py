@@ -74,6 +74,11 @@ class TransferMixin(WorkspaceBase):
             if src_store is dst_store:
                 if info.is_file:  # a folder's sidecars move with it; a file's go first
                     await src_store.check_move(src_rel, dst_rel)
+                    if not overwrite and await dst_store.lookup(dst_rel) is not None:
+                        # refused before the sidecar, which would relabel the file there
+                        raise AlreadyExistsError(
+                            f"{d} already exists; pick another name or pass overwrite=True"
+                        )
                     head = await self._head(src_store, src_rel)
                     await self._carry_labels(dst_store, dst_rel, info.labels, head)
                 await self._rename(src_store, src_rel, dst_rel, d, info, overwrite=overwrite)
