@@ -53,7 +53,8 @@ class FlakyProxy:
                     self.send_header("Content-Type", "application/xml")
                     self.send_header("Content-Length", str(len(_ERROR)))
                     self.end_headers()
-                    self.wfile.write(_ERROR)
+                    if self.command != "HEAD":  # a body after HEAD would break the next answer
+                        self.wfile.write(_ERROR)
                     return
                 conn = http.client.HTTPConnection(*proxy._upstream, timeout=60)
                 try:

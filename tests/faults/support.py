@@ -13,7 +13,26 @@ from pathlib import Path
 
 import pytest
 
-__all__ = ["Tmpfs", "tells_the_mount", "tmpfs"]
+__all__ = [
+    "NO_PERMISSION",
+    "NO_SPACE",
+    "READ_ONLY",
+    "Tmpfs",
+    "says",
+    "tells_the_mount",
+    "tmpfs",
+]
+
+NO_SPACE = ("no space left on the disk of this mount", "free space and retry")
+"""A full disk (``ENOSPC``, ``EDQUOT``): the cause, and what to do."""
+READ_ONLY = ("the disk is read-only", "writes need it mounted read-write (ask an operator)")
+"""A disk mounted read-only (``EROFS``): the cause, and what to do."""
+NO_PERMISSION = (
+    "the store has no permission for this file on disk",
+    "fix its permissions (ask an operator)",
+)
+"""A file or folder the store's user may not open (``EACCES``, ``EPERM``): the cause, and what
+to do."""
 
 
 class Tmpfs:
@@ -57,3 +76,13 @@ def tells_the_mount(message: str, prefix: str) -> None:
     """A fault's error: one line, naming the mount (its prefix starts the path it names)."""
     assert "\n" not in message, message
     assert f"{prefix}/" in message or f"mount {prefix}" in message, message
+
+
+def says(message: str, where: str, cause: str, advice: str) -> None:
+    """A fault's error in full: one line that names ``where`` (a path under the mount), says
+    ``cause`` and then ``advice`` (what to do), and is not the generic fallback."""
+    assert "\n" not in message, message
+    assert message.startswith(f"{where}: "), message
+    assert cause in message, message
+    assert advice in message.partition(cause)[2], message
+    assert "storage of this mount failed" not in message, message

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from .support import tells_the_mount
+from .support import NO_PERMISSION, says, tells_the_mount
 
 CHILD = r"""
 import asyncio, json, os, sys
@@ -155,7 +155,7 @@ def test_a_file_made_unreadable_under_the_store(folder: Path, helper: Helper) ->
     assert helper.ok("search", "/share", "gannet") == ["/share/a.md"]
     os.chmod(folder / "a.md", 0)
     try:
-        assert "permission denied" in helper.fails("read", "/share/a.md")
+        says(helper.fails("read", "/share/a.md"), "/share/a.md", *NO_PERMISSION)
         assert helper.ok("list", "/share") == ["a.md"]
     finally:
         os.chmod(folder / "a.md", 0o644)
@@ -170,13 +170,14 @@ def test_a_folder_made_unreachable_under_the_store(folder: Path, helper: Helper)
     assert helper.ok("search", "/share", "tern") == ["/share/sub/b.md"]
     os.chmod(folder / "sub", 0)
     try:
+        # The store names the folder it may not open; the caller reads it under the mount.
         for op, path, text in (
             ("read", "/share/sub/b.md", None),
             ("write", "/share/sub/b.md", "# B\n\ntern eggs\n"),
             ("write", "/share/sub/c.md", "# C\n\ntern\n"),
             ("list", "/share/sub", None),
         ):
-            helper.fails(op, path, text)
+            says(helper.fails(op, path, text), "/share/sub", *NO_PERMISSION)
         # The hit cannot be checked against its file: it is left out, not shown stale.
         assert helper.ok("search", "/share", "tern") == []
         assert helper.ok("list", "/share") == ["sub"]

@@ -30,7 +30,7 @@ from bastion.core.errors import StoreError, StoreUnavailableError
 from bastion.stores.postgres import PostgresStore
 from pg_support import start_private_pg
 
-from .support import tells_the_mount
+from .support import says
 
 T = TypeVar("T")
 PATIENCE = 90.0
@@ -102,7 +102,13 @@ async def test_a_restart_in_the_middle_of_a_write_keeps_the_old_content(server: 
         finally:
             with contextlib.suppress(psycopg.Error):
                 blocker.close()
-        tells_the_mount(str(caught.value), "/pg")
+        says(
+            str(caught.value),
+            "/pg/ledger.md",
+            "lost the connection to PostgreSQL (namespace 'default')",
+            "retry later",
+        )
+        assert isinstance(caught.value, StoreUnavailableError)
 
         async def read() -> str:
             return await ws.read_text("/pg/ledger.md")

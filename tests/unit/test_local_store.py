@@ -466,7 +466,7 @@ async def test_failed_rename_leaves_nothing_behind(
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(os, "rename", broken_rename)
-    with pytest.raises(StoreError, match="No space left"):
+    with pytest.raises(StoreError, match="no space left on the disk of this mount; free space"):
         await store.write(P("/a"), b"new")
     assert os.listdir(root) == []
 

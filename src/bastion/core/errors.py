@@ -31,7 +31,8 @@ and are raised while building things, not while serving requests.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Mapping
 
 __all__ = [
     "AccessDeniedError",
@@ -152,7 +153,6 @@ class ConfigurationError(BastionError):
     """A developer mistake: invalid mount table, policy, or options."""
 
 
-_AFTER_PATH = frozenset(" :;,")
 _GENERIC: dict[type[OperationError], str] = {
     AlreadyExistsError: "{} already exists",
     IsADirectoryError_: "{} is a directory",
@@ -161,17 +161,48 @@ _GENERIC: dict[type[OperationError], str] = {
     ConflictError: "{} changed since the version you expected; read it again and retry",
     UnsupportedFileError: "{}: a link or a special file is in the way; Bastion does not open it",
     InvalidPathError: "{}: this name cannot be used in this store",
+    NotFoundError: "{} not found",
+    StoreUnavailableError: "{}: the storage of this mount did not answer; try again later",
 }
+_STORE_FAILED = (
+    "{}: the storage of this mount failed; try again later, and ask an operator if it persists"
+)
+_BEFORE_PATH = r"(?:^|(?<=[\s(]))"
+"""Where a path may start in a message: at its start, or after a space or an opening bracket."""
+_AFTER_PATH = r"(?=[\s:;,)]|$)"
+"""What may follow a path in a message: a space, a colon, a semicolon, a comma, a bracket, the
+end."""
+_ANY_PATH = re.compile(f"{_BEFORE_PATH}(?<!mount )/")
+"""The start of a path that no mapping named (``mount /x`` names a mount: a workspace path)."""
 
 
-def reworded(exc: OperationError, path: object, full: object) -> OperationError:
-    """``exc`` re-worded to name ``full`` (a workspace path) instead of ``path`` (the store's
-    path): the store's sentence when it starts with its path, else a plain one of the same type.
-    Adapters use it at the edge where one kind of path becomes the other."""
-    text, shown = str(exc), str(path)
+def reworded(
+    exc: OperationError,
+    path: object,
+    full: object,
+    *,
+    also: Mapping[str, str] | None = None,
+) -> OperationError:
+    """``exc`` re-worded for the other side of an edge where store paths become workspace
+    paths (adapters use it there): ``path`` (the store's path) becomes ``full``, and each path
+    of ``also`` (store path -> workspace path: the other path of a move, the folders above)
+    becomes its workspace path, wherever the message names it, so the store's cause and advice
+    are kept. A message that names any other path (one the caller may not see, or one the
+    edge does not know) becomes a plain one of the same type naming ``full``; one that names no
+    path is told about ``full``."""
+    names = {str(path): str(full), **(also or {})}
+    known = "|".join(re.escape(shown) for shown in sorted(names, key=len, reverse=True))
+    pattern = re.compile(f"{_BEFORE_PATH}(?:{known}){_AFTER_PATH}")
+    text = str(exc)
     cls: Callable[[str], OperationError] = type(exc)
-    if text.startswith(shown) and text[len(shown) : len(shown) + 1] in _AFTER_PATH | {""}:
-        return cls(f"{full}{text[len(shown) :]}")
-    if isinstance(exc, StoreUnavailableError):  # names the mount, never a store path
-        return cls(f"{full}: {text}")
-    return cls(_GENERIC.get(type(exc), "{}: the storage backend failed; retry").format(full))
+    pieces: list[str] = []
+    mapped = end = 0
+    for match in pattern.finditer(text):
+        pieces += [text[end : match.start()], names[match.group()]]
+        end, mapped = match.end(), mapped + 1
+    pieces.append(text[end:])
+    if any(_ANY_PATH.search(piece) for piece in pieces[::2]):
+        plain = _GENERIC.get(type(exc), _STORE_FAILED)
+        return cls(plain.format(full))
+    shown = "".join(pieces)
+    return cls(shown if mapped else f"{full}: {shown}")

@@ -259,10 +259,17 @@ class GuardedStore(Store):
     # -- store errors, in workspace terms ----------------------------------------------------
 
     async def _failed(
-        self, exc: OperationError, path: VPath, op: Operation, *, writing: bool = False
+        self,
+        exc: OperationError,
+        path: VPath,
+        op: Operation,
+        *,
+        writing: bool = False,
+        also: tuple[VPath, ...] = (),
     ) -> OperationError:
         """The error to raise for a store failure on ``path`` (re-raise it ``from None``: the
-        store's own message names store paths)."""
+        store's own message names store paths). ``also``: the other paths of the call (a
+        move's source), which the message may name too."""
         if isinstance(exc, NotADirectoryError_ | IsADirectoryError_ | UnsupportedFileError):
             # "is a file", "is a directory", "is a link" say something is there: if that
             # something is hidden, the answer is the plain not found.
@@ -276,7 +283,22 @@ class GuardedStore(Store):
             if writing:
                 return NotFoundError(f"parent directory {full.parent} does not exist")
             return NotFoundError(f"{full} not found")
-        return reworded(exc, path, full)
+        return reworded(exc, path, full, also=self._shown_paths((path, *also)))
+
+    def _shown_paths(self, paths: tuple[VPath, ...]) -> dict[str, str]:
+        """Store path -> workspace path for ``paths`` (already admitted by the call) and the
+        folders above them that the principal may see: what a store's message may name and
+        the error may tell. A folder the principal may not see is left out, so a message
+        naming it is told in the plain form (``errors.reworded``)."""
+        shown: dict[str, str] = {}
+        for path in paths:
+            shown[str(path)] = str(self._full(path))
+            above = path
+            while not above.is_root:
+                above = above.parent
+                if str(above) not in shown and self._visibility(above, _DIR, None) is None:
+                    shown[str(above)] = str(self._full(above))
+        return shown
 
     async def _hidden_above(self, path: VPath) -> str | None:
         """Why the first non-directory above ``path`` is hidden, if there is one and it is."""
@@ -374,6 +396,7 @@ class GuardedStore(Store):
             try:
                 info = await self.inner.write(path, data, mode=mode, if_version=if_version)
             except OperationError as exc:
+                await self._refuse_onto_hidden(exc, path, op)
                 raise await self._failed(exc, path, op, writing=True) from None
             op.bytes += len(data)
             return info
@@ -474,6 +497,7 @@ class GuardedStore(Store):
             try:
                 await self.inner.mkdir(path)
             except OperationError as exc:
+                await self._refuse_onto_hidden(exc, path, op)
                 raise await self._failed(exc, path, op, writing=True) from None
 
     async def rename(self, src: VPath, dst: VPath) -> None:
@@ -490,7 +514,7 @@ class GuardedStore(Store):
             except OperationError as exc:
                 if isinstance(exc, AlreadyExistsError):
                     raise reworded(exc, dst, self._full(dst)) from None
-                raise await self._failed(exc, dst, op, writing=True) from None
+                raise await self._failed(exc, dst, op, writing=True, also=(src,)) from None
 
     # -- labels that travel with a file ------------------------------------------------------
 
@@ -606,6 +630,22 @@ class GuardedStore(Store):
                 "the label permission (a sidecar change without it may only tighten them)"
             )
 
+    async def _refuse_onto_hidden(self, exc: OperationError, path: VPath, op: Operation) -> None:
+        """A change that failed because a file the principal may not see is at ``path`` (a
+        folder made over it) or above it (a write below it) is refused in the words of a
+        policy refusal, as a write onto a hidden name is (``_taken``): "not found" or "already
+        exists" would tell that something is there."""
+        why = None
+        if isinstance(exc, NotADirectoryError_):
+            why = await self._hidden_above(path)
+        elif isinstance(exc, AlreadyExistsError):
+            with suppress(OperationError):
+                there = await self.inner.stat(path)
+                if not there.is_dir:
+                    why = self._visibility(path, there.kind, there)
+        if why is not None:
+            raise self._taken(path, Action.WRITE, why, op)
+
     async def _admit_sidecar_folder(self, path: VPath, op: Operation) -> None:
         """A folder at the sidecar name of an existing file would leave that file's labels
         undetermined, hiding it from everybody: refused like a write whose labels could not be
@@ -632,7 +672,8 @@ class GuardedStore(Store):
         self._writable_target(dst, is_file=found[0].is_file)
         try:
             there = await self.inner.stat(dst)
-        except OperationError:
+        except OperationError as exc:
+            await self._refuse_onto_hidden(exc, dst, op)
             return found  # missing or in the way: the rename says so
         why = self._visibility(dst, there.kind, there)
         if why is not None:

@@ -6,6 +6,7 @@ inside its own transaction); they decide nothing about storage.
 
 from __future__ import annotations
 
+import errno
 from typing import Any
 
 from bastion.core.errors import (
@@ -24,10 +25,33 @@ __all__ = [
     "check_range",
     "check_write",
     "conflict",
+    "disk_fault",
     "labels_dict",
     "not_empty",
     "refuse_unchecked",
 ]
+
+
+_NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT})
+_NO_PERMISSION = frozenset({errno.EACCES, errno.EPERM})
+
+
+def disk_fault(code: int | None, path: VPath, *, permissions: bool = True) -> StoreError | None:
+    """The error for a disk that is full, read-only, or refuses the store (by ``errno``
+    ``code``), saying what to do; ``None`` for any other code. ``permissions=False`` where a
+    permission error means something else (an object store's credentials)."""
+    if code in _NO_SPACE:
+        return StoreError(f"{path}: no space left on the disk of this mount; free space and retry")
+    if code == errno.EROFS:
+        return StoreError(
+            f"{path}: the disk is read-only; writes need it mounted read-write (ask an operator)"
+        )
+    if permissions and code in _NO_PERMISSION:
+        return StoreError(
+            f"{path}: the store has no permission for this file on disk; "
+            "fix its permissions (ask an operator)"
+        )
+    return None
 
 
 def check_range(offset: int, length: int | None) -> None:

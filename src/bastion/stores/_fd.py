@@ -29,6 +29,7 @@ from bastion.core.errors import (
 )
 from bastion.core.models import EntryKind, FileInfo
 from bastion.core.paths import VPath
+from bastion.stores._common import disk_fault
 
 TEMP_PREFIX = ".bastion-tmp-"
 """Names starting with this are the store's temporary files: never listed, never addressable."""
@@ -420,7 +421,10 @@ def _translate(exc: OSError, path: VPath) -> OperationError:
         return DirectoryNotEmptyError(f"{path} is not empty")
     if code in (errno.ELOOP, errno.EMLINK):
         return UnsupportedFileError(f"{path} is a symbolic link; Bastion does not follow links")
-    if code in (errno.EACCES, errno.EPERM):
-        return StoreError(f"{path}: permission denied by the local disk")
+    fault = disk_fault(code, path)
+    if fault is not None:
+        return fault
     reason = os.strerror(code) if code else type(exc).__name__
-    return StoreError(f"{path}: local disk error ({reason})")
+    return StoreError(
+        f"{path}: local disk error ({reason}); retry, and ask an operator if it persists"
+    )

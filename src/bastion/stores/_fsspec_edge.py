@@ -16,6 +16,7 @@ from bastion.core.errors import (
     StoreUnavailableError,
 )
 from bastion.core.paths import VPath
+from bastion.stores._common import disk_fault
 from bastion.stores._fsspec_s3 import error_code
 
 __all__ = ["open_filesystem", "translate"]
@@ -45,6 +46,9 @@ _UNREACHABLE = frozenset(
     }
 )
 
+_SERVER_FAULTS = frozenset({"InternalError", "ServiceUnavailable", "SlowDown"})
+"""S3 error codes of a server fault (HTTP 5xx), which only the server's side can end."""
+
 
 def translate(exc: BaseException, path: VPath) -> OperationError:
     """A foreign error as Bastion's, naming ``path`` and never quoting the server."""
@@ -55,6 +59,10 @@ def translate(exc: BaseException, path: VPath) -> OperationError:
             f"{path}: the bucket of this mount does not exist; "
             "ask an administrator to create it or to fix the mount's URL"
         )
+    if isinstance(exc, OSError):  # a filesystem on a disk (file://, sftp...): full, read-only
+        fault = disk_fault(exc.errno, path, permissions=False)
+        if fault is not None:
+            return fault
     if code in _CREDENTIALS or isinstance(exc, PermissionError) or "NoCredentialsError" in names:
         return StoreError(
             f"{path}: the object store refused this mount's credentials or permissions; "
@@ -65,6 +73,11 @@ def translate(exc: BaseException, path: VPath) -> OperationError:
             f"{path}: the object store of this mount is unreachable; try again later"
         )
     detail = f" ({code})" if code and code.isalnum() else ""
+    if code in _SERVER_FAULTS or (code is not None and code.isdigit() and code.startswith("5")):
+        return StoreError(
+            f"{path}: the object store of this mount answered with a server error{detail} "
+            "even after retries; try again later, and ask an operator if it persists"
+        )
     return StoreError(f"{path}: the object store failed{detail}; try again later")
 
 

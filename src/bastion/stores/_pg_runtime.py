@@ -275,6 +275,21 @@ class PgRuntime:
                 f"{path}: filesystem unresponsive: PostgreSQL (namespace {ns!r}) did not "
                 f"finish within {self.timeout:g}s (busy or locked); retry later"
             )
+        if isinstance(exc, errors.DiskFull):
+            return StoreError(
+                f"{path}: no space left on the disk of this mount's database; "
+                "free space and retry (ask an operator)"
+            )
+        if isinstance(exc, errors.ReadOnlySqlTransaction):
+            return StoreError(
+                f"{path}: the database of this mount is read-only (a standby?); "
+                "writes need the primary (ask an operator)"
+            )
+        if isinstance(exc, errors.InsufficientPrivilege):
+            return StoreError(
+                f"{path}: the database refused this mount's role; "
+                "grant the role access to the Bastion tables (ask an operator)"
+            )
         if isinstance(exc, psycopg.OperationalError):
             return StoreUnavailableError(
                 f"{path}: filesystem unresponsive: lost the connection to PostgreSQL "

@@ -110,9 +110,12 @@ def translate(exc: sqlite3.Error, what: str) -> StoreError:
     if code in _DAMAGED_CODES:
         return StoreError(f"{what}: the SQLite store's file is damaged; ask an operator")
     if code == 13:  # SQLITE_FULL
-        return StoreError(f"{what}: the SQLite store's disk is full; free space and retry")
+        return StoreError(f"{what}: no space left on the disk of this mount; free space and retry")
     if code == 8:  # SQLITE_READONLY
-        return StoreError(f"{what}: the SQLite store's file is read-only; ask an operator")
+        return StoreError(
+            f"{what}: the SQLite store's file is read-only; "
+            "writes need it writable (ask an operator)"
+        )
     name = getattr(exc, "sqlite_errorname", None) or type(exc).__name__
     return StoreError(f"{what}: the SQLite store failed ({name}); retry")
 
