@@ -18,6 +18,7 @@ import pytest
 
 from bastion.knowledge import relations
 from bastion.knowledge.chunking.structure import analyze
+from bastion.knowledge.ingest import parse_document
 from bastion.knowledge.ingest.clean import clean_text
 from bastion.knowledge.ingest.detect import detect_type
 from bastion.knowledge.ingest.metadata import markdown_headings
@@ -207,3 +208,11 @@ def test_a_long_run_of_hyphenated_line_breaks_is_joined_in_linear_time() -> None
     assert clean_text("state-of-the-\nart and inter-\nnational\nsmall-\nCaps") == (
         "state-of-the-art and international\nsmall-\nCaps"
     )
+
+
+def test_a_page_with_a_long_run_of_backslashes_is_parsed_in_linear_time() -> None:
+    """trafilatura's Markdown escaping rescans a backslash run from each position (80k took
+    3.5 s); such a page goes to the simple extractor, which keeps the text."""
+    page = "<html><body><p>[" + "\\" * N + "][</p><p>tail text</p></body></html>"
+    doc = finishes(lambda: parse_document(page.encode(), "/docs/a.html"))
+    assert doc.text.count("\\") == N and doc.text.endswith("tail text")
