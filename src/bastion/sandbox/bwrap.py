@@ -17,7 +17,7 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -135,6 +135,7 @@ def command_line(
     binary: str,
     view: Path,
     read_only: Sequence[str],
+    bound: Mapping[str, int],
     argv: Sequence[str],
     cwd: str,
     env: dict[str, str],
@@ -143,8 +144,11 @@ def command_line(
     read-only system, a private ``/tmp``, ``/proc``, a minimal ``/dev``, no network, the
     allow-listed environment only."""
     args = [binary, *_isolation(), "--bind", str(view), "/"]
-    for prefix in read_only:
-        args += ["--ro-bind", str(view / prefix.lstrip("/")), prefix]
+    for prefix in sorted([*read_only, *bound], key=len):
+        if prefix in bound:
+            args += ["--ro-bind-fd", str(bound[prefix]), prefix]
+        else:
+            args += ["--ro-bind", str(view / prefix.lstrip("/")), prefix]
     args += ["--ro-bind", "/usr", "/usr", *_system_links()]
     args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--clearenv"]  # noqa: S108
     for key, value in {**_ENV, **env}.items():
@@ -168,7 +172,13 @@ def _limiter(limits: RunLimits) -> Callable[[], None]:
     return apply
 
 
-async def spawn(args: list[str], stdin: bytes | None, timeout: float, limits: RunLimits) -> Outcome:
+async def spawn(
+    args: list[str],
+    stdin: bytes | None,
+    timeout: float,
+    limits: RunLimits,
+    pass_fds: Sequence[int] = (),
+) -> Outcome:
     """Run bubblewrap; kill the whole tree (bubblewrap's PID namespace dies with it) when the
     wall ``timeout`` passes or a stream goes over ``limits.output_bytes``."""
     ids = sandbox_ids()
@@ -179,6 +189,7 @@ async def spawn(args: list[str], stdin: bytes | None, timeout: float, limits: Ru
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
+        pass_fds=tuple(pass_fds),
         preexec_fn=_limiter(limits),  # setrlimit only: safe between fork and exec
         user=None if ids is None else ids[0],
         group=None if ids is None else ids[1],

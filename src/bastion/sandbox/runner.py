@@ -54,12 +54,15 @@ async def run_in_sandbox(
         view = folder / "view"
         view.mkdir(mode=0o755)
         snap = await materialize(ws, view, ids)
-        if not (view.joinpath(*cwd.parts)).is_dir():
-            raise SandboxError(
-                f"{cwd} is not a folder in your view; run from a folder you can list"
-            )
-        args = command_line(binary, view, snap.read_only, argv, str(cwd), extra)
-        outcome = await spawn(args, data, timeout, chosen)
+        try:
+            if not (view.joinpath(*cwd.parts)).is_dir():
+                raise SandboxError(
+                    f"{cwd} is not a folder in your view; run from a folder you can list"
+                )
+            args = command_line(binary, view, snap.read_only, snap.bound, argv, str(cwd), extra)
+            outcome = await spawn(args, data, timeout, chosen, tuple(snap.bound.values()))
+        finally:
+            snap.close()
         applied = await write_back(ws, diff(snap))
     finally:
         shutil.rmtree(folder, ignore_errors=True)

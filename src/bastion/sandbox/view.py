@@ -20,6 +20,7 @@ from bastion.core.errors import NotFoundError, OperationError
 from bastion.core.models import FileInfo, Scope
 from bastion.core.paths import VPath
 from bastion.sandbox.bwrap import SYSTEM_NAMES
+from bastion.sandbox.localbind import bindable
 from bastion.sandbox.result import SandboxError
 
 if TYPE_CHECKING:
@@ -45,6 +46,14 @@ class Snapshot:
     dirs: set[VPath] = field(default_factory=set)
     read_only: list[str] = field(default_factory=list)
     """Mount prefixes bound read-only in the sandbox, parents first."""
+    bound: dict[str, int] = field(default_factory=dict)
+    """Read-only local mounts bound from their host folder (prefix to descriptor), not
+    copied (``bastion.sandbox.localbind``); the caller closes the descriptors."""
+
+    def close(self) -> None:
+        for fd in self.bound.values():
+            os.close(fd)
+        self.bound.clear()
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,28 +83,60 @@ async def materialize(ws: Workspace, root: Path, ids: tuple[int, int] | None) ->
                 f"/{top} in the workspace collides with the sandbox's system folder /{top}; "
                 "mount it elsewhere to run commands"
             )
-    for entry in entries:
-        target = _host(root, entry.path)
-        if entry.is_dir:
-            target.mkdir(mode=0o755)
-            snap.dirs.add(entry.path)
-        else:
-            data = await _read(ws, entry)
-            if data is None:
+    try:
+        _bind_local(ws, entries, snap)
+        for entry in entries:
+            if _under_bound(entry.path, snap):
                 continue
-            target.write_bytes(data)
-            snap.files[entry.path] = Copied(entry.version, hashlib.sha256(data).digest())
+            target = _host(root, entry.path)
+            if entry.is_dir:
+                target.mkdir(mode=0o755)
+                snap.dirs.add(entry.path)
+            else:
+                data = await _read(ws, entry)
+                if data is None:
+                    continue
+                target.write_bytes(data)
+                snap.files[entry.path] = Copied(entry.version, hashlib.sha256(data).digest())
+            if ids is not None:
+                os.chown(target, *ids)
+        for name in ("usr", "proc", "dev", "tmp"):
+            (root / name).mkdir(mode=0o755)
+        for mount in ws.mounts:
+            if str(mount.prefix) in snap.bound:
+                continue
+            if mount.scope is Scope.READ_ONLY and mount.prefix in snap.dirs | {VPath.ROOT}:
+                snap.read_only.append(str(mount.prefix))
+        snap.read_only.sort(key=len)
         if ids is not None:
-            os.chown(target, *ids)
-    for name in ("usr", "proc", "dev", "tmp"):
-        (root / name).mkdir(mode=0o755)
-    for mount in ws.mounts:
-        if mount.scope is Scope.READ_ONLY and mount.prefix in snap.dirs | {VPath.ROOT}:
-            snap.read_only.append(str(mount.prefix))
-    snap.read_only.sort(key=len)
-    if ids is not None:
-        os.chown(root, *ids)
+            os.chown(root, *ids)
+    except BaseException:
+        snap.close()
+        raise
     return snap
+
+
+def _bind_local(ws: Workspace, entries: list[FileInfo], snap: Snapshot) -> None:
+    listed = {e.path for e in entries}
+    for mount in ws.mounts:
+        if mount.prefix.is_root or mount.prefix not in listed:
+            continue
+        n = len(mount.prefix.parts)
+        visible = {
+            VPath(e.path.parts[n:])
+            for e in entries
+            if len(e.path.parts) > n and e.path.parts[:n] == mount.prefix.parts
+        }
+        fd = bindable(mount, visible, ws.mounts)
+        if fd is not None:
+            snap.bound[str(mount.prefix)] = fd
+
+
+def _under_bound(path: VPath, snap: Snapshot) -> bool:
+    return any(
+        len(path.parts) > len(p.parts) and path.parts[: len(p.parts)] == p.parts
+        for p in map(VPath.parse, snap.bound)
+    )
 
 
 async def _read(ws: Workspace, entry: FileInfo) -> bytes | None:
@@ -126,6 +167,8 @@ def diff(snap: Snapshot) -> list[Change]:
     written: list[Change] = []
     present: set[VPath] = set()
     for path, mode in _walk(snap.root):
+        if _under_bound(path, snap):
+            continue
         present.add(path)
         if stat.S_ISDIR(mode):
             if path not in snap.dirs:

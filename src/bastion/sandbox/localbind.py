@@ -1,0 +1,87 @@
+"""Binding a large read-only local folder into the view instead of copying it.
+
+A read-only mount on a :class:`~bastion.stores.local.LocalStore` is bound from its host folder
+(read-only, by descriptor) only when binding shows the principal exactly what the guarded view
+shows: the folder holds plain files and folders only (no links, devices, hard links), all
+readable by the sandbox's user (the folders above it open to others), no other mount lies
+below it, and the guarded listing of the mount names every one of them (nothing hidden by
+policy, labels or limits). Otherwise the mount is copied like any other. ``docs/sandbox.md``
+names the race this leaves (a file added to the folder while a command runs).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+from collections.abc import Iterable
+from pathlib import Path
+
+from bastion.core.models import Scope
+from bastion.core.mounts import Mount
+from bastion.core.paths import VPath
+from bastion.stores.local import LocalStore
+
+__all__ = ["bindable"]
+
+_MAX_ENTRIES = 1_000_000
+
+
+def bindable(mount: Mount, visible: set[VPath], mounts: Iterable[Mount]) -> int | None:
+    """A new descriptor of ``mount``'s host folder when it may be bound as it is, else
+    ``None``. ``visible`` holds the entries the guarded listing shows under the mount, as
+    paths relative to it. The caller closes the descriptor."""
+    if mount.scope is not Scope.READ_ONLY:
+        return None
+    n = len(mount.prefix.parts)
+    if any(len(m.prefix.parts) > n and m.prefix.parts[:n] == mount.prefix.parts for m in mounts):
+        return None
+    root = _root_fd(mount)
+    if root is None:
+        return None
+    fd = os.open(f"/proc/self/fd/{root}", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        if _reachable(fd) and _plain_tree(fd) == visible:
+            return fd
+    except OSError:
+        pass
+    os.close(fd)
+    return None
+
+
+def _root_fd(mount: Mount) -> int | None:
+    store = mount.store
+    while not isinstance(store, LocalStore):
+        inner = getattr(store, "inner", None)
+        if inner is None:
+            return None
+        store = inner
+    fd = getattr(store, "_root_fd", None)  # the store's own descriptor of its root
+    return fd if isinstance(fd, int) else None
+
+
+def _reachable(fd: int) -> bool:
+    """True when every folder above the one ``fd`` names is open to others (bubblewrap, as
+    the sandbox's user, resolves the folder by its path)."""
+    path = Path(f"/proc/self/fd/{fd}").readlink()
+    return all(parent.stat().st_mode & 0o001 for parent in path.parents)
+
+
+def _plain_tree(fd: int) -> set[VPath] | None:
+    """Every entry under the folder ``fd``, relative; ``None`` when one is anything but a
+    plain, world-readable file or folder (or there are too many to compare)."""
+    found: set[VPath] = set()
+    for top, dirs, files, dir_fd in os.fwalk(".", dir_fd=fd, follow_symlinks=False):
+        base = tuple(p for p in top.split("/") if p not in ("", "."))
+        for name in [*dirs, *files]:
+            info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+            if stat.S_ISDIR(info.st_mode):
+                if info.st_mode & 0o005 != 0o005:
+                    return None
+            elif not stat.S_ISREG(info.st_mode) or info.st_nlink > 1 or not info.st_mode & 0o004:
+                return None
+            with contextlib.suppress(Exception):
+                found.add(VPath.parse("/" + "/".join((*base, name))))
+            if len(found) > _MAX_ENTRIES:
+                return None
+    return found
