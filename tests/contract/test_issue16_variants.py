@@ -27,12 +27,14 @@ checks what is on disk against what was acknowledged:
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -50,6 +52,7 @@ from bastion import (
     Principal,
     Workspace,
 )
+from bastion.core.errors import DirectoryNotEmptyError
 from bastion.core.paths import VPath
 from bastion.knowledge.service import Knowledge
 from bastion.stores._fd import TEMP_PREFIX
@@ -285,6 +288,51 @@ async def test_a_killed_writer_s_temporary_file_is_invisible_and_in_nobody_s_way
     assert await ws.list("/m/d") == []
     await ws.delete("/m/d")
     assert not (root / "d").exists()
+
+
+HOLD = r"""
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
+fcntl.flock(fd, fcntl.LOCK_EX)
+print("locked", flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_a_temporary_file_in_use_keeps_its_folder_and_nobody_waits(tmp_path: Path) -> None:
+    """While a writer holds the folder's lock its temporary file may be in use: the delete
+    refuses at once instead of waiting (waiting could deadlock with a move that holds the
+    folder's lock and waits for the parent's, which the delete holds)."""
+    (tmp_path / "d").mkdir()
+    leftover = tmp_path / "d" / f"{TEMP_PREFIX}0123456789abcdef"
+    leftover.write_bytes(b"half a file")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(tmp_path / "d")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        outcome: list[BaseException | None] = []
+
+        def delete() -> None:
+            try:
+                asyncio.run(_workspace(f"local:{tmp_path}").delete("/m/d"))
+                outcome.append(None)
+            except BaseException as exc:  # handed to the test thread
+                outcome.append(exc)
+
+        worker = threading.Thread(target=delete, daemon=True)
+        worker.start()
+        worker.join(60)
+        assert not worker.is_alive(), "the delete waits for the writer's lock"
+        assert isinstance(outcome[0], DirectoryNotEmptyError)
+        assert leftover.exists()
+    finally:
+        holder.communicate("go\n", timeout=60)
+    asyncio.run(_workspace(f"local:{tmp_path}").delete("/m/d"))  # the writer is gone
+    assert not (tmp_path / "d").exists()
 
 
 # -- a refused move changes nothing --------------------------------------------------------------

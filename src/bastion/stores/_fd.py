@@ -338,7 +338,9 @@ def _remove_dir(parent_fd: int, name: str, path: VPath) -> None:
     """``rmdir``, where temporary files left by killed writers do not count: they are never
     listed, so the directory looks empty. Under the directory's own lock, exclusive (every
     writer in it holds that lock from its temporary file to its rename), a temporary file is
-    a leftover: removed, then the directory is. Anything else there: ``ENOTEMPTY`` as before."""
+    a leftover: removed, then the directory is. Anything else there, or the lock held by a
+    writer at work (not waited for: a move holding it may wait for the parent's lock, which
+    the caller holds): ``ENOTEMPTY`` as before."""
     try:
         os.rmdir(name, dir_fd=parent_fd)
         return
@@ -351,8 +353,10 @@ def _remove_dir(parent_fd: int, name: str, path: VPath) -> None:
         names = _names(fd)
         if not names or not all(n.startswith(TEMP_PREFIX) for n in names):
             raise refusal
-        if not _lock_dir(fd, path):  # no locks here: a writer may still be at work
-            raise refusal
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # held by a writer, or no locks here: the files may be in use
+            raise refusal from None
         names = _names(fd)  # looked at again under the lock
         if not all(n.startswith(TEMP_PREFIX) for n in names):
             raise refusal
