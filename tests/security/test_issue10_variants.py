@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+from pathlib import Path
 
 import pytest
 
@@ -29,6 +30,7 @@ from bastion import (
 from bastion.core.paths import VPath
 from bastion.knowledge.index.memory import MemoryIndex
 from bastion.knowledge.service import Knowledge
+from bastion.stores.local import LocalStore
 
 OWNER = Principal.of("owner", roles={"hr"}, clearance="restricted")
 WRITER = Principal.of("writer", clearance="confidential")
@@ -170,6 +172,28 @@ def test_a_folder_at_a_sidecar_name_cannot_hide_a_file_from_everybody(ws: SyncWo
     assert _reader_sees(ws)["list"] == ["/docs/open.txt"]
 
 
+def test_a_folder_planted_at_a_sidecar_name_is_hidden_with_its_file(tmp_path: Path) -> None:
+    # made by another program: the file's labels cannot be determined (hidden from everybody),
+    # and the folder's name, which tells that the file is there, is hidden the same way
+    (tmp_path / "x.txt").write_text("zebra x\n")
+    (tmp_path / "ok.txt").write_text("zebra ok\n")
+    (tmp_path / "x.txt.labels.yaml").mkdir()
+    ws = Workspace(
+        [Mount.of("/docs", LocalStore(tmp_path), labels=Labels(classification="internal"))],
+        policy=Policy.allow_all(),
+        knowledge=Knowledge(MemoryIndex()),
+        principal=OWNER,
+    ).sync()
+    ws.reindex()
+    for who in (OWNER, READER):
+        view = _as(ws, who)
+        assert [str(e.path) for e in view.list("/docs")] == ["/docs/ok.txt"]
+        assert [str(e.path) for e in view.glob("/docs/**")] == ["/docs/ok.txt"]
+        for path in ("/docs/x.txt", "/docs/x.txt.labels.yaml"):
+            with pytest.raises(NotFoundError):
+                view.stat(path)
+
+
 # -- label keys in other spellings --------------------------------------------------------------
 
 
@@ -201,3 +225,32 @@ def test_a_file_with_a_bom_and_crlf_at_the_64k_boundary_agrees_on_every_path(
     _plant(ws, "/big.md", codecs.BOM_UTF8 + text.replace("\n", "\r\n").encode())
     ws.reindex()
     assert _reader_sees(ws) == NOTHING
+
+
+# -- changes onto and below a hidden file --------------------------------------------------------
+
+BELOW = {
+    "mkdir the hidden name": lambda ws: ws.mkdir("/docs/b.md", exist_ok=False),
+    "mkdir below it": lambda ws: ws.mkdir("/docs/b.md/sub"),
+    "mkdir below it without parents": lambda ws: ws.mkdir("/docs/b.md/sub", parents=False),
+    "write below it": lambda ws: ws.write("/docs/b.md/x.txt", "a\n"),
+    "copy below it": lambda ws: ws.copy("/docs/open.md", "/docs/b.md/o.md"),
+    "move below it": lambda ws: ws.move("/docs/open.md", "/docs/b.md/o.md"),
+}
+
+
+@pytest.mark.parametrize("call", sorted(BELOW))
+def test_a_change_onto_or_below_a_hidden_file_is_refused_in_the_words_of_the_policy(
+    ws: SyncWorkspace, call: str
+) -> None:
+    # "not found" for a mkdir or a write to a new path, or "already exists", says a hidden
+    # file is there; the documented answer is the refusal a rule reserving the name would give
+    ws.write("/docs/open.md", "zebra open\n")
+    ws.write("/docs/b.md", SECRET)
+    reader = _as(ws, READER)
+    with pytest.raises(PolicyDeniedError) as caught:
+        BELOW[call](reader)
+    told = str(caught.value)
+    assert told.startswith("write on /docs/b.md") and told.endswith("is not allowed by policy")
+    assert _everything(ws) == ["/docs/b.md", "/docs/open.md"]
+    assert ws.read_text("/docs/b.md") == SECRET

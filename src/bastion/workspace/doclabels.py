@@ -93,9 +93,14 @@ class DocumentLabels(Store):
     ) -> FileInfo:
         """``info`` with its document labels; ``siblings`` and ``odd`` (a listing of its
         folder, by name, and its :meth:`Store.odd_names`) save looking the sidecar up."""
-        if not info.is_file:
-            return info
         target = labelled_file_of(info.path)
+        if not info.is_file:
+            if info.is_dir and target is not None:  # a folder where a sidecar belongs: its
+                # name tells of the file, whose labels it leaves undetermined; hidden with it
+                found = await self._target(target, siblings, info)
+                if found is not None:
+                    return _with_labels(info, found.labels)
+            return info
         if target is not None:  # a sidecar shows only to those who may see its file
             described = await self._target(target, siblings, info)
             if described is not None:
@@ -123,7 +128,8 @@ class DocumentLabels(Store):
             # a sidecar of a sidecar: the labels of the file the first one describes
             return await self._labelled(found)
         # the sidecar is ``sidecar``: no need to look it up again
-        labels = await self._labels(found, _Sidecar(sidecar))
+        seen = _Sidecar(sidecar) if sidecar.is_file else _Sidecar(problem=_ODD)
+        labels = await self._labels(found, seen)
         return _with_labels(found, labels)
 
     def _listed_sidecar(
