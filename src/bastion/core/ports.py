@@ -11,8 +11,9 @@ Contract (checked by ``tests/contract/store_contract.py`` for every store):
   never loads more than that range.
 * ``write`` needs an existing parent directory; ``mode`` chooses create / overwrite / append;
   ``if_version`` makes the write conditional on the current version (:class:`ConflictError`
-  otherwise) and the check and the write are atomic with respect to other writers of this store.
-  Readers see the old or the new content, never a mix.
+  otherwise) and the check and the write are atomic against every writer in any process, or
+  the write is refused with :class:`StoreError` where the storage cannot check it (so are
+  create-only writes and appends there). Readers see the old or the new content, never a mix.
 * ``delete`` removes a file or an empty directory, or a whole tree with ``recursive=True``.
 * ``list`` returns the direct children of a directory.
 * ``mkdir`` creates one directory whose parent exists.
@@ -74,7 +75,11 @@ class Store(ABC):
         *,
         mode: WriteMode = WriteMode.OVERWRITE,
         if_version: str | None = None,
-    ) -> FileInfo: ...
+    ) -> FileInfo:
+        """Write ``data`` at ``path`` whole. A conditional write (``if_version``,
+        ``WriteMode.CREATE``) or an append is atomic against every writer in any process, or
+        refused with :class:`StoreError` where the storage cannot check it; a condition that
+        fails is :class:`ConflictError` (or :class:`AlreadyExistsError`)."""
 
     @abstractmethod
     async def delete(self, path: VPath, *, recursive: bool = False) -> None: ...

@@ -18,6 +18,11 @@ Code's file tools):
   It fails closed: no approver, an approver that raises, or one that answers anything but
   ``True`` is a refusal.
 
+The locks and the read records are per process (per session for the reads): across
+processes, writes are protected by the store's compare-and-set (a write after another
+process's change fails with "changed since ...; read it again"), and mounts whose store cannot
+check that refuse conditional writes.
+
 None of this replaces the guard: every call still goes through the workspace, which refuses
 what the principal may not do whatever tools exist.
 """
@@ -132,7 +137,10 @@ class ReadTracker:
 
 
 class PathLocks:
-    """One asyncio lock per path, made on demand and dropped when nobody holds or waits."""
+    """One asyncio lock per path, made on demand and dropped when nobody holds or waits.
+
+    Per process: another process's writes are caught by the store's compare-and-set instead
+    (``Store.write``)."""
 
     def __init__(self) -> None:
         self._locks: dict[VPath, tuple[asyncio.Lock, list[int]]] = {}
