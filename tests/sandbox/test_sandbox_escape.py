@@ -108,6 +108,7 @@ async def test_a_timeout_kills_the_whole_tree() -> None:
     marker = f"bastion-{uuid.uuid4().hex}"
     ws = await workspace(READER)
     result = await ws.run(
+        "echo half > /scratch/partial.txt; "
         f"sh -c 'sleep 60; echo {marker}' & sh -c 'sleep 60; echo {marker}' & echo started; wait",
         timeout=1,
     )
@@ -115,6 +116,8 @@ async def test_a_timeout_kills_the_whole_tree() -> None:
     assert result.exit_code is None and result.signal == signal.SIGKILL
     assert result.stdout == "started\n"
     assert _processes_mentioning(marker) == []
+    assert "killed by the timeout limit" in result.refused["/scratch/partial.txt"]
+    assert not await ws.exists("/scratch/partial.txt")
 
 
 async def test_processes_left_in_the_background_do_not_outlive_the_call() -> None:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from bastion.core.paths import VPath
 from bastion.sandbox.bwrap import bwrap_binary, command_line, sandbox_ids, spawn
 from bastion.sandbox.result import RunLimits, RunResult, SandboxError
-from bastion.sandbox.view import diff, materialize
+from bastion.sandbox.view import Change, diff, materialize
 from bastion.sandbox.writeback import write_back
 
 if TYPE_CHECKING:
@@ -63,7 +63,10 @@ async def run_in_sandbox(
             outcome = await spawn(args, data, timeout, chosen, tuple(snap.bound.values()))
         finally:
             snap.close()
-        applied = await write_back(ws, diff(snap))
+        changes = diff(snap)
+        if outcome.limit is not None:  # killed mid-way: its files may be half-written
+            changes = [_withheld(c, outcome.limit) for c in changes]
+        applied = await write_back(ws, changes)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return RunResult(
@@ -78,4 +81,12 @@ async def run_in_sandbox(
         changed=tuple(applied.changed),
         deleted=tuple(applied.deleted),
         refused=applied.refused,
+    )
+
+
+def _withheld(change: Change, limit: str) -> Change:
+    return Change(
+        change.path,
+        "refuse",
+        reason=f"not written back: the command was killed by the {limit} limit; run it again",
     )
