@@ -279,6 +279,8 @@ async def test_a_killed_writer_s_temporary_file_is_invisible_and_in_nobody_s_way
     names = {e.path for e in await ws.list("/m", recursive=True)}
     assert not any(TEMP_PREFIX in str(name) for name in names)
     assert not any(TEMP_PREFIX in str(p) for p in await ws.glob("/m/**"))
+    grepped = await ws.grep("y", "/m/d", max_total=5)
+    assert not any(TEMP_PREFIX in m.path for m in grepped.matches)
     for leftover in leftovers:
         with pytest.raises(Exception, match=r"reserved|not found"):
             await ws.read_text(f"/m/d/{leftover}")
@@ -356,8 +358,16 @@ async def test_a_move_refused_by_an_existing_target_leaves_its_labels(
 # -- the index follows a relabelling made in another process -----------------------------------
 
 
-async def test_a_sidecar_written_in_another_process_hides_the_next_search_hit(
-    tmp_path: Path,
+@pytest.mark.parametrize(
+    "relabel",
+    [
+        {"/m/plan.md.labels.yaml": "roles: [hr]\n"},
+        {"/m/plan.md": "---\nroles: [hr]\n---\n# Plan\n\npelican budget figures\n"},
+    ],
+    ids=["sidecar", "front-matter"],
+)
+async def test_a_relabelling_in_another_process_hides_the_next_search_hit(
+    tmp_path: Path, relabel: dict[str, str]
 ) -> None:
     root = tmp_path / "root"
     root.mkdir()
@@ -368,8 +378,8 @@ async def test_a_sidecar_written_in_another_process_hides_the_next_search_hit(
         await ws.write("/m/plan.md", "# Plan\n\npelican budget figures\n")
         hits = await visitor.search("pelican", mode="bm25")
         assert [h.path for h in hits.hits] == ["/m/plan.md"]
-        # another process (no index of its own) relabels the file by its sidecar
-        _acks([_spawn(f"local:{root}", "write", files={"/m/plan.md.labels.yaml": "roles: [hr]\n"})])
+        # another process (its own workspace, no index) relabels the file
+        _acks([_spawn(f"local:{root}", "write", files=relabel)])
         assert not (await visitor.search("pelican", mode="bm25")).hits
         with pytest.raises(NotFoundError):
             await visitor.read_text("/m/plan.md")
