@@ -29,6 +29,7 @@ from bastion import (
 )
 from bastion.core.paths import VPath
 from bastion.knowledge.index.memory import MemoryIndex
+from bastion.knowledge.ingest.frontmatter import HEAD_BYTES
 from bastion.knowledge.service import Knowledge
 from bastion.stores.local import LocalStore
 
@@ -254,3 +255,24 @@ def test_a_change_onto_or_below_a_hidden_file_is_refused_in_the_words_of_the_pol
     assert told.startswith("write on /docs/b.md") and told.endswith("is not allowed by policy")
     assert _everything(ws) == ["/docs/b.md", "/docs/open.md"]
     assert ws.read_text("/docs/b.md") == SECRET
+
+
+# -- the size boundary of the head ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("extra", [-1, 0, 1])
+def test_a_write_and_a_read_agree_on_the_labels_at_the_head_boundary(
+    ws: SyncWorkspace, extra: int
+) -> None:
+    # A file of exactly HEAD_BYTES opening with a "---" line it never closes (a thematic break)
+    # was accepted by the write (the whole file: no front matter) and then hidden from
+    # everybody by the read path (only the head: front matter that does not close).
+    data = b"---\n" + b"a" * (HEAD_BYTES + extra - 4)
+    try:
+        ws.write("/docs/f.txt", data)
+    except LabelError:
+        written = False
+    else:
+        written = True
+    assert written is (extra <= 0)
+    assert ws.exists("/docs/f.txt") is written

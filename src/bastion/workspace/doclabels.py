@@ -211,8 +211,10 @@ class DocumentLabels(Store):
         probe = await self.inner.read_range(info.path, 0, _PROBE)
         if len(probe) < _PROBE or not _may_open_front_matter(probe):
             return probe, len(probe) < _PROBE
-        head = await self.inner.read_range(info.path, 0, HEAD_BYTES)
-        return head, len(head) < HEAD_BYTES
+        # one byte more tells whether the head is the whole file, as it is for a write
+        # (``_refuse_unreadable``): a file of exactly HEAD_BYTES is complete on both paths
+        head = await self.inner.read_range(info.path, 0, HEAD_BYTES + 1)
+        return head[:HEAD_BYTES], len(head) <= HEAD_BYTES
 
     async def prospective(self, path: VPath, data: bytes) -> Labels:
         """The labels a file at ``path`` would have with content ``data`` and its current
