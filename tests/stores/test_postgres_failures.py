@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import shutil
 import signal
+import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
@@ -82,12 +84,16 @@ class Server:
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[Server]:
-    private = Server(tmp_path / "pg")
+def server() -> Iterator[Server]:
+    # Not under pytest's temporary folder: another pytest run resets that folder's mode, and a
+    # server started as root runs as its own user, which would then lose its data folder.
+    folder = Path(tempfile.mkdtemp(prefix="bastion-pg-"))
+    private = Server(folder / "pg")
     try:
         yield private
     finally:
         private.cleanup()
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture
