@@ -52,7 +52,7 @@ from bastion import (
     Principal,
     Workspace,
 )
-from bastion.core.errors import DirectoryNotEmptyError
+from bastion.core.errors import DirectoryNotEmptyError, StoreError
 from bastion.core.paths import VPath
 from bastion.knowledge.service import Knowledge
 from bastion.stores._fd import TEMP_PREFIX
@@ -230,6 +230,25 @@ async def test_concurrent_backups_hold_what_the_last_write_replaced(tmp_path: Pa
             child.kill()
             child.communicate(timeout=60)
     assert len({stamp for stamp, _ in history}) == len(history)
+
+
+async def test_a_backup_on_a_store_without_cross_process_checks_still_works(
+    tmp_path: Path,
+) -> None:
+    """A store that refuses ``if_version`` (a plain fsspec folder shared by processes) keeps
+    its weaker promise for backups: the write goes on unconditionally, as before."""
+    import fsspec
+
+    from bastion.stores.fsspec import FsspecStore
+
+    store = FsspecStore(fsspec.filesystem("file"), root=str(tmp_path))
+    ws = Workspace([Mount.of("/m", store)], policy=Policy.allow_all(), principal=ADMIN)
+    await ws.write("/m/f.txt", "one\n")
+    with pytest.raises(StoreError, match="cannot check versions"):
+        await ws.write("/m/f.txt", "x\n", if_version="anything")
+    await ws.write("/m/f.txt", "two\n", backup=True)
+    assert await ws.read_text("/m/f.txt") == "two\n"
+    assert await ws.read_text("/m/f.txt.bak") == "one\n"
 
 
 # -- create-only through the workspace ----------------------------------------------------------

@@ -27,6 +27,8 @@ from bastion.core.errors import (
     LimitError,
     NotFoundError,
     PolicyDeniedError,
+    StoreError,
+    StoreUnavailableError,
 )
 from bastion.core.guard import GuardContext, GuardedStore
 from bastion.core.models import Action, FileInfo, WriteMode
@@ -361,6 +363,14 @@ class Workspace(TreeMixin, TransferMixin, AskMixin, SearchMixin):
             except ConflictError:
                 if if_version is not None or backed_up is None:
                     raise
+            except StoreUnavailableError:
+                raise
+            except StoreError:
+                if if_version is not None or backed_up is None:
+                    raise
+                # A store that cannot check versions across processes refuses the condition
+                # (docs/stores.md) and has changed nothing: its weaker promise, as before.
+                return await self._write(guarded, rel, data, mode, None, parents)
         raise ConflictError(f"{vp} kept changing while it was being backed up; retry")
 
     async def _backup(
