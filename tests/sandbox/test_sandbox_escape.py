@@ -8,7 +8,6 @@ result. Skipped only where bubblewrap cannot run here (the skip says why).
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
 import uuid
@@ -136,9 +135,10 @@ async def test_a_fork_bomb_hits_the_process_limit_and_is_killed() -> None:
         timeout=2,
         limits=RunLimits(processes=64),
     )
-    assert result.limit == "timeout"
+    assert "Cannot fork" in result.stderr  # the process limit bit
+    # the shell either gave up (its own fork failed) or was killed at the timeout
+    assert result.limit == "timeout" or result.exit_code != 0
     assert _processes_mentioning(marker) == []
-    assert os.getpid() > 0  # the host is still here to check
 
 
 async def test_huge_output_is_capped_and_the_command_killed() -> None:

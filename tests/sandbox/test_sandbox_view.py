@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from sandbox_support import OWNER, READER, require_bwrap, workspace
 
-from bastion import Policy, PolicyDeniedError, Rule, Workspace
+from bastion import Policy, PolicyDeniedError, Principal, Rule, Workspace
 from bastion.core.models import FILE_ACTIONS, Action
 from bastion.core.paths import VPath
 from bastion.sandbox import RunResult
@@ -61,10 +61,24 @@ async def test_run_needs_execute_on_the_working_folder() -> None:
 # -- the view ----------------------------------------------------------------------------------
 
 
-async def test_cat_and_find_see_exactly_the_guarded_view() -> None:
-    ws = await workspace(READER)
+HR = Principal.of("hr-viewer", roles={"hr"}, clearance="internal")
+"""Sees plan.txt (role hr), not pay.md (confidential)."""
+
+
+@pytest.mark.parametrize(
+    ("who", "hidden"),
+    [
+        (READER, {"/docs/pay.md", "/docs/plan.txt", "/docs/plan.txt.labels.yaml"}),
+        (HR, {"/docs/pay.md"}),
+        (OWNER, set()),
+    ],
+    ids=["reader", "hr", "owner"],
+)
+async def test_cat_and_find_see_exactly_the_guarded_view(who: Principal, hidden: set[str]) -> None:
+    ws = await workspace(who)
     expected = await _visible_files(ws)
-    assert "/docs/pay.md" not in expected and "/docs/plan.txt" not in expected
+    assert not hidden & set(expected)
+    assert {"/docs/open.md", "/docs/team/notes.md", "/scratch/a.txt"} <= set(expected)
     listing = await ws.run(["find", "/docs", "/scratch", "/out", "-type", "f"])
     assert listing.exit_code == 0, listing.stderr
     assert sorted(listing.stdout.split()) == sorted(expected)
@@ -154,3 +168,13 @@ async def test_a_concurrent_change_is_a_conflict_not_an_overwrite(tmp_path: Path
     assert await ws.read_text("/scratch/a.txt") == "someone else\n"
     assert await ws.read_text("/scratch/sub/b.txt") == "also changed\n"
     assert await ws.read_text("/scratch/fresh.txt") == "created meanwhile\n"
+
+
+async def test_a_name_that_is_no_workspace_path_is_refused_not_dropped() -> None:
+    ws = await workspace(READER)
+    result = await ws.run(["sh", "-c", "printf x > \"$(printf 'bad\\001name')\""], cwd="/scratch")
+    assert result.refused == {
+        "/scratch/bad\\x01name": "not a valid workspace path (a control character, or too long); "
+        "rename it"
+    }
+    assert result.changed == ()

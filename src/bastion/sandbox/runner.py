@@ -3,6 +3,7 @@ back through the guard, and remove the view, whatever happened."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import tempfile
@@ -45,7 +46,7 @@ async def run_in_sandbox(
         if not key or "=" in key or "\0" in key or "\0" in value:
             raise ValueError(f"invalid environment variable {key!r}")
     data = stdin.encode("utf-8") if isinstance(stdin, str) else stdin
-    binary = bwrap_binary()
+    binary = await asyncio.to_thread(bwrap_binary)
     ids = sandbox_ids()
     folder = Path(tempfile.mkdtemp(prefix="bastion-sandbox-"))
     try:
@@ -63,12 +64,12 @@ async def run_in_sandbox(
             outcome = await spawn(args, data, timeout, chosen, tuple(snap.bound.values()))
         finally:
             snap.close()
-        changes = diff(snap)
+        changes = await asyncio.to_thread(diff, snap)
         if outcome.limit is not None:  # killed mid-way: its files may be half-written
             changes = [_withheld(c, outcome.limit) for c in changes]
         applied = await write_back(ws, changes)
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        await asyncio.to_thread(shutil.rmtree, folder, True)
     return RunResult(
         exit_code=outcome.exit_code,
         signal=outcome.signal,
@@ -88,5 +89,6 @@ def _withheld(change: Change, limit: str) -> Change:
     return Change(
         change.path,
         "refuse",
+        shown=change.shown,
         reason=f"not written back: the command was killed by the {limit} limit; run it again",
     )

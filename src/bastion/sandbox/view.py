@@ -67,6 +67,13 @@ class Change:
     base: Copied | None = None
     """The file as copied (``None``: the command created it)."""
     reason: str = ""
+    shown: str = ""
+    """The path as reported when it is not a valid workspace path (``path`` is then ``/``)."""
+
+    @property
+    def key(self) -> str:
+        """The path as ``RunResult`` reports it."""
+        return self.shown or str(self.path)
 
 
 async def materialize(ws: Workspace, root: Path, ids: tuple[int, int] | None) -> Snapshot:
@@ -167,6 +174,9 @@ def diff(snap: Snapshot) -> list[Change]:
     written: list[Change] = []
     present: set[VPath] = set()
     for path, mode in _walk(snap.root):
+        if isinstance(path, str):
+            written.append(Change(VPath.ROOT, "refuse", reason=_BAD_NAME, shown=path))
+            continue
         if _under_bound(path, snap):
             continue
         present.add(path)
@@ -189,10 +199,14 @@ def diff(snap: Snapshot) -> list[Change]:
     return [*made, *written, *deleted]
 
 
-def _walk(root: Path) -> list[tuple[VPath, int]]:
+_BAD_NAME = "not a valid workspace path (a control character, or too long); rename it"
+
+
+def _walk(root: Path) -> list[tuple[VPath | str, int]]:
     """Every entry under ``root`` but the sandbox's system folders, parents first; links are
-    reported, never followed."""
-    found: list[tuple[VPath, int]] = []
+    reported, never followed. A name that is no valid workspace path comes as a string (shown
+    safely), and nothing below it is looked at."""
+    found: list[tuple[VPath | str, int]] = []
     stack: list[tuple[Path, tuple[str, ...]]] = [(root, ())]
     while stack:
         folder, parts = stack.pop()
@@ -206,6 +220,7 @@ def _walk(root: Path) -> list[tuple[VPath, int]]:
             try:
                 path = VPath.parse("/" + "/".join(child))
             except OperationError:
+                found.append((ascii("/" + "/".join(child))[1:-1], mode))
                 continue
             found.append((path, mode))
             if stat.S_ISDIR(mode):

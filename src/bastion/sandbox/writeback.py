@@ -35,7 +35,7 @@ async def write_back(ws: Workspace, changes: list[Change]) -> Applied:
     """Apply ``changes`` (from :func:`bastion.sandbox.view.diff`) as ``ws``'s principal."""
     applied = Applied()
     for change in changes:
-        key = str(change.path)
+        key = change.key
         if change.kind == "refuse":
             applied.refused[key] = change.reason
             continue
