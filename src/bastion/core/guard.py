@@ -649,7 +649,7 @@ class GuardedStore(Store):
     async def _admit_sidecar_folder(self, path: VPath, op: Operation) -> None:
         """A folder at the sidecar name of an existing file would leave that file's labels
         undetermined, hiding it from everybody: refused like a write whose labels could not be
-        read back (and, when the file is hidden, like a write onto a hidden name)."""
+        read back (and, when the file is hidden, as a write of its sidecar is: not found)."""
         target = labelled_file_of(path)
         if target is None:
             return
@@ -660,7 +660,7 @@ class GuardedStore(Store):
             None if self.ctx.admits(pair[0]) else "labels do not admit the principal"
         )
         if why is not None:
-            raise self._taken(path, Action.WRITE, why, op)
+            raise self._hide(path, why, op)
         op.refuse(f"a folder at the sidecar name of {self._full(target)}")
         raise LabelError(
             f"{self._full(path)}: a folder there would make the labels of {self._full(target)} "
