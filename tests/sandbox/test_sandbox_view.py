@@ -14,7 +14,7 @@ from sandbox_support import OWNER, READER, require_bwrap, workspace
 from bastion import Policy, PolicyDeniedError, Principal, Rule, Workspace
 from bastion.core.models import FILE_ACTIONS, Action
 from bastion.core.paths import VPath
-from bastion.sandbox import RunResult
+from bastion.sandbox import RunResult, SandboxError
 from bastion.sandbox.view import diff, materialize
 from bastion.sandbox.writeback import write_back
 
@@ -178,3 +178,12 @@ async def test_a_name_that_is_no_workspace_path_is_refused_not_dropped() -> None
         "rename it"
     }
     assert result.changed == ()
+
+
+async def test_a_working_folder_outside_the_view_is_refused() -> None:
+    ws = await workspace(READER)
+    with pytest.raises(SandboxError) as err:
+        await ws.run("true", cwd="/docs/pay.md")
+    assert str(err.value) == (
+        "/docs/pay.md is not a folder in your view; run from a folder you can list"
+    )
