@@ -278,3 +278,29 @@ def test_a_write_and_a_read_agree_on_the_labels_at_the_head_boundary(
         written = True
     assert written is (extra <= 0)
     assert ws.exists("/docs/f.txt") is written
+
+
+@pytest.mark.parametrize(
+    "target", ["/pub/other.yaml", "/pub/y.txt.labels.yaml", "/pub/x.txt.labels.yaml"]
+)
+def test_a_refused_move_of_a_sidecar_to_another_mount_copies_nothing(target: str) -> None:
+    # across mounts a move is a copy then a delete; the delete (a relabelling of x.txt that
+    # loosens it) was refused only after the copy, which stayed, and could tighten y.txt
+    owner = Workspace(
+        [
+            Mount.of("/docs", MemoryStore(), labels=Labels(classification="internal")),
+            Mount.of("/pub", MemoryStore(), labels=Labels(classification="internal")),
+        ],
+        policy=Policy(
+            rules=(Rule.allow("label", "/**", principals=["owner"]), Rule.allow("*", "/**"))
+        ),
+        principal=OWNER,
+    ).sync()
+    owner.write("/docs/x.txt", "zebra x\n")
+    owner.write("/docs/x.txt.labels.yaml", "classification: confidential\n")
+    owner.write("/pub/y.txt", "zebra y\n")
+    with pytest.raises(PolicyDeniedError, match="label permission"):
+        _as(owner, WRITER).move("/docs/x.txt.labels.yaml", target)
+    files = sorted(str(e.path) for e in owner.glob("/**") if e.is_file)
+    assert files == ["/docs/x.txt", "/docs/x.txt.labels.yaml", "/pub/y.txt"]
+    assert [str(e.path) for e in _as(owner, READER).glob("/pub/**")] == ["/pub/y.txt"]

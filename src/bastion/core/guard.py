@@ -565,6 +565,7 @@ class GuardedStore(Store):
         """Refuse now what deleting ``path`` (a whole tree) would refuse; the entry's info."""
         with self._op(verb, path) as op:
             info, _ = await self._admit_removal(path, verb, op, recursive=True)
+            await self._admit_relabel(path, None, op)  # a sidecar's removal relabels its file
             return info
 
     async def check_move(self, src: VPath, dst: VPath) -> FileInfo:
