@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from sandbox_support import OWNER, READER, require_bwrap, workspace
 
-from bastion import Policy, PolicyDeniedError, Principal, Rule, Workspace
+from bastion import MemoryStore, Mount, Policy, PolicyDeniedError, Principal, Rule, Workspace
 from bastion.core.models import FILE_ACTIONS, Action
 from bastion.core.paths import VPath
 from bastion.sandbox import RunResult, SandboxError
@@ -187,3 +187,19 @@ async def test_a_working_folder_outside_the_view_is_refused() -> None:
     assert str(err.value) == (
         "/docs/pay.md is not a folder in your view; run from a folder you can list"
     )
+
+
+async def test_a_write_only_mount_is_an_empty_folder_that_only_creates() -> None:
+    drop = MemoryStore()
+    ws = Workspace(
+        [Mount.of("/drop", drop, scope="write_only")],
+        policy=Policy(rules=(Rule.allow("execute", "/**"), Rule.allow("*", "/**"))),
+        principal=READER,
+    )
+    await ws.write("/drop/old.txt", "kept\n")
+    result = await ws.run("ls -A /drop; echo hi > /drop/new.txt; echo again > /drop/old.txt")
+    assert result.stdout == ""
+    assert result.changed == ("/drop/new.txt",)
+    assert result.refused["/drop/old.txt"].startswith("conflict: a file of that name exists")
+    _, kept = await drop.read_file(VPath.parse("/old.txt"))
+    assert kept == b"kept\n"

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bastion.core.errors import NotFoundError, OperationError
+from bastion.core.errors import AccessDeniedError, NotFoundError, OperationError
 from bastion.core.models import FileInfo, Scope
 from bastion.core.paths import VPath
 from bastion.sandbox.bwrap import SYSTEM_NAMES
@@ -82,7 +82,7 @@ async def materialize(ws: Workspace, root: Path, ids: tuple[int, int] | None) ->
     snap = Snapshot(root)
     try:
         entries = await ws.list("/", recursive=True)
-    except NotFoundError:
+    except (NotFoundError, AccessDeniedError):  # nothing the principal may list
         entries = []
     for top in {e.path.parts[0] for e in entries}:
         if top in SYSTEM_NAMES:

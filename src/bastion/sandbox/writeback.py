@@ -22,6 +22,10 @@ if TYPE_CHECKING:
 __all__ = ["Applied", "write_back"]
 
 _CONFLICT = "conflict: it changed in the workspace while the command ran; run again"
+_EXISTS = (
+    "conflict: a file of that name exists in the workspace (created while the command ran, "
+    "or in a write-only mount); nothing was overwritten"
+)
 
 
 @dataclass
@@ -41,8 +45,10 @@ async def write_back(ws: Workspace, changes: list[Change]) -> Applied:
             continue
         try:
             await _apply(ws, change)
-        except (ConflictError, AlreadyExistsError):
+        except ConflictError:
             applied.refused[key] = _CONFLICT
+        except AlreadyExistsError:
+            applied.refused[key] = _EXISTS
         except OperationError as exc:
             applied.refused[key] = str(exc)
         else:
