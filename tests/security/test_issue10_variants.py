@@ -208,8 +208,16 @@ def test_a_folder_planted_at_a_sidecar_name_is_hidden_with_its_file(tmp_path: Pa
         "classification: confidential\nclassification: internal\n",
         "classification: confidential\nClassification: internal\n",
         "roles: [hr]\nroles: []\n",
+        "<<: {Classification: confidential}\nclassification: internal\n",
     ],
-    ids=["capitalised", "upper", "duplicate", "duplicate-in-two-cases", "duplicate-roles"],
+    ids=[
+        "capitalised",
+        "upper",
+        "duplicate",
+        "duplicate-in-two-cases",
+        "duplicate-roles",
+        "merged-in-another-case",
+    ],
 )
 def test_label_keys_in_other_spellings_never_loosen(ws: SyncWorkspace, front_matter: str) -> None:
     # YAML keeps the last of two equal keys and tells nobody; a reader of the file (or another

@@ -35,6 +35,7 @@ __all__ = ["SIDECAR_SUFFIX", "document_labels", "resolve_labels", "undetermined"
 
 SIDECAR_SUFFIX = ".labels.yaml"
 _NOBODY = NOBODY_ROLE
+_LABEL_KEYS = frozenset({"tenant", "classification", "roles", "tags"})
 
 
 def undetermined(base: Labels, why: str) -> Labels:
@@ -114,9 +115,16 @@ def document_labels(
     ``classification``) or a tenant other than the base's gives undetermined labels: fail
     closed, never ignored.
     """
-    # label keys in any case (``Classification:``): a spelling must not make labels ignored
-    # (the parser refuses a key given in two spellings)
-    metadata = {str(key).strip().casefold(): value for key, value in metadata.items()}
+    # label keys in any case (``Classification:``): a spelling must not make labels ignored;
+    # two spellings of one key (the parser refuses them, but a YAML merge ``<<:`` can bring
+    # one in) cannot both be honoured
+    folded: dict[str, Any] = {}
+    for key, value in metadata.items():
+        name = str(key).strip().casefold()
+        if name in folded and name in _LABEL_KEYS:
+            return undetermined(base, f"{name} is given in two spellings")
+        folded[name] = value
+    metadata = folded
     classification = base.classification
     wanted = metadata.get("classification")
     if wanted is not None and not isinstance(wanted, str):
