@@ -251,6 +251,48 @@ async def test_a_backup_on_a_store_without_cross_process_checks_still_works(
     assert await ws.read_text("/m/f.txt.bak") == "one\n"
 
 
+# -- a mode spelled as a string ------------------------------------------------------------------
+
+
+def _raw_store(kind: str, tmp_path: Path) -> Any:
+    if kind == "local":
+        return LocalStore(tmp_path)
+    if kind == "sqlite":
+        from bastion.stores.sqlite import SqliteStore
+
+        return SqliteStore(tmp_path / "ws.db")
+    if kind == "memory":
+        from bastion import MemoryStore
+
+        return MemoryStore()
+    if kind == "fsspec-memory":
+        import fsspec
+
+        from bastion.stores.fsspec import FsspecStore
+
+        return FsspecStore(fsspec.filesystem("memory", skip_instance_cache=True), root="/t")
+    from langgraph.store.memory import InMemoryStore
+
+    from bastion.stores.langgraph import LangGraphStore
+
+    return LangGraphStore(InMemoryStore(), ("t",))
+
+
+@pytest.mark.parametrize("kind", ["local", "sqlite", "memory", "fsspec-memory", "langgraph"])
+async def test_a_mode_given_as_a_string_is_that_mode_on_every_store(
+    kind: str, tmp_path: Path
+) -> None:
+    """``mode="create"`` (as the docs spell it) is create-only on a bare store too; it used to
+    be compared by identity with ``WriteMode.CREATE`` and so overwrote the file."""
+    store = _raw_store(kind, tmp_path)
+    path = VPath.parse("/f")
+    await store.write(path, b"keep")
+    with pytest.raises(AlreadyExistsError):
+        await store.write(path, b"lost?", mode="create")
+    await store.write(path, b"+", mode="append")
+    assert await store.read_all(path) == b"keep+"
+
+
 # -- create-only through the workspace ----------------------------------------------------------
 
 

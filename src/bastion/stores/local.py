@@ -244,6 +244,7 @@ class LocalStore(Store):
         mode: WriteMode = WriteMode.OVERWRITE,
         if_version: str | None = None,
     ) -> FileInfo:
+        mode = WriteMode(mode)  # a plain "create" or "append" too, never an overwrite
         if path.is_root:
             raise IsADirectoryError_("/ is a directory")
         with self._lock:

@@ -116,6 +116,7 @@ class MemoryStore(Store):
         mode: WriteMode = WriteMode.OVERWRITE,
         if_version: str | None = None,
     ) -> FileInfo:
+        mode = WriteMode(mode)  # a plain "create" or "append" too, never an overwrite
         if path.is_root:
             raise IsADirectoryError_("/ is a directory")
         payload = bytes(data)

@@ -153,6 +153,7 @@ class SqliteStore(Store):
     ) -> FileInfo:
         """Write ``data`` in one transaction; ``labels``, when given, are set in the same
         transaction (otherwise an existing file keeps its labels)."""
+        mode = WriteMode(mode)  # a plain "create" or "append" too, never an overwrite
         if path.is_root:
             raise IsADirectoryError_("/ is a directory")
         view = memoryview(data).cast("B")
