@@ -41,10 +41,14 @@ _BOILERPLATE = re.compile(
     r"share|social|promo|advert|ads?|skip-?links?)(?![a-z])",
     re.I,
 )
-# trafilatura escapes Markdown specials with ``\\*[`` and the like, which rescans a run of
-# backslashes from each of its positions: quadratic (80k backslashes took 3.5 s). A page
-# holding such a run goes to the simple extractor instead.
+# trafilatura's Markdown output has super-linear patterns: its escaping (``\\*[``) rescans a
+# run of backslashes from each position (80k backslashes: 3.5 s), and its math spans
+# (``\\((.+?)\\)``) rescan a line from each unclosed ``\(`` or ``\[`` (40k characters: 3.7 s).
+# A page holding such a run, or openers times length over a bound (~0.5 s at worst), goes to
+# the simple extractor instead.
 _BACKSLASH_RUN = "\\" * 64
+_MATH_OPENERS = ("\\(", "\\[")
+_MAX_MATH_WORK = 1 << 26
 _HEADINGS = {f"h{n}": n for n in range(1, 7)}
 _BLOCKS = frozenset(
     {"p", "div", "section", "article", "main", "ul", "ol", "li", "table", "pre", "blockquote",
@@ -91,7 +95,8 @@ def parse_html(data: bytes, where: str, limits: IngestLimits) -> Extraction:
             return Extraction(text="", structured=True)
         meta = _head_metadata(tree)
         prune_boilerplate(tree)
-        body = "" if _BACKSLASH_RUN in source else _trafilatura_markdown(copy.deepcopy(tree))
+        costly = _costly_for_trafilatura(source)
+        body = "" if costly else _trafilatura_markdown(copy.deepcopy(tree))
         body = body or simple_markdown(tree)
     return Extraction(
         text=body,
@@ -102,6 +107,11 @@ def parse_html(data: bytes, where: str, limits: IngestLimits) -> Extraction:
         keywords=split_keywords(meta.get("keywords"), meta.get("tags")),
         metadata=meta,
     )
+
+
+def _costly_for_trafilatura(source: str) -> bool:
+    openers = sum(source.count(opener) for opener in _MATH_OPENERS)
+    return _BACKSLASH_RUN in source or openers * len(source) > _MAX_MATH_WORK
 
 
 def _trafilatura_markdown(tree: lxml_html.HtmlElement) -> str:
