@@ -80,6 +80,8 @@ def test_the_longest_known_path_wins_and_a_longer_name_is_not_cut() -> None:
         ("/secret/plan.txt: the store has no permission for this file on disk", StoreError),
         ("could not write /a.md because /secret/plan.txt is locked", StoreError),
         ("/a.md: blocked by (/secret/plan.txt)", StoreError),
+        ("/a.md: blocked by '/secret/plan.txt'", StoreError),
+        ("SQLite store '/var/lib/secret.db' stayed locked", StoreError),
         ("/secret/plan.txt already exists", AlreadyExistsError),
         ("/secret/plan.txt is a file, not a directory", NotADirectoryError_),
     ],
@@ -92,6 +94,11 @@ def test_a_message_naming_an_unknown_path_becomes_the_plain_form(
     assert "secret" not in str(out) and "plan" not in str(out)
     assert str(out).startswith("/vault/a.md")
     assert "\n" not in str(out)
+
+
+def test_a_quoted_path_is_mapped() -> None:
+    out = reworded(StoreError("cannot replace '/a.md' now; retry"), "/a.md", "/vault/a.md")
+    assert str(out) == "cannot replace '/vault/a.md' now; retry"
 
 
 def test_a_message_naming_no_path_is_told_about_the_path_asked_for() -> None:

@@ -167,11 +167,11 @@ _GENERIC: dict[type[OperationError], str] = {
 _STORE_FAILED = (
     "{}: the storage of this mount failed; try again later, and ask an operator if it persists"
 )
-_BEFORE_PATH = r"(?:^|(?<=[\s(]))"
-"""Where a path may start in a message: at its start, or after a space or an opening bracket."""
-_AFTER_PATH = r"(?=[\s:;,)]|$)"
-"""What may follow a path in a message: a space, a colon, a semicolon, a comma, a bracket, the
-end."""
+_BEFORE_PATH = r"(?:^|(?<=[\s('\"]))"
+"""Where a path may start in a message: at its start, after a space, a bracket or a quote."""
+_AFTER_PATH = r"(?=[\s:;,)'\"]|$)"
+"""What may follow a path in a message: a space, a colon, a semicolon, a comma, a bracket, a
+quote, the end."""
 _ANY_PATH = re.compile(f"{_BEFORE_PATH}(?<!mount )/")
 """The start of a path that no mapping named (``mount /x`` names a mount: a workspace path)."""
 
