@@ -78,6 +78,9 @@ def open_store():
     if kind == "sqlite":
         from bastion.stores.sqlite import SqliteStore
         return SqliteStore(where)
+    if kind == "postgres":
+        from bastion.stores.postgres import PostgresStore
+        return PostgresStore(where)
     return LocalStore(where)
 
 
@@ -115,6 +118,10 @@ async def main():
                 continue
             done += 1
             say(k + 1)
+    elif action == "append":
+        for i in range(n):
+            await ws.append("/m/log.txt", f"{args['tag']}-{i:03d}\n")
+            say(i)
     elif action == "backup":  # one write with a backup per line read
         for i, _ in enumerate(sys.stdin):
             body = f"{args['tag']}-{i}\n"
@@ -164,10 +171,12 @@ def _acks(children: list[subprocess.Popen[str]]) -> list[list[Any]]:
     return results
 
 
-@pytest.fixture(params=["local", "sqlite"])
+@pytest.fixture(params=["local", "sqlite", "postgres"])
 def spec(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:{tmp_path / 'ws.db'}"
+    if request.param == "postgres":
+        return f"postgres:{request.getfixturevalue('pg_dsn')}"
     (tmp_path / "root").mkdir()
     return f"local:{tmp_path / 'root'}"
 
@@ -178,6 +187,10 @@ def _workspace(spec: str, principal: Principal = ADMIN, **kwargs: Any) -> Worksp
         from bastion.stores.sqlite import SqliteStore
 
         store: Any = SqliteStore(where)
+    elif kind == "postgres":
+        from bastion.stores.postgres import PostgresStore
+
+        store = PostgresStore(where)
     else:
         store = LocalStore(where)
     return Workspace(
@@ -196,6 +209,19 @@ async def test_increments_through_edit_and_the_tools_lose_nothing(spec: str, act
     values = sorted(v for worker in acks for v in worker)
     assert values == list(range(1, WORKERS * ROUNDS + 1))  # each value acknowledged once
     assert await ws.read_text("/m/counter") == f"n={WORKERS * ROUNDS}\n"
+
+
+async def test_appends_through_the_workspace_keep_every_line(spec: str) -> None:
+    ws = _workspace(spec)
+    await ws.write("/m/log.txt", "")
+    acks = _acks([_spawn(spec, "append", n=ROUNDS, tag=f"w{n}") for n in range(WORKERS)])
+    assert all(len(worker) == ROUNDS for worker in acks)
+    lines = (await ws.read_text("/m/log.txt")).splitlines()
+    expected = sorted(f"w{n}-{i:03d}" for n in range(WORKERS) for i in range(ROUNDS))
+    assert sorted(lines) == expected  # each once, whole
+    for n in range(WORKERS):  # and each writer's in its own order
+        mine = [line for line in lines if line.startswith(f"w{n}-")]
+        assert mine == sorted(mine)
 
 
 # -- backups ----------------------------------------------------------------------------------
