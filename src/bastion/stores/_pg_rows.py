@@ -126,16 +126,17 @@ def labels_json(labels: Labels | None) -> Jsonb | None:
 
 
 async def namespace(conn: Conn, name: str) -> tuple[int, float]:
-    """The id and creation time of namespace ``name``, created on first use."""
-    await conn.execute(
-        "INSERT INTO bastion_fs_namespaces (name, created) VALUES (%s, %s) "
-        "ON CONFLICT (name) DO NOTHING",
-        (name, time.time()),
-    )
-    cur = await conn.execute(
-        "SELECT id, created FROM bastion_fs_namespaces WHERE name = %s", (name,)
-    )
-    row = await cur.fetchone()
+    """The id and creation time of namespace ``name``, created on first use (only then
+    written: a namespace that exists opens on a read-only database, a standby)."""
+    query = "SELECT id, created FROM bastion_fs_namespaces WHERE name = %s"
+    row = await (await conn.execute(query, (name,))).fetchone()
+    if row is None:
+        await conn.execute(
+            "INSERT INTO bastion_fs_namespaces (name, created) VALUES (%s, %s) "
+            "ON CONFLICT (name) DO NOTHING",
+            (name, time.time()),
+        )
+        row = await (await conn.execute(query, (name,))).fetchone()
     if row is None:  # pragma: no cover - deleted between the two statements
         raise StoreError(f"namespace {name!r} vanished while it was opened; retry")
     return int(row[0]), float(row[1])
