@@ -1,4 +1,5 @@
-"""A local mount whose disk fills up, or is remounted read-only, under the workspace.
+"""A local mount whose disk fills up, or is remounted read-only, under the workspace (and a
+SQLite mount whose disk fills up).
 
 The folder is a real tmpfs of 1 MiB (``mount -t tmpfs -o size=1m``); the test skips, naming
 what is missing, only where it may not mount one. Each fault: the old content is intact (or
@@ -18,6 +19,7 @@ import pytest
 
 from bastion import Knowledge, LocalStore, Mount, Policy, Workspace
 from bastion.core.errors import StoreError
+from bastion.stores.sqlite import SqliteStore
 
 from .support import NO_SPACE, READ_ONLY, Tmpfs, says, tmpfs
 
@@ -128,3 +130,32 @@ async def test_a_read_only_remount_refuses_writes_and_recovers(disk: Tmpfs, ws: 
     await ws.write("/vault/plan.md", "# Plan\n\nheron survey in June\n")
     assert await ws.read_text("/vault/plan.md") == "# Plan\n\nheron survey in June\n"
     assert await _snippets(ws, "heron") == ["# Plan\n\nheron survey in June"]
+
+
+async def test_a_full_disk_under_a_sqlite_mount_keeps_the_old_content_and_recovers(
+    disk: Tmpfs,
+) -> None:
+    # (A read-only remount cannot be made under SQLite: the kernel refuses it while the
+    # database file is open for writing.)
+    store = SqliteStore(disk.path / "ws.db")
+    ws = Workspace([Mount.of("/db", store)], policy=Policy.allow_all(), knowledge=Knowledge())
+    try:
+        await ws.write("/db/notes.md", "# Notes\n\nplover one\n")
+        filler = _fill(disk.path)
+        for where, attempt in (
+            ("/db/notes.md", ws.write("/db/notes.md", "# Notes\n\nplover two\n" * 2000)),
+            ("/db/new.md", ws.write("/db/new.md", "# New\n\n" + "plover\n" * 2000)),
+        ):
+            with pytest.raises(StoreError) as caught:
+                await attempt
+            says(str(caught.value), where, *NO_SPACE)
+        assert await ws.read_text("/db/notes.md") == "# Notes\n\nplover one\n"
+        assert not await ws.exists("/db/new.md")
+        assert await _snippets(ws, "plover") == ["# Notes\n\nplover one"]
+
+        filler.unlink()  # the fault is gone
+        await ws.write("/db/notes.md", "# Notes\n\nplover two\n")
+        assert await ws.read_text("/db/notes.md") == "# Notes\n\nplover two\n"
+        assert await _snippets(ws, "plover") == ["# Notes\n\nplover two"]
+    finally:
+        store.close()
