@@ -312,3 +312,28 @@ def test_a_refused_move_of_a_sidecar_to_another_mount_copies_nothing(target: str
     files = sorted(str(e.path) for e in owner.glob("/**") if e.is_file)
     assert files == ["/docs/x.txt", "/docs/x.txt.labels.yaml", "/pub/y.txt"]
     assert [str(e.path) for e in _as(owner, READER).glob("/pub/**")] == ["/pub/y.txt"]
+
+
+def test_a_write_does_not_tell_the_labels_of_a_file_it_made_invisible() -> None:
+    # an orphan sidecar the writer may not read (a policy rule) labels the file it writes; the
+    # write used to answer with those labels (here: restricted), then the file was not found
+    policy = Policy(
+        rules=(
+            Rule.deny("*", "/**/*.labels.yaml", principals=["reader"]),
+            Rule.allow("*", "/**"),
+        )
+    )
+    owner = Workspace(
+        [Mount.of("/docs", MemoryStore(), labels=Labels(classification="internal"))],
+        policy=policy,
+        principal=OWNER,
+    ).sync()
+    owner.write("/docs/y.txt.labels.yaml", "classification: restricted\n")
+    reader = _as(owner, READER)
+    written = reader.write("/docs/y.txt", "hello\n")
+    assert written.labels is None
+    with pytest.raises(NotFoundError):
+        reader.stat("/docs/y.txt")
+    assert owner.stat("/docs/y.txt").labels.classification == "restricted"
+    # a file the writer still sees answers with its labels, as before
+    assert reader.write("/docs/open.txt", "hi\n").labels == Labels(classification="internal")

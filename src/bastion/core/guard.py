@@ -399,6 +399,10 @@ class GuardedStore(Store):
                 await self._refuse_onto_hidden(exc, path, op)
                 raise await self._failed(exc, path, op, writing=True) from None
             op.bytes += len(data)
+            if info.labels is not None and self._visibility(path, info.kind, info) is not None:
+                # the file is not there for the writer now (a sidecar it may not read made it
+                # stricter, a drop box): its labels are not told
+                info = FileInfo(info.path, info.kind, info.size, info.mtime, info.version)
             return info
 
     async def delete(self, path: VPath, *, recursive: bool = False) -> None:
