@@ -67,7 +67,9 @@ CHILD = r"""
 import asyncio, json, sys
 from bastion import LocalStore, Mount, Policy, Principal, Workspace
 from bastion.agents.tools.session import ToolSession
-from bastion.core.errors import AlreadyExistsError, ConflictError, EditError, StoreError
+from bastion.core.errors import (
+    AlreadyExistsError, ConflictError, EditError, NotFoundError, StoreError,
+)
 from bastion.core.paths import VPath
 
 spec, action, args = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
@@ -92,9 +94,12 @@ async def main():
     ws = Workspace(
         [Mount.of("/m", open_store())],
         policy=Policy.allow_all(),
-        principal=Principal.of(args.get("who", "admin"), clearance="restricted"),
+        principal=Principal.of("admin", roles={"hr"}, clearance="restricted"),
     )
     n = args.get("n", 0)
+    if args.get("barrier"):  # start together with the others
+        say("ready")
+        sys.stdin.readline()
     if action == "edit":  # increments by edit, with no version of the caller's
         done = 0
         while done < n:
@@ -142,6 +147,27 @@ async def main():
         for i in range(10_000):
             await ws.write(f"/m/d/big-{i}", chunk)
             say(i)
+    elif action == "churn":  # create a file, delete whatever is there (with its sidecar)
+        for i in range(n):
+            for step in ("create", "delete"):
+                try:
+                    if step == "create":
+                        await ws.write("/m/f.txt", f"plain {i}\n", mode="create")
+                    else:
+                        await ws.delete("/m/f.txt")
+                except (AlreadyExistsError, NotFoundError) as exc:
+                    say(["expected", type(exc).__name__])
+                except Exception as exc:
+                    say(["error", type(exc).__name__, str(exc)])
+    elif action == "label-then-create":  # a sidecar, then the file it labels
+        for i in range(n):
+            try:
+                await ws.write("/m/f.txt.labels.yaml", "roles: [hr]\n")
+                await ws.write("/m/f.txt", f"secret {i}\n", mode="create")
+            except AlreadyExistsError as exc:
+                say(["expected", type(exc).__name__])
+            except Exception as exc:
+                say(["error", type(exc).__name__, str(exc)])
     elif action == "write":
         for path, text in args["files"].items():
             await ws.write(path, text)
@@ -440,6 +466,36 @@ async def test_a_move_refused_by_an_existing_target_leaves_its_labels(
     assert await ws.with_principal(VISITOR).read_text("/m/open.md") == "canteen menu\n"
     assert not (tmp_path / "open.md.labels.yaml").exists()
     assert await ws.read_text("/m/plan.txt") == "secret plan\n"
+
+
+# -- labels computed while another process deletes ----------------------------------------------
+
+
+def test_writes_racing_a_delete_of_the_file_and_its_sidecar_report_what_happened(
+    tmp_path: Path,
+) -> None:
+    """One process creates and deletes a file (its sidecar goes with it); another writes a
+    sidecar, then creates the file. Every write that lands is reported as done: the labels
+    of the written file, computed after the write, used to read a sidecar (or the file) the
+    other process had just deleted, and a write that had landed was reported as "parent
+    directory /m does not exist" (70 times in 600 rounds each), or a sidecar write failed with the bare
+    store error "/f.txt not found"."""
+    spec = f"local:{tmp_path}"
+    children = [
+        _spawn(spec, action, n=ROUNDS * 30, barrier=True)
+        for action in ("churn", "label-then-create")
+    ]
+    for child in children:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == '"ready"', child.communicate()[1][-2000:]
+    for child in children:
+        assert child.stdin is not None
+        child.stdin.write("go\n")
+        child.stdin.flush()
+    acks = _acks(children)
+    errors = [a for worker in acks for a in worker if a[0] == "error"]
+    assert errors == []
+    assert any(a[0] == "expected" for a in acks[1])  # the two did meet
 
 
 # -- the index follows a relabelling made in another process -----------------------------------

@@ -63,6 +63,10 @@ class _Sidecar:
 _NONE = _Sidecar()
 
 
+class _SidecarGone(Exception):
+    """The sidecar seen a moment ago is gone when read (another process deleted it)."""
+
+
 class DocumentLabels(Store):
     """``inner`` with ``FileInfo.labels`` set to each document's effective labels."""
 
@@ -176,6 +180,8 @@ class DocumentLabels(Store):
             return labels
         try:
             labels = await self._compute(info, base, sidecar)
+        except _SidecarGone:  # deleted since it was seen (another process): the file has none
+            return await self._labels(info, _NONE)
         except NotFoundError:
             raise
         except BastionError as exc:  # cannot read the head or the sidecar now: fail closed
@@ -194,7 +200,10 @@ class DocumentLabels(Store):
         head, complete = await self._head(info)
         data = None
         if sidecar.info is not None:
-            data = await self.inner.read_range(sidecar.info.path, 0, MAX_FRONT_MATTER_BYTES + 1)
+            try:
+                data = await self.inner.read_range(sidecar.info.path, 0, MAX_FRONT_MATTER_BYTES + 1)
+            except NotFoundError:
+                raise _SidecarGone from None
         return resolve_labels(
             base,
             self._order,
@@ -244,9 +253,12 @@ class DocumentLabels(Store):
             return None
         if not found.is_file:
             return None
-        before = (await self._labelled(found)).labels
+        try:
+            before = (await self._labelled(found)).labels
+            head, complete = await self._head(found)
+        except NotFoundError:  # deleted since the stat: the sidecar is an ordinary file
+            return None
         assert before is not None
-        head, complete = await self._head(found)
         after = resolve_labels(
             self._base_of(found),
             self._order,
@@ -303,7 +315,13 @@ class DocumentLabels(Store):
         info = await self.inner.write(path, data, mode=mode, if_version=if_version)
         if labelled_file_of(path) is not None:
             return info  # never echo the labels of the file a sidecar describes
-        return await self._labelled(info)
+        try:
+            return await self._labelled(info)
+        except NotFoundError:  # deleted since by another process: the write itself was done
+            gone = "or file changed while read (NotFoundError)"
+            return _with_labels(
+                info, resolve_labels(self._base_of(info), self._order, sidecar_problem=gone)
+            )
 
     def _refuse_unreadable(self, path: VPath, data: bytes) -> None:
         """Refuse content whose labels could not be read back: the file would vanish."""
