@@ -478,8 +478,8 @@ def test_writes_racing_a_delete_of_the_file_and_its_sidecar_report_what_happened
     sidecar, then creates the file. Every write that lands is reported as done: the labels
     of the written file, computed after the write, used to read a sidecar (or the file) the
     other process had just deleted, and a write that had landed was reported as "parent
-    directory /m does not exist" (70 times in 600 rounds each), or a sidecar write failed with the bare
-    store error "/f.txt not found"."""
+    directory /m does not exist" (70 times in 600 rounds each), or a sidecar write failed
+    with the bare store error "/f.txt not found"."""
     spec = f"local:{tmp_path}"
     children = [
         _spawn(spec, action, n=ROUNDS * 30, barrier=True)
