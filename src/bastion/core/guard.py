@@ -21,7 +21,6 @@ from contextlib import AbstractContextManager, suppress
 from bastion.core.errors import (
     AccessDeniedError,
     AlreadyExistsError,
-    DirectoryNotEmptyError,
     InvalidPathError,
     IsADirectoryError_,
     LabelError,
@@ -34,6 +33,7 @@ from bastion.core.errors import (
     UnsupportedFileError,
     reworded,
 )
+from bastion.core.hidden_tree import delete_visible, move_visible, shown_dir
 from bastion.core.models import Action, EntryKind, FileInfo, Labels, Scope, WriteMode
 from bastion.core.mounts import Mount
 from bastion.core.operation import GuardContext, Operation, current_operation, folded
@@ -177,62 +177,9 @@ class GuardedStore(Store):
             )
         return hidden_inside
 
-    async def _visible_tree(self, path: VPath) -> tuple[list[VPath], list[VPath]]:
-        """The folders and files under ``path`` that the principal sees (nothing below a
-        hidden folder), parents before children."""
-        folders: list[VPath] = []
-        files: list[VPath] = []
-        hidden: list[VPath] = []
-        async for info in self.inner.walk(path):
-            if any(info.path.is_relative_to(h) for h in hidden):
-                continue
-            if self._visibility(info.path, info.kind, info) is not None:
-                if info.is_dir:
-                    hidden.append(info.path)
-                continue
-            (folders if info.is_dir else files).append(info.path)
-        folders.sort(key=lambda p: len(p.parts))
-        return folders, files
-
-    async def _prune(self, folders: list[VPath]) -> None:
-        """Delete these folders, deepest first, where they are now empty."""
-        for folder in sorted(folders, key=lambda p: len(p.parts), reverse=True):
-            with suppress(DirectoryNotEmptyError, NotFoundError):
-                await self.inner.delete(folder)
-
-    async def _delete_visible(self, path: VPath) -> None:
-        """Delete what the principal sees under ``path``; the rest stays where it is."""
-        folders, files = await self._visible_tree(path)
-        for file in files:
-            await self.inner.delete(file)
-        await self._prune([path, *folders])
-
-    async def _move_visible(self, src: VPath, dst: VPath) -> None:
-        """Move what the principal sees under ``src`` to ``dst``; the rest stays where it is."""
-        folders, files = await self._visible_tree(src)
-        await self.inner.mkdir(dst)
-        for folder in folders:
-            with suppress(AlreadyExistsError):
-                await self.inner.mkdir(dst.join(folder.relative_to(src)))
-        for file in files:
-            await self.inner.rename(file, dst.join(file.relative_to(src)))
-        await self._prune([src, *folders])
-
-    async def _shown_dir(self, path: VPath) -> bool:
-        """Folder names are content too: a folder is there for the principal when it is
-        empty or holds something the principal may see (stops at the first such entry)."""
-        try:
-            entries = await self.inner.list(path)
-        except OperationError:
-            return True  # the call that follows says what is wrong
-        if not entries:
-            return True
-        for entry in entries:
-            if self._visibility(entry.path, entry.kind, entry) is not None:
-                continue
-            if not entry.is_dir or await self._shown_dir(entry.path):
-                return True
-        return False
+    def _sees(self, info: FileInfo) -> bool:
+        """Whether the principal may see this store entry."""
+        return self._visibility(info.path, info.kind, info) is None
 
     def _taken(self, path: VPath, action: Action, why: str, op: Operation) -> PolicyDeniedError:
         """The refusal of a change onto an entry the principal may not see: worded as a policy
@@ -250,7 +197,12 @@ class GuardedStore(Store):
         except OperationError as exc:
             raise await self._failed(exc, path, op) from None
         hidden = self._visibility(path, info.kind, info)
-        if hidden is None and info.is_dir and not path.is_root and not await self._shown_dir(path):
+        if (
+            hidden is None
+            and info.is_dir
+            and not path.is_root
+            and not await shown_dir(self.inner, path, self._sees)
+        ):
             hidden = "a folder that holds nothing the principal may see"
         if hidden is not None:
             raise self._hide(path, hidden, op)
@@ -411,7 +363,7 @@ class GuardedStore(Store):
             await self._admit_relabel(path, None, op)
             try:
                 if hidden_inside:
-                    await self._delete_visible(path)
+                    await delete_visible(self.inner, path, self._sees)
                     return
                 await self.inner.delete(path, recursive=recursive and info.is_dir)
             except OperationError as exc:
@@ -428,7 +380,7 @@ class GuardedStore(Store):
                 e
                 for e in entries
                 if self._visibility(e.path, e.kind, e) is None
-                and (not e.is_dir or await self._shown_dir(e.path))
+                and (not e.is_dir or await shown_dir(self.inner, e.path, self._sees))
             ]
 
     async def _admit_listing(self, path: VPath, op: Operation) -> None:
@@ -512,7 +464,7 @@ class GuardedStore(Store):
                 await self._admit_relabel(dst, await self.inner.read_range(src), op)
             try:
                 if hidden_inside:
-                    await self._move_visible(src, dst)
+                    await move_visible(self.inner, src, dst, self._sees)
                     return
                 await self.inner.rename(src, dst)
             except OperationError as exc:

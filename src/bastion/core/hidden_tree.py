@@ -1,0 +1,88 @@
+"""Tree changes around entries a principal may not see.
+
+Hidden entries are not there for the principal (docs/security.md, "existence oracles"): a
+recursive delete or move takes what the principal sees and leaves the rest where it is, and a
+folder that holds nothing the principal may see is not shown. The guard passes ``sees``, its
+own visibility decision for a store entry; these functions work on the raw store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import suppress
+
+from bastion.core.errors import (
+    AlreadyExistsError,
+    DirectoryNotEmptyError,
+    NotFoundError,
+    OperationError,
+)
+from bastion.core.models import FileInfo
+from bastion.core.paths import VPath
+from bastion.core.ports import Store
+
+__all__ = ["delete_visible", "move_visible", "shown_dir"]
+
+Sees = Callable[[FileInfo], bool]
+
+
+async def visible_tree(store: Store, path: VPath, sees: Sees) -> tuple[list[VPath], list[VPath]]:
+    """The folders and files under ``path`` that the principal sees (nothing below a hidden
+    folder), folders parents first."""
+    folders: list[VPath] = []
+    files: list[VPath] = []
+    hidden: list[VPath] = []
+    async for info in store.walk(path):
+        if any(info.path.is_relative_to(h) for h in hidden):
+            continue
+        if not sees(info):
+            if info.is_dir:
+                hidden.append(info.path)
+            continue
+        (folders if info.is_dir else files).append(info.path)
+    folders.sort(key=lambda p: len(p.parts))
+    return folders, files
+
+
+async def _prune(store: Store, folders: list[VPath]) -> None:
+    """Delete these folders, deepest first, where they are now empty."""
+    for folder in sorted(folders, key=lambda p: len(p.parts), reverse=True):
+        with suppress(DirectoryNotEmptyError, NotFoundError):
+            await store.delete(folder)
+
+
+async def delete_visible(store: Store, path: VPath, sees: Sees) -> None:
+    """Delete what the principal sees under ``path``; the rest stays where it is."""
+    folders, files = await visible_tree(store, path, sees)
+    for file in files:
+        await store.delete(file)
+    await _prune(store, [path, *folders])
+
+
+async def move_visible(store: Store, src: VPath, dst: VPath, sees: Sees) -> None:
+    """Move what the principal sees under ``src`` to ``dst``; the rest stays where it is."""
+    folders, files = await visible_tree(store, src, sees)
+    await store.mkdir(dst)
+    for folder in folders:
+        with suppress(AlreadyExistsError):
+            await store.mkdir(dst.join(folder.relative_to(src)))
+    for file in files:
+        await store.rename(file, dst.join(file.relative_to(src)))
+    await _prune(store, [src, *folders])
+
+
+async def shown_dir(store: Store, path: VPath, sees: Sees) -> bool:
+    """Folder names are content too: a folder is there for the principal when it is empty or
+    holds something the principal may see (stops at the first such entry)."""
+    try:
+        entries = await store.list(path)
+    except OperationError:
+        return True  # the call that follows says what is wrong
+    if not entries:
+        return True
+    for entry in entries:
+        if not sees(entry):
+            continue
+        if not entry.is_dir or await shown_dir(store, entry.path, sees):
+            return True
+    return False
