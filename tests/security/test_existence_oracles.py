@@ -146,3 +146,21 @@ async def test_a_write_onto_a_hidden_name_is_refused_in_the_words_of_the_policy(
         ws.mounts, policy=Policy.allow_all(), principal=Principal.of("a", clearance="restricted")
     )
     assert await admin.read_text(path) == WAYS[way][1]
+
+
+async def test_a_sidecar_write_for_a_hidden_file_is_not_found_with_or_without_a_sidecar() -> None:
+    """Whether a hidden file already has a sidecar is not told: both writes are not found."""
+    from bastion import NotFoundError
+
+    ws = await world("labels", hidden=True)
+    admin = Workspace(
+        ws.mounts, policy=Policy.allow_all(), principal=Principal.of("a", clearance="restricted")
+    )
+    await admin.write("/docs/mixed/plan.md.labels.yaml", "tags: [x]\n")
+    told = []
+    for path in ("/docs/team/plan.md.labels.yaml", "/docs/mixed/plan.md.labels.yaml"):
+        with pytest.raises(NotFoundError) as err:
+            await ws.write(path, "classification: public\n")
+        told.append(str(err.value).replace(path, "<P>"))
+    assert told[0] == told[1]
+    assert await admin.read_text("/docs/mixed/plan.md.labels.yaml") == "tags: [x]\n"

@@ -657,6 +657,9 @@ class GuardedStore(Store):
             and existing.labels is not None
             and not self.ctx.admits(existing.labels)
         ):
+            if labelled_file_of(path) is not None:
+                # the sidecar of a hidden file: not found, whether it has a sidecar yet or not
+                raise self._hide(path, "sidecar of a hidden file", op)
             raise self._taken(path, Action.WRITE, "labels do not admit the principal", op)
         total = size
         if mode is WriteMode.APPEND and may_read and existing is not None:
