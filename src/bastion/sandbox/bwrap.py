@@ -61,7 +61,8 @@ def bwrap_binary() -> str:
     the real ones; :class:`SandboxError` when it is missing or cannot start."""
     path = _find()
     ids = sandbox_ids()
-    probe = [path, *_isolation(), "--ro-bind", "/usr", "/usr", *_system_links(), "true"]
+    probe = [path, *_isolation(), "--ro-bind", "/usr", "/usr", *_system_links()]
+    probe += ["--size", "1048576", "--tmpfs", "/tmp", "true"]  # noqa: S108 (a sized /tmp)
     try:
         done = subprocess.run(  # noqa: S603 (a fixed argument list)
             probe,
@@ -139,10 +140,11 @@ def command_line(
     argv: Sequence[str],
     cwd: str,
     env: dict[str, str],
+    tmp_bytes: int = RunLimits().tmp_bytes,
 ) -> list[str]:
     """bubblewrap's arguments: the view as ``/`` (read-only mounts bound read-only over it), a
-    read-only system, a private ``/tmp``, ``/proc``, a minimal ``/dev``, no network, the
-    allow-listed environment only."""
+    read-only system, a private ``/tmp`` of ``tmp_bytes``, ``/proc``, a minimal ``/dev``, no
+    network, the allow-listed environment only."""
     args = [binary, *_isolation(), "--bind", str(view), "/"]
     for prefix in sorted([*read_only, *bound], key=len):
         if prefix in bound:
@@ -150,7 +152,8 @@ def command_line(
         else:
             args += ["--ro-bind", str(view / prefix.lstrip("/")), prefix]
     args += ["--ro-bind", "/usr", "/usr", *_system_links()]
-    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--clearenv"]  # noqa: S108
+    args += ["--proc", "/proc", "--dev", "/dev", "--size", str(tmp_bytes)]
+    args += ["--tmpfs", "/tmp", "--clearenv"]  # noqa: S108
     for key, value in {**_ENV, **env}.items():
         args += ["--setenv", key, value]
     return [*args, "--chdir", cwd, "--", *argv]

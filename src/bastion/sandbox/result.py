@@ -28,9 +28,12 @@ class RunLimits:
     """RLIMIT_FSIZE: the largest file a process may write."""
     cpu_seconds: int | None = None
     """RLIMIT_CPU of every process (``None``: only the wall timeout applies)."""
+    tmp_bytes: int = 256 * 1024**2
+    """Size of the private ``/tmp`` (a tmpfs, held in the host's memory): past it, writes there
+    fail with ``No space left on device``."""
 
     def __post_init__(self) -> None:
-        for name in ("output_bytes", "processes", "memory_bytes", "file_bytes"):
+        for name in ("output_bytes", "processes", "memory_bytes", "file_bytes", "tmp_bytes"):
             if getattr(self, name) < 1:
                 raise ValueError(f"RunLimits.{name} must be at least 1")
         if self.cpu_seconds is not None and self.cpu_seconds < 1:

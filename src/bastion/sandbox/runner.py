@@ -60,7 +60,16 @@ async def run_in_sandbox(
                 raise SandboxError(
                     f"{cwd} is not a folder in your view; run from a folder you can list"
                 )
-            args = command_line(binary, view, snap.read_only, snap.bound, argv, str(cwd), extra)
+            args = command_line(
+                binary,
+                view,
+                snap.read_only,
+                snap.bound,
+                argv,
+                str(cwd),
+                extra,
+                tmp_bytes=chosen.tmp_bytes,
+            )
             outcome = await spawn(args, data, timeout, chosen, tuple(snap.bound.values()))
         finally:
             snap.close()
