@@ -91,7 +91,7 @@ async def test_proc_1_is_the_sandbox_not_the_host_init(
     lines = result.stdout.splitlines()
     assert lines[0] == "Name:\tbwrap"  # the host's PID 1 is init/systemd/a container's shell
     pids = {int(p) for p in lines[1].split()}
-    assert len(pids) <= 6  # bubblewrap, the shell and its pipeline: nothing of the host's
+    assert len(pids) < 10  # bubblewrap, the shell and its pipeline: nothing of the host's
     assert "sleep" not in result.stdout and "pytest" not in result.stdout
     assert all(_alive(p.pid) for p in host_sleepers)
 
