@@ -8,14 +8,15 @@ from typing import Any
 
 import pytest
 
-from bastion import MemoryStore, Mount, Policy, Workspace
+from bastion import MemoryStore, Mount, Policy, Rule, Workspace
 from bastion.agents.tools import OutputLimits, Toolset
 from bastion.knowledge.service import Knowledge
 
 
 def _workspace(knowledge: Knowledge | None = None) -> Workspace:
     mounts = [Mount.of("/docs", MemoryStore(), "read_only"), Mount.of("/work", MemoryStore())]
-    return Workspace(mounts, policy=Policy.allow_all(), knowledge=knowledge)
+    policy = Policy(rules=(Rule.allow("*", "/**"),))  # file actions: no execute tool here
+    return Workspace(mounts, policy=policy, knowledge=knowledge)
 
 
 def _is_flat(value: Any, depth: int = 0) -> bool:

@@ -37,8 +37,11 @@ def _ws(
     mounts = [
         Mount.of(f"/m{i}", MemoryStore(), scope, labels=labels) for i, scope in enumerate(scopes)
     ]
+    # "*" is every file action: the operator action execute (and its tool) is tested in
+    # test_tool_execute.py
+    every_file_action = Policy(rules=(Rule.allow("*", "/**"),))
     return Workspace(
-        mounts, policy=policy or Policy.allow_all(), knowledge=knowledge, principal=principal
+        mounts, policy=policy or every_file_action, knowledge=knowledge, principal=principal
     )
 
 

@@ -2,6 +2,8 @@
 and the tool set of one principal. The MCP and OpenAI adapters (``bastion.agents.mcp``,
 ``bastion.agents.openai``) only convert these."""
 
+from bastion.agents.tools.commands import CommandRule
+from bastion.agents.tools.execute import EXECUTE_TOOLS
 from bastion.agents.tools.granular import GRANULAR_TOOLS
 from bastion.agents.tools.intent import INTENT_TOOLS
 from bastion.agents.tools.outputs import OutputLimits, Scratch, dumps, fail, ok
@@ -20,6 +22,7 @@ from bastion.agents.tools.spec import Capability, Output, Tool, ToolArgumentErro
 from bastion.agents.tools.toolset import PERMISSIONS, Toolset, capabilities
 
 __all__ = [
+    "EXECUTE_TOOLS",
     "GRANULAR_TOOLS",
     "INTENT_TOOLS",
     "PERMISSIONS",
@@ -27,6 +30,7 @@ __all__ = [
     "ApprovalDeniedError",
     "ApprovalRequest",
     "Capability",
+    "CommandRule",
     "Output",
     "OutputLimits",
     "PathLocks",

@@ -37,6 +37,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from bastion.agents.tools.commands import CommandRule, needs_approval
 from bastion.agents.tools.outputs import OutputLimits, Scratch
 from bastion.core.errors import (
     AccessDeniedError,
@@ -199,16 +200,33 @@ ApprovalHook = Callable[[ApprovalRequest], "bool | Awaitable[bool]"]
 
 
 class Approval:
-    """Ask ``hook`` before the tools named in ``tools`` run, and before any tool that changes
-    files runs on a path matching one of ``paths`` (globs such as ``/docs/**``)."""
+    """Ask ``hook`` before the tools named in ``tools`` run, before any tool that changes
+    files runs on a path matching one of ``paths`` (globs such as ``/docs/**``), and before
+    a command matching one of ``commands`` runs (rules such as ``rm`` or ``git push``; see
+    :mod:`bastion.agents.tools.commands`)."""
 
     def __init__(
-        self, hook: ApprovalHook | None, *, tools: Iterable[str] = (), paths: Iterable[str] = ()
+        self,
+        hook: ApprovalHook | None,
+        *,
+        tools: Iterable[str] = (),
+        paths: Iterable[str] = (),
+        commands: Iterable[str] = (),
     ) -> None:
         self.hook = hook
         self.tools = frozenset(tools)
         self.paths = tuple(paths)
         self._globs = tuple(Glob.compile(p) for p in self.paths)
+        self.commands = tuple(CommandRule.parse(c) for c in commands)
+
+    def command_needed(self, command: object) -> bool:
+        """True when ``command`` (a string or a list of strings) must be approved: a command
+        rule matches it, or rules are set and it cannot be matched word by word."""
+        if isinstance(command, str) or (
+            isinstance(command, list | tuple) and all(isinstance(w, str) for w in command)
+        ):
+            return needs_approval(self.commands, command)
+        return bool(self.commands)  # nothing a rule can read: ask (fail closed)
 
     def needed(self, tool: Tool, paths: Iterable[VPath], trees: Iterable[VPath] = ()) -> bool:
         """True when the call must be approved: the tool is named, or it changes files and a
@@ -274,8 +292,14 @@ class ToolSession:
         approval: Approval | None = None,
         locks: PathLocks | None = None,
     ) -> None:
-        if approval is not None and approval.hook is None and (approval.tools or approval.paths):
-            raise ConfigurationError("Approval names tools or paths but has no hook to ask")
+        if (
+            approval is not None
+            and approval.hook is None
+            and (approval.tools or approval.paths or approval.commands)
+        ):
+            raise ConfigurationError(
+                "Approval names tools, paths or commands but has no hook to ask"
+            )
         self.workspace = workspace
         self.limits = limits or OutputLimits()
         self.scratch: Scratch = Scratch(self.limits)
@@ -418,9 +442,14 @@ class ToolSession:
         if approval is None:
             return
         trees: list[VPath] = []
-        if tool.trees and tool.changes and paths and approval.reaches_below(paths):
+        if tool.command is not None and tool.changes:
+            trees = [VPath.ROOT]  # a command can change whatever the principal may write
+        elif tool.trees and tool.changes and paths and approval.reaches_below(paths):
             trees = await self._trees(paths)
-        if not approval.needed(tool, paths, trees):
+        needed = approval.needed(tool, paths, trees)
+        if tool.command is not None and approval.command_needed(arguments.get(tool.command)):
+            needed = True
+        if not needed:
             return
         request = ApprovalRequest(
             tool.name,

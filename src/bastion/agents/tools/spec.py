@@ -65,6 +65,8 @@ class Capability(StrEnum):
     """Search is allowed and the workspace keeps an index."""
     ASK = "ask"
     """Search, plus a workspace that answers questions (``Workspace.ask``)."""
+    EXECUTE = "execute"
+    """Run commands in the sandbox (``Workspace.run``): the policy grants ``execute``."""
 
 
 class ToolArgumentError(OperationError):
@@ -97,6 +99,8 @@ class Tool:
     """True when the call can touch a whole tree: when the first path it names is a
     directory, everything under each named path counts for approval (a recursive delete,
     a move or copy of a directory)."""
+    command: str | None = None
+    """Name of the argument that holds a command to run (approval command rules)."""
 
     _schema: dict[str, Any] = field(init=False, repr=False, compare=False)
 
@@ -174,6 +178,7 @@ def tool(
     changes: bool = False,
     paths: Iterable[str] | None = None,
     trees: bool = False,
+    command: str | None = None,
 ) -> Callable[[ToolFn], Tool]: ...
 
 
@@ -188,6 +193,7 @@ def tool(
     changes: bool = False,
     paths: Iterable[str] | None = None,
     trees: bool = False,
+    command: str | None = None,
 ) -> Tool | Callable[[ToolFn], Tool]:
     """Make a :class:`Tool` of an async function ``fn(session, **arguments)``.
 
@@ -223,6 +229,7 @@ def tool(
             if paths is not None
             else tuple(n for n in names if n in ("path", "src", "dst")),
             trees=trees,
+            command=command,
         )
 
     return build(fn) if fn is not None else build

@@ -13,6 +13,7 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
+from bastion.agents.tools.execute import EXECUTE_TOOLS
 from bastion.agents.tools.granular import GRANULAR_TOOLS
 from bastion.agents.tools.intent import INTENT_TOOLS
 from bastion.agents.tools.outputs import OutputLimits, fail
@@ -37,6 +38,7 @@ PERMISSIONS: Mapping[str, frozenset[Capability]] = {
     "search": frozenset({Capability.SEARCH, Capability.ASK}),
     "delete": frozenset({Capability.DELETE}),
     "ask": frozenset({Capability.ASK}),
+    "execute": frozenset({Capability.EXECUTE}),
 }
 """Permission names a tool set may be limited to, and the capabilities each one grants."""
 
@@ -46,6 +48,7 @@ _ACTIONS: tuple[tuple[Action, Capability], ...] = (
     (Action.DELETE, Capability.DELETE),
     (Action.LIST, Capability.LIST),
     (Action.SEARCH, Capability.SEARCH),
+    (Action.EXECUTE, Capability.EXECUTE),
 )
 
 
@@ -55,7 +58,8 @@ class Toolset:
     ``style`` picks the granular tools (``read_file``, ``write_file``, ...) or the intent
     tools (``access``, ``discover``, ``update``); ``extra`` adds tools (skills...);
     ``permissions`` limits the set further (``["read", "list"]``); ``approval`` asks a human
-    before chosen tools or changes under chosen paths.
+    before chosen tools, changes under chosen paths or chosen commands. Either style adds
+    ``execute`` when the policy grants the principal the ``execute`` action somewhere.
     """
 
     def __init__(
@@ -78,9 +82,8 @@ class Toolset:
         per_mount = [caps & granted for caps in mount_capabilities(workspace)]
         self.capabilities: frozenset[Capability] = frozenset().union(*per_mount)
         """What the principal may do somewhere (after the permission list)."""
-        base = (
-            tools if tools is not None else GRANULAR_TOOLS if style == "granular" else INTENT_TOOLS
-        )
+        style_tools = GRANULAR_TOOLS if style == "granular" else INTENT_TOOLS
+        base = tools if tools is not None else (*style_tools, *EXECUTE_TOOLS)
         fitted = [_fit(t, per_mount) for t in (*base, *extra)]
         self.tools: tuple[Tool, ...] = tuple(t for t in fitted if t is not None)
         self._by_name: dict[str, Tool] = {}
