@@ -47,11 +47,8 @@ def _command(command: str | list[str]) -> str | list[str]:
 async def execute(
     s: ToolSession,
     command: Annotated[
-        str | list[Word],
-        Field(
-            max_length=_MAX_COMMAND,
-            description="Shell line (run by sh -c), or program and arguments",
-        ),
+        Word | list[Word],
+        Field(description="Shell line (run by sh -c), or program and arguments"),
         AfterValidator(_command),
     ],
     cwd: Annotated[str, Field(description="Working directory, e.g. /scratch")] = "/",
