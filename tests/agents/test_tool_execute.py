@@ -13,6 +13,7 @@ import json
 from typing import Any, cast
 
 import pytest
+from langchain_core.messages import ToolMessage
 from mcp import Client
 
 from bastion import MemoryStore, Mount, Policy, Principal, Rule, Workspace
@@ -145,6 +146,23 @@ async def test_an_argument_list_runs_without_a_shell_through_mcp() -> None:
 
 
 @pytest.mark.usefixtures("bwrap")
+async def test_a_run_through_langchain_and_an_error_as_a_tool_message() -> None:
+    (run,) = [t for t in langchain_tools(Toolset(await _workspace())) if t.name == "execute"]
+    call = {
+        "type": "tool_call",
+        "name": "execute",
+        "id": "x1",
+        "args": {"command": ["wc", "-l", "a.txt"], "cwd": "/scratch"},
+    }
+    message = await run.ainvoke(call)
+    assert isinstance(message, ToolMessage) and message.status == "success"
+    assert message.artifact["stdout"] == "1 a.txt\n" and message.artifact["exit_code"] == 0
+    refused = await run.ainvoke({**call, "args": {"command": "true", "cwd": "/docs/../.."}})
+    assert isinstance(refused, ToolMessage) and refused.status == "error"
+    assert "climbs above" in json.loads(str(refused.content))["error"]
+
+
+@pytest.mark.usefixtures("bwrap")
 async def test_a_refused_write_back_is_reported_per_path() -> None:
     toolset = Toolset(await _workspace())
     out = await toolset.call(
@@ -243,8 +261,11 @@ async def test_path_rules_and_tool_rules_cover_execute() -> None:
     toolset = Toolset(await _workspace(), approval=Approval(lambda r: False, paths=["/out/x/**"]))
     out = await toolset.call("execute", {"command": "true"})
     assert out["success"] is False and "not approved" in out["error"]
-    named = Toolset(await _workspace(), approval=Approval(None, tools=()))
-    assert named.session.approval is not None
+    asked: list[ApprovalRequest] = []
+    named = Toolset(await _workspace(), approval=Approval(asked.append, tools={"execute"}))
+    out = await named.call("execute", {"command": ["true"], "cwd": "/scratch"})
+    assert out["success"] is False and "not approved" in out["error"]  # None is not True
+    assert asked[0].tool == "execute" and asked[0].trees == ("/",)
     with pytest.raises(ConfigurationError, match="no hook to ask"):
         Toolset(await _workspace(), approval=Approval(None, commands=["rm"]))
 
