@@ -201,6 +201,7 @@ async def test_hostile_arguments_are_one_line_tool_errors() -> None:
         ({"command": "true", "stdin": "x" * 100_001}, "stdin"),
         ({"command": ["echo", "a\x00b"]}, "NUL"),
         ({"command": ["x"] * 1001}, "more than 1000 arguments"),
+        ({"command": ["echo", *["y" * 60_000] * 2]}, "over 100000 characters in all"),
         ({"command": [1, 2]}, "command"),
         ({"command": {"program": "rm"}}, "command"),
         ({"command": "true", "cwd": "/../../etc"}, ""),

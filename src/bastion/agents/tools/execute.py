@@ -38,6 +38,8 @@ def _command(command: str | list[str]) -> str | list[str]:
         raise ValueError("empty; give a shell line, or a program and its arguments")
     if len(words) > _MAX_WORDS:
         raise ValueError(f"more than {_MAX_WORDS} arguments; put them in a file and pass that")
+    if sum(len(w) for w in words) > _MAX_COMMAND:
+        raise ValueError(f"over {_MAX_COMMAND} characters in all; put the long part in a file")
     if any("\x00" in w for w in words):
         raise ValueError("holds a NUL character, which no command can be given; remove it")
     return command
