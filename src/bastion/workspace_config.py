@@ -417,10 +417,11 @@ def folder_config(
     """A workspace named on a command line, checked by the workspace-file schema: each
     ``(prefix, folder, scope)`` becomes a ``[[mounts]]`` entry (the folder ``"memory"`` is a
     scratch area). The policy is ``policy_file``, or, without one, the owner's: everything
-    the scopes allow, ``.git`` and ``.bastion`` blocked (the person running the command may
-    read their own folders)."""
+    the scopes allow but ``execute``, ``.git`` and ``.bastion`` blocked (the person running the
+    command may read their own folders; running commands is granted only by a policy file)."""
     from bastion.core.models import Action
 
+    owner_actions = [a.value for a in Action if a is not Action.EXECUTE]
     entries = [
         {
             "prefix": prefix,
@@ -430,7 +431,8 @@ def folder_config(
         for prefix, folder, scope in mounts
     ]
     policy: Any = {
-        "rules": [{"effect": "allow", "actions": [a.value for a in Action], "paths": ["/**"]}],
+        # every action but running commands: an agent gets a shell only where a policy says so
+        "rules": [{"effect": "allow", "actions": owner_actions, "paths": ["/**"]}],
         "limits": {"blocked_segments": [".git", ".bastion"]},
     }
     if policy_file is not None:  # a file name, with any $ kept as it is
