@@ -11,7 +11,9 @@ this view, so the guard above can re-word them again to workspace paths.
 
 from __future__ import annotations
 
+import builtins
 import re
+from collections.abc import Awaitable, Callable
 
 from bastion.core.errors import (
     DirectoryNotEmptyError,
@@ -171,8 +173,16 @@ class FolderStore(Store):
             raise self._outer(exc, path) from exc
 
     async def list(self, path: VPath) -> list[FileInfo]:
+        return await self._listed(self.inner.list, path)
+
+    async def entries(self, path: VPath) -> builtins.list[FileInfo]:
+        return await self._listed(self.inner.entries, path)
+
+    async def _listed(
+        self, listing: Callable[[VPath], Awaitable[builtins.list[FileInfo]]], path: VPath
+    ) -> builtins.list[FileInfo]:
         try:
-            entries = await self.inner.list(self._in(path))
+            entries = await listing(self._in(path))
         except NotFoundError as exc:
             if path.is_root:
                 return []

@@ -16,6 +16,7 @@ Every operation is rate-limited and audited once (:mod:`bastion.core.operation`)
 
 from __future__ import annotations
 
+import builtins
 from contextlib import AbstractContextManager, suppress
 
 from bastion.core.errors import (
@@ -382,6 +383,10 @@ class GuardedStore(Store):
                 if self._visibility(e.path, e.kind, e) is None
                 and (not e.is_dir or await shown_dir(self.inner, e.path, self._sees))
             ]
+
+    async def entries(self, path: VPath) -> builtins.list[FileInfo]:
+        """What :meth:`list` shows: the guard never hands out entries it has not checked."""
+        return await self.list(path)
 
     async def _admit_listing(self, path: VPath, op: Operation) -> None:
         self._scope(Action.LIST, path)

@@ -75,14 +75,19 @@ async def shown_dir(store: Store, path: VPath, sees: Sees) -> bool:
     """Folder names are content too: a folder is there for the principal when it is empty or
     holds something the principal may see (stops at the first such entry)."""
     try:
-        entries = await store.list(path)
+        entries = await store.entries(path)  # labels only for the entries looked at
     except OperationError:
         return True  # the call that follows says what is wrong
     if not entries:
         return True
-    for entry in entries:
-        if not sees(entry):
+    # files first (one stat each, usually one is enough), then folders, depth first
+    for entry in sorted(entries, key=lambda e: e.is_dir):
+        try:
+            info = await store.stat(entry.path)
+        except OperationError:
+            continue  # gone meanwhile, or cannot be served: not something to show
+        if not sees(info):
             continue
-        if not entry.is_dir or await shown_dir(store, entry.path, sees):
+        if not info.is_dir or await shown_dir(store, info.path, sees):
             return True
     return False

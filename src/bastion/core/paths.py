@@ -43,6 +43,8 @@ _BIDI_CONTROLS = frozenset(
 # ".." or a drive), one slash between them, each name within MAX_NAME_BYTES. ASCII is already
 # NFC. Anything else takes the general path below, which decides it in full.
 _PLAIN_PATH = re.compile(r"(?:/[^\x00-\x1f\x7f\\/:.][^\x00-\x1f\x7f\\/:]{0,254})+")
+_PLAIN_NAME = re.compile(r"[^\x00-\x1f\x7f\\/:.][^\x00-\x1f\x7f\\/:]{0,254}")
+"""One segment of the common case (see ``_PLAIN_PATH``): a child name taken as it is."""
 
 
 def _is_forbidden_char(ch: str) -> bool:
@@ -142,6 +144,8 @@ class VPath:
 
     def child(self, name: str) -> VPath:
         """The path of a direct child; ``name`` must be one valid segment."""
+        if name.isascii() and _PLAIN_NAME.fullmatch(name):
+            return VPath((*self.parts, name))
         parsed = VPath.parse(name)
         if len(parsed.parts) != 1 or name in (".", ".."):
             raise InvalidPathError(f"{_show(name)} is not a single file name")

@@ -14,6 +14,7 @@ speed and carries no timeout.
 from __future__ import annotations
 
 import asyncio
+import builtins
 from collections.abc import AsyncIterator, Awaitable
 from typing import Any, TypeVar
 
@@ -73,6 +74,9 @@ class TimedStore(Store):
 
     async def list(self, path: VPath) -> list[FileInfo]:
         return await self._bounded(self.inner.list(path))
+
+    async def entries(self, path: VPath) -> builtins.list[FileInfo]:
+        return await self._bounded(self.inner.entries(path))
 
     async def mkdir(self, path: VPath) -> None:
         await self._bounded(self.inner.mkdir(path))
