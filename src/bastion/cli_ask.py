@@ -203,7 +203,7 @@ def ask_command(
     config: Path | None,
 ) -> None:
     """Answer QUESTION with citations from an index built by `bastion index`."""
-    from bastion.cli_knowledge import _from_config, _indexed, _settings
+    from bastion.cli_knowledge import indexed_settings
     from bastion.errors import BastionError
 
     if (user is None) == (token is None):
@@ -215,11 +215,7 @@ def ask_command(
         users = load_users(users_file) if users_file is not None else DEMO_USERS
         principal = authenticate(user, users)
     try:
-        if config is not None:
-            settings, _dense = _from_config(config)
-        else:
-            root, dense = _indexed(index_dir)
-            settings = _settings(root, index_dir, dense=dense)
+        settings, _ = indexed_settings(config, index_dir)
         chat = _chat(chat_url, chat_model)
         reranker = _reranker(rerank, chat, cross_encoder)
         ws = settings.build(principal=principal)

@@ -62,6 +62,15 @@ _CONFIG = click.option(
 )
 
 
+def indexed_settings(config: Path | None, index_dir: Path) -> tuple[Any, bool]:
+    """The workspace a search-side command opens: the workspace file ``config``, else the
+    folder `bastion index` indexed into ``index_dir``; and whether its index has embeddings."""
+    if config is not None:
+        return _from_config(config)
+    root, dense = _indexed(index_dir)
+    return _settings(root, index_dir, dense=dense), dense
+
+
 def _indexed(index_dir: Path) -> tuple[Path, bool]:
     """The folder `bastion index` indexed into ``index_dir``, and whether it has embeddings."""
     state = index_dir / _STATE
@@ -167,11 +176,7 @@ def search_command(
     from bastion.errors import BastionError
 
     try:
-        if config is not None:
-            settings, dense = _from_config(config)
-        else:
-            root, dense = _indexed(index_dir)
-            settings = _settings(root, index_dir, dense=dense)
+        settings, dense = indexed_settings(config, index_dir)
         ws = settings.build()
         result = asyncio.run(
             ws.search(query, mode=mode or ("hybrid" if dense else "bm25"), k=k, related=related)
@@ -196,11 +201,7 @@ def reindex_command(index_dir: Path, config: Path | None) -> None:
     from bastion.errors import BastionError
 
     try:
-        if config is not None:
-            settings, _dense = _from_config(config)
-        else:
-            root, dense = _indexed(index_dir)
-            settings = _settings(root, index_dir, dense=dense)
+        settings, _ = indexed_settings(config, index_dir)
         ws = settings.build()
         summary = asyncio.run(_repair(ws, None))
     except BastionError as exc:

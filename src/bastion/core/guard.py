@@ -484,8 +484,8 @@ class GuardedStore(Store):
         the file would be easier to read there than it is now (its sidecar stays behind; the
         mount is less strict), the sidecar to write at ``path`` first, holding the tightest of
         both; ``None`` when none is needed. Written through this guard, it is a relabelling
-        like any other (only ever tightening). ``head``: the file's first ``HEAD_BYTES + 1``
-        bytes."""
+        like any other (only ever tightening). ``head``: the file's first ``LABEL_BYTES``
+        bytes (``bastion.knowledge.ingest.frontmatter``)."""
         if labels is None or labels.undetermined:
             return None
         if labelled_file_of(path) is not None:  # refuse a relabelling before a file is left

@@ -23,8 +23,10 @@ from typing import Any
 
 from bastion.core.models import NOBODY_ROLE, Labels
 from bastion.core.principal import Classifications
+from bastion.core.sidecars import SIDECAR_SUFFIX
 from bastion.knowledge.ingest.errors import ParseError
 from bastion.knowledge.ingest.frontmatter import (
+    HEAD_BYTES,
     MAX_FRONT_MATTER_BYTES,
     decode,
     head_front_matter,
@@ -33,8 +35,6 @@ from bastion.knowledge.ingest.frontmatter import (
 
 __all__ = ["SIDECAR_SUFFIX", "document_labels", "resolve_labels", "undetermined"]
 
-SIDECAR_SUFFIX = ".labels.yaml"
-_NOBODY = NOBODY_ROLE
 _LABEL_KEYS = frozenset({"tenant", "classification", "roles", "tags"})
 
 
@@ -48,21 +48,21 @@ def resolve_labels(
     classifications: Classifications,
     *,
     head: bytes = b"",
-    complete: bool = True,
     sidecar: bytes | None = None,
     sidecar_problem: str = "",
     where: str = "",
 ) -> Labels:
     """A document's effective labels (module docstring).
 
-    ``head`` is the first bytes of the file (``complete`` when they are the whole file; read
-    :data:`~bastion.knowledge.ingest.frontmatter.HEAD_BYTES` of it), ``sidecar`` the content of
-    its sidecar if it has one, ``sidecar_problem`` why a sidecar is there but cannot be read.
+    ``head`` is the file's first :data:`~bastion.knowledge.ingest.frontmatter.LABEL_BYTES`
+    bytes (fewer: the whole file; more are ignored), ``sidecar`` the content of its sidecar if
+    it has one, ``sidecar_problem`` why a sidecar is there but cannot be read.
     """
     if base.undetermined:
         return base
+    complete = len(head) <= HEAD_BYTES
     try:
-        found = head_front_matter(head, complete=complete, where=where)
+        found = head_front_matter(head[:HEAD_BYTES], complete=complete, where=where)
     except ParseError as exc:
         return undetermined(base, _reason(exc, where))
     labels = base
@@ -152,7 +152,7 @@ def document_labels(
         if asked:
             roles = (roles & asked) if roles else asked
             if not roles:
-                roles = frozenset({_NOBODY})
+                roles = frozenset({NOBODY_ROLE})
     tags = base.tags
     if metadata.get("tags") is not None:
         more = _strings(metadata["tags"])

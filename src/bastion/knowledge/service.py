@@ -37,7 +37,7 @@ from bastion.knowledge.ingest import (
     stable_doc_id,
 )
 from bastion.knowledge.ingest.detect import detect_type
-from bastion.knowledge.ingest.frontmatter import HEAD_BYTES
+from bastion.knowledge.ingest.frontmatter import LABEL_BYTES
 from bastion.knowledge.labels import resolve_labels
 from bastion.knowledge.linemap import line_map
 from bastion.knowledge.relations import RelationGraph, extract_relations
@@ -57,6 +57,10 @@ class FileToIndex:
     data: bytes
     labels: Labels = field(default_factory=Labels)
     version: str | None = None
+    resolved: bool = False
+    """``labels`` are already the document's effective labels, as the workspace's read path
+    worked them out from these bytes: the index takes them as they are (one computation, and
+    the index cannot disagree with the readers)."""
 
 
 _CANDIDATES = 100
@@ -194,12 +198,12 @@ class Knowledge:
             # The one resolver, over the same bytes the readers see: labels are never taken
             # from what a format parser extracted (HTML or PDF metadata), so the index cannot
             # disagree with read and grep.
-            final = resolve_labels(
-                item.labels,
-                order,
-                head=item.data[:HEAD_BYTES],
-                complete=len(item.data) <= HEAD_BYTES,
-                where=item.path,
+            final = (
+                item.labels
+                if item.resolved
+                else resolve_labels(
+                    item.labels, order, head=item.data[:LABEL_BYTES], where=item.path
+                )
             )
             if final.undetermined:
                 results.append(IngestError(f"{item.path}: labels cannot be determined"))

@@ -32,10 +32,15 @@ from bastion.core.paths import VPath
 from bastion.core.ports import ReadCheck, Store
 from bastion.core.principal import Classifications
 from bastion.core.sidecars import SIDECAR_SUFFIX, labelled_file_of, sidecar_of
-from bastion.knowledge.ingest.frontmatter import HEAD_BYTES, MAX_FRONT_MATTER_BYTES, encoding_of
+from bastion.knowledge.ingest.frontmatter import (
+    HEAD_BYTES,
+    LABEL_BYTES,
+    MAX_FRONT_MATTER_BYTES,
+    encoding_of,
+)
 from bastion.knowledge.labels import resolve_labels
 
-__all__ = ["SIDECAR_SUFFIX", "DocumentLabels", "labelled_file_of"]
+__all__ = ["DocumentLabels"]
 
 _CACHE = 16_384
 _PROBE = 16
@@ -140,7 +145,7 @@ class DocumentLabels(Store):
     def _listed_sidecar(
         self, path: VPath, siblings: dict[str, FileInfo], odd: frozenset[str]
     ) -> _Sidecar:
-        name = path.name + SIDECAR_SUFFIX
+        name = path.name + SIDECAR_SUFFIX  # not sidecar_of: an over-long name is no error here
         found = siblings.get(name)
         if found is not None:
             return _Sidecar(found) if found.is_file else _Sidecar(problem=_ODD)
@@ -198,7 +203,7 @@ class DocumentLabels(Store):
         return labels
 
     async def _compute(self, info: FileInfo, base: Labels, sidecar: _Sidecar) -> Labels:
-        head, complete = await self._head(info)
+        head = await self._head(info)
         data = None
         if sidecar.info is not None:
             try:
@@ -209,27 +214,22 @@ class DocumentLabels(Store):
             base,
             self._order,
             head=head,
-            complete=complete,
             sidecar=data,
             sidecar_problem=sidecar.problem,
             where=str(info.path),
         )
 
-    async def _head(self, info: FileInfo) -> tuple[bytes, bool]:
-        """The first bytes of the file, as many as its front matter needs, and whether they
-        are the whole file."""
+    async def _head(self, info: FileInfo) -> bytes:
+        """The first bytes of the file its labels depend on: a short probe when it cannot open
+        with front matter, else :data:`LABEL_BYTES` (as a write's labels are worked out)."""
         probe = await self.inner.read_range(info.path, 0, _PROBE)
         if len(probe) < _PROBE or not _may_open_front_matter(probe):
-            return probe, len(probe) < _PROBE
-        # one byte more tells whether the head is the whole file, as it is for a write
-        # (``_refuse_unreadable``): a file of exactly HEAD_BYTES is complete on both paths
-        head = await self.inner.read_range(info.path, 0, HEAD_BYTES + 1)
-        return head[:HEAD_BYTES], len(head) <= HEAD_BYTES
+            return probe
+        return await self.inner.read_range(info.path, 0, LABEL_BYTES)
 
     async def prospective(self, path: VPath, data: bytes) -> Labels:
         """The labels a file at ``path`` would have with content ``data`` and its current
         sidecar (the mount's labels as the base)."""
-        head = data[:HEAD_BYTES]
         sidecar = await self._sidecar(path)
         payload = None
         if sidecar.info is not None:
@@ -237,8 +237,7 @@ class DocumentLabels(Store):
         return resolve_labels(
             self._base,
             self._order,
-            head=head,
-            complete=len(data) <= HEAD_BYTES,
+            head=data[:LABEL_BYTES],
             sidecar=payload,
             sidecar_problem=sidecar.problem,
             where=str(path),
@@ -256,7 +255,7 @@ class DocumentLabels(Store):
             return None
         try:
             before = (await self._labelled(found)).labels
-            head, complete = await self._head(found)
+            head = await self._head(found)
         except NotFoundError:  # deleted since the stat: the sidecar is an ordinary file
             return None
         assert before is not None
@@ -264,7 +263,6 @@ class DocumentLabels(Store):
             self._base_of(found),
             self._order,
             head=head,
-            complete=complete,
             sidecar=data,
             where=str(target),
         )
@@ -335,8 +333,7 @@ class DocumentLabels(Store):
             labels = resolve_labels(
                 self._base,
                 self._order,
-                head=data[:HEAD_BYTES],
-                complete=len(data) <= HEAD_BYTES,
+                head=data[:LABEL_BYTES],
                 where=str(path),
             )
         if labels.undetermined:
@@ -349,7 +346,7 @@ class DocumentLabels(Store):
         """An append that would leave the labels unreadable (bytes added inside an open front
         matter block or a sidecar) is refused like such a write: the file would vanish."""
         try:
-            head = await self.inner.read_range(path, 0, HEAD_BYTES + 1)
+            head = await self.inner.read_range(path, 0, LABEL_BYTES)
         except NotFoundError:
             head = b""  # no file yet: the append is all of it
         if labelled_file_of(path) is None and len(head) > HEAD_BYTES:

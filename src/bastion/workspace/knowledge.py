@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any
 from bastion.core.errors import BastionError, ConfigurationError, NotFoundError
 from bastion.core.models import Action, FileInfo, Labels, Scope
 from bastion.core.paths import VPath
+from bastion.core.sidecars import labelled_file_of
 from bastion.knowledge.hits import SearchHit
-from bastion.workspace.doclabels import labelled_file_of
 
 if TYPE_CHECKING:
     from bastion.core.guard import GuardContext
@@ -214,7 +214,7 @@ class KnowledgeLink:
         if not self.knowledge.indexable(str(vp), data):
             return "unsupported type (not text, Markdown, HTML, PDF or DOCX)"
         labels = info.labels if info.labels is not None else mount.labels
-        return FileToIndex(str(vp), data, labels, info.version)
+        return FileToIndex(str(vp), data, labels, info.version, resolved=True)
 
     async def all_files(self) -> list[VPath]:
         """Every file of every mount that can be indexed (for a rebuild)."""

@@ -10,8 +10,8 @@ from bastion.core.errors import ConfigurationError, PolicyDeniedError
 from bastion.core.models import Action
 from bastion.core.operation import Operation
 from bastion.core.paths import VPath
+from bastion.core.sidecars import labelled_file_of
 from bastion.workspace.base import WorkspaceBase
-from bastion.workspace.doclabels import labelled_file_of
 
 if TYPE_CHECKING:
     from bastion.knowledge.hits import SearchResult

@@ -23,7 +23,7 @@ from bastion.core.guard import GuardedStore
 from bastion.core.models import EntryKind, FileInfo, WriteMode
 from bastion.core.paths import VPath
 from bastion.core.sidecars import labelled_file_of
-from bastion.knowledge.ingest.frontmatter import HEAD_BYTES
+from bastion.knowledge.ingest.frontmatter import LABEL_BYTES
 from bastion.workspace.base import WorkspaceBase
 
 __all__ = ["TransferMixin"]
@@ -191,7 +191,7 @@ class TransferMixin(WorkspaceBase):
                 src_store, src_rel = self._route(step.src)
                 seen, data = await src_store.read_file(src_rel, 0, cap + 1)
                 dst_store, dst_rel = self._route(step.dst)
-                await self._carry_labels(dst_store, dst_rel, seen.labels, data[: HEAD_BYTES + 1])
+                await self._carry_labels(dst_store, dst_rel, seen.labels, data[:LABEL_BYTES])
                 written = await self._write(dst_store, dst_rel, data, mode, None, parents=True)
                 total += len(data)
                 made = written.at(step.dst)
@@ -202,7 +202,7 @@ class TransferMixin(WorkspaceBase):
     @staticmethod
     async def _head(store: GuardedStore, rel: VPath) -> bytes:
         """The first bytes of a file, as many as its labels depend on."""
-        _, head = await store.read_file(rel, 0, HEAD_BYTES + 1)
+        _, head = await store.read_file(rel, 0, LABEL_BYTES)
         return head
 
     async def _make_dir(self, guarded: GuardedStore, rel: VPath) -> None:

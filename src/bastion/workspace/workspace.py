@@ -38,7 +38,7 @@ from bastion.core.policy import Policy
 from bastion.core.ports import ReadCheck
 from bastion.core.principal import Principal
 from bastion.core.ratelimit import RateLimiter
-from bastion.knowledge.ingest.frontmatter import HEAD_BYTES
+from bastion.knowledge.ingest.frontmatter import LABEL_BYTES
 from bastion.workspace.asking import AskMixin
 from bastion.workspace.doclabels import DocumentLabels
 from bastion.workspace.fsmap import filesystem_map
@@ -384,7 +384,7 @@ class Workspace(TreeMixin, TransferMixin, AskMixin, SearchMixin):
         if if_version is not None and info.version != if_version:
             raise ConflictError(f"{vp} changed since version {if_version}; read it again")
         bak = rel.parent.child(rel.name + ".bak")
-        await self._carry_labels(guarded, bak, info.labels, old[: HEAD_BYTES + 1])
+        await self._carry_labels(guarded, bak, info.labels, old[:LABEL_BYTES])
         await guarded.write(bak, old, mode=WriteMode.OVERWRITE)
         return info.version
 

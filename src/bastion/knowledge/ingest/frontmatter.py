@@ -35,6 +35,7 @@ from bastion.knowledge.ingest.formats.text import BOMS, decode_text
 
 __all__ = [
     "HEAD_BYTES",
+    "LABEL_BYTES",
     "MAX_FRONT_MATTER_BYTES",
     "FrontMatter",
     "FrontMatterError",
@@ -50,6 +51,9 @@ MAX_FRONT_MATTER_BYTES = 64 * 1024
 HEAD_BYTES = MAX_FRONT_MATTER_BYTES + 4096
 """How much of a file is read to find its front matter: the largest block, its fences and a
 byte-order mark fit."""
+LABEL_BYTES = HEAD_BYTES + 1
+"""The first bytes of a file that decide its labels: the head, and one byte more that tells
+whether the head is the whole file (:func:`bastion.knowledge.labels.resolve_labels`)."""
 MAX_NODES = 10_000
 """Most values a block may hold once YAML aliases are expanded."""
 MAX_FLOW_DEPTH = 64
