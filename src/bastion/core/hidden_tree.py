@@ -31,13 +31,14 @@ async def visible_tree(store: Store, path: VPath, sees: Sees) -> tuple[list[VPat
     folder), folders parents first."""
     folders: list[VPath] = []
     files: list[VPath] = []
-    hidden: list[VPath] = []
+    hidden: set[tuple[str, ...]] = set()
     async for info in store.walk(path):
-        if any(info.path.is_relative_to(h) for h in hidden):
-            continue
+        parts = info.path.parts
+        if any(parts[:depth] in hidden for depth in range(1, len(parts))):
+            continue  # below a hidden folder
         if not sees(info):
             if info.is_dir:
-                hidden.append(info.path)
+                hidden.add(parts)
             continue
         (folders if info.is_dir else files).append(info.path)
     folders.sort(key=lambda p: len(p.parts))
