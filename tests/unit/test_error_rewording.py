@@ -200,3 +200,13 @@ async def test_a_hidden_file_named_by_the_store_is_never_told() -> None:
     message = await _failure(store, lambda: ws.read_text("/vault/notes.md"))
     assert message == f"/vault/notes.md: {PLAIN}"
     assert "secret" not in message
+
+
+@pytest.mark.parametrize("value", ["a\nb", "x\r\ny", "/etc/passwd\nERROR forged line"])
+def test_every_bastion_error_is_one_line_whatever_value_it_quotes(value: str) -> None:
+    from bastion.core.errors import ConfigurationError, NotFoundError
+
+    for error in (ConfigurationError(f"policy file {value} is bad"), NotFoundError(value)):
+        text = str(error)
+        assert "\n" not in text and "\r" not in text
+        assert value.replace("\r", "\\r").replace("\n", "\\n") in text

@@ -61,7 +61,18 @@ __all__ = [
 
 
 class BastionError(Exception):
-    """Root of every exception Bastion raises on purpose."""
+    """Root of every exception Bastion raises on purpose.
+
+    Its message is one line whatever a caller put into it: line breaks that arrive inside a
+    quoted value (a path, a configuration entry) are shown escaped, so a log line or a CLI error
+    cannot be split or forged by the input it reports.
+    """
+
+    def __str__(self) -> str:
+        text = super().__str__()
+        if "\n" in text or "\r" in text:
+            text = text.replace("\r", "\\r").replace("\n", "\\n")
+        return text
 
 
 class OperationError(BastionError):
