@@ -5,7 +5,7 @@ Two corpora, each in a keyword-only in-memory index (BM25), one query at a time:
 
 * **SciFact, the first 1,000 documents** (``--docs``), labelled half for role ``a``, half for
   role ``b`` in their front matter; the 300 test queries. The principal reads half the corpus.
-* **The governed demo corpus** (``bastion.demo_corpus``: two tenants, labelled documents, the
+* **The governed demo corpus** (``bastion.demo.corpus``: two tenants, labelled documents, the
   demo users), when the package has it; the demo's questions, each asked by its users.
 
 Rows, per corpus (p50 / p99 in ms):
@@ -43,9 +43,9 @@ sys.path.insert(0, str(HERE))
 
 from _scifact import DEFAULT_DIR  # noqa: E402
 from bastion import MemoryStore, Mount, Policy, Principal, Workspace  # noqa: E402
+from bastion.knowledge.engine import Knowledge  # noqa: E402
 from bastion.knowledge.eval import describe_machine, load_dataset, percentile  # noqa: E402
 from bastion.knowledge.index.memory import MemoryIndex  # noqa: E402
-from bastion.knowledge.service import Knowledge  # noqa: E402
 
 RESULTS = HERE / "results"
 ASK_K = 8
@@ -187,14 +187,14 @@ async def _measure(
 
 async def demo(rounds: int) -> Corpus | None:
     try:
-        from bastion.demo_corpus import (
+        from bastion.demo.corpus import (
             corpus_mounts,
             demo_policy,
             documents,
             user,
             write_corpus,
         )
-        from bastion.demo_story import QUESTIONS
+        from bastion.demo.story import QUESTIONS
     except ImportError:
         return None
     with tempfile.TemporaryDirectory(prefix="bastion-ask-bench-") as tmp:

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from bastion import LocalStore, Mount, Policy, Workspace
-from bastion.knowledge.service import Knowledge
+from bastion.knowledge.engine import Knowledge
 
 WORDS = [
     "falcon",

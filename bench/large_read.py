@@ -202,8 +202,8 @@ def measure(store: str, work: Path, size_mib: int, endpoint: str | None) -> dict
     if store == "control":
         return measure_control(work, size_mib)
     from bastion import Policy, Workspace
+    from bastion.config import close_mounts
     from bastion.stores.registry import mount_from_url
-    from bastion.workspace_config import close_mounts
 
     url, options = _url(store, work, endpoint)
     mount = mount_from_url("/data", url, "read_only", options=options)

@@ -43,13 +43,13 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from _scifact import CORPUS_FILE, DEFAULT_DIR, doc_scores, p50_p99_ms  # noqa: E402
+from bastion.knowledge.engine import FileToIndex, Knowledge  # noqa: E402
 from bastion.knowledge.eval import describe_machine, evaluate, load_dataset  # noqa: E402
 from bastion.knowledge.index import fusion  # noqa: E402
 from bastion.knowledge.index.memory import MemoryIndex  # noqa: E402
 from bastion.knowledge.index.models import IndexedChunk, IndexFilter, IndexHit  # noqa: E402
 from bastion.knowledge.index.port import Index  # noqa: E402
 from bastion.knowledge.index.postgres import PostgresIndex  # noqa: E402
-from bastion.knowledge.service import FileToIndex, Knowledge  # noqa: E402
 
 RESULTS = HERE / "results"
 K = 100

@@ -38,10 +38,10 @@ sys.path.insert(0, str(HERE))
 
 from _scifact import DEFAULT_DIR, doc_scores, p50_p99_ms  # noqa: E402
 from bastion import MemoryStore, Mount, Policy, Principal, Workspace  # noqa: E402
+from bastion.knowledge.engine import Knowledge  # noqa: E402
 from bastion.knowledge.eval import evaluate, load_dataset  # noqa: E402
 from bastion.knowledge.index import fusion  # noqa: E402
 from bastion.knowledge.index.memory import MemoryIndex  # noqa: E402
-from bastion.knowledge.service import Knowledge  # noqa: E402
 
 RESULTS = HERE / "results"
 

@@ -103,9 +103,9 @@ async def _search_workspace(kind: str, target: str) -> Any:
     from _scifact import DEFAULT_DIR
     from bastion import MemoryStore, Mount, Policy, Workspace
     from bastion.core.audit import NullAuditSink
+    from bastion.knowledge.engine import Knowledge
     from bastion.knowledge.eval import load_dataset
     from bastion.knowledge.index.memory import MemoryIndex
-    from bastion.knowledge.service import Knowledge
 
     seed = kind == "memory" or target.endswith("#seed")
     if kind == "postgres":

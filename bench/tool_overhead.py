@@ -55,7 +55,7 @@ from bastion.agents.mcp import mcp_server
 from bastion.agents.openai import OpenAITools, dumps
 from bastion.agents.pydantic_ai import BastionToolset
 from bastion.agents.tools import Toolset
-from bastion.knowledge.service import Knowledge
+from bastion.knowledge.engine import Knowledge
 from bastion.stores.local import LocalStore
 
 SMALL = "".join(f"line {n:02d}: a small file read through every adapter\n" for n in range(1, 21))

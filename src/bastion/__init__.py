@@ -5,9 +5,8 @@ through one access guard that knows who asks, what each mount allows, and how ea
 is labelled.
 """
 
-from bastion.audit import JsonLinesAuditSink, MemoryAuditSink
-from bastion.config import load_policy
 from bastion.core.audit import AuditRecord, AuditSink
+from bastion.core.audit_sinks import JsonLinesAuditSink, MemoryAuditSink
 from bastion.core.errors import (
     AccessDeniedError,
     AlreadyExistsError,
@@ -127,14 +126,15 @@ _LAZY = {
     "IdentityConfig": "bastion.governance.identity_config",
     "SearchHit": "bastion.knowledge.hits",
     "SearchResult": "bastion.knowledge.hits",
-    "Knowledge": "bastion.knowledge.service",
+    "Knowledge": "bastion.knowledge.engine",
     "FsspecStore": "bastion.stores.fsspec",
     "PostgresStore": "bastion.stores.postgres",
     "mount_from_url": "bastion.stores.registry",
     "store_from_url": "bastion.stores.registry",
     "SqliteStore": "bastion.stores.sqlite",
-    "WorkspaceConfig": "bastion.workspace_config",
-    "load_workspace": "bastion.workspace_config",
+    "WorkspaceConfig": "bastion.config",
+    "load_policy": "bastion.config",
+    "load_workspace": "bastion.config",
 }
 
 

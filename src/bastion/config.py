@@ -1,16 +1,457 @@
-"""Loading configuration files: policies in TOML or YAML."""
+"""The workspace file (``bastion.toml``): mounts by URL, a policy, an optional knowledge index
+and an optional principal. It is the one configuration schema of every entry point:
+``load_workspace``, ``bastion mcp --config``, ``bastion index/reindex/search/ask --config``;
+folders named on a command line become entries of it too (:func:`folder_config`).
+
+``load_workspace("bastion.toml")`` reads the file, builds every store its mounts name
+(``bastion.stores.registry``), loads the policy and opens the knowledge index; the shape of
+the file is in ``docs/configuration.md`` (:func:`load_policy` reads a policy file alone).
+Loading is separate from building:
+:meth:`WorkspaceConfig.from_file` checks the whole file first (unknown keys at every level,
+a string where a list belongs, scopes, labels, timeouts, the principal, the policy) and builds
+nothing, so a typo never leaves half a workspace open. Every error is one line that names the
+file.
+
+Secrets stay out of the file: any string may name environment variables, ``${PG_PASSWORD}``
+or ``${NAME:-default}`` (``$$`` is a plain ``$``). A missing variable is an error that names
+the variable, never a value. Errors are one line and name the mount; they never quote a URL
+or an option (either may hold a password once expanded).
+"""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import math
 import os
+import re
+import tomllib
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from bastion.core.errors import ConfigurationError
+from bastion.core.errors import ConfigurationError, InvalidPathError
+from bastion.core.models import Labels, Scope
+from bastion.core.mounts import Mount
+from bastion.core.paths import VPath
 from bastion.core.policy import Policy
+from bastion.core.principal import Principal
+from bastion.core.schema import check_keys, list_of_names, name, show, table, text
+from bastion.stores.mount_checks import check_mounts, close_mounts, close_now
+from bastion.stores.registry import mount_from_url
 
-__all__ = ["load_policy"]
+if TYPE_CHECKING:
+    from bastion.core.audit import AuditSink
+    from bastion.knowledge.engine import Knowledge
+    from bastion.workspace.workspace import Workspace
+
+__all__ = [
+    "KnowledgeConfig",
+    "MountConfig",
+    "WorkspaceConfig",
+    "check_mounts",
+    "close_mounts",
+    "expand_env",
+    "folder_config",
+    "load_policy",
+    "load_workspace",
+]
+
+_VARIABLE = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_TOP_KEYS = frozenset({"mounts", "policy", "knowledge", "principal"})
+_MOUNT_KEYS = frozenset({"prefix", "url", "scope", "labels", "description", "timeout", "options"})
+_LABEL_KEYS = frozenset({"tenant", "classification", "roles", "tags"})
+_PRINCIPAL_KEYS = frozenset({"id", "tenant", "roles", "clearance", "tags"})
+_KNOWLEDGE_KEYS = frozenset({"folder", "embedder"})
+_EMBEDDERS = ("local", "none")
+_MOVED = {
+    "index": '"index" is now [knowledge] folder = "..."',
+    "keyword_only": '"keyword_only" is now [knowledge] embedder = "none"',
+    "path": 'a mount\'s "path" is now url = "file:FOLDER" (or "memory://")',
+}
+"""Keys of the old ``bastion mcp`` file, with where they went (said once in the error)."""
+
+
+def expand_env(value: Any, env: Mapping[str, str], where: str) -> Any:
+    """``value`` with ``${NAME}`` / ``${NAME:-default}`` replaced in every string, through
+    lists and tables. ``where`` names the place for the error of a missing variable."""
+    if isinstance(value, str):
+
+        def replace(match: re.Match[str]) -> str:
+            if match.group(0) == "$$":
+                return "$"
+            name, default = match.group(1), match.group(2)
+            if name in env:
+                return env[name]
+            if default is not None:
+                return default
+            raise ConfigurationError(
+                f"{where}: environment variable {name} is not set; set it or write "
+                f"${{{name}:-default}}"
+            )
+
+        return _VARIABLE.sub(replace, value)
+    if isinstance(value, list):
+        return [expand_env(item, env, where) for item in value]
+    if isinstance(value, dict):
+        return {key: expand_env(item, env, where) for key, item in value.items()}
+    return value
+
+
+def _unknown(data: Mapping[str, Any], known: Iterable[str], where: str) -> None:
+    """Unknown keys are an error; a key of the old ``bastion mcp`` file says where it went."""
+    try:
+        check_keys(data, known, where)
+    except ConfigurationError as exc:
+        moved = [_MOVED[k] for k in _MOVED if k in data and k not in known]
+        raise ConfigurationError("; ".join((str(exc), *moved))) from None
+
+
+def _names(value: Any, what: str, where: str) -> frozenset[str]:
+    return frozenset(list_of_names(value, f"{where}: {what}"))
+
+
+def _labels(raw: Any, policy: Policy, where: str) -> Labels:
+    data = table(raw, f"{where}: labels")
+    _unknown(data, _LABEL_KEYS, f"{where}: labels")
+    tenant = data.get("tenant")
+    if tenant is not None:
+        name(tenant, f"{where}: labels.tenant")
+    classification = name(data.get("classification", "public"), f"{where}: labels.classification")
+    if classification not in policy.classifications.order:
+        known = ", ".join(policy.classifications.order)
+        raise ConfigurationError(
+            f"{where}: unknown classification {classification!r}; known: {known}"
+        )
+    return Labels(
+        tenant=tenant,
+        classification=classification,
+        roles=_names(data.get("roles", []), "labels.roles", where),
+        tags=_names(data.get("tags", []), "labels.tags", where),
+    )
+
+
+def _timeout(raw: Any, where: str) -> float | None:
+    if raw is None:
+        return None
+    if raw in ("none", "never"):
+        return math.inf
+    if isinstance(raw, bool) or not isinstance(raw, int | float) or not raw > 0:
+        raise ConfigurationError(
+            f'{where}: timeout must be a positive number of seconds (or "never")'
+        )
+    return float(raw)
+
+
+@dataclass(frozen=True)
+class MountConfig:
+    """One ``[[mounts]]`` entry, checked but not opened."""
+
+    prefix: str
+    url: str = field(repr=False)
+    """The store's URL, variables expanded (it may hold a password: never shown)."""
+    scope: Scope = Scope.READ_WRITE
+    labels: Labels = field(default_factory=Labels)
+    description: str = ""
+    timeout: float | None = None
+    options: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    """Options of the store (credentials, ``endpoint_url``, ``namespace``...): never shown."""
+
+    def open(self, relative_to: str | os.PathLike[str] | None = None) -> Mount:
+        """Build the store and mount it."""
+        return mount_from_url(
+            self.prefix,
+            self.url,
+            self.scope,
+            labels=self.labels,
+            description=self.description,
+            timeout=self.timeout,
+            relative_to=relative_to,
+            options=self.options,
+        )
+
+
+@dataclass(frozen=True)
+class KnowledgeConfig:
+    """The ``[knowledge]`` table: where the search index lives and which embedder fills it."""
+
+    folder: Path
+    embedder: str = "local"
+    """``"local"`` (the packaged model: BM25, vector and hybrid search) or ``"none"``
+    (BM25 only)."""
+
+    def open(self) -> Knowledge:
+        from bastion.knowledge.engine import Knowledge
+
+        return Knowledge.open(self.folder, embedder=None if self.embedder == "none" else "local")
+
+
+@dataclass(frozen=True)
+class WorkspaceConfig:
+    """A checked workspace file. :meth:`build` opens its stores and makes the workspace."""
+
+    mounts: tuple[MountConfig, ...]
+    policy: Policy
+    knowledge: KnowledgeConfig | None = None
+    base: Path = field(default_factory=Path.cwd)
+    """The folder relative paths are taken from (the file's own folder)."""
+    principal: Principal | None = None
+    """The ``[principal]`` table: who the workspace acts for when the caller names no one
+    (``bastion mcp`` serves its tools for this principal)."""
+
+    @classmethod
+    def from_file(
+        cls, path: str | os.PathLike[str], *, env: Mapping[str, str] | None = None
+    ) -> WorkspaceConfig:
+        """Read and check a workspace file: ``.toml``, or ``.yaml`` / ``.yml`` holding the
+        same tables. Every error names the file."""
+        file = Path(path)
+        if file.suffix.lower() not in (".yaml", ".yml"):
+            return cls.from_toml(file, env=env)
+        try:
+            data = yaml.safe_load(file.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ConfigurationError(f"cannot read workspace file {file}: {exc.strerror}") from None
+        except (yaml.YAMLError, UnicodeDecodeError):
+            raise ConfigurationError(f"workspace file {file} is not valid YAML") from None
+        return cls._checked(data, file, env)
+
+    @classmethod
+    def from_toml(
+        cls, path: str | os.PathLike[str], *, env: Mapping[str, str] | None = None
+    ) -> WorkspaceConfig:
+        """Read and check a ``bastion.toml``; ``env`` defaults to ``os.environ``. Every error
+        names the file."""
+        file = Path(path)
+        try:
+            with file.open("rb") as fh:
+                data = tomllib.load(fh)
+        except OSError as exc:
+            raise ConfigurationError(f"cannot read workspace file {file}: {exc.strerror}") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigurationError(f"workspace file {file} is not valid TOML: {exc}") from None
+        return cls._checked(data, file, env)
+
+    @classmethod
+    def _checked(cls, data: object, file: Path, env: Mapping[str, str] | None) -> WorkspaceConfig:
+        try:
+            return cls.from_dict(table(data, "workspace file"), base=file.resolve().parent, env=env)
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"{file}: {exc}") from None
+
+    @classmethod
+    def from_dict(
+        cls,
+        data: Mapping[str, Any],
+        *,
+        base: str | os.PathLike[str] | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> WorkspaceConfig:
+        """Check plain data of the shape of a workspace file."""
+        environ = os.environ if env is None else env
+        folder = Path(base) if base is not None else Path.cwd()
+        _unknown(data, _TOP_KEYS, "workspace file")
+        policy = _policy(data.get("policy"), folder, environ)
+        raw_mounts = data.get("mounts")
+        if not isinstance(raw_mounts, list) or not raw_mounts:
+            raise ConfigurationError(
+                "workspace file: needs at least one [[mounts]] entry with a prefix and a url"
+            )
+        mounts = tuple(_mount(raw, n + 1, policy, environ) for n, raw in enumerate(raw_mounts))
+        seen: set[str] = set()
+        for mount in mounts:
+            if mount.prefix in seen:
+                raise ConfigurationError(f"mount {show(mount.prefix)}: mounted twice")
+            seen.add(mount.prefix)
+        knowledge = _knowledge(data.get("knowledge"), folder, environ)
+        principal = _principal(data.get("principal"), policy, environ)
+        return cls(mounts, policy, knowledge, folder, principal)
+
+    def open_mounts(self) -> list[Mount]:
+        """Build every store and mount it; on an error, close those already opened."""
+        opened: list[Mount] = []
+        try:
+            for mount in self.mounts:
+                opened.append(mount.open(self.base))
+        except BaseException:
+            close_now(opened)
+            raise
+        return opened
+
+    def build(
+        self, *, principal: Principal | None = None, audit: AuditSink | None = None
+    ) -> Workspace:
+        """The workspace this file describes, acting for ``principal`` (default: the file's
+        ``[principal]``, else ``local``)."""
+        return self._build(principal, audit)[0]
+
+    @contextlib.contextmanager
+    def opened(
+        self, *, principal: Principal | None = None, audit: AuditSink | None = None
+    ) -> Iterator[Workspace]:
+        """:meth:`build`, and on leaving, close the stores and the index it opened (call it
+        outside an event loop, as a command line does)."""
+        ws, mounts, knowledge = self._build(principal, audit)
+        try:
+            yield ws
+        finally:
+            try:
+                if knowledge is not None:
+                    knowledge.close()
+            finally:
+                close_now(mounts)
+
+    def _build(
+        self, principal: Principal | None, audit: AuditSink | None
+    ) -> tuple[Workspace, list[Mount], Knowledge | None]:
+        from bastion.workspace.workspace import Workspace
+
+        mounts = self.open_mounts()
+        try:
+            knowledge = self.knowledge.open() if self.knowledge is not None else None
+            ws = Workspace(
+                mounts,
+                policy=self.policy,
+                principal=principal or self.principal,
+                audit=audit,
+                knowledge=knowledge,
+            )
+        except BaseException:
+            close_now(mounts)
+            raise
+        return ws, mounts, knowledge
+
+
+def _principal(raw: Any, policy: Policy, env: Mapping[str, str]) -> Principal | None:
+    if raw is None:
+        return None
+    data = table(expand_env(raw, env, "principal"), "principal")
+    _unknown(data, _PRINCIPAL_KEYS, "principal")
+    if "id" not in data:
+        raise ConfigurationError('principal: needs an id such as "docs-agent"')
+    clearance = name(data.get("clearance", "public"), "principal: clearance")
+    if clearance not in policy.classifications.order:
+        known = ", ".join(policy.classifications.order)
+        raise ConfigurationError(f"principal: unknown clearance {clearance!r}; known: {known}")
+    return Principal.of(
+        name(data["id"], "principal: id"),
+        tenant=name(data.get("tenant", "default"), "principal: tenant"),
+        roles=_names(data.get("roles", []), "roles", "principal"),
+        clearance=clearance,
+        tags=_names(data.get("tags", []), "tags", "principal"),
+    )
+
+
+def _policy(raw: Any, folder: Path, env: Mapping[str, str]) -> Policy:
+    if isinstance(raw, str):
+        return load_policy(folder / expand_env(raw, env, "policy"))
+    if isinstance(raw, dict):
+        return Policy.from_dict(expand_env(raw, env, "policy"))
+    raise ConfigurationError(
+        'workspace file: needs a policy: policy = "policy.toml" (a file next to it) '
+        "or a [policy] table (see docs/policy.md)"
+    )
+
+
+def _mount(raw: Any, number: int, policy: Policy, env: Mapping[str, str]) -> MountConfig:
+    data = table(raw, f"mount {number}")
+    prefix = data.get("prefix")
+    if not isinstance(prefix, str) or not prefix:
+        raise ConfigurationError(f'mount {number}: needs a prefix such as "/docs"')
+    where = f"mount {show(prefix)}"
+    _unknown(data, _MOUNT_KEYS, where)
+    data = expand_env(data, env, where)
+    try:  # one spelling per mount, so that "/a" and "/a/" are found to be the same
+        prefix = str(VPath.parse(data["prefix"]))
+    except InvalidPathError as exc:
+        raise ConfigurationError(f"{where}: the prefix is not a path: {exc}") from None
+    url = data.get("url")
+    if not isinstance(url, str) or not url.strip():
+        raise ConfigurationError(f'{where}: needs a url such as "memory://"')
+    try:
+        scope = Scope(data.get("scope", Scope.READ_WRITE))
+    except ValueError:
+        known = ", ".join(s.value for s in Scope)
+        raise ConfigurationError(f"{where}: unknown scope; use {known}") from None
+    description = text(data.get("description", ""), f"{where}: description")
+    return MountConfig(
+        prefix=prefix,
+        url=url.strip(),
+        scope=scope,
+        labels=_labels(data.get("labels", {}), policy, where),
+        description=description,
+        timeout=_timeout(data.get("timeout"), where),
+        options=_options(data.get("options", {}), where),
+    )
+
+
+def _options(raw: Any, where: str) -> dict[str, Any]:
+    """The store's options; one set to the empty string is left out, so that
+    ``"${VAR:-}"`` makes an option optional (``endpoint_url`` for AWS itself)."""
+    return {k: v for k, v in table(raw, f"{where}: options").items() if v != ""}
+
+
+def _knowledge(raw: Any, folder: Path, env: Mapping[str, str]) -> KnowledgeConfig | None:
+    if raw is None:
+        return None
+    data = table(expand_env(raw, env, "knowledge"), "knowledge")
+    _unknown(data, _KNOWLEDGE_KEYS, "knowledge")
+    where = data.get("folder")
+    if not isinstance(where, str) or not where:
+        raise ConfigurationError("knowledge: needs a folder for the index")
+    embedder = data.get("embedder", "local")
+    if embedder not in _EMBEDDERS:
+        raise ConfigurationError(f"knowledge: embedder must be one of {', '.join(_EMBEDDERS)}")
+    path = Path(where).expanduser()
+    return KnowledgeConfig(path if path.is_absolute() else folder / path, embedder)
+
+
+def folder_config(
+    mounts: Iterable[tuple[str, str | os.PathLike[str], str]],
+    *,
+    policy_file: str | os.PathLike[str] | None = None,
+    knowledge: KnowledgeConfig | None = None,
+) -> WorkspaceConfig:
+    """A workspace named on a command line, checked by the workspace-file schema: each
+    ``(prefix, folder, scope)`` becomes a ``[[mounts]]`` entry (the folder ``"memory"`` is a
+    scratch area). The policy is ``policy_file``, or, without one, the owner's: everything
+    the scopes allow but ``execute``, ``.git`` and ``.bastion`` blocked (the person running the
+    command may read their own folders; running commands is granted only by a policy file)."""
+    from bastion.core.models import Action
+
+    owner_actions = [a.value for a in Action if a is not Action.EXECUTE]
+    entries = [
+        {
+            "prefix": prefix,
+            "url": "memory://" if folder == "memory" else Path(folder).resolve().as_uri(),
+            "scope": scope,
+        }
+        for prefix, folder, scope in mounts
+    ]
+    policy: Any = {
+        # every action but running commands: an agent gets a shell only where a policy says so
+        "rules": [{"effect": "allow", "actions": owner_actions, "paths": ["/**"]}],
+        "limits": {"blocked_segments": [".git", ".bastion"]},
+    }
+    if policy_file is not None:  # a file name, with any $ kept as it is
+        policy = os.fspath(Path(policy_file).resolve()).replace("$", "$$")
+    settings = WorkspaceConfig.from_dict({"mounts": entries, "policy": policy}, env={})
+    return settings if knowledge is None else dataclasses.replace(settings, knowledge=knowledge)
+
+
+def load_workspace(
+    path: str | os.PathLike[str],
+    *,
+    principal: Principal | None = None,
+    audit: AuditSink | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Workspace:
+    """Read the workspace file at ``path`` (``bastion.toml``, or the same tables in YAML) and
+    build its workspace, acting for ``principal`` or the file's own (see the module doc)."""
+    return WorkspaceConfig.from_file(path, env=env).build(principal=principal, audit=audit)
 
 
 def load_policy(path: str | os.PathLike[str]) -> Policy:

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from bastion import Principal
 from bastion.agents.tools import Toolset
 from bastion.cli import main
-from bastion.cli_mcp import _mount_from_option, _workspace
+from bastion.cli.mcp import _mount_from_option, _workspace
 
 ALLOW_ALL = "[policy]\nrules = [{ effect = 'allow', actions = ['*'], paths = ['/**'] }]\n"
 NO_OPTIONS = (None, None, None, (), None, False)

@@ -13,7 +13,7 @@ import pytest
 from bastion import MemoryStore, Mount, Policy, Workspace
 from bastion.agents.openai import OpenAITools
 from bastion.agents.tools import ToolArgumentError, Toolset
-from bastion.knowledge.service import Knowledge
+from bastion.knowledge.engine import Knowledge
 
 
 @pytest.fixture

@@ -39,8 +39,8 @@ from bastion.agents.scopes import (
     Scopes,
     validate_scope_id,
 )
-from bastion.agents.scopes_folder import FolderStore
 from bastion.core.errors import ConfigurationError, IsADirectoryError_
+from bastion.stores.folder import FolderStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from contract.store_contract import StoreContract

@@ -26,8 +26,8 @@ from bastion.agents.skills import SkillLibrary, SkillRoot, format_catalog
 from bastion.agents.skills_model import SkillNotFoundError
 from bastion.agents.skills_tools import MAX_READ_LINES, skill, skill_read, skill_search
 from bastion.core.errors import IsADirectoryError_
+from bastion.knowledge.engine import Knowledge
 from bastion.knowledge.index.memory import MemoryIndex
-from bastion.knowledge.service import Knowledge
 
 FIXTURES = Path(__file__).parent / "fixtures" / "skills"
 VALID = ["extra-fields", "pdf-forms", "release-notes"]

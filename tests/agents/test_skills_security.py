@@ -31,8 +31,8 @@ from bastion.agents.scopes import InvalidScopeIdError, Scopes
 from bastion.agents.skills import SkillLibrary
 from bastion.agents.skills_model import InvalidSkillError, SkillNotFoundError
 from bastion.agents.skills_tools import skill, skill_read, skill_search
+from bastion.knowledge.engine import Knowledge
 from bastion.knowledge.index.memory import MemoryIndex
-from bastion.knowledge.service import Knowledge
 
 SECRET = "launch codes are kept in the vault"
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from bastion import LocalStore, MemoryStore, Mount, Policy, Principal, Rule, Workspace
 from bastion.agents.tools import Toolset
-from bastion.knowledge.service import Knowledge
+from bastion.knowledge.engine import Knowledge
 
 
 def _tools(tmp_path: Path, knowledge: Knowledge | None = None, **kw: object) -> Toolset:

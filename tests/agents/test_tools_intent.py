@@ -8,7 +8,7 @@ from pathlib import Path
 
 from bastion import LocalStore, MemoryStore, Mount, Policy, Workspace
 from bastion.agents.tools import Toolset
-from bastion.knowledge.service import Knowledge
+from bastion.knowledge.engine import Knowledge
 
 _OLD = datetime(2020, 1, 1, tzinfo=UTC).timestamp()
 _NEW = datetime(2025, 6, 1, tzinfo=UTC).timestamp()

@@ -10,7 +10,7 @@ import pytest
 
 from bastion import MemoryStore, Mount, Policy, Rule, Workspace
 from bastion.agents.tools import OutputLimits, Toolset
-from bastion.knowledge.service import Knowledge
+from bastion.knowledge.engine import Knowledge
 
 
 def _workspace(knowledge: Knowledge | None = None) -> Workspace:

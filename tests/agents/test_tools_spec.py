@@ -22,7 +22,7 @@ from bastion.agents.tools import (
     tool,
 )
 from bastion.agents.tools.spec import compact_schema
-from bastion.knowledge.service import Knowledge
+from bastion.knowledge.engine import Knowledge
 
 
 def _walk(node: Any) -> list[dict[str, Any]]:

@@ -21,7 +21,7 @@ from bastion import (
 from bastion.agents.tools import Capability, Output, ToolSession, Toolset, capabilities, ok, tool
 from bastion.core.models import Action
 from bastion.core.paths import VPath
-from bastion.knowledge.service import Knowledge
+from bastion.knowledge.engine import Knowledge
 
 READS = ["read_file", "list_files", "glob", "grep", "stat"]
 WRITES = ["write_file", "edit_file", "mkdir", "delete", "move", "copy"]

@@ -54,7 +54,7 @@ from bastion import (
 )
 from bastion.core.errors import DirectoryNotEmptyError, StoreError
 from bastion.core.paths import VPath
-from bastion.knowledge.service import Knowledge
+from bastion.knowledge.engine import Knowledge
 from bastion.stores._fd import TEMP_PREFIX
 
 ADMIN = Principal.of("admin", roles={"hr"}, clearance="restricted")

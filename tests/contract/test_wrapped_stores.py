@@ -29,13 +29,13 @@ from bastion import (
     Rule,
     Workspace,
 )
-from bastion.agents.scopes_folder import FolderStore
 from bastion.core.errors import LabelError, NotFoundError, PolicyDeniedError, ScopeError
 from bastion.core.guard import GuardContext, GuardedStore
 from bastion.core.models import FileInfo, Labels, WriteMode
 from bastion.core.paths import VPath
 from bastion.core.ports import ReadCheck, Store
 from bastion.core.timeouts import TimedStore
+from bastion.stores.folder import FolderStore
 from bastion.stores.local import LocalStore
 from bastion.stores.sqlite import SqliteStore
 from bastion.workspace.doclabels import DocumentLabels

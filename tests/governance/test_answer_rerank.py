@@ -14,8 +14,8 @@ import pytest
 from bastion import MemoryStore, Mount, Policy, Principal, Workspace
 from bastion.core.errors import ConfigurationError
 from bastion.governance.answer import Context, CrossEncoderRerank, NoRerank
+from bastion.knowledge.engine import Knowledge
 from bastion.knowledge.index.memory import MemoryIndex
-from bastion.knowledge.service import Knowledge
 
 
 @pytest.fixture(scope="module")

@@ -21,8 +21,8 @@ from bastion.governance.answer import (
     Message,
     Verifier,
 )
+from bastion.knowledge.engine import Knowledge
 from bastion.knowledge.index.memory import MemoryIndex
-from bastion.knowledge.service import Knowledge
 
 DOCS = {
     "/docs/oncall.md": "# On-call\n\nThe on-call engineer answers pages within 15 minutes.\n",

@@ -28,8 +28,8 @@ from bastion import (
 )
 from bastion.governance.answer import NO_CONTEXT, Answer, AnswerStatus
 from bastion.knowledge.embedders import HashingEmbedder
+from bastion.knowledge.engine import Knowledge
 from bastion.knowledge.index.memory import MemoryIndex
-from bastion.knowledge.service import Knowledge
 
 DOCS = {
     "/docs/oncall.md": (

@@ -27,8 +27,8 @@ from bastion.governance.answer import (
     HttpChatModel,
     Message,
 )
+from bastion.knowledge.engine import Knowledge
 from bastion.knowledge.index.memory import MemoryIndex
-from bastion.knowledge.service import Knowledge
 
 KEY = "sk-test-SECRET-0123456789"
 ASK = [Message("system", "Be brief."), Message("user", "Say hello.")]

@@ -17,7 +17,7 @@ import pytest
 
 from bastion import ConfigurationError, NotFoundError, SyncWorkspace
 from bastion.core.models import DEFAULT_CLASSIFICATIONS
-from bastion.demo_corpus import (
+from bastion.demo.corpus import (
     CorpusDocument,
     DemoUser,
     documents,
@@ -26,7 +26,7 @@ from bastion.demo_corpus import (
     users,
     write_corpus,
 )
-from bastion.demo_story import QUESTIONS, StoryAsk, build_story_workspace, run_story
+from bastion.demo.story import QUESTIONS, StoryAsk, build_story_workspace, run_story
 from bastion.governance.answer import NO_CONTEXT, AnswerStatus
 from bastion.governance.answer.text import chunk_sentences
 from bastion.knowledge.ingest.frontmatter import FrontMatter, split_front_matter
@@ -159,7 +159,7 @@ def test_labels_come_from_front_matter_not_from_the_file_name(tmp_path: Path) ->
     salary.write_text(press_text)
     press.write_text(salary_text)
 
-    from bastion.demo_corpus import corpus_mounts, demo_policy
+    from bastion.demo.corpus import corpus_mounts, demo_policy
     from bastion.workspace import Workspace
 
     ws = Workspace(corpus_mounts(folder), policy=demo_policy()).sync()

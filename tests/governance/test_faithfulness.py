@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from bastion import SyncWorkspace
-from bastion.demo_corpus import documents, user
-from bastion.demo_story import build_story_workspace
+from bastion.demo.corpus import documents, user
+from bastion.demo.story import build_story_workspace
 from bastion.governance.answer import Answer, AnswerStatus, Context
 from bastion.governance.answer.text import answer_sentences
 

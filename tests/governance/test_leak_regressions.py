@@ -34,10 +34,10 @@ from bastion import (
     Workspace,
 )
 from bastion.core.paths import VPath
+from bastion.knowledge.engine import Knowledge
 from bastion.knowledge.index.memory import MemoryIndex
 from bastion.knowledge.index.partitioned import PartitionedIndex
 from bastion.knowledge.index.port import Index
-from bastion.knowledge.service import Knowledge
 
 ACME_BOSS = Principal.of("boss", tenant="acme", clearance="restricted")
 ACME_CLERK = Principal.of("clerk", tenant="acme", clearance="public")

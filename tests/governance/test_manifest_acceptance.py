@@ -26,8 +26,8 @@ from bastion.core.principal import Classifications, RoleGraph
 from bastion.governance.answer import NO_CONTEXT, Answer
 from bastion.governance.answer.text import chunk_sentences, terms
 from bastion.knowledge.embedders import HashingEmbedder
+from bastion.knowledge.engine import Knowledge
 from bastion.knowledge.index.memory import MemoryIndex
-from bastion.knowledge.service import Knowledge
 from bastion.stores.local import LocalStore
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "governed-rag-demo"

@@ -58,9 +58,9 @@ from bastion.core.paths import VPath
 from bastion.core.principal import RoleGraph
 from bastion.governance.answer import NO_CONTEXT, AnswerStatus
 from bastion.knowledge.embedders import HashingEmbedder
+from bastion.knowledge.engine import Knowledge
 from bastion.knowledge.index.memory import MemoryIndex
 from bastion.knowledge.index.partitioned import PartitionedIndex
-from bastion.knowledge.service import Knowledge
 
 # -- the rules, as data the oracle reads -------------------------------------------------------
 

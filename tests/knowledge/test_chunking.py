@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bastion.errors import ConfigurationError
+from bastion.core.errors import ConfigurationError
 from bastion.knowledge.chunking import (
     Chunker,
     ChunkingConfig,

@@ -18,7 +18,6 @@ import numpy as np
 import pytest
 
 from bastion.core.errors import ConfigurationError, OperationError
-from bastion.http_retry import retry_after as _retry_after
 from bastion.knowledge.embedders import (
     EmbeddingError,
     EmbeddingRequestError,
@@ -28,6 +27,7 @@ from bastion.knowledge.embedders import (
     HttpEmbedder,
 )
 from bastion.knowledge.embedders.http import approx_token_count
+from bastion.remote.retry import retry_after as _retry_after
 
 KEY = "sk-test-SECRET-0123456789"
 DIM = 8

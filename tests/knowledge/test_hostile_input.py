@@ -20,12 +20,12 @@ from bastion.knowledge import relations
 from bastion.knowledge.chunking import Chunker, ChunkingConfig
 from bastion.knowledge.chunking.structure import analyze
 from bastion.knowledge.chunking.tokens import WhitespaceTokenCounter
+from bastion.knowledge.engine import Knowledge
 from bastion.knowledge.ingest import parse_document
 from bastion.knowledge.ingest.clean import clean_text
 from bastion.knowledge.ingest.detect import detect_type
 from bastion.knowledge.ingest.metadata import markdown_headings
 from bastion.knowledge.relations import extract_relations
-from bastion.knowledge.service import Knowledge
 
 HARD_TIMEOUT = 10.0
 T = TypeVar("T")

@@ -28,12 +28,12 @@ from index_contract import (
 )
 
 from bastion.core.errors import ConfigurationError, StoreError, StoreUnavailableError
+from bastion.knowledge.engine import FileToIndex, Knowledge
 from bastion.knowledge.index.analysis import Analyzer
 from bastion.knowledge.index.memory import MemoryIndex
 from bastion.knowledge.index.models import IndexedChunk, IndexFilter
 from bastion.knowledge.index.partitioned import PartitionedIndex, table_name
 from bastion.knowledge.index.postgres import KeywordScoring, PostgresIndex
-from bastion.knowledge.service import FileToIndex, Knowledge
 from pg_support import start_private_pg
 
 EMBEDDER = "test-embedder"

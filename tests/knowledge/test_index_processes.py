@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from bastion import LocalStore, Mount, Policy, Principal, Workspace
-from bastion.knowledge.service import Knowledge
+from bastion.knowledge.engine import Knowledge
 
 ADMIN = Principal.of("admin", clearance="restricted")
 PUBLIC = Principal.of("visitor")
@@ -30,7 +30,7 @@ PUBLIC = Principal.of("visitor")
 CHILD = r"""
 import asyncio, json, os, sys, time
 from bastion import LocalStore, Mount, Policy, Principal, Workspace
-from bastion.knowledge.service import Knowledge
+from bastion.knowledge.engine import Knowledge
 from bastion.workspace.knowledge import KnowledgeLink
 
 root, index, action, args = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from bastion import LocalStore, MemoryStore, Mount, Policy, Principal, Workspace
 from bastion.cli import main
 from bastion.core.paths import VPath
-from bastion.knowledge.service import Knowledge
+from bastion.knowledge.engine import Knowledge
 
 P = VPath.parse
 READER = Principal.of("reader", clearance="internal")

@@ -8,10 +8,10 @@ from collections.abc import Sequence
 import pytest
 
 from bastion import Labels, MemoryStore, Mount, Policy, Principal, Workspace
+from bastion.knowledge.engine import Knowledge
 from bastion.knowledge.index.memory import MemoryIndex
 from bastion.knowledge.index.partitioned import PartitionedIndex, table_name
 from bastion.knowledge.routing import Router
-from bastion.knowledge.service import Knowledge
 
 
 def _workspace(router: Router | None) -> tuple[Workspace, PartitionedIndex, list[tuple]]:

@@ -25,8 +25,8 @@ from bastion import (
     Workspace,
 )
 from bastion.knowledge.embedders import HashingEmbedder
+from bastion.knowledge.engine import Knowledge
 from bastion.knowledge.index.memory import MemoryIndex
-from bastion.knowledge.service import Knowledge
 
 DOCS = {
     "/docs/deploy.md": "# Deploys\n\nWe deploy the billing service on Tuesdays with a canary.\n",

@@ -7,8 +7,8 @@ import pytest
 
 from bastion import Labels, MemoryAuditSink, MemoryStore, Mount, Policy, Principal, Rule, Workspace
 from bastion.core.paths import VPath
+from bastion.knowledge.engine import Knowledge
 from bastion.knowledge.index.memory import MemoryIndex
-from bastion.knowledge.service import Knowledge
 from bastion.sandbox import SandboxError
 from bastion.sandbox.bwrap import bwrap_binary
 

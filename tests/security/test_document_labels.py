@@ -17,8 +17,8 @@ from bastion import (
     Workspace,
 )
 from bastion.core.paths import VPath
+from bastion.knowledge.engine import Knowledge
 from bastion.knowledge.index.memory import MemoryIndex
-from bastion.knowledge.service import Knowledge
 from bastion.workspace import sync
 
 ADMIN = Principal.of("admin", roles={"hr"}, clearance="restricted")

@@ -28,9 +28,9 @@ from bastion import (
     Workspace,
 )
 from bastion.core.paths import VPath
+from bastion.knowledge.engine import Knowledge
 from bastion.knowledge.index.memory import MemoryIndex
 from bastion.knowledge.ingest.frontmatter import HEAD_BYTES
-from bastion.knowledge.service import Knowledge
 from bastion.stores.local import LocalStore
 
 OWNER = Principal.of("owner", roles={"hr"}, clearance="restricted")

@@ -17,8 +17,8 @@ from bastion import (
     SyncWorkspace,
     Workspace,
 )
+from bastion.knowledge.engine import Knowledge
 from bastion.knowledge.index.memory import MemoryIndex
-from bastion.knowledge.service import Knowledge
 
 ADMIN = Principal.of("admin", tenant="acme", roles={"hr"}, clearance="restricted")
 READER = Principal.of("reader", tenant="acme", clearance="internal")

@@ -30,10 +30,10 @@ from bastion import (
 )
 from bastion.agents.mcp import mcp_server
 from bastion.agents.tools import Toolset
-from bastion.audit import AuditRecord, AuditView, JsonLinesAuditSink, NullAuditSink
+from bastion.core.audit_sinks import AuditRecord, AuditView, JsonLinesAuditSink, NullAuditSink
 from bastion.core.errors import ConfigurationError
+from bastion.knowledge.engine import Knowledge
 from bastion.knowledge.index.memory import MemoryIndex
-from bastion.knowledge.service import Knowledge
 
 OPERATOR = Principal.of("olga", roles={"ops"})
 ALICE = Principal.of("alice", tenant="acme", roles={"staff"})

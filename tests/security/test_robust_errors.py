@@ -32,7 +32,7 @@ from bastion.agents.mcp import mcp_server
 from bastion.agents.openai import OpenAITools
 from bastion.agents.pydantic_ai import BastionToolset
 from bastion.agents.tools import Approval, Toolset
-from bastion.audit import JsonLinesAuditSink
+from bastion.core.audit_sinks import JsonLinesAuditSink
 from bastion.core.errors import ConfigurationError, InvalidPathError, InvalidPatternError
 from bastion.core.globs import Glob
 from bastion.core.paths import VPath

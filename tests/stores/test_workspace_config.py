@@ -14,17 +14,17 @@ from urllib.parse import quote
 import pytest
 from moto_s3 import make_bucket, moto_endpoint
 
-from bastion.core.errors import ConfigurationError, NotFoundError, PolicyDeniedError, ScopeError
-from bastion.core.models import Labels, Scope
-from bastion.core.principal import Principal
-from bastion.stores.fsspec import FsspecStore
-from bastion.workspace_config import (
+from bastion.config import (
     WorkspaceConfig,
     check_mounts,
     close_mounts,
     expand_env,
     load_workspace,
 )
+from bastion.core.errors import ConfigurationError, NotFoundError, PolicyDeniedError, ScopeError
+from bastion.core.models import Labels, Scope
+from bastion.core.principal import Principal
+from bastion.stores.fsspec import FsspecStore
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 SECRET = "pa55-Word-Never-Shown"

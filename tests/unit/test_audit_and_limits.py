@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from bastion.audit import JsonLinesAuditSink
 from bastion.core.audit import AuditRecord
+from bastion.core.audit_sinks import JsonLinesAuditSink
 from bastion.core.errors import ConfigurationError, RateLimitError
 from bastion.core.mounts import Mount
 from bastion.core.policy import Policy, RateLimit

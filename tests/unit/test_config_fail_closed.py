@@ -16,11 +16,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bastion import Action, Principal, Rule, VPath, load_policy
+from bastion.config import WorkspaceConfig, load_workspace
+from bastion.core.errors import ConfigurationError
 from bastion.core.policy import Policy
-from bastion.errors import ConfigurationError
 from bastion.governance.claims import ClaimsMapping
 from bastion.governance.identity_config import IdentityConfig
-from bastion.workspace_config import WorkspaceConfig, load_workspace
 
 ALLOW = '[[policy.rules]]\neffect = "allow"\nactions = ["*"]\npaths = ["/**"]\n'
 MOUNT = '[[mounts]]\nprefix = "/a"\nurl = "memory://"\n'

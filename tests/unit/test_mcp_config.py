@@ -15,8 +15,8 @@ from click.testing import CliRunner
 from bastion import Principal
 from bastion.agents.tools import Toolset
 from bastion.cli import main
-from bastion.cli_mcp import _workspace
-from bastion.workspace_config import WorkspaceConfig
+from bastion.cli.mcp import _workspace
+from bastion.config import WorkspaceConfig
 
 CONFIG = """
 [knowledge]

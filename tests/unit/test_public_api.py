@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import bastion
-from bastion import errors
+from bastion.core import errors
 
 EXPECTED = {
     "AccessDeniedError",

@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from bastion.agents.scopes_folder import FolderStore
 from bastion.core.audit import AuditSink, MemoryAuditSink
 from bastion.core.errors import (
     ConfigurationError,
@@ -43,10 +42,11 @@ from bastion.core.paths import VPath
 from bastion.core.policy import Policy
 from bastion.core.ports import Store
 from bastion.core.principal import Principal
+from bastion.stores.folder import FolderStore
 from bastion.workspace.workspace import Workspace
 
 if TYPE_CHECKING:
-    from bastion.knowledge.service import Knowledge
+    from bastion.knowledge.engine import Knowledge
 
 __all__ = [
     "Area",

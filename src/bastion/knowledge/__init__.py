@@ -1,4 +1,4 @@
 """Knowledge: workspace files become searchable, citable text.
 
-Ingest, chunking, embedding, the index and its search (``bastion.knowledge.service``).
+Ingest, chunking, embedding, the index and its search (``bastion.knowledge.engine``).
 """

@@ -1,6 +1,6 @@
 """Mounts' stores at start-up and shutdown: reach each one once (:func:`check_mounts`), close
 those that hold connections or files (:func:`close_mounts`, or :func:`close_now` outside an
-event loop). Used by ``bastion.workspace_config`` and the command line."""
+event loop). Used by ``bastion.config`` and the command line."""
 
 from __future__ import annotations
 

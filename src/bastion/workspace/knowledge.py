@@ -32,9 +32,9 @@ if TYPE_CHECKING:
     from bastion.core.guard import GuardContext
     from bastion.core.mounts import Mount, MountTable
     from bastion.core.principal import Classifications, Principal
+    from bastion.knowledge.engine import FileToIndex, Knowledge
     from bastion.knowledge.hits import SearchResult
     from bastion.knowledge.index.models import DocumentMeta, IndexedChunk, IndexFilter
-    from bastion.knowledge.service import FileToIndex, Knowledge
 
 __all__ = ["IndexSummary", "KnowledgeLink"]
 
@@ -190,7 +190,7 @@ class KnowledgeLink:
 
     async def _load(self, vp: VPath) -> FileToIndex | str:
         """The file, ready to index, or why it will not be indexed."""
-        from bastion.knowledge.service import FileToIndex
+        from bastion.knowledge.engine import FileToIndex
 
         mount = self._mount(vp)
         if mount is None:

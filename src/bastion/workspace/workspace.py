@@ -17,8 +17,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from bastion.audit import AuditView
 from bastion.core.audit import AuditSink, MemoryAuditSink
+from bastion.core.audit_sinks import AuditView
 from bastion.core.errors import (
     AlreadyExistsError,
     ConflictError,
@@ -48,7 +48,7 @@ from bastion.workspace.transfer import TransferMixin
 from bastion.workspace.tree import TreeMixin
 
 if TYPE_CHECKING:
-    from bastion.knowledge.service import Knowledge
+    from bastion.knowledge.engine import Knowledge
     from bastion.sandbox.result import RunLimits, RunResult
     from bastion.workspace.sync import SyncWorkspace
 

@@ -31,7 +31,7 @@ from bastion.governance.answer.errors import (
     ChatResponseError,
     ChatUnavailableError,
 )
-from bastion.http_retry import RETRYABLE_TRANSPORT, Service, send_with_retries
+from bastion.remote.retry import RETRYABLE_TRANSPORT, Service, send_with_retries
 
 __all__ = ["HttpChatModel"]
 

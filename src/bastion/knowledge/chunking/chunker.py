@@ -6,7 +6,7 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from bastion.errors import ConfigurationError
+from bastion.core.errors import ConfigurationError
 from bastion.knowledge.chunking.model import Chunk, ChunkingConfig, HeadingLike, Strategy
 from bastion.knowledge.chunking.packing import pack, refine
 from bastion.knowledge.chunking.structure import (

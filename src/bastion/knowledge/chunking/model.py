@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
 
-from bastion.errors import ConfigurationError
+from bastion.core.errors import ConfigurationError
 
 __all__ = ["Chunk", "ChunkingConfig", "HeadingLike", "Strategy"]
 

@@ -18,7 +18,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from bastion.errors import ConfigurationError
+from bastion.core.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer

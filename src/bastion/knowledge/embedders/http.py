@@ -25,13 +25,13 @@ import httpx
 import numpy as np
 
 from bastion.core.errors import ConfigurationError
-from bastion.http_retry import Service, send_with_retries
 from bastion.knowledge.embedders.base import Embedder, Vectors, l2_normalize
 from bastion.knowledge.embedders.errors import (
     EmbeddingRequestError,
     EmbeddingResponseError,
     EmbeddingUnavailableError,
 )
+from bastion.remote.retry import Service, send_with_retries
 
 __all__ = ["HttpEmbedder", "approx_token_count"]
 

@@ -37,7 +37,7 @@ def evaluate_workspace(
 ) -> RunRecord:
     """Index the dataset's corpus in ``index_dir`` and score ``mode`` on its queries."""
     from bastion import MemoryStore, Mount, Policy, Workspace
-    from bastion.knowledge.service import Knowledge
+    from bastion.knowledge.engine import Knowledge
 
     say = echo or (lambda _line: None)
     dataset = load_dataset(root, split=split)

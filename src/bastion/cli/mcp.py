@@ -87,7 +87,7 @@ def mcp_command(
     """Serve a governed workspace's tools over MCP (stdio or streamable HTTP)."""
     from bastion.agents.mcp import serve_http, serve_stdio
     from bastion.agents.tools import Toolset
-    from bastion.errors import BastionError
+    from bastion.core.errors import BastionError
 
     if demo and (mounts or config):
         raise click.UsageError("--demo takes no --mount or --config")
@@ -120,7 +120,7 @@ def _workspace(
 ) -> Iterator[Any]:
     """The workspace to serve, built by the one workspace-file schema, closed on leaving."""
     from bastion import Principal
-    from bastion.workspace_config import KnowledgeConfig, WorkspaceConfig, folder_config
+    from bastion.config import KnowledgeConfig, WorkspaceConfig, folder_config
 
     if not mounts and config is None:
         with _demo() as ws:
@@ -151,7 +151,7 @@ def _workspace(
 @contextlib.contextmanager
 def _demo() -> Iterator[Any]:
     from bastion.demo import build_demo_workspace
-    from bastion.knowledge.service import Knowledge
+    from bastion.knowledge.engine import Knowledge
 
     with tempfile.TemporaryDirectory(prefix="bastion-mcp-demo-") as tmp:
         knowledge = Knowledge()  # keyword-only, in memory: starts at once

@@ -89,7 +89,7 @@ def authenticate(user: str, users: Mapping[str, Principal]) -> Principal:
 
 def _from_token(token: str, identity_file: Path | None) -> Principal:
     """The principal of a verified JWT; every refusal is one line that shows no claim."""
-    from bastion.errors import BastionError
+    from bastion.core.errors import BastionError
     from bastion.governance.identity import JwtVerifier
     from bastion.governance.identity_config import IdentityConfig
 
@@ -203,8 +203,8 @@ def ask_command(
     config: Path | None,
 ) -> None:
     """Answer QUESTION with citations from an index built by `bastion index`."""
-    from bastion.cli_knowledge import indexed_settings
-    from bastion.errors import BastionError
+    from bastion.cli.knowledge import indexed_settings
+    from bastion.core.errors import BastionError
 
     if (user is None) == (token is None):
         raise click.ClickException("say who asks: --as USER or --token JWT (one of them)")

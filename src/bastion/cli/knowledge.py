@@ -5,7 +5,7 @@
 BEIR dataset into a scratch workspace, indexes it and scores a search mode. With ``--config``,
 ``index``, ``reindex`` and ``search`` use a workspace file (``bastion.toml``) instead: its
 mounts, labels, policy, principal and ``[knowledge]`` index. Either way the workspace is built
-by the one workspace-file schema (``bastion.workspace_config``).
+by the one workspace-file schema (``bastion.config``).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ _MODES = click.Choice(["bm25", "vector", "hybrid"])
 
 def _settings(root: Path, index_dir: Path, *, dense: bool) -> Any:
     """The folder mounted read-only at ``/`` with its index, as a workspace file says it."""
-    from bastion.workspace_config import KnowledgeConfig, folder_config
+    from bastion.config import KnowledgeConfig, folder_config
 
     knowledge = KnowledgeConfig(index_dir, "local" if dense else "none")
     return folder_config([("/", root, "read_only")], knowledge=knowledge)
@@ -36,7 +36,7 @@ def _settings(root: Path, index_dir: Path, *, dense: bool) -> Any:
 def _from_config(config: Path) -> tuple[Any, bool]:
     """A workspace file with an index, and whether that index has embeddings. The file says
     where the index is: options that would say it too are refused, never ignored."""
-    from bastion.workspace_config import WorkspaceConfig
+    from bastion.config import WorkspaceConfig
 
     context = click.get_current_context()
     given = [
@@ -108,7 +108,7 @@ def index_command(
 ) -> None:
     """Index the documents of the folder PATH (Markdown, text, HTML, PDF, DOCX), or every
     mount of a --config workspace file into its [knowledge] index."""
-    from bastion.errors import BastionError
+    from bastion.core.errors import BastionError
 
     if (path is None) == (config is None):
         raise click.UsageError("give a folder PATH or --config FILE (one of them)")
@@ -173,7 +173,7 @@ def search_command(
     query: str, index_dir: Path, mode: str | None, k: int, related: bool, config: Path | None
 ) -> None:
     """Search an index built by `bastion index` (with --config: as the file's principal)."""
-    from bastion.errors import BastionError
+    from bastion.core.errors import BastionError
 
     try:
         settings, dense = indexed_settings(config, index_dir)
@@ -198,7 +198,7 @@ def search_command(
 def reindex_command(index_dir: Path, config: Path | None) -> None:
     """Repair an index built by `bastion index`: index files that are missing or changed
     since, drop documents whose files are gone (after a crash, or edits made without it)."""
-    from bastion.errors import BastionError
+    from bastion.core.errors import BastionError
 
     try:
         settings, _ = indexed_settings(config, index_dir)
@@ -223,7 +223,7 @@ def reindex_command(index_dir: Path, config: Path | None) -> None:
 @click.option("--limit", type=int, default=None, help="Only the first N documents (smoke test).")
 def eval_command(dataset: Path, mode: str, split: str, out: Path, limit: int | None) -> None:
     """Score a search mode on a BEIR-format DATASET (corpus.jsonl, queries.jsonl, qrels/)."""
-    from bastion.errors import BastionError
+    from bastion.core.errors import BastionError
     from bastion.knowledge.eval import evaluate_workspace
 
     try:

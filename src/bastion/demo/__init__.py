@@ -5,7 +5,7 @@ Part one is the filesystem an agent sees: a folder of sample documents mounted r
 drop box at ``/outbox``; it reads, writes, edits, greps and searches (hybrid, with the packaged
 local model) as an agent would, and shows what the guard refuses.
 
-Part two is the governed story (:mod:`bastion.demo_story`): two companies' labelled documents,
+Part two is the governed story (:mod:`bastion.demo.story`): two companies' labelled documents,
 the same questions asked by different people, who gets which answer and citations, and who
 gets "No authorized documents found."
 """
@@ -66,7 +66,7 @@ def build_demo_workspace(docs_root: Path, knowledge: Any = None) -> SyncWorkspac
 
 def run_demo(out: Callable[[str], Any] = print) -> None:
     """Run the tour, printing each step and its result: the filesystem, then the story."""
-    from bastion.demo_story import run_story
+    from bastion.demo.story import run_story
 
     out("# Part 1: one governed filesystem for an agent")
     _run_filesystem_tour(out)
@@ -75,7 +75,7 @@ def run_demo(out: Callable[[str], Any] = print) -> None:
 
 
 def _run_filesystem_tour(out: Callable[[str], Any]) -> None:
-    from bastion.knowledge.service import Knowledge
+    from bastion.knowledge.engine import Knowledge
 
     with tempfile.TemporaryDirectory(prefix="bastion-demo-") as tmp:
         knowledge = Knowledge.open(Path(tmp) / "index")  # LanceDB + the packaged local model

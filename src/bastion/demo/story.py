@@ -1,7 +1,7 @@
 """The governed story of ``make demo``: two companies' documents in one workspace, the same
 questions asked by different people, and who gets which answer.
 
-The corpus (:mod:`bastion.demo_corpus`) is written to a folder and mounted read-only, one mount
+The corpus (:mod:`bastion.demo.corpus`) is written to a folder and mounted read-only, one mount
 per tenant; each file's front matter labels it (classification, roles). The index is built
 once, for the system; every question is then asked through a view of the workspace bound to
 one user, so retrieval, the re-check of every chunk, the answer and its citations only ever
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bastion.core.errors import OperationError
-from bastion.demo_corpus import (
+from bastion.demo.corpus import (
     DemoUser,
     corpus_mounts,
     demo_policy,
@@ -64,8 +64,8 @@ def build_story_workspace(folder: str | Path) -> SyncWorkspace:
     it with a keyword-only in-memory index. Bound to an operator principal: use
     ``with_principal(user.principal)`` to act for a demo user."""
     from bastion.core.principal import Principal
+    from bastion.knowledge.engine import Knowledge
     from bastion.knowledge.index.memory import MemoryIndex
-    from bastion.knowledge.service import Knowledge
 
     write_corpus(folder)
     ws = Workspace(

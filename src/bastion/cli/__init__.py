@@ -24,14 +24,14 @@ def demo() -> None:
 
 
 def _register() -> None:
-    from bastion.cli_ask import ask_command
-    from bastion.cli_knowledge import (
+    from bastion.cli.ask import ask_command
+    from bastion.cli.knowledge import (
         eval_command,
         index_command,
         reindex_command,
         search_command,
     )
-    from bastion.cli_mcp import mcp_command
+    from bastion.cli.mcp import mcp_command
 
     main.add_command(index_command)
     main.add_command(search_command)
@@ -42,7 +42,3 @@ def _register() -> None:
 
 
 _register()
-
-
-if __name__ == "__main__":  # pragma: no cover
-    main()
