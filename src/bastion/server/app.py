@@ -1,0 +1,104 @@
+"""The ASGI application: ``/v1`` API, ``/mcp`` per token, the web page, one workspace.
+
+:func:`create_app` takes a built workspace (its owner view: every request gets a view for its
+own principal) and the identity configuration; :func:`app_from_file` builds both from one
+workspace file (its ``[server]`` and ``[identity]`` tables are the server's; the rest is the
+workspace, checked by :class:`~bastion.config.WorkspaceConfig`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from bastion.server import routes_admin, routes_files, routes_knowledge
+from bastion.server.auth import Authenticator, DemoLogin
+from bastion.server.mcp_http import McpHub
+from bastion.server.middleware import BodyLimit, SecurityHeaders
+from bastion.server.openapi import openapi_document
+from bastion.server.settings import ServerSettings
+from bastion.server.state import ServerState
+
+if TYPE_CHECKING:
+    from bastion.core.principal import Principal
+    from bastion.governance.identity_config import IdentityConfig
+    from bastion.workspace import Workspace
+
+__all__ = ["STATIC", "create_app"]
+
+STATIC = Path(__file__).resolve().parent / "static"
+
+
+def create_app(
+    workspace: Workspace,
+    *,
+    identity: IdentityConfig | None = None,
+    settings: ServerSettings | None = None,
+    demo_users: Sequence[tuple[Principal, str]] = (),
+) -> Starlette:
+    """The server for ``workspace``. Tokens are verified with ``identity``; with
+    ``settings.demo_login``, ``demo_users`` (principal, about) may sign in by name."""
+    from bastion.governance.identity import JwtVerifier
+
+    chosen = settings or ServerSettings()
+    verifier = JwtVerifier(identity, policy=workspace.policy) if identity is not None else None
+    demo = None
+    if chosen.demo_login:
+        demo = DemoLogin({p.id: p for p, _ in demo_users}, workspace.policy)
+    state = ServerState(
+        workspace,
+        Authenticator(verifier, demo),
+        chosen,
+        demo_users=tuple((p.id, about) for p, about in demo_users) if demo else (),
+    )
+    hub = McpHub(state)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with hub.run():
+            yield
+        job = state.index_job.task
+        if job is not None and not job.done():
+            job.cancel()
+
+    async def openapi(request: Request) -> Response:
+        return JSONResponse(openapi_document())
+
+    async def page(request: Request) -> Response:
+        return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-cache"})
+
+    routes: list[BaseRoute] = [
+        *routes_files.routes,
+        *routes_knowledge.routes,
+        *routes_admin.routes,
+        Route("/openapi.json", openapi, methods=["GET"]),
+        Route("/mcp", hub, methods=["GET", "POST", "DELETE"]),
+        Route("/", page, methods=["GET"]),
+        Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
+    ]
+    middleware = [Middleware(SecurityHeaders)]
+    if chosen.cors_origins:
+        middleware.append(
+            Middleware(
+                CORSMiddleware,
+                allow_origins=list(chosen.cors_origins),
+                allow_methods=["GET", "POST", "PUT", "DELETE"],
+                allow_headers=["authorization", "content-type", "mcp-session-id"],
+            )
+        )
+    middleware.append(
+        Middleware(BodyLimit, default=chosen.max_body_bytes, uploads=chosen.max_upload_bytes)
+    )
+    app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
+    app.state.bastion = state
+    return app

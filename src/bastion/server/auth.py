@@ -1,0 +1,102 @@
+"""Who a request acts for: its bearer token, verified on every request.
+
+Tokens are checked by :class:`~bastion.governance.identity.JwtVerifier` with the
+``[identity]`` of the workspace file. The optional demo login (``[server] demo_login``) signs
+short-lived HS256 tokens for the demo users with a secret made when the process starts (never
+written anywhere), and verifies them with a second verifier of its own: a demo token is a real
+JWT that goes through the same checks as any other.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable
+
+import jwt
+
+from bastion.core.policy import Policy
+from bastion.core.principal import Principal
+from bastion.governance.errors import AuthenticationError
+from bastion.governance.identity import (
+    Identity,
+    IdentityConfig,
+    JwtVerifier,
+    VerificationKey,
+    bearer_token,
+)
+from bastion.governance.identity_token import read_token
+
+__all__ = ["DEMO_AUDIENCE", "DEMO_ISSUER", "DEMO_KID", "Authenticator", "DemoLogin"]
+
+DEMO_ISSUER = "bastion-demo-login"
+DEMO_AUDIENCE = "bastion"
+DEMO_KID = "bastion-demo-login"
+_DEMO_TTL = 3600
+
+
+class DemoLogin:
+    """Signs tokens for named demo users; the secret lives only in this process."""
+
+    def __init__(
+        self,
+        users: dict[str, Principal],
+        policy: Policy,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.users = users
+        self._secret = secrets.token_bytes(64)
+        self._clock = clock
+        config = IdentityConfig(
+            issuer=DEMO_ISSUER,
+            audience=DEMO_AUDIENCE,
+            keys=(VerificationKey.hmac(self._secret, algorithm="HS256", kid=DEMO_KID),),
+        )
+        self.verifier = JwtVerifier(config, policy=policy, clock=clock)
+
+    def token_for(self, user_id: str) -> str:
+        """A token for the demo user ``user_id`` (an :class:`AuthenticationError` otherwise)."""
+        found = self.users.get(user_id)
+        if found is None:
+            raise AuthenticationError("no such demo user: pick one of the listed users")
+        now = int(self._clock())
+        claims = {
+            "iss": DEMO_ISSUER,
+            "aud": DEMO_AUDIENCE,
+            "sub": found.id,
+            "tenant": found.tenant,
+            "roles": sorted(found.roles),
+            "clearance": found.clearance,
+            "iat": now,
+            "exp": now + _DEMO_TTL,
+        }
+        return jwt.encode(claims, self._secret, algorithm="HS256", headers={"kid": DEMO_KID})
+
+
+class Authenticator:
+    """The identity of a request, from its ``Authorization`` header; a refusal is an
+    :class:`AuthenticationError` whose one line says what to do."""
+
+    def __init__(self, verifier: JwtVerifier | None, demo: DemoLogin | None) -> None:
+        self.verifier = verifier
+        self.demo = demo
+
+    @property
+    def configured(self) -> bool:
+        """True when a real identity provider is trusted (not only the demo login)."""
+        return self.verifier is not None
+
+    def authenticate(self, authorization: str | None) -> Identity:
+        token = bearer_token(authorization)
+        if self.demo is not None:
+            limit = self.demo.verifier.config.max_token_bytes
+            if self.verifier is not None:
+                limit = max(limit, self.verifier.config.max_token_bytes)
+            if read_token(token, limit).kid == DEMO_KID:
+                return self.demo.verifier.authenticate(token)
+        if self.verifier is None:
+            raise AuthenticationError(
+                "this server trusts no identity provider: sign in with the demo login"
+            )
+        return self.verifier.authenticate(token)

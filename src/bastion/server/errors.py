@@ -1,0 +1,129 @@
+"""Errors as JSON: one status and one stable code per class of the error tree.
+
+``{"error": {"code": "not_found", "message": "/docs/x.md not found"}}``. A document the
+principal may not see is a ``not_found`` exactly like a missing one (the workspace words both
+the same; nothing here tells them apart). A scope or policy refusal is a ``403``, a stale
+writer a ``409``, a limit ``413`` and a rate limit ``429``; a store that did not answer is a
+``503`` whose message names the mount. Anything else is a ``500`` with a fixed message: no
+stack trace, exception text or store path ever reaches a response.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from starlette.responses import JSONResponse
+
+from bastion.core.errors import (
+    AccessDeniedError,
+    AlreadyExistsError,
+    BastionError,
+    ConfigurationError,
+    ConflictError,
+    DirectoryNotEmptyError,
+    EditError,
+    InvalidPathError,
+    InvalidPatternError,
+    IsADirectoryError_,
+    LabelError,
+    LimitError,
+    NotADirectoryError_,
+    NotFoundError,
+    OperationError,
+    PolicyDeniedError,
+    RateLimitError,
+    ScopeError,
+    StoreError,
+    StoreUnavailableError,
+    UnsupportedFileError,
+)
+from bastion.governance.errors import AuthenticationError
+
+__all__ = ["ApiError", "BodyTooLargeError", "describe", "error_response", "status_of"]
+
+log = logging.getLogger("bastion.server")
+
+_TABLE: tuple[tuple[type[BaseException], int, str], ...] = (
+    # most specific first
+    (AuthenticationError, 401, "unauthenticated"),
+    (NotFoundError, 404, "not_found"),
+    (InvalidPathError, 400, "invalid_path"),
+    (InvalidPatternError, 400, "invalid_pattern"),
+    (AlreadyExistsError, 409, "already_exists"),
+    (ConflictError, 409, "conflict"),
+    (DirectoryNotEmptyError, 409, "directory_not_empty"),
+    (NotADirectoryError_, 409, "not_a_directory"),
+    (IsADirectoryError_, 409, "is_a_directory"),
+    (EditError, 422, "edit_failed"),
+    (LabelError, 422, "bad_labels"),
+    (UnsupportedFileError, 422, "unsupported_file"),
+    (ScopeError, 403, "scope_denied"),
+    (PolicyDeniedError, 403, "policy_denied"),
+    (LimitError, 413, "limit_exceeded"),
+    (AccessDeniedError, 403, "access_denied"),
+    (RateLimitError, 429, "rate_limited"),
+    (StoreUnavailableError, 503, "store_unavailable"),
+    (StoreError, 502, "store_failed"),
+    (ConfigurationError, 409, "not_configured"),
+    (OperationError, 400, "bad_request"),
+    (ValueError, 400, "bad_argument"),
+)
+
+
+class ApiError(Exception):
+    """An error of the HTTP layer itself (a bad parameter, a missing field)."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+
+
+class BodyTooLargeError(ApiError):
+    """The request body grew past its limit while it was being read."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            413, "body_too_large", f"request body is over the {limit}-byte limit; send less"
+        )
+
+
+def status_of(exc: BaseException) -> tuple[int, str]:
+    """The HTTP status and stable code of one exception."""
+    if isinstance(exc, ApiError):
+        return exc.status, exc.code
+    for cls, status, code in _TABLE:
+        if isinstance(exc, cls):
+            return status, code
+    return 500, "internal"
+
+
+def describe(exc: BaseException) -> tuple[int, str, str]:
+    """Status, code and the one-line message a client may see; an unexpected exception is
+    logged by type only."""
+    status, code = status_of(exc)
+    if status == 500:
+        log.error("unexpected %s while serving a request", type(exc).__name__)
+        message = "internal error; the server log has the exception type"
+    elif isinstance(exc, ConfigurationError):
+        message = "this server is not configured for that request"
+    elif isinstance(exc, ValueError):
+        message = "an argument is out of range; check the request's parameters"
+    elif isinstance(exc, BastionError | ApiError):
+        message = str(exc).splitlines()[0] if str(exc) else code
+    else:  # pragma: no cover - every mapped class is one of the above
+        message = code
+    return status, code, message
+
+
+def error_response(exc: BaseException, *, headers: dict[str, str] | None = None) -> JSONResponse:
+    """The JSON response for ``exc``."""
+    status, code, message = describe(exc)
+    body: dict[str, Any] = {"error": {"code": code, "message": message}}
+    extra = dict(headers or {})
+    if status == 401:
+        extra.setdefault("WWW-Authenticate", 'Bearer realm="bastion"')
+    if status == 429:
+        extra.setdefault("Retry-After", "1")
+    return JSONResponse(body, status_code=status, headers=extra)

@@ -1,0 +1,98 @@
+"""MCP over streamable HTTP at ``/mcp``, one tool set per principal.
+
+Every request to ``/mcp`` carries a bearer token, verified like any API request. Each
+principal gets its own MCP server (its :class:`~bastion.agents.tools.Toolset` over a view of
+the workspace acting for it) with its own session manager, started on first use: a session id
+belongs to the manager of the principal that opened it, so a session id presented with
+another principal's token is unknown there (``404``, exactly like an id that never existed).
+One server process thus serves many agents, each seeing only its own view.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
+
+import anyio
+from anyio.abc import TaskGroup
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from starlette.types import Receive, Scope, Send
+
+from bastion.core.principal import Principal
+from bastion.server.errors import ApiError, error_response
+
+if TYPE_CHECKING:
+    from bastion.server.state import ServerState
+
+__all__ = ["McpHub"]
+
+_IDLE_SECONDS = 1800.0
+
+
+class McpHub:
+    """The ASGI app behind ``/mcp``: authenticates, then hands the request to the session
+    manager of that principal."""
+
+    def __init__(self, state: ServerState, *, max_principals: int = 1000) -> None:
+        self.state = state
+        self.max_principals = max_principals
+        self._managers: dict[Principal, StreamableHTTPSessionManager] = {}
+        self._lock = anyio.Lock()
+        self._group: TaskGroup | None = None
+
+    @contextlib.asynccontextmanager
+    async def run(self) -> AsyncIterator[None]:
+        """Keep the session managers running while the server runs (the app's lifespan)."""
+        async with anyio.create_task_group() as group:
+            self._group = group
+            try:
+                yield
+            finally:
+                group.cancel_scope.cancel()
+                self._group = None
+                self._managers.clear()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        from starlette.requests import Request
+
+        try:
+            identity = self.state.identify(Request(scope))
+            manager = await self._manager(identity.principal)
+        except Exception as exc:  # noqa: BLE001 - every refusal is a JSON error
+            await error_response(exc)(scope, receive, send)
+            return
+        await manager.handle_request(scope, receive, send)
+
+    async def _manager(self, principal: Principal) -> StreamableHTTPSessionManager:
+        async with self._lock:
+            found = self._managers.get(principal)
+            if found is not None:
+                return found
+            if self._group is None:
+                raise ApiError(503, "starting", "the MCP endpoint is not running yet; retry")
+            if len(self._managers) >= self.max_principals:
+                raise ApiError(503, "too_many_agents", "too many MCP principals; retry later")
+            manager = self._build(principal)
+            started = anyio.Event()
+
+            async def keep() -> None:
+                async with manager.run():
+                    started.set()
+                    await anyio.sleep_forever()
+
+            self._group.start_soon(keep)
+            await started.wait()
+            self._managers[principal] = manager
+            return manager
+
+    def _build(self, principal: Principal) -> StreamableHTTPSessionManager:
+        from bastion.agents.mcp import mcp_server
+        from bastion.agents.tools import Toolset
+
+        toolset = Toolset(self.state.workspace.with_principal(principal))
+        return StreamableHTTPSessionManager(
+            app=mcp_server(toolset),
+            max_request_body_size=self.state.settings.max_body_bytes,
+            session_idle_timeout=_IDLE_SECONDS,
+        )

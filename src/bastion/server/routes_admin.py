@@ -1,0 +1,106 @@
+"""Health, readiness, who am I, the audit log (operators), and the optional demo login."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from bastion.core.errors import PolicyDeniedError
+from bastion.core.models import Action, Scope
+from bastion.core.paths import VPath
+from bastion.server.errors import ApiError
+from bastion.server.handlers import api, body_json, integer, ok, required
+from bastion.server.state import state_of
+
+__all__ = ["routes"]
+
+
+async def health(request: Request) -> Response:
+    """Alive: the process answers (no authentication, nothing about the workspace)."""
+    return JSONResponse({"status": "ok"})
+
+
+@api
+async def ready(request: Request) -> Response:
+    """Ready: the workspace is built and each mount answers a stat of its root. A mount that
+    does not is named (its prefix, never its URL) with a 503."""
+    state = state_of(request)
+    down = []
+    for mount in state.workspace.mounts:
+        try:
+            await mount.store.stat(VPath.ROOT)
+        except Exception:  # noqa: BLE001 - any failure means not ready
+            down.append(str(mount.prefix))
+    if down:  # counted, not named: this endpoint answers without a token
+        return JSONResponse({"status": "unavailable", "mounts_down": len(down)}, status_code=503)
+    return JSONResponse({"status": "ready", "index": state.workspace.has_index})
+
+
+@api
+async def me(request: Request) -> Response:
+    """The principal of the token, what it may do, and the mounts it sees (writable ones
+    flagged), for the page."""
+    state = state_of(request)
+    ws = state.view(request)
+    p = ws.principal
+    mounts = [
+        {"prefix": str(m.prefix), "scope": m.scope.value, "description": m.description}
+        for m in ws.mounts
+        if await ws.exists(m.prefix)
+    ]
+    return ok(
+        {
+            "id": p.id,
+            "tenant": p.tenant,
+            "roles": sorted(ws.policy.effective_roles(p)),
+            "clearance": p.clearance,
+            "operator": {
+                "audit": state.may(ws, Action.AUDIT),
+                "reindex": state.may(ws, Action.REINDEX),
+            },
+            "mounts": mounts,
+            "writable": [m["prefix"] for m in mounts if m["scope"] != Scope.READ_ONLY.value],
+        }
+    )
+
+
+@api
+async def audit(request: Request) -> Response:
+    """The latest audit records (operators: the ``audit`` action on ``/``)."""
+    state = state_of(request)
+    ws = state.view(request)
+    if not state.may(ws, Action.AUDIT):
+        raise PolicyDeniedError("the audit log is for operators: it needs the 'audit' action on /")
+    limit = integer(request.query_params, "limit", 100, low=1, high=1000) or 100
+    records = getattr(ws.audit, "records", None)
+    if records is None:
+        raise ApiError(409, "audit_unreadable", "this server's audit sink cannot be read back")
+    return ok({"records": [r.to_dict() for r in records[-limit:]]})
+
+
+@api
+async def demo_users(request: Request) -> Response:
+    state = state_of(request)
+    if state.auth.demo is None:
+        raise ApiError(404, "not_found", "the demo login is off on this server")
+    return ok({"users": [{"id": i, "about": about} for i, about in state.demo_users]})
+
+
+@api
+async def demo_login(request: Request) -> Response:
+    state = state_of(request)
+    if state.auth.demo is None:
+        raise ApiError(404, "not_found", "the demo login is off on this server")
+    user = required(await body_json(request), "user")
+    return ok({"token": state.auth.demo.token_for(user), "token_type": "Bearer"})
+
+
+routes = [
+    Route("/healthz", health, methods=["GET"]),
+    Route("/readyz", ready, methods=["GET"]),
+    Route("/v1/me", me, methods=["GET"]),
+    Route("/v1/audit", audit, methods=["GET"]),
+    Route("/v1/auth/demo/users", demo_users, methods=["GET"]),
+    Route("/v1/auth/demo", demo_login, methods=["POST"]),
+]

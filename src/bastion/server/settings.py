@@ -1,0 +1,131 @@
+"""The server's own settings: the ``[server]`` table of the workspace file, checked once.
+
+```toml
+[server]
+host = "127.0.0.1"          # loopback by default; a public address needs [identity]
+port = 8765
+demo_login = false          # sign in as a demo user by name (the tour only)
+cors_origins = []           # CORS is off unless origins are named
+max_body_bytes = 1048576    # any request body
+max_upload_bytes = 10485760 # an /v1/ingest upload, counted while it streams
+requests_per_minute = 600   # per principal, every request (the policy's rate limit
+                            # still applies to each operation)
+```
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bastion.core.errors import ConfigurationError
+from bastion.core.schema import check_keys
+
+__all__ = ["ServerSettings", "is_loopback", "read_tables"]
+
+_KEYS = frozenset(
+    {
+        "host",
+        "port",
+        "demo_login",
+        "cors_origins",
+        "max_body_bytes",
+        "max_upload_bytes",
+        "requests_per_minute",
+    }
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServerSettings:
+    """How ``bastion serve`` listens and what it lets in."""
+
+    host: str = "127.0.0.1"
+    port: int = 8765
+    demo_login: bool = False
+    """``POST /v1/auth/demo`` signs a demo user in by name: for the tour, never for real data."""
+    cors_origins: tuple[str, ...] = ()
+    """Origins allowed to call the API from a browser; empty: CORS is off."""
+    max_body_bytes: int = 1 << 20
+    max_upload_bytes: int = 10 << 20
+    requests_per_minute: int | None = 600
+    """Requests per principal per minute (``None``: no server-side cap)."""
+
+    def __post_init__(self) -> None:
+        for name in ("max_body_bytes", "max_upload_bytes"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigurationError(f"server: {name} must be a positive number of bytes")
+        if isinstance(self.port, bool) or not isinstance(self.port, int):
+            raise ConfigurationError("server: port must be an integer from 0 to 65535")
+        if not 0 <= self.port <= 65535:
+            raise ConfigurationError("server: port must be an integer from 0 to 65535")
+        rpm = self.requests_per_minute
+        if rpm is not None and (isinstance(rpm, bool) or not isinstance(rpm, int) or rpm < 1):
+            raise ConfigurationError("server: requests_per_minute must be a positive integer")
+        if not isinstance(self.host, str) or not self.host:
+            raise ConfigurationError('server: host must be an address such as "127.0.0.1"')
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ServerSettings:
+        check_keys(data, _KEYS, "server")
+        origins = data.get("cors_origins", [])
+        if not isinstance(origins, list) or not all(isinstance(o, str) and o for o in origins):
+            raise ConfigurationError("server: cors_origins must be a list of origins")
+        if "*" in origins:
+            raise ConfigurationError(
+                'server: cors_origins may not be "*" (tokens would be usable from any site); '
+                "name each origin"
+            )
+        demo = data.get("demo_login", False)
+        if not isinstance(demo, bool):
+            raise ConfigurationError("server: demo_login must be true or false")
+        known = {k: data[k] for k in _KEYS - {"cors_origins", "demo_login"} if k in data}
+        return cls(cors_origins=tuple(origins), demo_login=demo, **known)
+
+    def check_bind(self, *, authenticated: bool) -> None:
+        """Refuse a public address when no identity is configured (anyone who can reach the
+        port would act without a token)."""
+        if authenticated or is_loopback(self.host):
+            return
+        raise ConfigurationError(
+            f"refusing to listen on {self.host}: no [identity] is configured, so requests "
+            "could not be authenticated; add an [identity] table (issuer, audience, keys; "
+            "see docs/server.md) or listen on 127.0.0.1"
+        )
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and loopback addresses; an unknown name counts as public."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def read_tables(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The top-level tables of a workspace file (TOML, or YAML holding the same tables)."""
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+        data: object = (
+            yaml.safe_load(text)
+            if file.suffix.lower() in (".yaml", ".yml")
+            else tomllib.loads(text)
+        )
+    except OSError as exc:
+        raise ConfigurationError(f"cannot read workspace file {file}: {exc.strerror}") from None
+    except (ValueError, yaml.YAMLError):
+        raise ConfigurationError(f"workspace file {file} cannot be parsed") from None
+    if not isinstance(data, dict):
+        raise ConfigurationError(f"workspace file {file} must be a table at the top level")
+    return data

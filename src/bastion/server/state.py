@@ -1,0 +1,97 @@
+"""What every request shares: the workspace, the authenticator, the settings, the limiters.
+
+A request is turned into a principal view of the one workspace (``with_principal``), so the
+guard decides on every call for the principal of that request's token, and mounts, index,
+audit and the policy's rate limits are shared by every view.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from starlette.requests import Request
+
+from bastion.core.models import Action
+from bastion.core.paths import VPath
+from bastion.core.policy import RateLimit
+from bastion.core.ratelimit import RateLimiter
+from bastion.server.auth import Authenticator
+from bastion.server.settings import ServerSettings
+
+if TYPE_CHECKING:
+    from bastion.governance.identity import Identity
+    from bastion.workspace import Workspace
+
+__all__ = ["IndexJob", "ServerState", "state_of"]
+
+log = logging.getLogger("bastion.server")
+
+
+@dataclass
+class IndexJob:
+    """The one index repair a server runs at a time, and how far it got."""
+
+    running: bool = False
+    done: int = 0
+    total: int = 0
+    started_by: str = ""
+    result: dict[str, int] = field(default_factory=dict)
+    error: str = ""
+    task: asyncio.Task[None] | None = field(default=None, repr=False)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "running": self.running,
+            "done": self.done,
+            "total": self.total,
+            "started_by": self.started_by,
+            "result": dict(self.result),
+            "error": self.error,
+        }
+
+
+class ServerState:
+    """Shared by every request of one server process."""
+
+    def __init__(
+        self,
+        workspace: Workspace,
+        auth: Authenticator,
+        settings: ServerSettings,
+        *,
+        demo_users: tuple[tuple[str, str], ...] = (),
+    ) -> None:
+        self.workspace = workspace
+        self.auth = auth
+        self.settings = settings
+        self.demo_users = demo_users
+        """``(id, about)`` of each demo user, listed only when the demo login is on."""
+        rpm = settings.requests_per_minute
+        self.limiter = RateLimiter(RateLimit(rpm, 60.0)) if rpm is not None else None
+        self.index_job = IndexJob()
+
+    def view(self, request: Request) -> Workspace:
+        """The workspace acting for this request's principal (401 without a valid token;
+        429 past the per-principal request rate)."""
+        identity = self.identify(request)
+        return self.workspace.with_principal(identity.principal)
+
+    def identify(self, request: Request) -> Identity:
+        identity = self.auth.authenticate(request.headers.get("authorization"))
+        request.state.principal = identity.principal.id
+        if self.limiter is not None:
+            self.limiter.check(identity.principal)
+        return identity
+
+    @staticmethod
+    def may(ws: Workspace, action: Action) -> bool:
+        """True when the policy grants this view's principal the operator ``action`` on ``/``."""
+        return ws.policy.decide(ws.principal, action, VPath.ROOT).allowed
+
+
+def state_of(request: Request) -> ServerState:
+    state: ServerState = request.app.state.bastion
+    return state
