@@ -17,6 +17,7 @@ from bastion.knowledge.chunking import (
     WhitespaceTokenCounter,
     chunk_id,
     chunk_text,
+    token_spans,
     violations,
 )
 
@@ -134,7 +135,7 @@ def test_chunk_many_matches_chunk() -> None:
 
 def test_split_gives_fitting_windows() -> None:
     text = words(100)
-    spans = WS.split(text, 30)
+    spans = token_spans(text, 30, WS)
     assert [WS.count(text[a:b]) for a, b in spans] == [30, 30, 30, 10]
     assert spans[0][0] == 0 and spans[-1][1] == len(text)
 

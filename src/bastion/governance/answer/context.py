@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from bastion.core.errors import ConfigurationError
+from bastion.core.text import TokenCounter
 from bastion.governance.answer.models import Context
-from bastion.knowledge.chunking.tokens import TokenCounter
 
 __all__ = ["Assembly", "assemble"]
 

@@ -18,6 +18,7 @@ from typing import Protocol
 
 from bastion.core.audit import AuditRecord, AuditSink
 from bastion.core.principal import Principal
+from bastion.core.text import TokenCounter
 from bastion.governance.answer.context import Assembly, assemble
 from bastion.governance.answer.extractive import ExtractiveAnswerer
 from bastion.governance.answer.generate import Generator
@@ -38,7 +39,6 @@ from bastion.governance.answer.models import (
 from bastion.governance.answer.rerank import NoRerank, Reranker
 from bastion.governance.answer.text import cited_ids
 from bastion.governance.answer.verify import Verifier
-from bastion.knowledge.chunking.tokens import TokenCounter
 
 __all__ = ["AnswerWorkflow", "AuditTrail", "Retrieval", "Retriever"]
 

@@ -8,7 +8,7 @@ heading path it sits under. Pure functions; the only dependency is the tokenizer
 ``docs/chunking.md``.
 """
 
-from bastion.knowledge.chunking.chunker import Chunker, chunk_id, chunk_text
+from bastion.knowledge.chunking.chunker import Chunker, chunk_id, chunk_text, token_spans
 from bastion.knowledge.chunking.invariants import violations
 from bastion.knowledge.chunking.model import Chunk, ChunkingConfig, HeadingLike, Strategy
 from bastion.knowledge.chunking.tokens import (
@@ -34,5 +34,6 @@ __all__ = [
     "chunk_id",
     "chunk_text",
     "minilm_token_counter",
+    "token_spans",
     "violations",
 ]

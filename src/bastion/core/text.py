@@ -1,0 +1,59 @@
+"""Text ports: what chunking and governed answers need from a tokenizer and from the keyword
+analyzer.
+
+Both ``bastion.knowledge`` (which implements them) and ``bastion.governance`` (whose answer
+workflow counts context tokens and measures word overlap) use these, and neither may import
+the other, so the ports live here, in the core, like the store port.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+__all__ = ["TermAnalyzer", "TokenCounter", "Tokens"]
+
+
+@dataclass(frozen=True, slots=True)
+class Tokens:
+    """The content tokens of one text (no special tokens), in order."""
+
+    starts: Sequence[int]
+    """Character offset where each token starts."""
+    words: Sequence[int]
+    """Word number of each token: cutting between two tokens of one word is not clean, since
+    the halves may tokenize differently on their own."""
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    """What the chunker and the context budget need from a tokenizer."""
+
+    @property
+    def special_tokens(self) -> int:
+        """Tokens the model adds to every input (``[CLS]``/``[SEP]``: 2)."""
+        ...
+
+    def tokenize_batch(self, texts: Sequence[str]) -> list[Tokens]:
+        """Content tokens of each text, with character offsets."""
+        ...
+
+    def count(self, text: str) -> int:
+        """Tokens the model sees for ``text``, special tokens included."""
+        ...
+
+    def count_batch(self, texts: Sequence[str]) -> list[int]:
+        """``count`` of each text."""
+        ...
+
+
+class TermAnalyzer(Protocol):
+    """Text to index terms (folded, stop words out, stemmed), as keyword search sees it."""
+
+    def analyze(self, text: str) -> list[str]:
+        """The terms of ``text`` in order; repeated terms are kept."""
+        ...
