@@ -27,7 +27,7 @@ import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, TypeVar
 
 import jwt
 from jwt.exceptions import (
@@ -62,19 +62,27 @@ from bastion.governance.identity_config import IdentityConfig
 from bastion.governance.identity_keys import VerificationKey
 from bastion.governance.identity_token import RawToken, describe_algorithm, read_token
 
-if TYPE_CHECKING:
-    from bastion.workspace.workspace import Workspace
-
 __all__ = [
     "ClaimsMapping",
     "Identity",
     "IdentityConfig",
     "JwtVerifier",
+    "PrincipalViews",
     "VerificationKey",
     "bearer_token",
 ]
 
 _SIGNATURE = "token signature invalid: sign in again to get a new token"
+
+_View_co = TypeVar("_View_co", covariant=True)
+_T = TypeVar("_T")
+
+
+class PrincipalViews(Protocol[_View_co]):
+    """What :meth:`Identity.bind` needs: a view of the same thing acting for a principal
+    (``Workspace`` and ``SyncWorkspace`` both have it; governance does not import them)."""
+
+    def with_principal(self, principal: Principal) -> _View_co: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +119,7 @@ class Identity:
             principal = replace(principal, clearance=clearance)
         return cls(principal, roles, clearance)
 
-    def bind(self, workspace: Workspace) -> Workspace:
+    def bind(self, workspace: PrincipalViews[_T]) -> _T:
         """A view of ``workspace`` acting for this identity (``with_principal``)."""
         return workspace.with_principal(self.principal)
 
