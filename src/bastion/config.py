@@ -39,7 +39,15 @@ from bastion.core.mounts import Mount
 from bastion.core.paths import VPath
 from bastion.core.policy import Policy
 from bastion.core.principal import Principal
-from bastion.core.schema import check_keys, list_of_names, name, show, table, text
+from bastion.core.schema import (
+    check_keys,
+    list_of_names,
+    list_of_tables,
+    name,
+    show,
+    table,
+    text,
+)
 from bastion.stores.mount_checks import check_mounts, close_mounts, close_now
 from bastion.stores.registry import mount_from_url
 
@@ -57,14 +65,16 @@ __all__ = [
     "expand_env",
     "folder_config",
     "load_policy",
+    "load_users",
     "load_workspace",
 ]
 
 _VARIABLE = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-_TOP_KEYS = frozenset({"mounts", "policy", "knowledge", "principal"})
+_TOP_KEYS = frozenset({"mounts", "policy", "knowledge", "principal", "users", "audit"})
 _MOUNT_KEYS = frozenset({"prefix", "url", "scope", "labels", "description", "timeout", "options"})
 _LABEL_KEYS = frozenset({"tenant", "classification", "roles", "tags"})
 _PRINCIPAL_KEYS = frozenset({"id", "tenant", "roles", "clearance", "tags"})
+_USER_KEYS = frozenset({"id", "tenant", "roles", "clearance", "tags", "about"})
 _KNOWLEDGE_KEYS = frozenset({"folder", "embedder"})
 _EMBEDDERS = ("local", "none")
 _MOVED = {
@@ -201,6 +211,10 @@ class WorkspaceConfig:
     principal: Principal | None = None
     """The ``[principal]`` table: who the workspace acts for when the caller names no one
     (``bastion mcp`` serves its tools for this principal)."""
+    users: Mapping[str, Principal] = field(default_factory=dict)
+    """The ``[users]`` table (or ``users = "users.toml"``): who ``--as USER`` may name."""
+    audit: Path | None = None
+    """``audit = "FILE"``: the JSON-lines audit log (``bastion audit`` reads it back)."""
 
     @classmethod
     def from_file(
@@ -268,7 +282,11 @@ class WorkspaceConfig:
             seen.add(mount.prefix)
         knowledge = _knowledge(data.get("knowledge"), folder, environ)
         principal = _principal(data.get("principal"), policy, environ)
-        return cls(mounts, policy, knowledge, folder, principal)
+        users = _users(data.get("users"), folder, policy, environ)
+        audit = data.get("audit")
+        if audit is not None:
+            audit = folder / Path(name(expand_env(audit, environ, "audit"), "audit")).expanduser()
+        return cls(mounts, policy, knowledge, folder, principal, users, audit)
 
     def open_mounts(self) -> list[Mount]:
         """Build every store and mount it; on an error, close those already opened."""
@@ -286,7 +304,15 @@ class WorkspaceConfig:
     ) -> Workspace:
         """The workspace this file describes, acting for ``principal`` (default: the file's
         ``[principal]``, else ``local``)."""
-        return self._build(principal, audit)[0]
+        return self._build(principal, audit or self._audit_sink())[0]
+
+    def _audit_sink(self) -> AuditSink | None:
+        """The file's audit log (``audit = "FILE"``), opened for appending; else ``None``."""
+        if self.audit is None:
+            return None
+        from bastion.core.audit_sinks import JsonLinesAuditSink
+
+        return JsonLinesAuditSink(self.audit)
 
     @contextlib.contextmanager
     def opened(
@@ -294,7 +320,8 @@ class WorkspaceConfig:
     ) -> Iterator[Workspace]:
         """:meth:`build`, and on leaving, close the stores and the index it opened (call it
         outside an event loop, as a command line does)."""
-        ws, mounts, knowledge = self._build(principal, audit)
+        own = self._audit_sink() if audit is None else None
+        ws, mounts, knowledge = self._build(principal, audit or own)
         try:
             yield ws
         finally:
@@ -303,6 +330,8 @@ class WorkspaceConfig:
                     knowledge.close()
             finally:
                 close_now(mounts)
+                if own is not None:
+                    own.close()
 
     def _build(
         self, principal: Principal | None, audit: AuditSink | None
@@ -343,6 +372,70 @@ def _principal(raw: Any, policy: Policy, env: Mapping[str, str]) -> Principal | 
         clearance=clearance,
         tags=_names(data.get("tags", []), "tags", "principal"),
     )
+
+
+def _users(raw: Any, folder: Path, policy: Policy, env: Mapping[str, str]) -> dict[str, Principal]:
+    if raw is None:
+        return {}
+    if isinstance(raw, str):
+        found = load_users(folder / expand_env(raw, env, "users"))
+    else:
+        found = _user_table(expand_env(raw, env, "users"), "users")
+    order = policy.classifications.order
+    for user_id, principal in found.items():
+        if principal.clearance not in order:
+            raise ConfigurationError(
+                f"users: {show(user_id)}: unknown clearance {principal.clearance!r}; "
+                f"known: {', '.join(order)}"
+            )
+    return found
+
+
+def _user_table(data: Any, where: str) -> dict[str, Principal]:
+    """Users as a table (``[users.ana]``: user -> settings) or a list of tables with an
+    ``id`` (``[[users]]``, the demo's ``users.toml``); ``about`` is a note, kept out."""
+    if isinstance(data, list):
+        entries: dict[Any, Any] = {}
+        for n, entry in enumerate(list_of_tables(data, where)):
+            entries[name(entry.get("id"), f"{where}: entry {n + 1}: id")] = entry
+    else:
+        entries = dict(table(data, where))
+    users: dict[str, Principal] = {}
+    for user_id, entry in entries.items():
+        at = f"{where}: user {show(user_id)}"
+        settings = table(entry if entry is not None else {}, at)
+        _unknown(settings, _USER_KEYS, at)
+        lists = [settings.get(key, []) for key in ("roles", "tags")]
+        if not all(isinstance(v, list) and all(isinstance(x, str) and x for x in v) for v in lists):
+            raise ConfigurationError(f"{at}: roles and tags must be lists of strings")
+        users[str(user_id)] = Principal.of(
+            str(user_id),
+            tenant=name(settings.get("tenant", "default"), f"{at}: tenant"),
+            roles=lists[0],
+            clearance=name(settings.get("clearance", "public"), f"{at}: clearance"),
+            tags=lists[1],
+        )
+    return users
+
+
+def load_users(path: str | os.PathLike[str]) -> dict[str, Principal]:
+    """Users from a TOML (``.toml``) or YAML file: user -> ``tenant``, ``roles``,
+    ``clearance``, ``tags`` (all optional), at the top level or under ``users``; or a list
+    of such tables with an ``id`` under ``users`` (the demo's ``users.toml``)."""
+    file = Path(path)
+    try:
+        text_ = file.read_text(encoding="utf-8")
+        data: Any = tomllib.loads(text_) if file.suffix == ".toml" else yaml.safe_load(text_)
+    except OSError as exc:
+        raise ConfigurationError(f"cannot read users file {file}: {exc.strerror}") from None
+    except (tomllib.TOMLDecodeError, yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise ConfigurationError(f"users file {file} cannot be parsed: {exc}") from None
+    if isinstance(data, Mapping) and isinstance(data.get("users"), Mapping | list):
+        data = data["users"]
+    try:
+        return _user_table(data, "users")
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"users file {file}: {exc}") from None
 
 
 def _policy(raw: Any, folder: Path, env: Mapping[str, str]) -> Policy:

@@ -1,18 +1,32 @@
-"""The ``bastion`` command line: a thin shell over the library."""
+"""The ``bastion`` command line: a thin shell over the library.
+
+Every command takes ``--config``, ``--as``/``--users``, ``--token``/``--identity``,
+``--json`` and ``-q``/``-v`` (``bastion.cli.common``); see ``docs/cli.md``.
+"""
 
 from __future__ import annotations
 
 import click
 
 from bastion import __version__
+from bastion.cli.common import BastionGroup
 
 __all__ = ["main"]
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    cls=BastionGroup,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    epilog="Exit codes: 0 ok, 1 error, 2 usage, 3 an index run skipped files, "
+    "4 an answer failed its verification. See docs/cli.md.",
+)
 @click.version_option(__version__, prog_name="bastion")
 def main() -> None:
-    """Bastion: a governed workspace for AI agents."""
+    """Bastion: a governed workspace for AI agents.
+
+    Every command reads ./bastion.toml (or --config FILE) and acts for --as USER or
+    --token JWT; --json prints results (and errors) as JSON.
+    """
 
 
 @main.command()
@@ -25,6 +39,8 @@ def demo() -> None:
 
 def _register() -> None:
     from bastion.cli.ask import ask_command
+    from bastion.cli.audit import audit_command
+    from bastion.cli.files import FILE_COMMANDS
     from bastion.cli.knowledge import (
         eval_command,
         index_command,
@@ -32,13 +48,21 @@ def _register() -> None:
         search_command,
     )
     from bastion.cli.mcp import mcp_command
+    from bastion.cli.setup import config_group, init_command
 
+    main.add_command(init_command)
+    main.add_command(config_group)
+
+    for command in FILE_COMMANDS:
+        main.add_command(command)
     main.add_command(index_command)
     main.add_command(search_command)
     main.add_command(eval_command)
     main.add_command(reindex_command)
     main.add_command(ask_command)
     main.add_command(mcp_command)
+    main.add_command(audit_command)
+    main.add_command(__import__("bastion.cli.serve", fromlist=["serve_command"]).serve_command)
 
 
 _register()

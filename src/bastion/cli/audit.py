@@ -1,0 +1,104 @@
+"""``bastion audit``: the workspace's audit log, as the acting principal may read it.
+
+The log is the file named by ``audit = "FILE"`` in ``bastion.toml`` (JSON lines). The owner
+reads every record; a principal reads its own records, or every record when the policy grants
+it the ``audit`` action on ``/`` (``Workspace.audit``).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import click
+
+from bastion.cli.common import CliError, common_options, emit, resolve_principal, settings
+from bastion.cli.session import open_session
+
+__all__ = ["audit_command"]
+
+_AGO = re.compile(r"^(\d+)([smhd])$")
+_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_time(text: str, *, now: float | None = None) -> float:
+    """``30m``, ``2h``, ``7d`` ago, or an ISO 8601 date or time (UTC when no zone is given)."""
+    ago = _AGO.match(text)
+    if ago:
+        return (time.time() if now is None else now) - int(ago.group(1)) * _SECONDS[ago.group(2)]
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise click.BadParameter(
+            f"{text!r}: use an ISO 8601 time (2026-11-25T10:00) or an age such as 30m, 2h, 7d"
+        ) from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return when.timestamp()
+
+
+class _When(click.ParamType):  # type: ignore[type-arg]
+    name = "TIME"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        return value if isinstance(value, float) else parse_time(str(value))
+
+
+@click.command("audit")
+@click.option("--principal", "who", default=None, help="Only records of this principal id.")
+@click.option("--action", default=None, help="Only this operation (read, write, search...).")
+@click.option(
+    "--outcome",
+    type=click.Choice(["allowed", "refused"]),
+    default=None,
+    help="Only allowed or only refused operations.",
+)
+@click.option("--since", type=_When(), default=None, help="From this time (or age: 2h, 7d).")
+@click.option("--until", type=_When(), default=None, help="Up to this time (or age).")
+@click.option("--path", "prefix", default=None, help="Only operations on or under this path.")
+@click.option("--limit", type=click.IntRange(1), default=None, help="Only the last N records.")
+@common_options()
+def audit_command(
+    who: str | None,
+    action: str | None,
+    outcome: str | None,
+    since: float | None,
+    until: float | None,
+    prefix: str | None,
+    limit: int | None,
+) -> None:
+    """Records of the audit log (`audit = "FILE"` in bastion.toml), oldest first."""
+    config = settings()
+    assert config is not None
+    if config.audit is None:
+        raise CliError(
+            'this workspace keeps no audit log; add audit = ".bastion/audit.jsonl" to its '
+            "bastion.toml",
+            code="no_audit_log",
+        )
+    with open_session(config, resolve_principal(config)) as session:
+        records = list(getattr(session.ws.audit, "records", ()))
+    under = prefix.rstrip("/") + "/" if prefix else None
+    kept = [
+        r
+        for r in records
+        if (who is None or r.principal == who)
+        and (action is None or r.operation == action)
+        and (outcome is None or r.allowed == (outcome == "allowed"))
+        and (since is None or r.time >= since)
+        and (until is None or r.time <= until)
+        and (under is None or r.path == prefix or r.path.startswith(under))
+    ]
+    if limit is not None:
+        kept = kept[-limit:]
+
+    def line(r: Any) -> str:
+        when = datetime.fromtimestamp(r.time, UTC).isoformat(timespec="seconds")
+        where = r.path + (f" -> {r.target}" if r.target else "")
+        verdict = "allowed" if r.allowed else f"refused: {r.reason}"
+        who = f"{r.principal}@{r.tenant}"
+        return f"{when.replace('+00:00', 'Z')} {who} {r.operation} {where} {verdict}"
+
+    emit([r.to_dict() for r in kept], lambda: "\n".join(line(r) for r in kept))

@@ -1,0 +1,131 @@
+"""One command's workspace: opened from the workspace file, acting for one principal, closed
+when the command ends; and the one-bit note that labels hid something from that principal.
+
+A principal is told *that* some documents are not visible to it, never which, how many or
+where below the path it asked about (``docs/decisions.md``, 2026-11-25). The bit is worked
+out by comparing what the principal sees with what the same stores show with every label,
+tenant and policy rule set aside (the policy's file limits still apply, and labels sidecars
+are not documents): an entry the second view shows and the first does not is one the
+principal may not see. The comparison reads the stores directly, is not audited (it is not
+a request of the principal) and runs only when a principal is named.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from bastion.cli.common import acting, options, shown
+from bastion.core.principal import Principal
+
+if TYPE_CHECKING:
+    from bastion.config import WorkspaceConfig
+    from bastion.core.mounts import Mount
+    from bastion.knowledge.engine import Knowledge
+    from bastion.workspace.sync import SyncWorkspace
+
+__all__ = ["Session", "open_session"]
+
+
+class Session:
+    """The workspace of one command (blocking facade) and who it acts for."""
+
+    def __init__(
+        self,
+        ws: SyncWorkspace,
+        principal: Principal | None,
+        config: WorkspaceConfig,
+        knowledge: Knowledge | None,
+    ) -> None:
+        self.ws = ws
+        self.principal = principal
+        """Who asks; ``None`` for the workspace's owner (no ``--as``, no ``[principal]``)."""
+        self.config = config
+        self.knowledge = knowledge
+        self._everything: SyncWorkspace | None = None
+        self._everything_mounts: list[Mount] = []
+
+    @property
+    def who(self) -> str:
+        return shown(self.principal) if self.principal is not None else "the owner"
+
+    def hidden_note(self, scope: str) -> str:
+        return f"some documents {scope}are not visible to {self.who}"
+
+    def everything(self) -> SyncWorkspace:
+        """The same stores with every label, tenant and rule set aside (limits kept)."""
+        if self._everything is None:
+            from bastion.core.audit import NullAuditSink
+            from bastion.core.models import Labels
+            from bastion.core.policy import Policy
+            from bastion.workspace.workspace import Workspace
+
+            self._everything_mounts = self.config.open_mounts()
+            policy = dataclasses.replace(self.config.policy, rules=Policy.allow_all().rules)
+            unlabelled = [dataclasses.replace(m, labels=Labels()) for m in self._everything_mounts]
+            self._everything = Workspace(
+                unlabelled, policy=policy, audit=NullAuditSink(), document_labels=False
+            ).sync()
+        return self._everything
+
+    def some_hidden(self, seen: Iterable[str], listed: Any) -> bool:
+        """True when ``listed(everything)`` (paths) holds a document not in ``seen``: a path
+        the principal's own call did not show. Always false for the owner."""
+        if self.principal is None:
+            return False
+        from bastion.core.errors import BastionError
+        from bastion.core.sidecars import SIDECAR_SUFFIX
+
+        try:
+            every = set(listed(self.everything()))
+        except BastionError:
+            return False
+        every = {p for p in every if not p.endswith(SIDECAR_SUFFIX)}
+        return bool(every - set(seen))
+
+    def close(self) -> None:
+        from bastion.stores.mount_checks import close_now
+
+        close_now(self._everything_mounts)
+
+
+@contextlib.contextmanager
+def open_session(
+    config: WorkspaceConfig, principal: Principal | None, *, index: bool = False
+) -> Iterator[Session]:
+    """The workspace ``config`` describes, acting for ``principal`` (else the file's own,
+    else the owner), with its audit log; the index is opened only when ``index``."""
+    from bastion.core.audit import AuditSink, MemoryAuditSink
+    from bastion.core.audit_sinks import JsonLinesAuditSink
+    from bastion.stores.mount_checks import close_now
+    from bastion.workspace.workspace import Workspace
+
+    sink: AuditSink = (
+        JsonLinesAuditSink(config.audit) if config.audit is not None else MemoryAuditSink()
+    )
+    mounts: list[Mount] = []
+    knowledge: Knowledge | None = None
+    session: Session | None = None
+    try:
+        mounts = config.open_mounts()
+        if index and config.knowledge is not None:
+            knowledge = config.knowledge.open()
+        who = acting(config, principal)
+        ws = Workspace(mounts, policy=config.policy, principal=who, audit=sink, knowledge=knowledge)
+        session = Session(ws.sync(), who, config, knowledge)
+        yield session
+    finally:
+        try:
+            if session is not None:
+                session.close()
+            if knowledge is not None:
+                knowledge.close()
+        finally:
+            close_now(mounts)
+            sink.close()
+
+
+def quiet() -> bool:
+    return options().quiet
