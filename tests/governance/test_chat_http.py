@@ -264,6 +264,20 @@ async def test_a_refused_connection_is_unavailable() -> None:
     assert "after 2 attempts" in str(caught.value)
 
 
+async def test_credentials_in_the_url_never_reach_a_message(server: FakeChatServer) -> None:
+    port = server.url.split(":")[2].split("/")[0]
+    url = f"http://user:{KEY}@127.0.0.1:{port}/v1?key={KEY}"
+    server.script.append(Reply(401, body=b'{"error": {"type": "auth"}}'))
+    model = HttpChatModel(url, "m", api_key=KEY, max_retries=0)
+    with pytest.raises(ChatRequestError, match="HTTP 401") as caught:
+        await model.complete(ASK)
+    assert f"http://127.0.0.1:{port}/v1/chat/completions refused" in str(caught.value)
+    _assert_clean(caught.value)
+    assert KEY not in repr(model)
+    # the path goes before the base URL's query, which is kept (``?api-version=`` proxies)
+    assert server.requests[0]["path"] == f"/v1/chat/completions?key={KEY}"
+
+
 @pytest.mark.parametrize("url", ["not a url", "ftp://example.org/v1", "http:///v1", "http://[::1"])
 def test_a_bad_base_url_is_a_configuration_error(url: str) -> None:
     with pytest.raises(ConfigurationError):

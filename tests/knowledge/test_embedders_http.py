@@ -269,6 +269,10 @@ def test_invalid_configuration() -> None:
         HttpEmbedder("http://127.0.0.1/v1", "m", 0)
     with pytest.raises(ConfigurationError):
         HttpEmbedder("http://127.0.0.1/v1", "m", 8, timeout=0)
+    # the same limits as the chat model's: one endpoint checks both
+    for bad in ({"max_retries": -1}, {"backoff": -0.5}, {"max_wait": -1.0}):
+        with pytest.raises(ConfigurationError, match="HttpEmbedder: max_retries, backoff"):
+            HttpEmbedder("http://127.0.0.1/v1", "m", 8, **bad)
 
 
 @pytest.mark.parametrize(

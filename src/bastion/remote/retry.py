@@ -19,7 +19,14 @@ from typing import Protocol
 
 import httpx
 
-__all__ = ["RETRYABLE_TRANSPORT", "Service", "backoff_delay", "retry_after", "send_with_retries"]
+__all__ = [
+    "RETRYABLE_TRANSPORT",
+    "Service",
+    "StatusError",
+    "backoff_delay",
+    "retry_after",
+    "send_with_retries",
+]
 
 RETRYABLE_TRANSPORT = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
 """Transport failures that another attempt may not meet."""
@@ -52,7 +59,9 @@ def backoff_delay(attempt: int, asked: float | None, *, backoff: float, max_wait
     return random.uniform(ceiling / 2, ceiling)  # noqa: S311 - jitter, not crypto
 
 
-class _StatusError(Protocol):
+class StatusError(Protocol):
+    """An error class of an adapter, built from a one-line message and the HTTP status."""
+
     def __call__(self, message: str, *, status: int | None = None) -> Exception: ...
 
 
@@ -65,9 +74,9 @@ class Service:
     noun: str
     owner: str
     where: str
-    refused: _StatusError
+    refused: StatusError
     """Raised for a request the service refuses (4xx but 429): retrying will not help."""
-    unavailable: _StatusError
+    unavailable: StatusError
     """Raised when every attempt met 429, 5xx, a timeout or a broken connection."""
 
 

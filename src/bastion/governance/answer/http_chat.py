@@ -12,6 +12,8 @@ on, a failure ends the stream with an error (never a silently shortened reply), 
 that stalls for ``timeout`` seconds between events, or ends without ``[DONE]`` or a finish
 reason, is a failure too. Every message names the
 service without credentials and never contains the API key, the prompt or the contexts.
+The HTTP side (retries, messages, the client) is :class:`bastion.remote.openai.Endpoint`,
+shared with the embedder; this module parses replies and events.
 """
 
 from __future__ import annotations
@@ -19,28 +21,20 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import AsyncExitStack
 from typing import Any
 
 import httpx
 
-from bastion.core.errors import ConfigurationError
 from bastion.governance.answer.chat import ChatModel, Message
 from bastion.governance.answer.errors import (
     ChatRequestError,
     ChatResponseError,
     ChatUnavailableError,
 )
-from bastion.remote.retry import RETRYABLE_TRANSPORT, Service, send_with_retries
+from bastion.remote.openai import Endpoint, Retries
+from bastion.remote.retry import RETRYABLE_TRANSPORT
 
 __all__ = ["HttpChatModel"]
-
-_HINTS = {
-    401: "check the API key",
-    403: "check the API key's permissions",
-    404: "check base_url and the model name",
-    413: "ask with a smaller context budget",
-}
 
 
 class HttpChatModel(ChatModel):
@@ -68,17 +62,24 @@ class HttpChatModel(ChatModel):
         headers: Mapping[str, str] | None = None,
         client: httpx.AsyncClient | None = None,
     ) -> None:
-        try:
-            url = httpx.URL(base_url.rstrip("/") + "/chat/completions")
-        except httpx.InvalidURL as exc:
-            raise ConfigurationError("HttpChatModel: base_url is not a valid URL") from exc
-        if url.scheme not in ("http", "https") or not url.host:
-            raise ConfigurationError("HttpChatModel: base_url must be an http(s) URL with a host")
-        if max_retries < 0 or timeout <= 0 or backoff < 0 or max_wait < 0:
-            raise ConfigurationError(
-                "HttpChatModel: max_retries, backoff and max_wait must be >= 0 and timeout > 0"
-            )
-        self.url = url
+        self.endpoint = Endpoint(
+            "HttpChatModel",
+            base_url,
+            "chat/completions",
+            noun="chat",
+            whose="the chat model's",
+            refused=ChatRequestError,
+            unavailable=ChatUnavailableError,
+            retries=Retries(
+                timeout=timeout, max_retries=max_retries, backoff=backoff, max_wait=max_wait
+            ),
+            api_key=api_key,
+            headers=headers,
+            client=client,
+            hints={413: "ask with a smaller context budget"},
+            fallback_hint="check the model name and the request",
+        )
+        self.url = self.endpoint.url
         self.model = model
         self.name = name or model
         self.timeout = timeout
@@ -87,15 +88,7 @@ class HttpChatModel(ChatModel):
         self.max_wait = max_wait
         self.temperature = temperature
         self.max_tokens = max_tokens
-        self._api_key = api_key or ""
-        self._headers = {"Accept": "application/json", **(headers or {})}
-        if api_key:
-            self._headers["Authorization"] = f"Bearer {api_key}"
-        self._client = client
-        self._where = str(url.copy_with(userinfo=b"", query=None, fragment=None))
-        self._service = Service(
-            "chat", "the chat model's", self._where, ChatRequestError, ChatUnavailableError
-        )
+        self._where = self.endpoint.where
 
     def __repr__(self) -> str:
         return f"HttpChatModel(name={self.name!r}, url={self._where!r})"
@@ -104,21 +97,20 @@ class HttpChatModel(ChatModel):
 
     async def complete(self, messages: Sequence[Message], *, max_tokens: int | None = None) -> str:
         payload = self._payload(messages, max_tokens, stream=False)
-        async with AsyncExitStack() as stack:
-            client = await self._client_in(stack)
-            response = await self._open(client, payload, stream=False)
-            return self._content(response)
+        async with self.endpoint.client() as client:
+            return self._content(await self.endpoint.post(client, payload))
 
     async def stream(
         self, messages: Sequence[Message], *, max_tokens: int | None = None
     ) -> AsyncIterator[str]:
         payload = self._payload(messages, max_tokens, stream=True)
-        async with AsyncExitStack() as stack:
-            client = await self._client_in(stack)
-            response = await self._open(client, payload, stream=True)
-            stack.push_async_callback(response.aclose)
-            async for delta in self._events(response):
-                yield delta
+        async with self.endpoint.client() as client:
+            response = await self.endpoint.post(client, payload, stream=True)
+            try:
+                async for delta in self._events(response):
+                    yield delta
+            finally:
+                await response.aclose()
 
     # -- requests ------------------------------------------------------------------------------
 
@@ -136,37 +128,10 @@ class HttpChatModel(ChatModel):
             payload["max_tokens"] = limit
         return payload
 
-    async def _client_in(self, stack: AsyncExitStack) -> httpx.AsyncClient:
-        if self._client is not None:
-            return self._client
-        return await stack.enter_async_context(httpx.AsyncClient(timeout=self.timeout))
-
-    async def _open(
-        self, client: httpx.AsyncClient, payload: dict[str, Any], *, stream: bool
-    ) -> httpx.Response:
-        """A 200 response (headers read; the body too unless ``stream``), after bounded
-        retries."""
-        headers = {**self._headers, "Accept": "text/event-stream"} if stream else self._headers
-        return await send_with_retries(
-            client,
-            lambda: client.build_request("POST", self.url, json=payload, headers=headers),
-            self._service,
-            self._refusal,
-            stream=stream,
-            timeout=self.timeout,
-            max_retries=self.max_retries,
-            backoff=self.backoff,
-            max_wait=self.max_wait,
-        )
-
     # -- replies -------------------------------------------------------------------------------
 
     def _bad(self, what: str, status: int | None = 200) -> ChatResponseError:
-        return ChatResponseError(
-            f"chat service {self._where} sent an invalid reply ({what}); check that base_url "
-            "points at an OpenAI-compatible /v1 API",
-            status=status,
-        )
+        return ChatResponseError(self.endpoint.invalid_reply(what), status=status)
 
     def _content(self, response: httpx.Response) -> str:
         try:
@@ -229,22 +194,3 @@ class HttpChatModel(ChatModel):
                 f"chat service {self._where} ended the stream before the answer was complete; "
                 "try again"
             )
-
-    def _refusal(self, response: httpx.Response) -> str:
-        code = ""
-        try:
-            error = response.json().get("error")
-            if isinstance(error, dict):
-                tags = [str(error[k]) for k in ("type", "code") if isinstance(error.get(k), str)]
-                code = self._redact(", ".join(tags)[:80])
-        except (ValueError, AttributeError):
-            pass
-        detail = f" ({code})" if code else ""
-        hint = _HINTS.get(response.status_code, "check the model name and the request")
-        return (
-            f"chat service {self._where} refused the request: HTTP {response.status_code} "
-            f"{response.reason_phrase}{detail}; {hint}"
-        )
-
-    def _redact(self, text: str) -> str:
-        return text.replace(self._api_key, "***") if self._api_key else text

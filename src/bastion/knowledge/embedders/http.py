@@ -11,7 +11,8 @@ times with exponential backoff and jitter, waiting what ``Retry-After`` asks for
 server says so (giving up at once when it asks for more than ``max_wait``). Any other 4xx is
 not retried. Every failure is an :class:`~bastion.knowledge.embedders.errors.EmbeddingError`
 whose message names the service (without credentials) and never contains the API key or the
-texts.
+texts. The HTTP side (retries, messages, the client) is :class:`bastion.remote.openai.Endpoint`,
+shared with the chat model.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from bastion.knowledge.embedders.errors import (
     EmbeddingResponseError,
     EmbeddingUnavailableError,
 )
-from bastion.remote.retry import Service, send_with_retries
+from bastion.remote.openai import Endpoint, Retries
 
 __all__ = ["HttpEmbedder", "approx_token_count"]
 
@@ -72,18 +73,26 @@ class HttpEmbedder(Embedder):
         headers: Mapping[str, str] | None = None,
         client: httpx.AsyncClient | None = None,
     ) -> None:
-        try:
-            url = httpx.URL(base_url.rstrip("/") + "/embeddings")
-        except httpx.InvalidURL as exc:
-            raise ConfigurationError("HttpEmbedder: base_url is not a valid URL") from exc
-        if url.scheme not in ("http", "https") or not url.host:
-            raise ConfigurationError("HttpEmbedder: base_url must be an http(s) URL with a host")
-        if min(dim, batch_size, concurrency) < 1 or max_retries < 0 or timeout <= 0:
-            raise ConfigurationError(
-                "HttpEmbedder: dim, batch_size and concurrency must be >= 1, max_retries >= 0 "
-                "and timeout > 0"
-            )
-        self.url = url
+        if min(dim, batch_size, concurrency) < 1:
+            raise ConfigurationError("HttpEmbedder: dim, batch_size and concurrency must be >= 1")
+        self.endpoint = Endpoint(
+            "HttpEmbedder",
+            base_url,
+            "embeddings",
+            noun="embedding",
+            whose="the embedder's",
+            refused=EmbeddingRequestError,
+            unavailable=EmbeddingUnavailableError,
+            retries=Retries(
+                timeout=timeout, max_retries=max_retries, backoff=backoff, max_wait=max_wait
+            ),
+            api_key=api_key,
+            headers=headers,
+            client=client,
+            hints={413: "send smaller batches or shorter texts"},
+            fallback_hint="check the model name and the input",
+        )
+        self.url = self.endpoint.url
         self.model = model
         self.dim = dim
         self.name = name or model
@@ -95,23 +104,9 @@ class HttpEmbedder(Embedder):
         self.max_retries = max_retries
         self.backoff = backoff
         self.max_wait = max_wait
-        self._api_key = api_key or ""
-        self._headers = {"Accept": "application/json", **(headers or {})}
-        if api_key:
-            self._headers["Authorization"] = f"Bearer {api_key}"
-        self._client = client
-        # Where, for messages: scheme, host, port and path; never user info or a query string.
-        self._where = str(url.copy_with(userinfo=b"", query=None, fragment=None))
-        self._service = Service(
-            "embedding",
-            "the embedder's",
-            self._where,
-            EmbeddingRequestError,
-            EmbeddingUnavailableError,
-        )
 
     def __repr__(self) -> str:
-        return f"HttpEmbedder(name={self.name!r}, url={self._where!r}, dim={self.dim})"
+        return f"HttpEmbedder(name={self.name!r}, url={self.endpoint.where!r}, dim={self.dim})"
 
     # -- the port ----------------------------------------------------------------------------
 
@@ -124,11 +119,8 @@ class HttpEmbedder(Embedder):
         batches = [
             list(texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)
         ]
-        if self._client is not None:
-            parts = await self._embed_batches(self._client, batches)
-        else:
-            async with httpx.AsyncClient(timeout=self.timeout) as client:
-                parts = await self._embed_batches(client, batches)
+        async with self.endpoint.client() as client:
+            parts = await self._embed_batches(client, batches)
         return l2_normalize(np.concatenate(parts, axis=0))
 
     # -- internals -----------------------------------------------------------------------------
@@ -152,47 +144,13 @@ class HttpEmbedder(Embedder):
             raise
 
     async def _post(self, client: httpx.AsyncClient, batch: list[str]) -> Vectors:
-        payload = {"model": self.model, "input": batch}
-        response = await send_with_retries(
-            client,
-            lambda: client.build_request("POST", self.url, json=payload, headers=self._headers),
-            self._service,
-            self._refusal,
-            stream=False,
-            timeout=self.timeout,
-            max_retries=self.max_retries,
-            backoff=self.backoff,
-            max_wait=self.max_wait,
-        )
+        response = await self.endpoint.post(client, {"model": self.model, "input": batch})
         return self._parse(response, len(batch))
-
-    def _refusal(self, response: httpx.Response) -> str:
-        code = ""
-        try:
-            error = response.json().get("error")
-            if isinstance(error, dict):
-                tags = [str(error[k]) for k in ("type", "code") if isinstance(error.get(k), str)]
-                code = self._redact(", ".join(tags)[:80])
-        except (ValueError, AttributeError):
-            pass
-        detail = f" ({code})" if code else ""
-        hint = {
-            401: "check the API key",
-            403: "check the API key's permissions",
-            404: "check base_url and the model name",
-            413: "send smaller batches or shorter texts",
-        }.get(response.status_code, "check the model name and the input")
-        return (
-            f"embedding service {self._where} refused the request: HTTP "
-            f"{response.status_code} {response.reason_phrase}{detail}; {hint}"
-        )
 
     def _parse(self, response: httpx.Response, expected: int) -> Vectors:
         def bad(what: str) -> EmbeddingResponseError:
             return EmbeddingResponseError(
-                f"embedding service {self._where} sent an invalid reply ({what}); check that "
-                "base_url points at an OpenAI-compatible /v1 API",
-                status=response.status_code,
+                self.endpoint.invalid_reply(what), status=response.status_code
             )
 
         try:
@@ -219,6 +177,3 @@ class HttpEmbedder(Embedder):
         if not np.isfinite(vectors).all():
             raise bad("non-finite values")
         return vectors
-
-    def _redact(self, text: str) -> str:
-        return text.replace(self._api_key, "***") if self._api_key else text
