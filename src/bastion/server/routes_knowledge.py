@@ -27,6 +27,16 @@ _MAX_QUESTION = 4000
 _MAX_UPLOAD_FILES = 20
 
 
+_MODES = ("bm25", "vector", "hybrid")
+
+
+def _mode(body: Mapping[str, Any]) -> str:
+    mode = text(body, "mode", "hybrid") or "hybrid"
+    if mode not in _MODES:
+        raise ApiError(400, "bad_field", f"'mode' must be one of {', '.join(_MODES)}")
+    return mode
+
+
 def _filter(body: Mapping[str, Any]) -> Mapping[str, Any] | None:
     value = body.get("filter")
     if value is None:
@@ -42,7 +52,7 @@ async def search(request: Request) -> Response:
     body = await body_json(request) if request.method == "POST" else request.query_params
     result = await ws.search(
         required(body, "query"),
-        mode=text(body, "mode", "hybrid") or "hybrid",
+        mode=_mode(body),
         k=integer(body, "k", 10, low=1, high=_MAX_K) or 10,
         path=text(body, "path", "/") or "/",
         filter=_filter(body) if request.method == "POST" else None,
@@ -102,7 +112,7 @@ async def ask(request: Request) -> Response:
         raise ApiError(413, "limit_exceeded", f"the question is over {_MAX_QUESTION} characters")
     options: dict[str, Any] = {
         "k": integer(body, "k", 8, low=1, high=_MAX_K) or 8,
-        "mode": text(body, "mode", "hybrid") or "hybrid",
+        "mode": _mode(body),
         "path": text(body, "path", "/") or "/",
         "filter": _filter(body),
     }
