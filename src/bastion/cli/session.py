@@ -17,7 +17,7 @@ import dataclasses
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from bastion.cli.common import acting, options, shown
+from bastion.cli.common import acting, note, options, shown
 from bastion.core.principal import Principal
 
 if TYPE_CHECKING:
@@ -113,6 +113,12 @@ def open_session(
         if index and config.knowledge is not None:
             knowledge = config.knowledge.open()
         who = acting(config, principal)
+        if who is None and config.users:
+            names = ", ".join(list(config.users)[:6])
+            note(
+                "note: no --as or --token: acting as the owner (tenant default, clearance "
+                f"public), who may not see labelled documents; try --as USER ({names}, ...)"
+            )
         ws = Workspace(mounts, policy=config.policy, principal=who, audit=sink, knowledge=knowledge)
         session = Session(ws.sync(), who, config, knowledge)
         yield session

@@ -1,0 +1,55 @@
+"""A demo workspace (``bastion init --demo``) and a starter one (``bastion init``), each in
+its own folder that the test runs in, and a runner that returns stdout and stderr apart."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from bastion.cli import main
+
+Run = Callable[..., Result]
+
+
+def _runner() -> CliRunner:
+    return CliRunner()
+
+
+@pytest.fixture
+def run() -> Run:
+    def invoke(*args: str, input: str | bytes | None = None, env: Any = None) -> Result:
+        return _runner().invoke(main, list(args), input=input, env=env)
+
+    return invoke
+
+
+@pytest.fixture
+def demo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run: Run) -> Path:
+    folder = tmp_path / "demo"
+    done = run("init", "--demo", str(folder))
+    assert done.exit_code == 0, done.output
+    monkeypatch.chdir(folder)
+    return folder
+
+
+@pytest.fixture
+def starter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run: Run) -> Path:
+    folder = tmp_path / "starter"
+    done = run("init", str(folder))
+    assert done.exit_code == 0, done.output
+    monkeypatch.chdir(folder)
+    (folder / "docs" / "guide.md").write_text("# Guide\n\nline two\nline three\n")
+    return folder
+
+
+def as_json(result: Result) -> Any:
+    return json.loads(result.stdout)
+
+
+def error_of(result: Result) -> Any:
+    return json.loads(result.stderr)
