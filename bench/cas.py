@@ -87,9 +87,9 @@ def _variant(name: str, root: str) -> None:
     from bastion.stores import _fd, local
 
     if name == "dir":  # the folder's lock, exclusive, for every write
-        local._lock_entry = lambda fd, entry, path: (_fd._lock_dir(fd, path), -1)  # type: ignore[assignment]
+        local.lock_entry = lambda fd, entry, path: (_fd.lock_dir(fd, path), -1)  # type: ignore[assignment]
         return
-    local._lock_entry = lambda fd, entry, path: (True, -1)  # type: ignore[assignment]
+    local.lock_entry = lambda fd, entry, path: (True, -1)  # type: ignore[assignment]
     if name == "none":
         return
     write = local.LocalStore.write
@@ -191,7 +191,7 @@ def _lock_calls(scratch: Path) -> tuple[float, float]:
     """Microseconds per open-lock-close of the locks a write of an existing file takes, and
     per open-close of the folder alone (what the write does anyway); medians."""
     from bastion.core.paths import VPath
-    from bastion.stores._fd import _lock_entry
+    from bastion.stores._fd import lock_entry
 
     folder = scratch / "lockcalls"
     folder.mkdir()
@@ -204,7 +204,7 @@ def _lock_calls(scratch: Path) -> tuple[float, float]:
         for _ in range(20_000):
             fd = os.open(folder, flags)
             if lock:
-                os.close(_lock_entry(fd, "a.txt", path)[1])
+                os.close(lock_entry(fd, "a.txt", path)[1])
             os.close(fd)
         return (time.perf_counter() - started) / 20_000 * 1e6
 

@@ -57,7 +57,7 @@ from bastion.core.models import WriteMode
 from bastion.core.paths import VPath
 from bastion.core.ports import Store
 from bastion.stores import local
-from bastion.stores._fd import _lock_entry
+from bastion.stores._fd import lock_entry
 from bastion.stores.fsspec import FsspecStore
 from bastion.stores.langgraph import LangGraphStore
 from bastion.stores.local import LocalStore
@@ -374,7 +374,7 @@ async def test_a_local_disk_without_flock_refuses(
 ) -> None:
     """Where the filesystem has no ``flock`` (some network disks), overwrites go on and the
     writes that need the lock are refused."""
-    monkeypatch.setattr(local, "_lock_entry", lambda fd, name, path: (False, -1))
+    monkeypatch.setattr(local, "lock_entry", lambda fd, name, path: (False, -1))
     store = LocalStore(tmp_path, create=True)
     try:
         await _conditional_writes_are_refused(store)
@@ -403,7 +403,7 @@ def test_what_a_writer_of_an_existing_file_locks(tmp_path: Path) -> None:
     (tmp_path / "b.txt").write_bytes(b"b")
     folder = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        locked, fd = _lock_entry(folder, "a.txt", P("/a.txt"))
+        locked, fd = lock_entry(folder, "a.txt", P("/a.txt"))
         assert locked and fd >= 0
         assert _try(tmp_path / "b.txt", fcntl.LOCK_EX)  # another file: free
         assert _try(tmp_path, fcntl.LOCK_SH, directory=True)  # its other writers: free
@@ -416,7 +416,7 @@ def test_what_a_writer_of_an_existing_file_locks(tmp_path: Path) -> None:
     assert _try(tmp_path, fcntl.LOCK_EX, directory=True)
     folder = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        assert _lock_entry(folder, "new.txt", P("/new.txt")) == (True, -1)
+        assert lock_entry(folder, "new.txt", P("/new.txt")) == (True, -1)
         assert not _try(tmp_path, fcntl.LOCK_SH, directory=True)  # a creator holds it all
     finally:
         os.close(folder)
@@ -430,7 +430,7 @@ def test_a_file_replaced_while_waiting_is_locked_anew(tmp_path: Path) -> None:
     old = os.open(tmp_path / "a.txt", os.O_RDONLY)
     fcntl.flock(old, fcntl.LOCK_EX)  # another writer holds the old file...
     done: list[tuple[bool, int]] = []
-    waiter = threading.Thread(target=lambda: done.append(_lock_entry(folder, "a.txt", P("/a"))))
+    waiter = threading.Thread(target=lambda: done.append(lock_entry(folder, "a.txt", P("/a"))))
     waiter.start()
     time.sleep(0.2)  # ...while the waiter queues on it (no assertion rests on the timing)
     (tmp_path / "new.tmp").write_bytes(b"new")

@@ -1,12 +1,13 @@
 """Binding a large read-only local folder into the view instead of copying it.
 
-A read-only mount on a :class:`~bastion.stores.local.LocalStore` is bound from its host folder
-(read-only, by descriptor) only when binding shows the principal exactly what the guarded view
-shows: the folder holds plain files and folders only (no links, devices, hard links), all
-readable by the sandbox's user (the folders above it open to others), no other mount lies
-below it, and the guarded listing of the mount names every one of them (nothing hidden by
-policy, labels or limits). Otherwise the mount is copied like any other. ``docs/sandbox.md``
-names the race this leaves (a file added to the folder while a command runs).
+A read-only mount on a host folder (:class:`~bastion.sandbox.port.HostFolder`: the local store)
+is bound from that folder (read-only, by descriptor) only when binding shows the principal
+exactly what the guarded view shows: the folder holds plain files and folders only (no links,
+devices, hard links), all readable by the sandbox's user (the folders above it open to others),
+no other mount lies below it, and the guarded listing of the mount names every one of them
+(nothing hidden by policy, labels or limits). Otherwise the mount is copied like any other.
+``docs/sandbox.md`` names the race this leaves (a file added to the folder while a command
+runs).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pathlib import Path
 from bastion.core.models import Scope
 from bastion.core.mounts import Mount
 from bastion.core.paths import VPath
-from bastion.stores.local import LocalStore
+from bastion.sandbox.port import HostFolder
 
 __all__ = ["bindable"]
 
@@ -51,12 +52,12 @@ def bindable(mount: Mount, visible: set[VPath], mounts: Iterable[Mount]) -> int 
 
 def _root_fd(mount: Mount) -> int | None:
     store = mount.store
-    while not isinstance(store, LocalStore):
+    while not isinstance(store, HostFolder):
         inner = getattr(store, "inner", None)
         if inner is None:
             return None
         store = inner
-    fd = getattr(store, "_root_fd", None)  # the store's own descriptor of its root
+    fd = store.root_fd  # the store's own descriptor of its root
     return fd if isinstance(fd, int) else None
 
 

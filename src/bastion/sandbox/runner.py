@@ -9,22 +9,19 @@ import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from bastion.core.paths import VPath
 from bastion.sandbox.bwrap import bwrap_binary, command_line, sandbox_ids, spawn
+from bastion.sandbox.port import SandboxWorkspace
 from bastion.sandbox.result import RunLimits, RunResult, SandboxError
 from bastion.sandbox.view import Change, diff, materialize
 from bastion.sandbox.writeback import write_back
-
-if TYPE_CHECKING:
-    from bastion.workspace.workspace import Workspace
 
 __all__ = ["run_in_sandbox"]
 
 
 async def run_in_sandbox(
-    ws: Workspace,
+    ws: SandboxWorkspace,
     command: Sequence[str] | str,
     *,
     cwd: VPath,

@@ -14,17 +14,14 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from bastion.core.errors import AccessDeniedError, NotFoundError, OperationError
 from bastion.core.models import FileInfo, Scope
 from bastion.core.paths import VPath
 from bastion.sandbox.bwrap import SYSTEM_NAMES
 from bastion.sandbox.localbind import bindable
+from bastion.sandbox.port import SandboxWorkspace
 from bastion.sandbox.result import SandboxError
-
-if TYPE_CHECKING:
-    from bastion.workspace.workspace import Workspace
 
 __all__ = ["Change", "Snapshot", "diff", "materialize"]
 
@@ -76,7 +73,7 @@ class Change:
         return self.shown or str(self.path)
 
 
-async def materialize(ws: Workspace, root: Path, ids: tuple[int, int] | None) -> Snapshot:
+async def materialize(ws: SandboxWorkspace, root: Path, ids: tuple[int, int] | None) -> Snapshot:
     """Copy what ``ws``'s principal may read into ``root`` (created empty by the caller),
     owned by ``ids`` (the sandbox's uid and gid) when given."""
     snap = Snapshot(root)
@@ -123,7 +120,7 @@ async def materialize(ws: Workspace, root: Path, ids: tuple[int, int] | None) ->
     return snap
 
 
-def _bind_local(ws: Workspace, entries: list[FileInfo], snap: Snapshot) -> None:
+def _bind_local(ws: SandboxWorkspace, entries: list[FileInfo], snap: Snapshot) -> None:
     listed = {e.path for e in entries}
     for mount in ws.mounts:
         if mount.prefix.is_root or mount.prefix not in listed:
@@ -146,7 +143,7 @@ def _under_bound(path: VPath, snap: Snapshot) -> bool:
     )
 
 
-async def _read(ws: Workspace, entry: FileInfo) -> bytes | None:
+async def _read(ws: SandboxWorkspace, entry: FileInfo) -> bytes | None:
     """The file's bytes through the guard, a range at a time when it is over the read limit;
     ``None`` when the principal may not read it (it is then absent from the view)."""
     cap = ws.policy.limits.max_file_bytes

@@ -10,14 +10,11 @@ all-or-nothing (the store's own atomic write).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from bastion.core.errors import AlreadyExistsError, ConflictError, NotFoundError, OperationError
 from bastion.core.models import WriteMode
+from bastion.sandbox.port import SandboxWorkspace
 from bastion.sandbox.view import Change
-
-if TYPE_CHECKING:
-    from bastion.workspace.workspace import Workspace
 
 __all__ = ["Applied", "write_back"]
 
@@ -35,7 +32,7 @@ class Applied:
     refused: dict[str, str] = field(default_factory=dict)
 
 
-async def write_back(ws: Workspace, changes: list[Change]) -> Applied:
+async def write_back(ws: SandboxWorkspace, changes: list[Change]) -> Applied:
     """Apply ``changes`` (from :func:`bastion.sandbox.view.diff`) as ``ws``'s principal."""
     applied = Applied()
     for change in changes:
@@ -59,7 +56,7 @@ async def write_back(ws: Workspace, changes: list[Change]) -> Applied:
     return applied
 
 
-async def _apply(ws: Workspace, change: Change) -> None:
+async def _apply(ws: SandboxWorkspace, change: Change) -> None:
     if change.kind == "mkdir":
         await ws.mkdir(change.path)
     elif change.kind == "write":

@@ -2,6 +2,9 @@
 
 Everything here works on directory descriptors and single names, never on host path strings:
 the store's confinement rests on these functions (see the ``local`` module docstring).
+
+A private module of ``bastion.stores``: its names without a leading underscore are what the
+local store imports; those with one stay inside this module.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from bastion.stores._common import disk_fault
 TEMP_PREFIX = ".bastion-tmp-"
 """Names starting with this are the store's temporary files: never listed, never addressable."""
 
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _CHUNK = 1 << 20
@@ -83,10 +86,10 @@ def _load_openat2() -> Callable[[int, str], int] | None:
     return open_beneath
 
 
-_openat2 = _load_openat2()
+openat2_call = _load_openat2()
 
 
-def _name(path: VPath) -> str:
+def last_name(path: VPath) -> str:
     """The last segment of ``path``, re-checked: one plain name, never a traversal."""
     name = path.name
     if name in ("", ".", "..") or "/" in name or "\0" in name:
@@ -96,7 +99,7 @@ def _name(path: VPath) -> str:
     return name
 
 
-def _child(path: VPath, name: str) -> VPath | None:
+def child_path(path: VPath, name: str) -> VPath | None:
     """The path of a listed entry, or ``None`` when the name cannot be addressed as one."""
     if name.startswith(TEMP_PREFIX):
         return None
@@ -108,14 +111,14 @@ def _child(path: VPath, name: str) -> VPath | None:
     return child if child.name == name else None  # not NFC: would not reach this entry
 
 
-def _version(st: os.stat_result) -> str:
+def version_of(st: os.stat_result) -> str:
     return f"{st.st_mtime_ns:x}-{st.st_size:x}-{st.st_ino:x}"
 
 
-def _info(path: VPath, st: os.stat_result) -> FileInfo:
+def info_of(path: VPath, st: os.stat_result) -> FileInfo:
     if stat.S_ISDIR(st.st_mode):
         return FileInfo(path, EntryKind.DIRECTORY, 0, st.st_mtime_ns / 1e9, None)
-    return FileInfo(path, EntryKind.FILE, st.st_size, st.st_mtime_ns / 1e9, _version(st))
+    return FileInfo(path, EntryKind.FILE, st.st_size, st.st_mtime_ns / 1e9, version_of(st))
 
 
 def _refusal(st: os.stat_result, path: VPath) -> OperationError | None:
@@ -137,13 +140,13 @@ def _refusal(st: os.stat_result, path: VPath) -> OperationError | None:
     return UnsupportedFileError(f"{path} is {what}; Bastion does not open special files")
 
 
-def _refuse_special(st: os.stat_result, path: VPath) -> None:
+def refuse_special(st: os.stat_result, path: VPath) -> None:
     refusal = _refusal(st, path)
     if refusal is not None:
         raise refusal
 
 
-def _lstat_raw(dir_fd: int, name: str) -> os.stat_result | None:
+def lstat_raw(dir_fd: int, name: str) -> os.stat_result | None:
     """The entry itself (never what a link points to), or ``None`` when there is none."""
     try:
         return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
@@ -151,23 +154,23 @@ def _lstat_raw(dir_fd: int, name: str) -> os.stat_result | None:
         return None
 
 
-def _lstat(dir_fd: int, name: str, path: VPath) -> os.stat_result | None:
+def lstat_at(dir_fd: int, name: str, path: VPath) -> os.stat_result | None:
     try:
-        return _lstat_raw(dir_fd, name)
+        return lstat_raw(dir_fd, name)
     except OSError as exc:
-        raise _translate(exc, path) from exc
+        raise translate_error(exc, path) from exc
 
 
 def _fstat(fd: int, path: VPath) -> os.stat_result:
     try:
         return os.fstat(fd)
     except OSError as exc:
-        raise _translate(exc, path) from exc
+        raise translate_error(exc, path) from exc
 
 
 def _explain(dir_fd: int, name: str, path: VPath, *, want_dir: bool) -> OperationError:
     """Say why opening ``name`` as a directory or a regular file failed."""
-    st = _lstat(dir_fd, name, path)
+    st = lstat_at(dir_fd, name, path)
     if st is None:
         return NotFoundError(f"{path} not found")
     refusal = _refusal(st, path)
@@ -178,38 +181,38 @@ def _explain(dir_fd: int, name: str, path: VPath, *, want_dir: bool) -> Operatio
     return StoreError(f"{path} changed during the operation; retry")
 
 
-def _open_at(dir_fd: int, name: str, path: VPath, flags: int) -> int:
+def open_at(dir_fd: int, name: str, path: VPath, flags: int) -> int:
     try:
         return os.open(name, flags, dir_fd=dir_fd)
     except OSError as exc:
         if exc.errno in _WRONG_TYPE:
             raise _explain(dir_fd, name, path, want_dir=bool(flags & os.O_DIRECTORY)) from exc
-        raise _translate(exc, path) from exc
+        raise translate_error(exc, path) from exc
 
 
-def _open_file(dir_fd: int, name: str, path: VPath) -> tuple[int, os.stat_result]:
+def open_file(dir_fd: int, name: str, path: VPath) -> tuple[int, os.stat_result]:
     """A read descriptor on the regular file ``name`` and its ``fstat``; anything else is
     refused, unopened when seen before the open and closed unread when swapped in just
     before it."""
-    st = _lstat(dir_fd, name, path)
+    st = lstat_at(dir_fd, name, path)
     if st is None:
         raise NotFoundError(f"{path} not found")
     if stat.S_ISDIR(st.st_mode):
         raise IsADirectoryError_(f"{path} is a directory")
-    _refuse_special(st, path)
-    fd = _open_at(dir_fd, name, path, _FILE_FLAGS)
+    refuse_special(st, path)
+    fd = open_at(dir_fd, name, path, _FILE_FLAGS)
     try:
         st = _fstat(fd, path)
         if stat.S_ISDIR(st.st_mode):
             raise IsADirectoryError_(f"{path} is a directory")
-        _refuse_special(st, path)
+        refuse_special(st, path)
     except BaseException:
         os.close(fd)
         raise
     return fd, st
 
 
-def _pread(fd: int, offset: int, end: int, path: VPath) -> bytes:
+def pread_range(fd: int, offset: int, end: int, path: VPath) -> bytes:
     """The bytes of ``[offset, end)`` (fewer if the file shrank meanwhile)."""
     if end - offset <= 0:
         return b""
@@ -229,14 +232,14 @@ def _pread(fd: int, offset: int, end: int, path: VPath) -> bytes:
             chunks.append(chunk)
             pos += len(chunk)
     except OSError as exc:
-        raise _translate(exc, path) from exc
+        raise translate_error(exc, path) from exc
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 _NO_LOCKS = frozenset({errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EBADF, errno.EINVAL})
 
 
-def _lock_dir(fd: int, path: VPath, *, shared: bool = False) -> bool:
+def lock_dir(fd: int, path: VPath, *, shared: bool = False) -> bool:
     """Take the ``flock`` of the directory (or file) open on ``fd``, waiting for its holders:
     exclusive, or ``shared`` with other shared holders.
 
@@ -249,11 +252,11 @@ def _lock_dir(fd: int, path: VPath, *, shared: bool = False) -> bool:
     except OSError as exc:
         if exc.errno in _NO_LOCKS:
             return False
-        raise _translate(exc, path) from exc
+        raise translate_error(exc, path) from exc
     return True
 
 
-def _lock_entry(dir_fd: int, name: str, path: VPath) -> tuple[bool, int]:
+def lock_entry(dir_fd: int, name: str, path: VPath) -> tuple[bool, int]:
     """Lock the entry ``name`` of the directory ``dir_fd`` against every other writer of it.
 
     A regular file: the directory's lock shared, then the file's own lock exclusive (writers
@@ -262,21 +265,21 @@ def _lock_entry(dir_fd: int, name: str, path: VPath) -> tuple[bool, int]:
     anything else: the directory's lock exclusive (creating a name excludes every writer of
     the directory). Returns whether this filesystem has locks, and the file's descriptor (-1
     for none); closing it and ``dir_fd`` releases everything. Special files are never opened."""
-    if not _lock_dir(dir_fd, path, shared=True):
+    if not lock_dir(dir_fd, path, shared=True):
         return False, -1
     while True:
-        seen = _lstat(dir_fd, name, path)
+        seen = lstat_at(dir_fd, name, path)
         fd = -1
         if seen is not None and stat.S_ISREG(seen.st_mode):
             with suppress(OSError):  # unreadable, or swapped for something else: the directory
                 fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
         if fd < 0:
-            _lock_dir(dir_fd, path)  # shared to exclusive: the caller looks again under it
+            lock_dir(dir_fd, path)  # shared to exclusive: the caller looks again under it
             return True, -1
         try:
             st = _fstat(fd, path)
-            locked = stat.S_ISREG(st.st_mode) and _lock_dir(fd, path)
-            now = _lstat(dir_fd, name, path)
+            locked = stat.S_ISREG(st.st_mode) and lock_dir(fd, path)
+            now = lstat_at(dir_fd, name, path)
         except BaseException:
             os.close(fd)
             raise
@@ -284,11 +287,11 @@ def _lock_entry(dir_fd: int, name: str, path: VPath) -> tuple[bool, int]:
             return True, fd
         os.close(fd)
         if not locked:  # not a regular file after all, or a file without locks
-            _lock_dir(dir_fd, path)
+            lock_dir(dir_fd, path)
             return True, -1
 
 
-def _probe(open_beneath: Callable[[int, str], int], root_fd: int) -> bool:
+def probe_openat2(open_beneath: Callable[[int, str], int], root_fd: int) -> bool:
     """Whether ``openat2`` works here (a seccomp filter or an old kernel may refuse it)."""
     fd = open_beneath(root_fd, ".")
     if fd < 0:
@@ -297,7 +300,7 @@ def _probe(open_beneath: Callable[[int, str], int], root_fd: int) -> bool:
     return True
 
 
-def _make_temp(dir_fd: int, path: VPath, *, private: bool) -> tuple[str, int]:
+def make_temp(dir_fd: int, path: VPath, *, private: bool) -> tuple[str, int]:
     # An existing file's content must not be readable through a looser temporary file: start
     # at 0600 and take the old mode just before the rename. A new file starts at 0666 & ~umask.
     perms = 0o600 if private else 0o666
@@ -308,23 +311,23 @@ def _make_temp(dir_fd: int, path: VPath, *, private: bool) -> tuple[str, int]:
         except FileExistsError:
             continue
         except OSError as exc:
-            raise _translate(exc, path) from exc
+            raise translate_error(exc, path) from exc
     raise StoreError(f"could not create a temporary file next to {path}; retry")
 
 
-def _write_all(fd: int, data: memoryview) -> None:
+def write_all(fd: int, data: memoryview) -> None:
     while data:
         data = data[os.write(fd, data) :]
 
 
-def _copy(src: int, dst: int) -> None:
+def copy_contents(src: int, dst: int) -> None:
     offset = 0
     while chunk := os.pread(src, _CHUNK, offset):
-        _write_all(dst, memoryview(chunk))
+        write_all(dst, memoryview(chunk))
         offset += len(chunk)
 
 
-def _unlink_quietly(dir_fd: int, name: str) -> None:
+def unlink_quietly(dir_fd: int, name: str) -> None:
     with suppress(OSError):  # best effort: a leftover temporary file is hidden and harmless
         os.unlink(name, dir_fd=dir_fd)
 
@@ -334,7 +337,7 @@ def _names(dir_fd: int) -> list[str]:
         return [entry.name for entry in it]
 
 
-def _remove_dir(parent_fd: int, name: str, path: VPath) -> None:
+def remove_dir(parent_fd: int, name: str, path: VPath) -> None:
     """``rmdir``, where temporary files left by killed writers do not count: they are never
     listed, so the directory looks empty. Under the directory's own lock, exclusive (every
     writer in it holds that lock from its temporary file to its rename), a temporary file is
@@ -348,7 +351,7 @@ def _remove_dir(parent_fd: int, name: str, path: VPath) -> None:
         if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
             raise
         refusal = exc
-    fd = _open_at(parent_fd, name, path, _DIR_FLAGS)
+    fd = open_at(parent_fd, name, path, DIR_FLAGS)
     try:
         names = _names(fd)
         if not names or not all(n.startswith(TEMP_PREFIX) for n in names):
@@ -361,16 +364,16 @@ def _remove_dir(parent_fd: int, name: str, path: VPath) -> None:
         if not all(n.startswith(TEMP_PREFIX) for n in names):
             raise refusal
         for leftover in names:
-            _unlink_quietly(fd, leftover)
+            unlink_quietly(fd, leftover)
         os.rmdir(name, dir_fd=parent_fd)
     finally:
         os.close(fd)
 
 
-def _remove_tree(parent_fd: int, name: str, path: VPath) -> None:
+def remove_tree(parent_fd: int, name: str, path: VPath) -> None:
     """Delete the directory ``name`` and everything in it, bottom-up, without following a link
     (links are unlinked themselves). Iterative, one descriptor per level."""
-    top = _open_at(parent_fd, name, path, _DIR_FLAGS)
+    top = open_at(parent_fd, name, path, DIR_FLAGS)
     stack: list[tuple[int, str, list[str]]] = []
     try:
         stack.append((top, name, _names(top)))
@@ -394,7 +397,7 @@ def _remove_tree(parent_fd: int, name: str, path: VPath) -> None:
                 os.unlink(entry, dir_fd=fd)
                 continue
             try:
-                child = os.open(entry, _DIR_FLAGS, dir_fd=fd)
+                child = os.open(entry, DIR_FLAGS, dir_fd=fd)
             except OSError as exc:
                 if exc.errno not in _WRONG_TYPE:
                     raise
@@ -410,7 +413,7 @@ def _remove_tree(parent_fd: int, name: str, path: VPath) -> None:
             os.close(fd)
 
 
-def _translate(exc: OSError, path: VPath) -> OperationError:
+def translate_error(exc: OSError, path: VPath) -> OperationError:
     """The Bastion error for a failed system call on ``path`` (never naming host paths)."""
     code = exc.errno
     if code == errno.ENOENT:

@@ -95,29 +95,29 @@ from bastion.core.paths import VPath
 from bastion.core.ports import ReadCheck, Store
 from bastion.stores._common import check_range, conflict, refuse_unchecked
 from bastion.stores._fd import (
-    _DIR_FLAGS,
+    DIR_FLAGS,
     TEMP_PREFIX,
-    _child,
-    _copy,
-    _info,
-    _lock_dir,
-    _lock_entry,
-    _lstat,
-    _lstat_raw,
-    _make_temp,
-    _name,
-    _open_at,
-    _open_file,
-    _openat2,
-    _pread,
-    _probe,
-    _refuse_special,
-    _remove_dir,
-    _remove_tree,
-    _translate,
-    _unlink_quietly,
-    _version,
-    _write_all,
+    child_path,
+    copy_contents,
+    info_of,
+    last_name,
+    lock_dir,
+    lock_entry,
+    lstat_at,
+    lstat_raw,
+    make_temp,
+    open_at,
+    open_file,
+    openat2_call,
+    pread_range,
+    probe_openat2,
+    refuse_special,
+    remove_dir,
+    remove_tree,
+    translate_error,
+    unlink_quietly,
+    version_of,
+    write_all,
 )
 
 __all__ = ["TEMP_PREFIX", "LocalStore"]
@@ -170,7 +170,9 @@ class LocalStore(Store):
         self._close_fd = weakref.finalize(self, os.close, fd)
         self._lock = threading.Lock()
         self._last_ns = 0
-        self._openat2 = _openat2 if _openat2 is not None and _probe(_openat2, fd) else None
+        self._openat2 = (
+            openat2_call if openat2_call is not None and probe_openat2(openat2_call, fd) else None
+        )
 
     def close(self) -> None:
         """Release the root descriptor; the store cannot be used afterwards. Call it only when
@@ -182,24 +184,31 @@ class LocalStore(Store):
     def describe(self) -> str:
         return "local disk"
 
+    @property
+    def root_fd(self) -> int:
+        """The store's own descriptor of its root folder (the sandbox binds a read-only local
+        mount from it). It stays the store's: never close it; open ``/proc/self/fd/N`` for a
+        descriptor of your own."""
+        return self._root_fd
+
     # -- primitives --------------------------------------------------------------------------
 
     async def stat(self, path: VPath) -> FileInfo:
         if path.is_root:
             fd = self._open_dir(path)
             try:
-                return _info(path, os.fstat(fd))
+                return info_of(path, os.fstat(fd))
             finally:
                 os.close(fd)
         pfd = self._parent_fd(path)
         try:
-            st = _lstat(pfd, _name(path), path)
+            st = lstat_at(pfd, last_name(path), path)
         finally:
             self._release(pfd)
         if st is None:
             raise NotFoundError(f"{path} not found")
-        _refuse_special(st, path)
-        return _info(path, st)
+        refuse_special(st, path)
+        return info_of(path, st)
 
     async def read_range(self, path: VPath, offset: int = 0, length: int | None = None) -> bytes:
         check_range(offset, length)
@@ -208,7 +217,7 @@ class LocalStore(Store):
         fd, st = self._open_walked(path)
         try:
             end = st.st_size if length is None else min(st.st_size, offset + length)
-            return _pread(fd, offset, end, path)
+            return pread_range(fd, offset, end, path)
         finally:
             os.close(fd)
 
@@ -228,11 +237,11 @@ class LocalStore(Store):
         opened = self._open_beneath(path)
         fd, st = opened if opened is not None else self._open_walked(path)
         try:
-            info = _info(path, st)
+            info = info_of(path, st)
             if check is not None:
                 check(info)
             end = st.st_size if length is None else min(st.st_size, offset + length)
-            return info, _pread(fd, offset, end, path)
+            return info, pread_range(fd, offset, end, path)
         finally:
             os.close(fd)
 
@@ -251,7 +260,7 @@ class LocalStore(Store):
             pfd = self._open_parent(path)
             lock_fd = -1
             try:
-                locked, lock_fd = _lock_entry(pfd, _name(path), path)
+                locked, lock_fd = lock_entry(pfd, last_name(path), path)
                 if not locked:
                     refuse_unchecked(path, mode, if_version)
                 return self._write_locked(pfd, path, memoryview(data), mode, if_version)
@@ -267,20 +276,20 @@ class LocalStore(Store):
             pfd = self._open_dir(path.parent)
             lock_fd = -1
             try:
-                name = _name(path)
+                name = last_name(path)
                 # where locks are missing there is no check to protect: delete anyway
-                lock_fd = _lock_entry(pfd, name, path)[1]
-                st = _lstat(pfd, name, path)
+                lock_fd = lock_entry(pfd, name, path)[1]
+                st = lstat_at(pfd, name, path)
                 if st is None:
                     raise NotFoundError(f"{path} not found")
-                _refuse_special(st, path)
+                refuse_special(st, path)
                 try:
                     if not stat.S_ISDIR(st.st_mode):
                         os.unlink(name, dir_fd=pfd)
                     elif recursive:
-                        _remove_tree(pfd, name, path)
+                        remove_tree(pfd, name, path)
                     else:
-                        _remove_dir(pfd, name, path)
+                        remove_dir(pfd, name, path)
                     os.fsync(pfd)
                 except OSError as exc:
                     if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
@@ -290,7 +299,7 @@ class LocalStore(Store):
                             else "pass recursive=True to delete it and its contents"
                         )
                         raise DirectoryNotEmptyError(f"{path} is not empty; {hint}") from exc
-                    raise _translate(exc, path) from exc
+                    raise translate_error(exc, path) from exc
             finally:
                 if lock_fd >= 0:
                     os.close(lock_fd)
@@ -302,7 +311,7 @@ class LocalStore(Store):
         try:
             with os.scandir(fd) as it:  # scandir works on a duplicate and leaves fd open
                 for entry in it:
-                    child = _child(path, entry.name)
+                    child = child_path(path, entry.name)
                     if child is None:
                         continue
                     try:
@@ -310,9 +319,9 @@ class LocalStore(Store):
                     except FileNotFoundError:
                         continue  # removed while listing
                     if stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode):
-                        entries.append(_info(child, st))
+                        entries.append(info_of(child, st))
         except OSError as exc:
-            raise _translate(exc, path) from exc
+            raise translate_error(exc, path) from exc
         finally:
             os.close(fd)
         return entries
@@ -333,7 +342,7 @@ class LocalStore(Store):
                     if nfc != entry.name or not plain:
                         odd.add(nfc)
         except OSError as exc:
-            raise _translate(exc, path) from exc
+            raise translate_error(exc, path) from exc
         finally:
             os.close(fd)
         return frozenset(odd)
@@ -344,10 +353,10 @@ class LocalStore(Store):
         with self._lock:
             pfd = self._open_parent(path)
             try:
-                os.mkdir(_name(path), 0o777, dir_fd=pfd)
+                os.mkdir(last_name(path), 0o777, dir_fd=pfd)
                 os.fsync(pfd)
             except OSError as exc:
-                raise _translate(exc, path) from exc
+                raise translate_error(exc, path) from exc
             finally:
                 os.close(pfd)
 
@@ -376,11 +385,11 @@ class LocalStore(Store):
             raise StoreError("the local store is closed")
         # A fresh open file description, not a dup: a dup would share the directory offset
         # with every other listing of the root, and concurrent listings would lose entries.
-        fd = _open_at(self._root_fd, ".", VPath.ROOT, _DIR_FLAGS)
+        fd = open_at(self._root_fd, ".", VPath.ROOT, DIR_FLAGS)
         try:
             for depth in range(1, len(path.parts) + 1):
                 here = VPath(path.parts[:depth])
-                parent, fd = fd, _open_at(fd, _name(here), here, _DIR_FLAGS)
+                parent, fd = fd, open_at(fd, last_name(here), here, DIR_FLAGS)
                 os.close(parent)
         except BaseException:
             os.close(fd)
@@ -399,7 +408,7 @@ class LocalStore(Store):
         try:
             for depth in range(1, len(path.parts)):
                 here = VPath(path.parts[:depth])
-                parent, fd = fd, _open_at(fd, _name(here), here, _DIR_FLAGS)
+                parent, fd = fd, open_at(fd, last_name(here), here, DIR_FLAGS)
                 self._release(parent)
         except BaseException:
             self._release(fd)
@@ -415,7 +424,7 @@ class LocalStore(Store):
         root one directory descriptor at a time."""
         pfd = self._parent_fd(path)
         try:
-            return _open_file(pfd, _name(path), path)
+            return open_file(pfd, last_name(path), path)
         finally:
             self._release(pfd)
 
@@ -498,21 +507,21 @@ class LocalStore(Store):
         mode: WriteMode,
         if_version: str | None,
     ) -> FileInfo:
-        name = _name(path)
-        current = _lstat(pfd, name, path)
+        name = last_name(path)
+        current = lstat_at(pfd, name, path)
         if current is not None:
             if stat.S_ISDIR(current.st_mode):
                 raise IsADirectoryError_(f"{path} is a directory")
-            _refuse_special(current, path)
+            refuse_special(current, path)
             if mode is WriteMode.CREATE:
                 raise AlreadyExistsError(f"{path} already exists")
         appending = current is not None and mode is WriteMode.APPEND
         old_fd = -1
         if appending:
             # the version of what is actually appended to
-            old_fd, current = _open_file(pfd, name, path)
+            old_fd, current = open_file(pfd, name, path)
         try:
-            if if_version is not None and (current is None or _version(current) != if_version):
+            if if_version is not None and (current is None or version_of(current) != if_version):
                 raise conflict(path, if_version)
             return self._replace(pfd, path, data, mode, current, old_fd)
         finally:
@@ -530,12 +539,12 @@ class LocalStore(Store):
     ) -> FileInfo:
         """Write ``old_fd``'s content (if any) and ``data`` to a temporary file, then move it
         to ``path``: exclusively for CREATE, replacing the old entry otherwise."""
-        name = _name(path)
-        tmp, tfd = _make_temp(pfd, path, private=current is not None)
+        name = last_name(path)
+        tmp, tfd = make_temp(pfd, path, private=current is not None)
         try:
             if old_fd >= 0:
-                _copy(old_fd, tfd)
-            _write_all(tfd, data)
+                copy_contents(old_fd, tfd)
+            write_all(tfd, data)
             if current is not None:
                 os.fchmod(tfd, stat.S_IMODE(current.st_mode) & 0o777)
             stamp = self._next_ns(current)
@@ -551,30 +560,30 @@ class LocalStore(Store):
             tmp = ""
             os.fsync(pfd)
         except OSError as exc:
-            raise _translate(exc, path) from exc
+            raise translate_error(exc, path) from exc
         finally:
             os.close(tfd)
             if tmp:
-                _unlink_quietly(pfd, tmp)
-        return _info(path, final)
+                unlink_quietly(pfd, tmp)
+        return info_of(path, final)
 
     def _rename_locked(self, sfd: int, src: VPath, dfd: int, dst: VPath) -> None:
-        sname, dname = _name(src), _name(dst)
-        st = _lstat(sfd, sname, src)
+        sname, dname = last_name(src), last_name(dst)
+        st = lstat_at(sfd, sname, src)
         if st is None:
             raise NotFoundError(f"{src} not found")
-        _refuse_special(st, src)
+        refuse_special(st, src)
         try:
             if not _rename_noreplace(sfd, sname, dfd, dname):
                 # No renameat2 here: the lock makes check-then-rename atomic for this store.
-                if _lstat(dfd, dname, dst) is not None:
+                if lstat_at(dfd, dname, dst) is not None:
                     raise AlreadyExistsError(f"{dst} already exists")
                 os.rename(sname, dname, src_dir_fd=sfd, dst_dir_fd=dfd)
             os.fsync(dfd)
             if not os.path.samestat(os.fstat(sfd), os.fstat(dfd)):
                 os.fsync(sfd)
         except OSError as exc:
-            raise _translate(exc, dst if exc.errno == errno.EEXIST else src) from exc
+            raise translate_error(exc, dst if exc.errno == errno.EEXIST else src) from exc
 
 
 def _lock_both(sfd: int, src: VPath, dfd: int, dst: VPath) -> None:
@@ -582,11 +591,11 @@ def _lock_both(sfd: int, src: VPath, dfd: int, dst: VPath) -> None:
     moves that lock the same two directories never wait for each other)."""
     s, d = os.fstat(sfd), os.fstat(dfd)
     if os.path.samestat(s, d):
-        _lock_dir(sfd, src)
+        lock_dir(sfd, src)
         return
     first, second = sorted([((s.st_dev, s.st_ino), sfd, src), ((d.st_dev, d.st_ino), dfd, dst)])
-    _lock_dir(first[1], first[2])
-    _lock_dir(second[1], second[2])
+    lock_dir(first[1], first[2])
+    lock_dir(second[1], second[2])
 
 
 # -- helpers that tests swap out (module globals) ------------------------------------------
@@ -615,8 +624,8 @@ def _link_new(dir_fd: int, tmp: str, name: str) -> None:
         # A filesystem without hard links: move the temporary file itself, never replacing
         # (without renameat2, check then rename: atomic only under the store's lock).
         if not _rename_noreplace(dir_fd, tmp, dir_fd, name):
-            if _lstat_raw(dir_fd, name) is not None:
+            if lstat_raw(dir_fd, name) is not None:
                 raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST)) from exc
             os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         return
-    _unlink_quietly(dir_fd, tmp)
+    unlink_quietly(dir_fd, tmp)
