@@ -144,5 +144,8 @@ def __getattr__(name: str) -> object:
     if name in _LAZY:
         import importlib
 
-        return getattr(importlib.import_module(_LAZY[name]), name)
+        from bastion.core.extras import needs
+
+        with needs(f"bastion.{name}"):
+            return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'bastion' has no attribute {name!r}")

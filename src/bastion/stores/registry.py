@@ -30,6 +30,7 @@ from typing import Any
 from urllib.parse import SplitResult, unquote, urlsplit
 
 from bastion.core.errors import ConfigurationError
+from bastion.core.extras import needs
 from bastion.core.models import Labels, Scope
 from bastion.core.mounts import Mount
 from bastion.core.ports import Store
@@ -68,18 +69,21 @@ def _sqlite(url: str, parts: SplitResult, base: Path, options: dict[str, Any]) -
 
 
 def _postgres(url: str, parts: SplitResult, base: Path, options: dict[str, Any]) -> Store:
-    from bastion.stores.postgres import PostgresStore
+    with needs("a postgresql:// mount"):
+        from bastion.stores.postgres import PostgresStore
 
-    return PostgresStore(url, **options)
+        return PostgresStore(url, **options)
 
 
 def _fsspec(url: str, parts: SplitResult, base: Path, options: dict[str, Any]) -> Store:
-    from bastion.stores.fsspec import FsspecStore
+    with needs(f"a {parts.scheme}:// mount"):
+        from bastion.stores.fsspec import FsspecStore
 
     if parts.scheme in ("s3", "s3a", "gs", "gcs", "az", "abfs", "abfss") and not parts.netloc:
         raise ConfigurationError(f"a {parts.scheme}:// URL needs a bucket: {parts.scheme}://bucket")
     single_process = bool(options.pop("single_process", False))  # the store's, not fsspec's
-    return FsspecStore(url, storage_options=options, single_process=single_process)
+    with needs(f"a {parts.scheme}:// mount"):
+        return FsspecStore(url, storage_options=options, single_process=single_process)
 
 
 SCHEMES: dict[str, Opener] = {
@@ -109,14 +113,17 @@ def _opener(scheme: str) -> Opener:
         return opener
     try:
         from fsspec.registry import known_implementations  # type: ignore[import-untyped]
-    except ImportError:  # pragma: no cover - fsspec is a dependency
-        known_implementations = {}
-    if scheme in known_implementations:
+    except ImportError:  # the 's3' extra is not installed
+        known_implementations = None
+    if known_implementations is not None and scheme in known_implementations:
         return _fsspec
     known = ", ".join(f"{name}://" for name in SCHEMES)
-    raise ConfigurationError(
-        f"unknown URL scheme {scheme!r}; use {known} or another protocol fsspec knows"
+    other = (
+        "another protocol fsspec knows"
+        if known_implementations is not None
+        else "another fsspec protocol with the 's3' extra: pip install 'bastion[s3]'"
     )
+    raise ConfigurationError(f"unknown URL scheme {scheme!r}; use {known} or {other}")
 
 
 def store_from_url(
