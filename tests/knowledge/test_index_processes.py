@@ -31,7 +31,7 @@ CHILD = r"""
 import asyncio, json, os, sys, time
 from bastion import LocalStore, Mount, Policy, Principal, Workspace
 from bastion.knowledge.engine import Knowledge
-from bastion.workspace.knowledge import KnowledgeLink
+from bastion.workspace.indexing import KnowledgeLink
 
 root, index, action, args = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
 

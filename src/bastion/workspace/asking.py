@@ -10,26 +10,50 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from bastion.core.paths import VPath
-from bastion.workspace.searching import SearchMixin
+from bastion.workspace.routing import parse_in
+from bastion.workspace.searching import Searching
 
 if TYPE_CHECKING:
+    from bastion.core.guard import GuardContext
     from bastion.governance.answer.chat import ChatModel
     from bastion.governance.answer.guardrail_port import GuardrailsPort
     from bastion.governance.answer.models import Answer, Context
     from bastion.governance.answer.rerank import Reranker
     from bastion.governance.answer.verify import Verifier
     from bastion.governance.answer.workflow import Retrieval
+    from bastion.knowledge.hits import SearchResult
     from bastion.knowledge.index.models import DocumentMeta, IndexedChunk
     from bastion.knowledge.index.port import Index
+    from bastion.workspace.indexing import KnowledgeLink
 
-__all__ = ["AskMixin"]
+__all__ = ["Asking", "SearchFunction"]
 
 
-class AskMixin(SearchMixin):
-    """Mixed into :class:`~bastion.Workspace`."""
+class SearchFunction(Protocol):
+    """How ``ask`` retrieves: the workspace's own ``search`` (whatever a subclass made of it)."""
+
+    async def __call__(
+        self,
+        query: str,
+        *,
+        mode: str = ...,
+        k: int = ...,
+        path: str | VPath = ...,
+        filter: Mapping[str, Any] | None = ...,
+    ) -> SearchResult: ...
+
+
+class Asking:
+    """``ask`` for one principal: retrieval through ``search``, the index through
+    ``searching`` (the same guard context)."""
+
+    def __init__(self, searching: Searching, search: SearchFunction) -> None:
+        self._searching = searching
+        self._search = search
+        self._ctx: GuardContext = searching.ctx
 
     async def ask(
         self,
@@ -46,17 +70,7 @@ class AskMixin(SearchMixin):
         filter: Mapping[str, Any] | None = None,
     ) -> Answer:
         """Answer ``question`` from the documents this principal may read, with citations.
-
-        Retrieves the ``k`` best chunks (``mode`` as for :meth:`search`; ``hybrid`` falls back
-        to ``bm25`` on a keyword-only index), reranks them (``reranker``: none by default),
-        assembles a context of at most ``budget_tokens`` tokens, generates the answer (the
-        extractive answerer, or ``chat``), and verifies it (``verify``: True for the
-        deterministic check, a ``Verifier`` to tune it or add a judge, False to skip).
-        ``guardrails`` screens the question, each chunk and the answer (True: the built-in
-        :class:`~bastion.governance.guardrails.Guardrails`; False: none; or your own object
-        with ``check_question``, ``check_chunk``, ``check_answer``). With no authorized
-        context the answer is "No authorized documents found." and cites nothing.
-        """
+        (see :meth:`Workspace.ask`)"""
         from bastion.governance.answer.extractive import ExtractiveAnswerer
         from bastion.governance.answer.generate import ChatAnswerer
         from bastion.governance.answer.rerank import NoRerank
@@ -64,11 +78,11 @@ class AskMixin(SearchMixin):
         from bastion.governance.answer.workflow import AnswerWorkflow, AuditTrail
         from bastion.knowledge.index.models import SearchMode
 
-        link = self._link()
+        link = self._searching.link()
         if k < 1:
             raise ValueError("k must be at least 1")
-        with self._op("ask", path) as op:
-            vp = self._parse(op, path)
+        with self._ctx.operation("ask", path) as op:
+            vp = parse_in(op, path)
             chosen = SearchMode.parse(mode)
             notes: tuple[str, ...] = ()
             if chosen is SearchMode.HYBRID and chosen not in link.knowledge.modes:
@@ -83,7 +97,14 @@ class AskMixin(SearchMixin):
                 guardrails=_guardrails(guardrails),
             )
             retriever = _SearchRetriever(
-                self, k=k, mode=chosen.value, path=vp, options=filter, notes=notes
+                self._search,
+                link,
+                self._ctx,
+                k=k,
+                mode=chosen.value,
+                path=vp,
+                options=filter,
+                notes=notes,
             )
             trail = AuditTrail(self._ctx.audit, self._ctx.principal, str(vp))
             answer = await workflow.run(question, retriever, trail)
@@ -112,7 +133,9 @@ class _SearchRetriever:
 
     def __init__(
         self,
-        ws: AskMixin,
+        search: SearchFunction,
+        link: KnowledgeLink,
+        ctx: GuardContext,
         *,
         k: int,
         mode: str,
@@ -120,7 +143,9 @@ class _SearchRetriever:
         options: Mapping[str, Any] | None,
         notes: tuple[str, ...],
     ) -> None:
-        self._ws = ws
+        self._search = search
+        self._link = link
+        self._ctx = ctx
         self._k = k
         self._mode = mode
         self._path = path
@@ -132,9 +157,8 @@ class _SearchRetriever:
         from bastion.governance.answer.models import Context
         from bastion.governance.answer.workflow import Retrieval
 
-        ws = self._ws
-        link = ws._link()
-        result = await ws.search(
+        link = self._link
+        result = await self._search(
             question, mode=self._mode, k=self._k, path=self._path, filter=self._options
         )
         doc_ids = list(dict.fromkeys(hit.doc_id for hit in result.hits))
@@ -146,7 +170,7 @@ class _SearchRetriever:
             if chunk is None:
                 dropped.append((hit.chunk_id, "no longer indexed (the file changed)"))
                 continue
-            if chunk.doc.path != hit.path or not link.may_read(ws._ctx, chunk.doc):
+            if chunk.doc.path != hit.path or not link.may_read(self._ctx, chunk.doc):
                 dropped.append((hit.chunk_id, "re-check refused it"))
                 continue
             self._docs[chunk.chunk_id] = chunk.doc
@@ -174,7 +198,7 @@ class _SearchRetriever:
 
     def may_read(self, context: Context) -> bool:
         meta = self._docs.get(context.chunk_id)
-        return meta is not None and self._ws._link().may_read(self._ws._ctx, meta)
+        return meta is not None and self._link.may_read(self._ctx, meta)
 
 
 def _chunks_by_id(index: Index, doc_ids: Sequence[str]) -> dict[str, IndexedChunk]:

@@ -19,14 +19,16 @@ from bastion.core.errors import (
     NotADirectoryError_,
     NotFoundError,
 )
-from bastion.core.guard import GuardedStore
+from bastion.core.guard import GuardContext, GuardedStore
 from bastion.core.models import EntryKind, FileInfo, WriteMode
 from bastion.core.paths import VPath
 from bastion.core.sidecars import labelled_file_of
 from bastion.knowledge.ingest.frontmatter import LABEL_BYTES
-from bastion.workspace.base import WorkspaceBase
+from bastion.workspace.indexing import IndexFollower
+from bastion.workspace.routing import Router, parse_pair_in
+from bastion.workspace.writing import carry_labels, make_dirs, write_file
 
-__all__ = ["TransferMixin"]
+__all__ = ["Transfers"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,34 +42,39 @@ class _Step:
     """A directory that is already there (merged into, not created)."""
 
 
-class TransferMixin(WorkspaceBase):
-    """``copy`` and ``move`` of :class:`~bastion.Workspace`."""
+class Transfers:
+    """``copy`` and ``move`` within and between the mounts of one router."""
+
+    def __init__(self, router: Router, index: IndexFollower) -> None:
+        self._router = router
+        self._ctx: GuardContext = router.ctx
+        self._index = index
 
     async def copy(
         self, src: str | VPath, dst: str | VPath, *, overwrite: bool = False
     ) -> FileInfo:
-        """Copy a file or a directory tree; never overwrites unless ``overwrite=True``."""
-        with self._op("copy", src, dst) as op:
-            s, d = self._parse_pair(op, src, dst)
-            info = await self._stat(s)
+        """Copy a file or a directory tree. (see :meth:`Workspace.copy`)"""
+        with self._ctx.operation("copy", src, dst) as op:
+            s, d = parse_pair_in(op, src, dst)
+            info = await self._router.stat(s)
             if d.is_relative_to(s) and info.is_dir:
                 raise NotADirectoryError_(f"cannot copy {s} into itself")
             steps = await self._plan(s, d, info, overwrite=overwrite, merge=True)
             result, op.bytes = await self._run(steps, overwrite=overwrite)
-            await self._changed(d)
+            await self._index.changed(d)
             return result
 
     async def move(
         self, src: str | VPath, dst: str | VPath, *, overwrite: bool = False
     ) -> FileInfo:
-        """Move or rename. Refuses to replace an existing target unless ``overwrite=True``."""
-        with self._op("move", src, dst) as op:
-            s, d = self._parse_pair(op, src, dst)
-            self._refuse_mount_points(s, "move")
-            if self._is_mount_point(d):
+        """Move or rename. (see :meth:`Workspace.move`)"""
+        with self._ctx.operation("move", src, dst) as op:
+            s, d = parse_pair_in(op, src, dst)
+            self._router.refuse_mount_points(s, "move")
+            if self._router.is_mount_point(d):
                 raise AlreadyExistsError(f"{d} already exists (a mount point)")
-            src_store, src_rel = self._route(s)
-            dst_store, dst_rel = self._route(d)
+            src_store, src_rel = self._router.route(s)
+            dst_store, dst_rel = self._router.route(d)
             info = await src_store.stat(src_rel)
             if d.is_relative_to(s):
                 raise NotADirectoryError_(f"cannot move {s} into itself")
@@ -80,7 +87,7 @@ class TransferMixin(WorkspaceBase):
                             f"{d} already exists; pick another name or pass overwrite=True"
                         )
                     head = await self._head(src_store, src_rel)
-                    await self._carry_labels(dst_store, dst_rel, info.labels, head)
+                    await carry_labels(dst_store, dst_rel, info.labels, head)
                 await self._rename(src_store, src_rel, dst_rel, d, info, overwrite=overwrite)
                 result = info.at(d)
             else:
@@ -92,8 +99,8 @@ class TransferMixin(WorkspaceBase):
                 await src_store.delete(src_rel, recursive=info.is_dir)
             if info.is_file:
                 await src_store.drop_sidecar(src_rel)
-            await self._removed(s)
-            await self._changed(d)
+            await self._index.removed(s)
+            await self._index.changed(d)
             return result
 
     async def _rename(
@@ -122,7 +129,7 @@ class TransferMixin(WorkspaceBase):
                 raise
         else:
             return
-        await self._make_dirs(store, dst_rel.parent)
+        await make_dirs(store, dst_rel.parent)
         await store.rename(src_rel, dst_rel)
 
     # -- planning and running ----------------------------------------------------------------
@@ -133,7 +140,7 @@ class TransferMixin(WorkspaceBase):
         """Every entry to create, checked (raises before anything changes)."""
         sources = [info.at(s)]
         if info.is_dir:
-            sources += [entry async for entry in self._walk(s, None)]
+            sources += [entry async for entry in self._router.walk(s, None)]
             # the sidecar of a file that is copied too is not copied: the labels travel with
             # the file (see _run), as tight as they were, whatever the target mount's labels
             files = {e.path for e in sources if e.is_file}
@@ -149,13 +156,13 @@ class TransferMixin(WorkspaceBase):
     async def _admit(
         self, entry: FileInfo, dst: VPath, *, top: bool, overwrite: bool, merge: bool
     ) -> _Step:
-        if self._is_mount_point(dst):
+        if self._router.is_mount_point(dst):
             if entry.is_file:
                 raise IsADirectoryError_(f"{dst} is a directory (a mount point)")
             if top and not merge:
                 raise AlreadyExistsError(f"{dst} already exists (a mount point)")
             return _Step(entry.path, dst, entry, exists=True)
-        guarded, rel = self._route(dst)
+        guarded, rel = self._router.route(dst)
         existing = None if rel.is_root else await guarded.lookup(rel)
         if rel.is_root and top and not merge:
             raise AlreadyExistsError(f"{dst} already exists (a mount point)")
@@ -178,21 +185,21 @@ class TransferMixin(WorkspaceBase):
     async def _run(self, steps: list[_Step], *, overwrite: bool) -> tuple[FileInfo, int]:
         """Create what was planned; the info of the first entry and the bytes copied."""
         mode = WriteMode.OVERWRITE if overwrite else WriteMode.CREATE
-        cap = self._shared.policy.limits.max_file_bytes
+        cap = self._ctx.policy.limits.max_file_bytes
         first: FileInfo | None = None
         total = 0
         for step in steps:
             if step.info.is_dir:
                 if not step.exists:
-                    guarded, rel = self._route(step.dst)
+                    guarded, rel = self._router.route(step.dst)
                     await self._make_dir(guarded, rel)
                 made = FileInfo(step.dst, EntryKind.DIRECTORY, 0, time.time())
             else:
-                src_store, src_rel = self._route(step.src)
+                src_store, src_rel = self._router.route(step.src)
                 seen, data = await src_store.read_file(src_rel, 0, cap + 1)
-                dst_store, dst_rel = self._route(step.dst)
-                await self._carry_labels(dst_store, dst_rel, seen.labels, data[:LABEL_BYTES])
-                written = await self._write(dst_store, dst_rel, data, mode, None, parents=True)
+                dst_store, dst_rel = self._router.route(step.dst)
+                await carry_labels(dst_store, dst_rel, seen.labels, data[:LABEL_BYTES])
+                written = await write_file(dst_store, dst_rel, data, mode, None, parents=True)
                 total += len(data)
                 made = written.at(step.dst)
             first = first or made
@@ -214,4 +221,4 @@ class TransferMixin(WorkspaceBase):
         except NotFoundError:
             if rel.parent.is_root:
                 raise
-            await self._make_dirs(guarded, rel)
+            await make_dirs(guarded, rel)

@@ -1,4 +1,4 @@
-"""Listing and searching the merged tree: ``list``, ``glob`` and ``grep``.
+"""Tree operations: listing and searching the merged tree: ``list``, ``glob`` and ``grep``.
 
 Each walks only what the principal may see: hidden entries are dropped by the guard before
 they reach this module, directories it may not list are skipped, and grep reads a file only
@@ -19,18 +19,23 @@ from bastion.core.errors import (
     ScopeError,
 )
 from bastion.core.globs import Glob
+from bastion.core.guard import GuardContext
 from bastion.core.models import FileInfo
 from bastion.core.paths import VPath
-from bastion.workspace.base import WorkspaceBase
 from bastion.workspace.grep import Budget, GrepMatch, GrepResult, clip, compile_matcher
+from bastion.workspace.routing import Router, parse_in
 
-__all__ = ["TreeMixin"]
+__all__ = ["TreeOps"]
 
 _BINARY_SNIFF = 8192
 
 
-class TreeMixin(WorkspaceBase):
-    """``list``, ``glob`` and ``grep`` of :class:`~bastion.Workspace`."""
+class TreeOps:
+    """``list``, ``glob`` and ``grep`` over the merged tree of one router."""
+
+    def __init__(self, router: Router) -> None:
+        self._router = router
+        self._ctx: GuardContext = router.ctx
 
     async def list(
         self,
@@ -39,28 +44,27 @@ class TreeMixin(WorkspaceBase):
         recursive: bool = False,
         depth: int | None = None,
     ) -> builtins.list[FileInfo]:
-        """Entries under ``path``: direct children, or the whole tree with ``recursive=True``
-        (``depth`` levels at most). Mounts below ``path`` appear as directories."""
+        """Entries under ``path``. (see :meth:`Workspace.list`)"""
         max_depth = depth if depth is not None else (None if recursive else 1)
-        with self._op("list", path) as op:
-            vp = self._parse(op, path)
-            info = await self._stat(vp)
+        with self._ctx.operation("list", path) as op:
+            vp = parse_in(op, path)
+            info = await self._router.stat(vp)
             if not info.is_dir:
                 raise NotADirectoryError_(f"{vp} is a file; use stat or read")
-            entries = [entry async for entry in self._walk(vp, max_depth, strict=True)]
+            entries = [entry async for entry in self._router.walk(vp, max_depth, strict=True)]
             return sorted(entries, key=lambda e: e.path.parts)
 
     async def glob(
         self, pattern: str, *, path: str | VPath = "/", limit: int | None = None
     ) -> builtins.list[FileInfo]:
-        """Entries matching a glob (``**/*.md``); relative patterns start at ``path``."""
-        with self._op("glob", path) as op:
-            base = self._parse(op, path)
+        """Entries matching a glob (``**/*.md``). (see :meth:`Workspace.glob`)"""
+        with self._ctx.operation("glob", path) as op:
+            base = parse_in(op, path)
             full = pattern if pattern.startswith("/") else f"{str(base).rstrip('/')}/{pattern}"
             compiled = Glob.compile(full)
             start = compiled.literal_prefix
             try:
-                start_info = await self._stat(start)
+                start_info = await self._router.stat(start)
             except (NotFoundError, ScopeError, NoMountError):
                 return []
             if not start_info.is_dir:
@@ -78,7 +82,7 @@ class TreeMixin(WorkspaceBase):
         while stack:
             directory = stack.pop()
             try:
-                children = await self._children(directory)
+                children = await self._router.children(directory)
             except (ScopeError, NotFoundError, NotADirectoryError_):
                 continue
             for child in children:
@@ -98,19 +102,22 @@ class TreeMixin(WorkspaceBase):
         max_per_file: int = 100,
         max_total: int = 1000,
     ) -> GrepResult:
-        """Lines matching ``pattern`` (plain text, or an RE2 regular expression with
-        ``regex=True``) in the files under ``path``, as ``path:line: text``."""
+        """Lines matching ``pattern`` in the files under ``path`` (see :meth:`Workspace.grep`)."""
         context = max(context, 0)
-        with self._op("grep", path) as op:
-            vp = self._parse(op, path)
+        with self._ctx.operation("grep", path) as op:
+            vp = parse_in(op, path)
             matcher = await asyncio.to_thread(
                 compile_matcher, pattern, regex=regex, ignore_case=ignore_case
             )
             name_glob = (
                 Glob.compile(glob if glob.startswith("/") else "/**/" + glob) if glob else None
             )
-            info = await self._stat(vp)
-            files = [info] if info.is_file else [e async for e in self._walk(vp, None) if e.is_file]
+            info = await self._router.stat(vp)
+            files = (
+                [info]
+                if info.is_file
+                else [e async for e in self._router.walk(vp, None) if e.is_file]
+            )
             matches: builtins.list[GrepMatch] = []
             skipped: builtins.list[str] = []
             searched = matched_files = total = 0
@@ -162,7 +169,7 @@ class TreeMixin(WorkspaceBase):
     async def _grep_read(self, entry: FileInfo) -> tuple[bytes | None, str]:
         """The bytes of one file to grep, or ``None`` and why it is skipped (``""``: silently,
         because the principal may not read it)."""
-        cap = self._shared.policy.limits.max_file_bytes
+        cap = self._ctx.policy.limits.max_file_bytes
         too_big = f"over the {cap}-byte size limit"
 
         def small_enough(found: FileInfo) -> None:
@@ -171,7 +178,7 @@ class TreeMixin(WorkspaceBase):
 
         if entry.size > cap:
             return None, too_big
-        guarded, rel = self._route(entry.path)
+        guarded, rel = self._router.route(entry.path)
         try:
             _, data = await guarded.read_file(rel, check=small_enough)
         except LimitError:

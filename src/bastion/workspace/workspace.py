@@ -4,70 +4,63 @@ This is the async API, the real one. ``bastion.SyncWorkspace`` derives a blockin
 it mechanically. A workspace is bound to one principal; :meth:`Workspace.with_principal`
 gives a view for another principal that shares mounts, policy, audit and rate limits.
 
-Every method opens its operation before it parses its arguments, so a malformed request is
-rate-limited and audited like any other. This module holds reading and writing single files;
-the merged tree and routing are in ``base``, ``list``/``glob``/``grep`` in ``tree``, ``copy``
-and ``move`` in ``transfer``, search in ``searching``.
+:class:`Workspace` is a facade composed of small parts, each with one job, and each public
+method delegates to one of them in one line::
+
+    Workspace ─┬─ Router        routing.py    mounts as one tree: route, stat, children, walk
+               ├─ FileOps       files.py      stat, exists, read, write, edit, mkdir, delete
+               ├─ TreeOps       tree.py       list, glob, grep
+               ├─ Transfers     transfer.py   copy, move (planned, all or nothing)
+               ├─ IndexFollower indexing.py   the index follows every change
+               ├─ Searching     searching.py  search, index_directory, rebuild_index, reindex
+               └─ Asking        asking.py     ask (retrieval through Workspace.search)
+
+The parts of one view share its :class:`~bastion.core.guard.GuardContext` (the principal's
+guard, rate limiter and audit); what every view shares (mounts, policy, audit sink, limiter,
+the knowledge link) is built once here.
 """
 
 from __future__ import annotations
 
-import codecs
-from collections.abc import Iterable
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+import builtins
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from bastion.core.audit import AuditSink, MemoryAuditSink
 from bastion.core.audit_sinks import AuditView
-from bastion.core.errors import (
-    AlreadyExistsError,
-    ConflictError,
-    EditError,
-    IsADirectoryError_,
-    LimitError,
-    NotFoundError,
-    PolicyDeniedError,
-    StoreError,
-    StoreUnavailableError,
-)
-from bastion.core.guard import GuardContext, GuardedStore
+from bastion.core.guard import GuardContext
 from bastion.core.models import Action, FileInfo, WriteMode
 from bastion.core.mounts import Mount, MountTable
 from bastion.core.paths import VPath
 from bastion.core.policy import Policy
-from bastion.core.ports import ReadCheck
 from bastion.core.principal import Principal
 from bastion.core.ratelimit import RateLimiter
-from bastion.knowledge.ingest.frontmatter import LABEL_BYTES
-from bastion.workspace.asking import AskMixin
+from bastion.workspace.asking import Asking
 from bastion.workspace.doclabels import DocumentLabels
+from bastion.workspace.files import EditResult, FileOps
 from bastion.workspace.fsmap import filesystem_map
-from bastion.workspace.knowledge import KnowledgeLink
-from bastion.workspace.searching import SearchMixin
-from bastion.workspace.transfer import TransferMixin
-from bastion.workspace.tree import TreeMixin
+from bastion.workspace.indexing import IndexFollower, KnowledgeLink
+from bastion.workspace.routing import Router
+from bastion.workspace.running import may_execute
+from bastion.workspace.searching import Progress, Searching
+from bastion.workspace.transfer import Transfers
+from bastion.workspace.tree import TreeOps
 
 if TYPE_CHECKING:
+    from bastion.governance.answer.chat import ChatModel
+    from bastion.governance.answer.guardrail_port import GuardrailsPort
+    from bastion.governance.answer.models import Answer
+    from bastion.governance.answer.rerank import Reranker
+    from bastion.governance.answer.verify import Verifier
     from bastion.knowledge.engine import Knowledge
+    from bastion.knowledge.hits import SearchResult
     from bastion.sandbox.result import RunLimits, RunResult
+    from bastion.workspace.grep import GrepResult
+    from bastion.workspace.indexing import IndexSummary
     from bastion.workspace.sync import SyncWorkspace
 
 __all__ = ["EditResult", "Workspace"]
-
-_LINE_CHUNK = 64 * 1024
-
-
-_BACKUP_TRIES = 100
-"""Backups taken again when other writers keep changing the file (then a conflict)."""
-
-
-@dataclass(frozen=True, slots=True)
-class EditResult:
-    """What an edit changed."""
-
-    path: str
-    replacements: int
-    version: str | None
 
 
 class _Shared:
@@ -83,7 +76,7 @@ class _Shared:
         self.knowledge = KnowledgeLink(knowledge, mounts) if knowledge is not None else None
 
 
-class Workspace(TreeMixin, TransferMixin, AskMixin, SearchMixin):
+class Workspace:
     """A governed virtual filesystem for one principal.
 
     >>> from bastion import Workspace, Mount, MemoryStore, Policy
@@ -116,12 +109,19 @@ class Workspace(TreeMixin, TransferMixin, AskMixin, SearchMixin):
         self._bind(principal or Principal.of("local"), owner=principal is None)
 
     def _bind(self, principal: Principal, *, owner: bool = False) -> None:
-        self._owner = owner
+        """Build this view's parts for ``principal``."""
         shared = self._shared
         self.principal = principal
+        self._owner = owner
         self._ctx = GuardContext(principal, shared.policy, shared.audit, shared.limiter)
         self._knowledge = shared.knowledge
-        self._bind_mounts()
+        self._router = Router(shared.mounts, self._ctx)
+        follower = IndexFollower(shared.knowledge, shared.policy.classifications)
+        self._files = FileOps(self._router, follower)
+        self._tree = TreeOps(self._router)
+        self._transfers = Transfers(self._router, follower)
+        self._searching = Searching(shared.knowledge, self._router, owner=owner)
+        self._asking = Asking(self._searching, self.search)
 
     def with_principal(self, principal: Principal) -> Workspace:
         """A view of the same workspace acting for ``principal``."""
@@ -135,6 +135,9 @@ class Workspace(TreeMixin, TransferMixin, AskMixin, SearchMixin):
         from bastion.workspace.sync import SyncWorkspace
 
         return SyncWorkspace(self)
+
+    def _link(self) -> KnowledgeLink:
+        return self._searching.link()
 
     @property
     def mounts(self) -> tuple[Mount, ...]:
@@ -158,24 +161,24 @@ class Workspace(TreeMixin, TransferMixin, AskMixin, SearchMixin):
         """A short text for an agent's system prompt: each mount, its scope, what it may do."""
         return filesystem_map(self._shared.mounts.mounts, self._ctx)
 
-    # -- stat ----------------------------------------------------------------------------------
+    @property
+    def has_index(self) -> bool:
+        """True when the workspace keeps a search index."""
+        return self._searching.has_index
+
+    @property
+    def search_modes(self) -> tuple[str, ...]:
+        """The modes :meth:`search` offers: ``()`` without an index, ``("bm25",)`` for a
+        keyword-only index, else ``("bm25", "vector", "hybrid")``."""
+        return self._searching.search_modes
 
     async def stat(self, path: str | VPath) -> FileInfo:
         """Size, kind, modification time and version of one entry."""
-        with self._op("stat", path) as op:
-            return await self._stat(self._parse(op, path))
+        return await self._files.stat(path)
 
     async def exists(self, path: str | VPath) -> bool:
         """True when the entry exists and the principal may see it."""
-        with self._op("exists", path) as op:
-            vp = self._parse(op, path)
-            try:
-                await self._stat(vp)
-            except NotFoundError:
-                return False
-            return True
-
-    # -- read --------------------------------------------------------------------------------
+        return await self._files.exists(path)
 
     async def read_bytes(
         self, path: str | VPath, *, start: int | None = None, end: int | None = None
@@ -185,23 +188,7 @@ class Workspace(TreeMixin, TransferMixin, AskMixin, SearchMixin):
         One read returns at most the policy's ``max_file_bytes``: a larger file is read a
         range at a time, and a larger range is refused (never cut silently).
         """
-        with self._op("read", path) as op:
-            vp = self._parse(op, path)
-            if (start is not None and start < 0) or (end is not None and end < 0):
-                raise ValueError("start and end must be non-negative")
-            guarded, rel = self._route(vp)
-            first = start or 0
-            length = None if end is None else max(end - first, 0)
-            cap = self._shared.policy.limits.max_file_bytes
-
-            def within_limit(info: FileInfo) -> None:
-                stop = info.size if length is None else min(info.size, first + length)
-                if stop - first > cap:
-                    whole = start is None and end is None
-                    raise _over_limit(vp, info.size, stop - first, cap, whole=whole)
-
-            _, data = await self._read(guarded, rel, vp, first, length, within_limit)
-            return data
+        return await self._files.read_bytes(path, start=start, end=end)
 
     async def read_text(
         self,
@@ -217,90 +204,7 @@ class Workspace(TreeMixin, TransferMixin, AskMixin, SearchMixin):
         range of a large file never loads the whole file. Undecodable bytes become U+FFFD.
         One read returns at most the policy's ``max_file_bytes``; ask for fewer lines.
         """
-        with self._op("read", path) as op:
-            vp = self._parse(op, path)
-            if offset < 0 or (limit is not None and limit < 0):
-                raise ValueError("offset and limit must be non-negative")
-            guarded, rel = self._route(vp)
-            if offset == 0 and limit is None:
-                _, data = await self._read_whole(guarded, rel, vp)
-                return data.decode(encoding, "replace")
-            info = await guarded.stat(rel)
-            if info.is_dir:
-                raise IsADirectoryError_(f"{vp} is a directory; use list to see its entries")
-            return await self._read_lines(guarded, rel, vp, offset, limit, encoding)
-
-    async def _read(
-        self,
-        guarded: GuardedStore,
-        rel: VPath,
-        vp: VPath,
-        offset: int,
-        length: int | None,
-        check: ReadCheck,
-    ) -> tuple[FileInfo, bytes]:
-        try:
-            return await guarded.read_file(rel, offset, length, check=check)
-        except IsADirectoryError_:
-            raise IsADirectoryError_(f"{vp} is a directory; use list to see its entries") from None
-
-    async def _read_whole(
-        self, guarded: GuardedStore, rel: VPath, vp: VPath
-    ) -> tuple[FileInfo, bytes]:
-        """The whole file, refused when it is over the size limit."""
-        cap = self._shared.policy.limits.max_file_bytes
-
-        def within_limit(info: FileInfo) -> None:
-            if info.size > cap:
-                raise _over_limit(vp, info.size, info.size, cap, whole=True)
-
-        return await self._read(guarded, rel, vp, 0, None, within_limit)
-
-    async def _read_lines(
-        self,
-        guarded: GuardedStore,
-        rel: VPath,
-        vp: VPath,
-        offset: int,
-        limit: int | None,
-        encoding: str,
-    ) -> str:
-        decoder = codecs.getincrementaldecoder(encoding)("replace")
-        cap = self._shared.policy.limits.max_file_bytes
-        skipped = size = position = 0
-        kept: list[str] = []
-        pending = ""
-        while limit is None or len(kept) < limit:
-            page = await guarded.read_range(rel, position, _LINE_CHUNK)
-            position += len(page)
-            pending += decoder.decode(page, final=not page)
-            lines = pending.split("\n")
-            pending = lines.pop()
-            for line in lines:
-                if skipped < offset:
-                    skipped += 1
-                elif limit is None or len(kept) < limit:
-                    kept.append(line + "\n")
-                    size += len(line.encode("utf-8", "replace")) + 1
-            if len(pending) > cap:
-                raise LimitError(f"{vp}: a single line is longer than {cap} bytes; read bytes")
-            if size > cap:
-                raise LimitError(
-                    f"{vp}: the lines asked for are over the {cap}-byte read limit; "
-                    "ask for fewer lines (limit=...)"
-                )
-            if not page:
-                break
-        if pending and skipped >= offset and (limit is None or len(kept) < limit):
-            if size + len(pending.encode("utf-8", "replace")) > cap:
-                raise LimitError(
-                    f"{vp}: the lines asked for are over the {cap}-byte read limit; "
-                    "ask for fewer lines (limit=...)"
-                )
-            kept.append(pending)
-        return "".join(kept)
-
-    # -- write -------------------------------------------------------------------------------
+        return await self._files.read_text(path, offset=offset, limit=limit, encoding=encoding)
 
     async def write(
         self,
@@ -318,75 +222,15 @@ class Workspace(TreeMixin, TransferMixin, AskMixin, SearchMixin):
         the file changed since that version; ``backup=True`` keeps the previous content as
         ``NAME.bak`` beside it. A refused write changes nothing (the backup included).
         """
-        with self._op("write", path) as op:
-            vp = self._parse(op, path)
-            data = _encoded(content)
-            write_mode = WriteMode(mode)
-            if self._is_mount_point(vp):
-                raise IsADirectoryError_(f"{vp} is a directory (a mount point)")
-            guarded, rel = self._route(vp)
-            if backup and write_mode is not WriteMode.CREATE:
-                await guarded.check_write(rel, len(data), write_mode)
-                info = await self._backed_up_write(
-                    guarded, rel, vp, data, write_mode, if_version, parents
-                )
-            else:
-                info = await self._write(guarded, rel, data, write_mode, if_version, parents)
-            op.bytes = len(data)
-            await self._changed(vp)
-            return info.at(vp)
+        return await self._files.write(
+            path, content, mode=mode, parents=parents, backup=backup, if_version=if_version
+        )
 
     async def append(
         self, path: str | VPath, content: str | bytes, *, parents: bool = True
     ) -> FileInfo:
         """Add ``content`` to the end of a file (creating it if needed)."""
-        return await self.write(path, content, mode=WriteMode.APPEND, parents=parents)
-
-    async def _backed_up_write(
-        self,
-        guarded: GuardedStore,
-        rel: VPath,
-        vp: VPath,
-        data: bytes,
-        mode: WriteMode,
-        if_version: str | None,
-        parents: bool,
-    ) -> FileInfo:
-        """Back the file up, then write it on condition that it is still the version backed
-        up; when another writer (in any process) came in between, both again. So the backup
-        always holds what the write replaced."""
-        for _ in range(_BACKUP_TRIES):
-            backed_up = await self._backup(guarded, rel, vp, if_version)
-            condition = if_version if backed_up is None else backed_up
-            try:
-                return await self._write(guarded, rel, data, mode, condition, parents)
-            except ConflictError:
-                if if_version is not None or backed_up is None:
-                    raise
-            except StoreUnavailableError:
-                raise
-            except StoreError:
-                if if_version is not None or backed_up is None:
-                    raise
-                # A store that cannot check versions across processes refuses the condition
-                # (docs/stores.md) and has changed nothing: its weaker promise, as before.
-                return await self._write(guarded, rel, data, mode, None, parents)
-        raise ConflictError(f"{vp} kept changing while it was being backed up; retry")
-
-    async def _backup(
-        self, guarded: GuardedStore, rel: VPath, vp: VPath, if_version: str | None
-    ) -> str | None:
-        """Copy the file to ``NAME.bak``; the version copied (``None``: nothing to copy, or a
-        store without versions)."""
-        if await guarded.lookup(rel) is None:
-            return None
-        info, old = await guarded.read_file(rel)
-        if if_version is not None and info.version != if_version:
-            raise ConflictError(f"{vp} changed since version {if_version}; read it again")
-        bak = rel.parent.child(rel.name + ".bak")
-        await self._carry_labels(guarded, bak, info.labels, old[:LABEL_BYTES])
-        await guarded.write(bak, old, mode=WriteMode.OVERWRITE)
-        return info.version
+        return await self._files.append(path, content, parents=parents)
 
     async def edit(
         self,
@@ -400,75 +244,163 @@ class Workspace(TreeMixin, TransferMixin, AskMixin, SearchMixin):
         """Replace the exact text ``old`` with ``new``; ``old`` must occur once unless
         ``replace_all``. The write is conditional on the version read, so a concurrent change
         gives a conflict instead of a lost update."""
-        with self._op("edit", path) as op:
-            vp = self._parse(op, path)
-            if not old:
-                raise EditError("the text to replace is empty; give the exact text to change")
-            guarded, rel = self._route(vp)
-            info, raw = await self._read_whole(guarded, rel, vp)
-            if if_version is not None and info.version != if_version:
-                raise ConflictError(f"{vp} changed since version {if_version}; read it again")
-            text = raw.decode("utf-8", "replace")
-            count = text.count(old)
-            shown = old if len(old) <= 60 else old[:57] + "..."
-            if count == 0:
-                raise EditError(
-                    f"{shown!r} not found in {vp}; read the file and copy the exact text"
-                )
-            if count > 1 and not replace_all:
-                raise EditError(
-                    f"{shown!r} occurs {count} times in {vp}; add surrounding text to make it "
-                    "unique, or pass replace_all=True"
-                )
-            updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
-            data = updated.encode("utf-8")
-            written = await guarded.write(
-                rel, data, mode=WriteMode.OVERWRITE, if_version=info.version
-            )
-            op.bytes = len(data)
-            await self._changed(vp)
-            return EditResult(str(vp), count if replace_all else 1, written.version)
-
-    # -- directories and delete --------------------------------------------------------------
+        return await self._files.edit(
+            path, old, new, replace_all=replace_all, if_version=if_version
+        )
 
     async def mkdir(
         self, path: str | VPath, *, parents: bool = True, exist_ok: bool = True
     ) -> None:
         """Create a directory (and its parents unless ``parents=False``)."""
-        with self._op("mkdir", path) as op:
-            vp = self._parse(op, path)
-            if self._is_mount_point(vp):
-                if exist_ok:
-                    return
-                raise AlreadyExistsError(f"{vp} already exists (a mount point)")
-            guarded, rel = self._route(vp)
-            if parents:
-                await self._make_dirs(guarded, rel, exist_ok=exist_ok)
-            else:
-                try:
-                    await guarded.mkdir(rel)
-                except AlreadyExistsError:
-                    if not exist_ok:
-                        raise
+        return await self._files.mkdir(path, parents=parents, exist_ok=exist_ok)
 
     async def delete(self, path: str | VPath, *, recursive: bool = False) -> None:
         """Delete a file or an empty directory; a whole tree only with ``recursive=True``,
         and then only if every entry in it may be deleted by this principal."""
-        with self._op("delete", path) as op:
-            vp = self._parse(op, path)
-            self._refuse_mount_points(vp, "delete")
-            guarded, rel = self._route(vp)
-            found = await guarded.lookup(rel)
-            await guarded.delete(rel, recursive=recursive)
-            if found is not None and found.is_file:
-                await guarded.drop_sidecar(rel)
-            await self._removed(vp)
+        return await self._files.delete(path, recursive=recursive)
 
-    # -- run ---------------------------------------------------------------------------------
+    async def list(
+        self,
+        path: str | VPath = "/",
+        *,
+        recursive: bool = False,
+        depth: int | None = None,
+    ) -> builtins.list[FileInfo]:
+        """Entries under ``path``: direct children, or the whole tree with ``recursive=True``
+        (``depth`` levels at most). Mounts below ``path`` appear as directories."""
+        return await self._tree.list(path, recursive=recursive, depth=depth)
+
+    async def glob(
+        self, pattern: str, *, path: str | VPath = "/", limit: int | None = None
+    ) -> builtins.list[FileInfo]:
+        """Entries matching a glob (``**/*.md``); relative patterns start at ``path``."""
+        return await self._tree.glob(pattern, path=path, limit=limit)
+
+    async def grep(
+        self,
+        pattern: str,
+        path: str | VPath = "/",
+        *,
+        regex: bool = False,
+        ignore_case: bool = False,
+        context: int = 0,
+        glob: str | None = None,
+        max_per_file: int = 100,
+        max_total: int = 1000,
+    ) -> GrepResult:
+        """Lines matching ``pattern`` (plain text, or an RE2 regular expression with
+        ``regex=True``) in the files under ``path``, as ``path:line: text``."""
+        return await self._tree.grep(
+            pattern,
+            path,
+            regex=regex,
+            ignore_case=ignore_case,
+            context=context,
+            glob=glob,
+            max_per_file=max_per_file,
+            max_total=max_total,
+        )
+
+    async def copy(
+        self, src: str | VPath, dst: str | VPath, *, overwrite: bool = False
+    ) -> FileInfo:
+        """Copy a file or a directory tree; never overwrites unless ``overwrite=True``."""
+        return await self._transfers.copy(src, dst, overwrite=overwrite)
+
+    async def move(
+        self, src: str | VPath, dst: str | VPath, *, overwrite: bool = False
+    ) -> FileInfo:
+        """Move or rename. Refuses to replace an existing target unless ``overwrite=True``."""
+        return await self._transfers.move(src, dst, overwrite=overwrite)
+
+    async def search(
+        self,
+        query: str,
+        *,
+        mode: str = "hybrid",
+        k: int = 10,
+        min_score: float | None = None,
+        filter: Mapping[str, Any] | None = None,
+        path: str | VPath = "/",
+        related: bool = False,
+    ) -> SearchResult:
+        """The ``k`` best chunks for ``query`` that this principal may read.
+
+        ``mode`` is ``bm25``, ``vector`` or ``hybrid`` (a keyword-only index offers ``bm25``
+        only); ``path`` limits the search to a directory; ``filter`` takes ``tags``,
+        ``section``, ``date_from``, ``date_to``, ``doc_ids`` and ``classifications``;
+        ``min_score`` drops weaker hits (scores are on the mode's own scale); ``related=True``
+        adds, flagged, the documents one relation away from the hits.
+        """
+        return await self._searching.search(
+            query, mode=mode, k=k, min_score=min_score, filter=filter, path=path, related=related
+        )
+
+    async def index_directory(
+        self, path: str | VPath = "/", *, progress: Progress | None = None
+    ) -> IndexSummary:
+        """Index every file under ``path`` that this principal can see (files already
+        indexed are refreshed); ``progress(done, total, path)`` is called after each file."""
+        return await self._searching.index_directory(path, progress=progress)
+
+    async def rebuild_index(self, *, progress: Progress | None = None) -> IndexSummary:
+        """Throw the index away and index every file of every readable mount again (recovers
+        an index that was lost or is stale). An operator's task: it reads as the system, and
+        a principal needs the ``reindex`` action on ``/`` (:class:`PolicyDeniedError`
+        otherwise); the summary names only what the principal may read."""
+        return await self._searching.rebuild_index(progress=progress)
+
+    async def reindex(self, *, progress: Progress | None = None) -> IndexSummary:
+        """Repair the index without starting over: index the files that are missing from it
+        or changed since (version or labels), and drop documents whose files are gone. Run it
+        when a process starts over an existing index, or after writes that bypassed it (a
+        crash between a store write and its index update). An operator's task: it reads as
+        the system, and a principal needs the ``reindex`` action on ``/``
+        (:class:`PolicyDeniedError` otherwise)."""
+        return await self._searching.reindex(progress=progress)
+
+    async def ask(
+        self,
+        question: str,
+        *,
+        k: int = 8,
+        mode: str = "hybrid",
+        budget_tokens: int = 2048,
+        reranker: Reranker | None = None,
+        chat: ChatModel | None = None,
+        guardrails: GuardrailsPort | bool = True,
+        verify: bool | Verifier = True,
+        path: str | VPath = "/",
+        filter: Mapping[str, Any] | None = None,
+    ) -> Answer:
+        """Answer ``question`` from the documents this principal may read, with citations.
+
+        Retrieves the ``k`` best chunks (``mode`` as for :meth:`search`; ``hybrid`` falls back
+        to ``bm25`` on a keyword-only index), reranks them (``reranker``: none by default),
+        assembles a context of at most ``budget_tokens`` tokens, generates the answer (the
+        extractive answerer, or ``chat``), and verifies it (``verify``: True for the
+        deterministic check, a ``Verifier`` to tune it or add a judge, False to skip).
+        ``guardrails`` screens the question, each chunk and the answer (True: the built-in
+        :class:`~bastion.governance.guardrails.Guardrails`; False: none; or your own object
+        with ``check_question``, ``check_chunk``, ``check_answer``). With no authorized
+        context the answer is "No authorized documents found." and cites nothing.
+        """
+        return await self._asking.ask(
+            question,
+            k=k,
+            mode=mode,
+            budget_tokens=budget_tokens,
+            reranker=reranker,
+            chat=chat,
+            guardrails=guardrails,
+            verify=verify,
+            path=path,
+            filter=filter,
+        )
 
     async def run(
         self,
-        command: list[str] | str,
+        command: builtins.list[str] | str,
         *,
         cwd: str | VPath = "/",
         env: dict[str, str] | None = None,
@@ -481,38 +413,7 @@ class Workspace(TreeMixin, TransferMixin, AskMixin, SearchMixin):
         the ``execute`` action on ``cwd`` (``*`` in a rule does not grant it)."""
         from bastion.sandbox import run_in_sandbox
 
-        with self._op("run", cwd) as op:
-            vp = self._parse(op, cwd)
-            decision = self._ctx.decide(Action.EXECUTE, vp)
-            if not decision.allowed:
-                op.refuse(decision.reason)
-                raise PolicyDeniedError(
-                    f"execute on {vp} is not allowed by policy; ask an operator to grant it"
-                )
+        vp = may_execute(self._ctx, cwd)
         return await run_in_sandbox(
             self, command, cwd=vp, env=env, stdin=stdin, timeout=timeout, limits=limits
         )
-
-
-def _encoded(content: str | bytes) -> bytes:
-    if not isinstance(content, str):
-        return bytes(content)
-    try:
-        return content.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise EditError(
-            f"the text holds a character UTF-8 cannot store (a lone surrogate at {exc.start}); "
-            "remove it and write again"
-        ) from None
-
-
-def _over_limit(vp: VPath, size: int, asked: int, cap: int, *, whole: bool) -> LimitError:
-    if whole:
-        return LimitError(
-            f"{vp} is {size} bytes, over the {cap}-byte read limit; "
-            "read a range (offset/limit lines or start/end bytes)"
-        )
-    return LimitError(
-        f"{vp}: the range asked for is {asked} bytes, over the {cap}-byte read limit; "
-        f"read at most {cap} bytes at a time"
-    )

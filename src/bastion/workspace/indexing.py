@@ -1,4 +1,5 @@
-"""The workspace side of knowledge: keep the index in step with the files, and search it for
+"""The workspace side of knowledge, shared by every principal view: keep the index in step
+with the files (:class:`IndexFollower` takes each view's changes to it), and search it for
 one principal with the access filter pushed down into the index and re-checked on every hit.
 
 The indexer reads files through the mount's own store (it works for the system, so that every
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
     from bastion.knowledge.hits import SearchResult
     from bastion.knowledge.index.models import DocumentMeta, IndexedChunk, IndexFilter
 
-__all__ = ["IndexSummary", "KnowledgeLink"]
+__all__ = ["IndexFollower", "IndexSummary", "KnowledgeLink"]
 
 _SNIPPET = 300
 _MEMO = 200_000
@@ -481,6 +482,32 @@ class KnowledgeLink:
                     hit = replace(_hit(chunks[0], 0.0), related_to=source)
                     extra.append((hit, chunks[0].doc))
         return extra
+
+
+class IndexFollower:
+    """Takes one view's changes to the index: a file written, copied, moved or deleted is
+    indexed again or forgotten. Does nothing for a workspace without an index."""
+
+    def __init__(self, link: KnowledgeLink | None, classifications: Classifications) -> None:
+        self._link = link
+        self._classifications = classifications
+
+    async def changed(self, *paths: VPath) -> None:
+        """These paths (files or trees) were written."""
+        if self._link is not None:
+            for vp in paths:
+                # A labels sidecar re-labels the file it describes: index that file again.
+                await self._link.file_changed(labelled_file_of(vp) or vp, self._classifications)
+
+    async def removed(self, *paths: VPath) -> None:
+        """These paths (files or trees) are gone."""
+        if self._link is not None:
+            for vp in paths:
+                described = labelled_file_of(vp)
+                if described is not None:
+                    await self._link.file_changed(described, self._classifications)
+                else:
+                    await self._link.path_removed(vp)
 
 
 def _stale(meta: DocumentMeta, info: FileInfo, *, strict: bool) -> bool:

@@ -1,0 +1,375 @@
+"""File operations on single entries: ``stat``, ``exists``, reading (bytes, text, line
+ranges), writing (with backups and version conditions), ``edit``, ``mkdir`` and ``delete``.
+
+Every method opens its operation before it parses its arguments, so a malformed request is
+rate-limited and audited like any other. One read returns at most the policy's
+``max_file_bytes``: a larger file is read a range at a time, never cut silently.
+"""
+
+from __future__ import annotations
+
+import codecs
+from dataclasses import dataclass
+
+from bastion.core.errors import (
+    AlreadyExistsError,
+    ConflictError,
+    EditError,
+    IsADirectoryError_,
+    LimitError,
+    NotFoundError,
+    StoreError,
+    StoreUnavailableError,
+)
+from bastion.core.guard import GuardContext, GuardedStore
+from bastion.core.models import FileInfo, WriteMode
+from bastion.core.paths import VPath
+from bastion.core.ports import ReadCheck
+from bastion.knowledge.ingest.frontmatter import LABEL_BYTES
+from bastion.workspace.indexing import IndexFollower
+from bastion.workspace.routing import Router, parse_in
+from bastion.workspace.writing import carry_labels, make_dirs, write_file
+
+__all__ = ["EditResult", "FileOps"]
+
+_LINE_CHUNK = 64 * 1024
+
+_BACKUP_TRIES = 100
+"""Backups taken again when other writers keep changing the file (then a conflict)."""
+
+
+@dataclass(frozen=True, slots=True)
+class EditResult:
+    """What an edit changed."""
+
+    path: str
+    replacements: int
+    version: str | None
+
+
+class FileOps:
+    """Operations on one file or directory, for the principal of the router."""
+
+    def __init__(self, router: Router, index: IndexFollower) -> None:
+        self._router = router
+        self._ctx: GuardContext = router.ctx
+        self._index = index
+
+    # -- stat ----------------------------------------------------------------------------------
+
+    async def stat(self, path: str | VPath) -> FileInfo:
+        """Size, kind, modification time and version of one entry.
+        (see :meth:`Workspace.stat`)"""
+        with self._ctx.operation("stat", path) as op:
+            return await self._router.stat(parse_in(op, path))
+
+    async def exists(self, path: str | VPath) -> bool:
+        """True when the entry exists and the principal may see it.
+        (see :meth:`Workspace.exists`)"""
+        with self._ctx.operation("exists", path) as op:
+            vp = parse_in(op, path)
+            try:
+                await self._router.stat(vp)
+            except NotFoundError:
+                return False
+            return True
+
+    # -- read --------------------------------------------------------------------------------
+
+    async def read_bytes(
+        self, path: str | VPath, *, start: int | None = None, end: int | None = None
+    ) -> bytes:
+        """The file's bytes, or the byte range ``[start, end)``.
+        (see :meth:`Workspace.read_bytes`)"""
+        with self._ctx.operation("read", path) as op:
+            vp = parse_in(op, path)
+            if (start is not None and start < 0) or (end is not None and end < 0):
+                raise ValueError("start and end must be non-negative")
+            guarded, rel = self._router.route(vp)
+            first = start or 0
+            length = None if end is None else max(end - first, 0)
+            cap = self._ctx.policy.limits.max_file_bytes
+
+            def within_limit(info: FileInfo) -> None:
+                stop = info.size if length is None else min(info.size, first + length)
+                if stop - first > cap:
+                    whole = start is None and end is None
+                    raise _over_limit(vp, info.size, stop - first, cap, whole=whole)
+
+            _, data = await self._read(guarded, rel, vp, first, length, within_limit)
+            return data
+
+    async def read_text(
+        self,
+        path: str | VPath,
+        *,
+        offset: int = 0,
+        limit: int | None = None,
+        encoding: str = "utf-8",
+    ) -> str:
+        """The file as text, or ``limit`` lines starting after ``offset`` lines.
+        (see :meth:`Workspace.read_text`)"""
+        with self._ctx.operation("read", path) as op:
+            vp = parse_in(op, path)
+            if offset < 0 or (limit is not None and limit < 0):
+                raise ValueError("offset and limit must be non-negative")
+            guarded, rel = self._router.route(vp)
+            if offset == 0 and limit is None:
+                _, data = await self._read_whole(guarded, rel, vp)
+                return data.decode(encoding, "replace")
+            info = await guarded.stat(rel)
+            if info.is_dir:
+                raise IsADirectoryError_(f"{vp} is a directory; use list to see its entries")
+            return await self._read_lines(guarded, rel, vp, offset, limit, encoding)
+
+    async def _read(
+        self,
+        guarded: GuardedStore,
+        rel: VPath,
+        vp: VPath,
+        offset: int,
+        length: int | None,
+        check: ReadCheck,
+    ) -> tuple[FileInfo, bytes]:
+        try:
+            return await guarded.read_file(rel, offset, length, check=check)
+        except IsADirectoryError_:
+            raise IsADirectoryError_(f"{vp} is a directory; use list to see its entries") from None
+
+    async def _read_whole(
+        self, guarded: GuardedStore, rel: VPath, vp: VPath
+    ) -> tuple[FileInfo, bytes]:
+        """The whole file, refused when it is over the size limit."""
+        cap = self._ctx.policy.limits.max_file_bytes
+
+        def within_limit(info: FileInfo) -> None:
+            if info.size > cap:
+                raise _over_limit(vp, info.size, info.size, cap, whole=True)
+
+        return await self._read(guarded, rel, vp, 0, None, within_limit)
+
+    async def _read_lines(
+        self,
+        guarded: GuardedStore,
+        rel: VPath,
+        vp: VPath,
+        offset: int,
+        limit: int | None,
+        encoding: str,
+    ) -> str:
+        decoder = codecs.getincrementaldecoder(encoding)("replace")
+        cap = self._ctx.policy.limits.max_file_bytes
+        skipped = size = position = 0
+        kept: list[str] = []
+        pending = ""
+        while limit is None or len(kept) < limit:
+            page = await guarded.read_range(rel, position, _LINE_CHUNK)
+            position += len(page)
+            pending += decoder.decode(page, final=not page)
+            lines = pending.split("\n")
+            pending = lines.pop()
+            for line in lines:
+                if skipped < offset:
+                    skipped += 1
+                elif limit is None or len(kept) < limit:
+                    kept.append(line + "\n")
+                    size += len(line.encode("utf-8", "replace")) + 1
+            if len(pending) > cap:
+                raise LimitError(f"{vp}: a single line is longer than {cap} bytes; read bytes")
+            if size > cap:
+                raise LimitError(
+                    f"{vp}: the lines asked for are over the {cap}-byte read limit; "
+                    "ask for fewer lines (limit=...)"
+                )
+            if not page:
+                break
+        if pending and skipped >= offset and (limit is None or len(kept) < limit):
+            if size + len(pending.encode("utf-8", "replace")) > cap:
+                raise LimitError(
+                    f"{vp}: the lines asked for are over the {cap}-byte read limit; "
+                    "ask for fewer lines (limit=...)"
+                )
+            kept.append(pending)
+        return "".join(kept)
+
+    # -- write -------------------------------------------------------------------------------
+
+    async def write(
+        self,
+        path: str | VPath,
+        content: str | bytes,
+        *,
+        mode: WriteMode | str = WriteMode.OVERWRITE,
+        parents: bool = True,
+        backup: bool = False,
+        if_version: str | None = None,
+    ) -> FileInfo:
+        """Create, overwrite or append to a file. (see :meth:`Workspace.write`)"""
+        with self._ctx.operation("write", path) as op:
+            vp = parse_in(op, path)
+            data = _encoded(content)
+            write_mode = WriteMode(mode)
+            if self._router.is_mount_point(vp):
+                raise IsADirectoryError_(f"{vp} is a directory (a mount point)")
+            guarded, rel = self._router.route(vp)
+            if backup and write_mode is not WriteMode.CREATE:
+                await guarded.check_write(rel, len(data), write_mode)
+                info = await self._backed_up_write(
+                    guarded, rel, vp, data, write_mode, if_version, parents
+                )
+            else:
+                info = await write_file(guarded, rel, data, write_mode, if_version, parents)
+            op.bytes = len(data)
+            await self._index.changed(vp)
+            return info.at(vp)
+
+    async def append(
+        self, path: str | VPath, content: str | bytes, *, parents: bool = True
+    ) -> FileInfo:
+        """Add ``content`` to the end of a file (creating it if needed).
+        (see :meth:`Workspace.append`)"""
+        return await self.write(path, content, mode=WriteMode.APPEND, parents=parents)
+
+    async def _backed_up_write(
+        self,
+        guarded: GuardedStore,
+        rel: VPath,
+        vp: VPath,
+        data: bytes,
+        mode: WriteMode,
+        if_version: str | None,
+        parents: bool,
+    ) -> FileInfo:
+        """Back the file up, then write it on condition that it is still the version backed
+        up; when another writer (in any process) came in between, both again. So the backup
+        always holds what the write replaced."""
+        for _ in range(_BACKUP_TRIES):
+            backed_up = await self._backup(guarded, rel, vp, if_version)
+            condition = if_version if backed_up is None else backed_up
+            try:
+                return await write_file(guarded, rel, data, mode, condition, parents)
+            except ConflictError:
+                if if_version is not None or backed_up is None:
+                    raise
+            except StoreUnavailableError:
+                raise
+            except StoreError:
+                if if_version is not None or backed_up is None:
+                    raise
+                # A store that cannot check versions across processes refuses the condition
+                # (docs/stores.md) and has changed nothing: its weaker promise, as before.
+                return await write_file(guarded, rel, data, mode, None, parents)
+        raise ConflictError(f"{vp} kept changing while it was being backed up; retry")
+
+    async def _backup(
+        self, guarded: GuardedStore, rel: VPath, vp: VPath, if_version: str | None
+    ) -> str | None:
+        """Copy the file to ``NAME.bak``; the version copied (``None``: nothing to copy, or a
+        store without versions)."""
+        if await guarded.lookup(rel) is None:
+            return None
+        info, old = await guarded.read_file(rel)
+        if if_version is not None and info.version != if_version:
+            raise ConflictError(f"{vp} changed since version {if_version}; read it again")
+        bak = rel.parent.child(rel.name + ".bak")
+        await carry_labels(guarded, bak, info.labels, old[:LABEL_BYTES])
+        await guarded.write(bak, old, mode=WriteMode.OVERWRITE)
+        return info.version
+
+    async def edit(
+        self,
+        path: str | VPath,
+        old: str,
+        new: str,
+        *,
+        replace_all: bool = False,
+        if_version: str | None = None,
+    ) -> EditResult:
+        """Replace the exact text ``old`` with ``new``. (see :meth:`Workspace.edit`)"""
+        with self._ctx.operation("edit", path) as op:
+            vp = parse_in(op, path)
+            if not old:
+                raise EditError("the text to replace is empty; give the exact text to change")
+            guarded, rel = self._router.route(vp)
+            info, raw = await self._read_whole(guarded, rel, vp)
+            if if_version is not None and info.version != if_version:
+                raise ConflictError(f"{vp} changed since version {if_version}; read it again")
+            text = raw.decode("utf-8", "replace")
+            count = text.count(old)
+            shown = old if len(old) <= 60 else old[:57] + "..."
+            if count == 0:
+                raise EditError(
+                    f"{shown!r} not found in {vp}; read the file and copy the exact text"
+                )
+            if count > 1 and not replace_all:
+                raise EditError(
+                    f"{shown!r} occurs {count} times in {vp}; add surrounding text to make it "
+                    "unique, or pass replace_all=True"
+                )
+            updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
+            data = updated.encode("utf-8")
+            written = await guarded.write(
+                rel, data, mode=WriteMode.OVERWRITE, if_version=info.version
+            )
+            op.bytes = len(data)
+            await self._index.changed(vp)
+            return EditResult(str(vp), count if replace_all else 1, written.version)
+
+    # -- directories and delete --------------------------------------------------------------
+
+    async def mkdir(
+        self, path: str | VPath, *, parents: bool = True, exist_ok: bool = True
+    ) -> None:
+        """Create a directory (and its parents unless ``parents=False``).
+        (see :meth:`Workspace.mkdir`)"""
+        with self._ctx.operation("mkdir", path) as op:
+            vp = parse_in(op, path)
+            if self._router.is_mount_point(vp):
+                if exist_ok:
+                    return
+                raise AlreadyExistsError(f"{vp} already exists (a mount point)")
+            guarded, rel = self._router.route(vp)
+            if parents:
+                await make_dirs(guarded, rel, exist_ok=exist_ok)
+            else:
+                try:
+                    await guarded.mkdir(rel)
+                except AlreadyExistsError:
+                    if not exist_ok:
+                        raise
+
+    async def delete(self, path: str | VPath, *, recursive: bool = False) -> None:
+        """Delete a file or an empty directory. (see :meth:`Workspace.delete`)"""
+        with self._ctx.operation("delete", path) as op:
+            vp = parse_in(op, path)
+            self._router.refuse_mount_points(vp, "delete")
+            guarded, rel = self._router.route(vp)
+            found = await guarded.lookup(rel)
+            await guarded.delete(rel, recursive=recursive)
+            if found is not None and found.is_file:
+                await guarded.drop_sidecar(rel)
+            await self._index.removed(vp)
+
+
+def _encoded(content: str | bytes) -> bytes:
+    if not isinstance(content, str):
+        return bytes(content)
+    try:
+        return content.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise EditError(
+            f"the text holds a character UTF-8 cannot store (a lone surrogate at {exc.start}); "
+            "remove it and write again"
+        ) from None
+
+
+def _over_limit(vp: VPath, size: int, asked: int, cap: int, *, whole: bool) -> LimitError:
+    if whole:
+        return LimitError(
+            f"{vp} is {size} bytes, over the {cap}-byte read limit; "
+            "read a range (offset/limit lines or start/end bytes)"
+        )
+    return LimitError(
+        f"{vp}: the range asked for is {asked} bytes, over the {cap}-byte read limit; "
+        f"read at most {cap} bytes at a time"
+    )

@@ -1,0 +1,50 @@
+"""Writes through one guarded store, shared by file operations and transfers: missing parents
+made on demand, and the labels a file carries kept when it lands somewhere new."""
+
+from __future__ import annotations
+
+from bastion.core.errors import AlreadyExistsError, NotFoundError
+from bastion.core.guard import GuardedStore
+from bastion.core.models import FileInfo, Labels, WriteMode
+from bastion.core.paths import VPath
+from bastion.core.sidecars import sidecar_of
+
+__all__ = ["carry_labels", "make_dirs", "write_file"]
+
+
+async def write_file(
+    guarded: GuardedStore,
+    rel: VPath,
+    data: bytes,
+    mode: WriteMode,
+    if_version: str | None,
+    parents: bool,
+) -> FileInfo:
+    """Write ``rel``; when its parent is missing and ``parents``, create it and write again."""
+    try:
+        return await guarded.write(rel, data, mode=mode, if_version=if_version)
+    except NotFoundError:
+        if not parents or rel.parent.is_root:
+            raise
+    await make_dirs(guarded, rel.parent)
+    return await guarded.write(rel, data, mode=mode, if_version=if_version)
+
+
+async def carry_labels(
+    guarded: GuardedStore, rel: VPath, labels: Labels | None, head: bytes
+) -> None:
+    """Before a file with ``labels`` lands at ``rel``: write the sidecar that keeps it as
+    hard to read as it was (a copy, a move, a backup; see ``GuardedStore.carried_labels``)."""
+    sidecar = await guarded.carried_labels(rel, labels, head)
+    if sidecar is not None:
+        await write_file(guarded, sidecar_of(rel), sidecar, WriteMode.OVERWRITE, None, True)
+
+
+async def make_dirs(guarded: GuardedStore, rel: VPath, *, exist_ok: bool = True) -> None:
+    """Create ``rel`` and its parents without stat (works on write-only mounts too)."""
+    for depth in range(1, len(rel.parts) + 1):
+        try:
+            await guarded.mkdir(VPath(rel.parts[:depth]))
+        except AlreadyExistsError:
+            if depth == len(rel.parts) and not exist_ok:
+                raise
