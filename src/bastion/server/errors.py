@@ -107,7 +107,10 @@ def describe(exc: BaseException) -> tuple[int, str, str]:
         log.error("unexpected %s while serving a request", type(exc).__name__)
         message = "internal error; the server log has the exception type"
     elif isinstance(exc, ConfigurationError):
-        message = "this server is not configured for that request"
+        message = (
+            "this server is not set up for that request "
+            "(a search mode or an index it does not have)"
+        )
     elif isinstance(exc, ValueError):
         message = "an argument is out of range; check the request's parameters"
     elif isinstance(exc, BastionError | ApiError):

@@ -30,8 +30,10 @@ _MAX_UPLOAD_FILES = 20
 _MODES = ("bm25", "vector", "hybrid")
 
 
-def _mode(body: Mapping[str, Any]) -> str:
-    mode = text(body, "mode", "hybrid") or "hybrid"
+def _mode(body: Mapping[str, Any], ws: Any) -> str:
+    """The mode asked for; by default hybrid where the index offers it, else bm25."""
+    default = "hybrid" if "hybrid" in ws.search_modes else "bm25"
+    mode = text(body, "mode", default) or default
     if mode not in _MODES:
         raise ApiError(400, "bad_field", f"'mode' must be one of {', '.join(_MODES)}")
     return mode
@@ -52,7 +54,7 @@ async def search(request: Request) -> Response:
     body = await body_json(request) if request.method == "POST" else request.query_params
     result = await ws.search(
         required(body, "query"),
-        mode=_mode(body),
+        mode=_mode(body, ws),
         k=integer(body, "k", 10, low=1, high=_MAX_K) or 10,
         path=text(body, "path", "/") or "/",
         filter=_filter(body) if request.method == "POST" else None,
@@ -112,7 +114,7 @@ async def ask(request: Request) -> Response:
         raise ApiError(413, "limit_exceeded", f"the question is over {_MAX_QUESTION} characters")
     options: dict[str, Any] = {
         "k": integer(body, "k", 8, low=1, high=_MAX_K) or 8,
-        "mode": _mode(body),
+        "mode": _mode(body, ws),
         "path": text(body, "path", "/") or "/",
         "filter": _filter(body),
     }

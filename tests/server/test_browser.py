@@ -1,0 +1,183 @@
+"""The web page in a real browser: Playwright driving Debian's Chromium (``make browser``
+installs both; nothing is downloaded at run time). Each step saves a screenshot under the
+test's temp folder, and the test checks it: a PNG of the viewport's size, and the elements
+that step is about present on the page."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+from bastion.server.demo import demo_app
+
+from .support import running
+
+QUESTION = "What is the salary band for a senior engineer?"
+DESKTOP = {"width": 1200, "height": 900}
+PHONE = {"width": 390, "height": 844}
+
+
+def chromium() -> str:
+    """Debian's Chromium: the real binary behind /usr/bin/chromium, or $BASTION_CHROMIUM."""
+    for candidate in (
+        os.environ.get("BASTION_CHROMIUM"),
+        "/usr/lib/chromium/chromium",
+        shutil.which("chromium"),
+    ):
+        if candidate and Path(candidate).is_file():
+            return candidate
+    pytest.fail("no Chromium found: run `make browser` (apt-get install chromium) first")
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with running(demo_app(tmp_path_factory.mktemp("demo"))) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
+        yield launched
+        launched.close()
+
+
+class Shots:
+    """Screenshots of each step, checked as they are taken."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.taken: list[Path] = []
+
+    def take(self, page: Page, name: str) -> Path:
+        path = self.folder / f"{len(self.taken) + 1:02d}-{name}.png"
+        page.screenshot(path=str(path))
+        data = path.read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n", name
+        width, height = struct.unpack(">II", data[16:24])
+        size = page.viewport_size
+        assert size is not None
+        assert (width, height) == (size["width"], size["height"]), name
+        assert len(data) > 5_000, f"{name}: the screenshot looks blank"
+        self.taken.append(path)
+        return path
+
+
+def _sign_in_with_keyboard(page: Page, site: str, user: str) -> None:
+    page.goto(site)
+    expect(page.locator("#demo-form")).to_be_visible()
+    page.locator("#demo-user").focus()
+    page.locator("#demo-user").select_option(user)
+    page.keyboard.press("Tab")  # to "Sign in as this user"
+    page.keyboard.press("Enter")
+    expect(page.locator("#whoami")).to_contain_text(f"Signed in as {user}")
+    expect(page.locator("#question")).to_be_focused()
+
+
+def _ask(page: Page, question: str) -> None:
+    page.keyboard.type(question)
+    page.keyboard.press("Enter")
+    expect(page.locator("#verdict")).not_to_be_empty(timeout=15_000)
+
+
+def _visible_tree(page: Page) -> list[str]:
+    page.locator('nav button[data-tab="files"]').click()
+    expect(page.locator("#tree li").first).to_be_visible()
+    return page.locator("#tree li").all_inner_texts()
+
+
+def test_two_users_ask_the_same_question(browser: Browser, site: str, tmp_path: Path) -> None:
+    shots = Shots(tmp_path)
+    mei = browser.new_page(viewport=DESKTOP)
+    _sign_in_with_keyboard(mei, site, "mei")
+    shots.take(mei, "mei-signed-in")
+    _ask(mei, QUESTION)
+    expect(mei.locator("#answer")).to_contain_text("$128,000")
+    expect(mei.locator("#citations li")).to_have_count(1)
+    expect(mei.locator("#citations li")).to_have_text("/larkspur/hr/salary-bands.md:9-17")
+    shots.take(mei, "mei-answer")
+    # The numbered reference in the answer opens the cited lines.
+    mei.locator("#answer .ref").first.focus()
+    mei.keyboard.press("Enter")
+    expect(mei.locator("#viewer-path")).to_have_text("/larkspur/hr/salary-bands.md:9-17")
+    expect(mei.locator("#viewer-text")).to_contain_text("128,000")
+    shots.take(mei, "mei-cited-lines")
+
+    zoe = browser.new_page(viewport=DESKTOP)
+    _sign_in_with_keyboard(zoe, site, "zoe")
+    _ask(zoe, QUESTION)
+    expect(zoe.locator("#answer")).to_contain_text("$92,000")
+    expect(zoe.locator("#citations li")).to_have_text("/tidewater/hr/salary-bands.md:9-15")
+    assert "128,000" not in zoe.locator("#answer").inner_text()
+    shots.take(zoe, "zoe-answer")
+
+    ana = browser.new_page(viewport=DESKTOP)
+    _sign_in_with_keyboard(ana, site, "ana")
+    _ask(ana, QUESTION)
+    expect(ana.locator("#answer")).to_have_text("No authorized documents found.")
+    expect(ana.locator("#citations li")).to_have_count(0)
+    shots.take(ana, "ana-refused")
+    assert len(shots.taken) == 5
+
+
+def test_upload_then_find_it_and_hidden_files_never_appear(
+    browser: Browser, site: str, tmp_path: Path
+) -> None:
+    shots = Shots(tmp_path)
+    ana = browser.new_page(viewport=DESKTOP)
+    _sign_in_with_keyboard(ana, site, "ana")
+    tree = _visible_tree(ana)
+    assert "/larkspur/handbook/travel-and-expenses.md" in tree
+    assert not any("/hr/" in path or "tidewater" in path for path in tree)
+    shots.take(ana, "ana-files")
+    note = tmp_path / "heron-notes.md"
+    note.write_text("# Heron notes\n\nThe marmalade checklist lives in the east wing.\n")
+    expect(ana.locator("#upload-dir")).to_have_value("/uploads")
+    ana.locator("#upload-file").set_input_files(str(note))
+    ana.locator("#upload-form button").click()
+    expect(ana.locator("#upload-status")).to_have_text(
+        "Uploaded /uploads/heron-notes.md and indexed."
+    )
+    ana.locator("#search").fill("marmalade checklist")
+    ana.locator("#search").press("Enter")
+    expect(ana.locator("#hits li").first).to_contain_text("/uploads/heron-notes.md")
+    shots.take(ana, "ana-found-upload")
+    ana.locator("#search").fill("salary band senior engineer")
+    ana.locator("#search").press("Enter")
+    expect(ana.locator("#hits li")).to_have_text(["No results."])
+    assert "salary-bands" not in ana.content()
+    # Not in the page source after any step either: the audit tab is not offered.
+    expect(ana.locator('nav button[data-tab="audit"]')).to_be_hidden()
+    shots.take(ana, "ana-hidden-search")
+
+
+def test_operators_see_audit_and_index_on_a_phone(
+    browser: Browser, site: str, tmp_path: Path
+) -> None:
+    shots = Shots(tmp_path)
+    sam = browser.new_page(viewport=PHONE)
+    _sign_in_with_keyboard(sam, site, "sam")
+    overflow = sam.evaluate(
+        "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+    )
+    assert overflow <= 0
+    shots.take(sam, "phone-signed-in")
+    sam.locator('nav button[data-tab="index"]').click()
+    sam.locator("#repair").click()
+    expect(sam.locator("#index-result")).to_contain_text("Done: indexed", timeout=15_000)
+    shots.take(sam, "phone-index")
+    sam.locator('nav button[data-tab="audit"]').click()
+    expect(sam.locator("#audit-table tbody tr").first).to_be_visible()
+    assert "sam" in sam.locator("#audit-table").inner_text()
+    overflow = sam.evaluate(
+        "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+    )
+    assert overflow <= 0
+    shots.take(sam, "phone-audit")
