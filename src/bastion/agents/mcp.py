@@ -12,6 +12,7 @@ it. Start one server per principal (or put an authenticating front before it).
 
 from __future__ import annotations
 
+from importlib.metadata import version
 from typing import Any
 
 from mcp import types
@@ -28,7 +29,6 @@ def mcp_server(
     toolset: Toolset, *, name: str = "bastion", instructions: str | None = None
 ) -> Server[Any]:
     """A low-level MCP :class:`~mcp.server.Server` serving ``toolset``."""
-    from bastion import __version__
 
     listed = [
         types.Tool(
@@ -57,7 +57,7 @@ def mcp_server(
 
     return Server(
         name,
-        version=__version__,
+        version=version("bastion"),  # the installed distribution's
         instructions=instructions if instructions is not None else toolset.filesystem_map(),
         get_tool_input_schema=schemas.get,
         on_list_tools=list_tools,

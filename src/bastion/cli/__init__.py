@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import click
 
-from bastion import __version__
 from bastion.cli.common import BastionGroup
 
 __all__ = ["main"]
@@ -20,7 +19,7 @@ __all__ = ["main"]
     epilog="Exit codes: 0 ok, 1 error, 2 usage, 3 an index run skipped files, "
     "4 an answer failed its verification. See docs/cli.md.",
 )
-@click.version_option(__version__, prog_name="bastion")
+@click.version_option(package_name="bastion", prog_name="bastion")
 def main() -> None:
     """Bastion: a governed workspace for AI agents.
 

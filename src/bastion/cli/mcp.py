@@ -119,8 +119,8 @@ def _workspace(
     keyword_only: bool,
 ) -> Iterator[Any]:
     """The workspace to serve, built by the one workspace-file schema, closed on leaving."""
-    from bastion import Principal
     from bastion.config import KnowledgeConfig, WorkspaceConfig, folder_config
+    from bastion.core.principal import Principal
 
     if not mounts and config is None:
         with _demo() as ws:

@@ -117,18 +117,28 @@ class Rule:
             description=who.get("description", ""),
         )
 
-    def applies(
-        self, principal: Principal, roles: frozenset[str], action: Action, path: VPath
-    ) -> bool:
+    @property
+    def globs(self) -> tuple[Glob, ...]:
+        """The rule's path patterns, compiled once (one per entry of ``paths``)."""
+        return self._globs
+
+    def concerns(self, principal: Principal, roles: frozenset[str], action: Action) -> bool:
+        """True when the rule speaks about ``action`` for ``principal`` (with its effective
+        ``roles``), wherever it is done: :meth:`applies` without the path."""
         if action not in self.actions:
             return False
         if self.principals and principal.id not in self.principals:
             return False
         if self.tenants and principal.tenant not in self.tenants:
             return False
-        if self.roles and not (self.roles & roles):
-            return False
-        return any(glob.matches(path) for glob in self._globs)
+        return not self.roles or bool(self.roles & roles)
+
+    def applies(
+        self, principal: Principal, roles: frozenset[str], action: Action, path: VPath
+    ) -> bool:
+        return self.concerns(principal, roles, action) and any(
+            glob.matches(path) for glob in self._globs
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,7 @@ from bastion.core.errors import BastionError, ConfigurationError
 from bastion.core.globs import Glob
 from bastion.core.models import Action, Scope
 from bastion.core.paths import VPath
-from bastion.core.policy import Effect, Policy, Rule
+from bastion.core.policy import Effect, Policy
 from bastion.core.principal import Principal, labels_admit
 from bastion.workspace.workspace import Workspace
 
@@ -219,23 +219,14 @@ def may_allow(
     """True when some path at or under ``prefix`` may be allowed ``action``: a rule for the
     principal allows it somewhere there before any rule denies the whole subtree."""
     for rule in policy.rules:
-        if action not in rule.actions or not _applies_to(rule, principal, roles):
+        if not rule.concerns(principal, roles, action):
             continue
-        globs = [Glob.compile(p) for p in rule.paths]
         if rule.effect is Effect.ALLOW:
-            if any(g.matches(prefix) or g.could_match_below(prefix) for g in globs):
+            if any(g.matches(prefix) or g.could_match_below(prefix) for g in rule.globs):
                 return True
-        elif any(_covers(g, prefix) for g in globs):
+        elif any(_covers(g, prefix) for g in rule.globs):
             return False
     return False
-
-
-def _applies_to(rule: Rule, principal: Principal, roles: frozenset[str]) -> bool:
-    if rule.principals and principal.id not in rule.principals:
-        return False
-    if rule.tenants and principal.tenant not in rule.tenants:
-        return False
-    return not rule.roles or bool(rule.roles & roles)
 
 
 def _covers(glob: Glob, prefix: VPath) -> bool:
