@@ -160,7 +160,7 @@ def test_a_failed_verification_exits_2_and_says_why(
         "--chat-model",
         "forger",
     )
-    assert result.exit_code == 2, result.output
+    assert result.exit_code == 4, result.output  # EXIT_UNVERIFIED (2 is a usage error)
     assert "VERIFICATION FAILED:" in result.output
     assert re.search(r"cites §f{32}, which is not one of the answer's contexts", result.output)
     assert forging_chat.bodies[0]["auth"] == "Bearer sk-cli-key"

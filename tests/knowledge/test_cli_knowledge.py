@@ -22,7 +22,7 @@ def test_index_then_search_a_folder(tmp_path: Path) -> None:
     index = tmp_path / "idx"
     runner = CliRunner()
     done = runner.invoke(main, ["index", str(docs), "--index", str(index), "--keyword-only"])
-    assert done.exit_code == 0, done.output
+    assert done.exit_code == 3, done.output  # EXIT_SKIPPED: the run skipped logo.png
     assert "indexed 2 files (2 chunks), skipped 1" in done.output
     assert "/logo.png: unsupported type" in done.output
     found = runner.invoke(main, ["search", "canary deploy", "--index", str(index)])

@@ -483,3 +483,37 @@ def acting(config: WorkspaceConfig | None, principal: Principal | None) -> Princ
 
 def fatal(message: str, code: str = "error") -> NoReturn:
     raise CliError(message, code=code)
+
+
+class Progress:
+    """Progress of a long job on stderr: a bar on a terminal, else a line every 10% (and at
+    the end); nothing with ``-q``. Call it as ``progress(done, total, path)``."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.enabled = not options().quiet
+        self.tty = self.enabled and sys.stderr.isatty()
+        self._bar: Any = None
+        self._shown = -1
+
+    def __call__(self, done: int, total: int, _path: str = "") -> None:
+        if not self.enabled or total <= 0:
+            return
+        if self.tty:
+            if self._bar is None:
+                self._bar = click.progressbar(
+                    length=total, label=self.label, show_pos=True, file=sys.stderr
+                )
+                self._bar.__enter__()
+            self._bar.length = total
+            self._bar.update(done - self._bar.pos)
+            return
+        tenth = done * 10 // total
+        if tenth > self._shown:
+            self._shown = tenth
+            click.echo(f"{self.label}: {done}/{total}", err=True)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(None, None, None)
+            self._bar = None

@@ -1,16 +1,16 @@
-"""``bastion index``, ``bastion search`` and ``bastion eval``: thin shells over the library.
+"""``bastion index``, ``search``, ``reindex`` and ``eval``: thin shells over the library.
 
-``index`` mounts a folder read-only at ``/`` and indexes it into an index folder (default
-``.bastion/index`` in the current directory); ``search`` opens that index again; ``eval`` loads a
-BEIR dataset into a scratch workspace, indexes it and scores a search mode. With ``--config``,
-``index``, ``reindex`` and ``search`` use a workspace file (``bastion.toml``) instead: its
-mounts, labels, policy, principal and ``[knowledge]`` index. Either way the workspace is built
-by the one workspace-file schema (``bastion.config``).
+The workspace is the one of the shared options (``--config``, else ``./bastion.toml``) and its
+``[knowledge]`` index. Without a workspace file, ``index PATH`` mounts a folder read-only at
+``/`` and indexes it into an index folder (``--index``, default ``.bastion/index``) that
+``search``, ``reindex`` and ``ask`` open again. ``eval`` loads a BEIR dataset into a scratch
+workspace, indexes it and scores a search mode. Either way the workspace is built by the one
+workspace-file schema (``bastion.config``). Every command takes ``--json``; ``search`` and
+``ask`` act for ``--as``/``--token`` like every file command.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import tempfile
 from pathlib import Path
@@ -18,7 +18,20 @@ from typing import Any
 
 import click
 
-__all__ = ["eval_command", "index_command", "reindex_command", "search_command"]
+from bastion.cli.common import (
+    EXIT_SKIPPED,
+    CliError,
+    Progress,
+    common_options,
+    emit,
+    note,
+    options,
+    principal_dict,
+    resolve_principal,
+    settings,
+)
+
+__all__ = ["eval_command", "index_command", "indexed_settings", "reindex_command", "search_command"]
 
 _STATE = "bastion-cli.json"
 _DEFAULT_INDEX = Path(".bastion/index")
@@ -33,39 +46,53 @@ def _settings(root: Path, index_dir: Path, *, dense: bool) -> Any:
     return folder_config([("/", root, "read_only")], knowledge=knowledge)
 
 
-def _from_config(config: Path) -> tuple[Any, bool]:
-    """A workspace file with an index, and whether that index has embeddings. The file says
-    where the index is: options that would say it too are refused, never ignored."""
-    from bastion.config import WorkspaceConfig
-
+def _explicit(name: str) -> bool:
     context = click.get_current_context()
+    return (
+        name in context.params
+        and context.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT
+    )
+
+
+def _from_config(config: Path | None = None) -> tuple[Any, bool]:
+    """The workspace file of this command with an index, and whether that index has
+    embeddings. The file says where the index is: options that would say it too are refused,
+    never ignored."""
     given = [
         f"--{name.replace('_dir', '').replace('_', '-')}"
         for name in ("index_dir", "rebuild", "keyword_only")
-        if name in context.params
-        and context.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT
+        if _explicit(name)
     ]
     if given:
         raise click.UsageError(f"--config takes the index from the file: drop {', '.join(given)}")
+    if config is not None:
+        from bastion.config import WorkspaceConfig
 
-    settings = WorkspaceConfig.from_file(config)
-    if settings.knowledge is None:
-        raise click.ClickException(f"{config}: needs a [knowledge] table (the index folder)")
-    return settings, settings.knowledge.embedder == "local"
+        found: Any = WorkspaceConfig.from_file(config)
+        where = str(config)
+    else:
+        found = settings()
+        where = str(options().config or "bastion.toml")
+    if found.knowledge is None:
+        raise CliError(f"{where}: needs a [knowledge] table (the index folder)", code="no_index")
+    return found, found.knowledge.embedder == "local"
 
 
-_CONFIG = click.option(
-    "--config",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    default=None,
-    help="A workspace file (bastion.toml): its mounts, policy, principal and [knowledge] index.",
-)
+def _uses_config() -> bool:
+    """A workspace file decides (``--config``, or ``./bastion.toml`` unless ``--index`` names
+    an index folder)."""
+    from bastion.cli.common import config_path
+
+    if options().config is not None:
+        return True
+    return not _explicit("index_dir") and config_path(required=False) is not None
 
 
 def indexed_settings(config: Path | None, index_dir: Path) -> tuple[Any, bool]:
-    """The workspace a search-side command opens: the workspace file ``config``, else the
-    folder `bastion index` indexed into ``index_dir``; and whether its index has embeddings."""
-    if config is not None:
+    """The workspace a search-side command opens: the workspace file (``config``, else the
+    shared ``--config`` or ``./bastion.toml``), else the folder `bastion index` indexed into
+    ``index_dir``; and whether its index has embeddings."""
+    if config is not None or _uses_config():
         return _from_config(config)
     root, dense = _indexed(index_dir)
     return _settings(root, index_dir, dense=dense), dense
@@ -75,7 +102,7 @@ def _indexed(index_dir: Path) -> tuple[Path, bool]:
     """The folder `bastion index` indexed into ``index_dir``, and whether it has embeddings."""
     state = index_dir / _STATE
     if not state.exists():
-        raise click.ClickException(f"no index in {index_dir}; run `bastion index PATH` first")
+        raise CliError(f"no index in {index_dir}; run `bastion index PATH` first", code="no_index")
     known = json.loads(state.read_text(encoding="utf-8"))
     return Path(known["root"]), not known.get("keyword_only", False)
 
@@ -88,131 +115,161 @@ async def _repair(ws: Any, progress: Any) -> Any:
     return await link.reindex(ws.policy.classifications, progress)
 
 
-@click.command("index")
-@click.argument(
-    "path", type=click.Path(exists=True, file_okay=False, path_type=Path), required=False
-)
-@click.option(
+def _summary(summary: Any) -> None:
+    """Print an index run's summary; exit with :data:`EXIT_SKIPPED` when files were skipped."""
+    data = {
+        "indexed": summary.indexed,
+        "chunks": summary.chunks,
+        "unchanged": summary.unchanged,
+        "removed": summary.removed,
+        "skipped": dict(sorted(summary.skipped.items())),
+        "seconds": round(summary.seconds, 3),
+    }
+    emit(data, summary.format)
+    if summary.skipped:
+        raise SystemExit(EXIT_SKIPPED)
+
+
+def _run_repair(settings_: Any, label: str) -> Any:
+    from bastion.workspace.sync import run_blocking
+
+    progress = Progress(label)
+    try:
+        with settings_.opened() as ws:
+            return run_blocking(_repair(ws, progress))
+    finally:
+        progress.close()
+
+
+_INDEX_OPTION = click.option(
     "--index",
     "index_dir",
     type=click.Path(path_type=Path),
     default=_DEFAULT_INDEX,
     show_default=True,
-    help="Folder of the index (created if missing).",
+    help="Index folder of `bastion index PATH` (without a workspace file).",
 )
+
+
+@click.command("index")
+@click.argument(
+    "path", type=click.Path(exists=True, file_okay=False, path_type=Path), required=False
+)
+@_INDEX_OPTION
 @click.option("--rebuild", is_flag=True, help="Throw the index away and index everything again.")
 @click.option("--keyword-only", is_flag=True, help="No embeddings: BM25 search only.")
-@_CONFIG
-def index_command(
-    path: Path | None, index_dir: Path, rebuild: bool, keyword_only: bool, config: Path | None
-) -> None:
-    """Index the documents of the folder PATH (Markdown, text, HTML, PDF, DOCX), or every
-    mount of a --config workspace file into its [knowledge] index."""
-    from bastion.core.errors import BastionError
-
-    if (path is None) == (config is None):
-        raise click.UsageError("give a folder PATH or --config FILE (one of them)")
-    if config is not None:
-        try:
-            settings, _dense = _from_config(config)
-            with settings.opened() as ws:
-                summary = asyncio.run(_repair(ws, None))
-        except BastionError as exc:
-            raise click.ClickException(str(exc)) from exc
-        click.echo(summary.format())
+@common_options(identity=False)
+def index_command(path: Path | None, index_dir: Path, rebuild: bool, keyword_only: bool) -> None:
+    """Index every mount of the workspace file into its [knowledge] index, or the documents
+    of the folder PATH (Markdown, text, HTML, PDF, DOCX) into --index. Exit code 3 when
+    files were skipped (each is named once, with its reason)."""
+    if path is None:
+        if options().config is None and settings(required=False) is None:
+            raise click.UsageError(
+                "give a folder PATH, or run it where a bastion.toml is (or pass --config FILE)"
+            )
+        found, _dense = _from_config()
+        _summary(_run_repair(found, "indexing"))
         return
-    assert path is not None
+    if options().config is not None:
+        raise click.UsageError("give a folder PATH or --config FILE (one of them)")
     root = path.resolve()
     index_dir.mkdir(parents=True, exist_ok=True)
     state = index_dir / _STATE
     if state.exists() and not rebuild:
         known = json.loads(state.read_text(encoding="utf-8"))
         if known.get("keyword_only") != keyword_only:
-            raise click.ClickException(
+            raise CliError(
                 "this index was built with"
-                f"{'out' if known.get('keyword_only') else ''} embeddings; pass --rebuild"
+                f"{'out' if known.get('keyword_only') else ''} embeddings; pass --rebuild",
+                code="index_mismatch",
             )
     if rebuild and index_dir.exists():
         import shutil
 
         shutil.rmtree(index_dir)
         index_dir.mkdir(parents=True)
-    try:
-        ws = _settings(root, index_dir, dense=not keyword_only).build()
-        state.write_text(json.dumps({"root": str(root), "keyword_only": keyword_only}))
-        with click.progressbar(length=1, label="indexing", show_pos=True) as bar:
+    found = _settings(root, index_dir, dense=not keyword_only)
+    state.write_text(json.dumps({"root": str(root), "keyword_only": keyword_only}))
+    # Indexing reads as the system (every file, whatever its labels); an existing index is
+    # only brought up to date (changed, new and deleted files).
+    _summary(_run_repair(found, "indexing"))
 
-            def progress(done: int, total: int, _path: str) -> None:
-                bar.length = total
-                bar.update(done - bar.pos)
 
-            # Indexing reads as the system (every file, whatever its labels); an existing
-            # index is only brought up to date (changed, new and deleted files).
-            summary = asyncio.run(_repair(ws, progress))
-    except BastionError as exc:
-        raise click.ClickException(str(exc)) from exc
-    click.echo(summary.format())
+def hit_dict(hit: Any) -> dict[str, Any]:
+    return {
+        "path": hit.path,
+        "start_line": hit.start_line,
+        "end_line": hit.end_line,
+        "score": hit.score,
+        "section": hit.section,
+        "title": hit.title,
+        "snippet": hit.snippet,
+        "related_to": hit.related_to,
+    }
 
 
 @click.command("search")
 @click.argument("query")
-@click.option(
-    "--index",
-    "index_dir",
-    type=click.Path(path_type=Path),
-    default=_DEFAULT_INDEX,
-    show_default=True,
-)
+@_INDEX_OPTION
 @click.option(
     "--mode", type=_MODES, default=None, help="Default: hybrid, or bm25 for a keyword-only index."
 )
 @click.option("-k", type=click.IntRange(1, 1000), default=10, show_default=True)
+@click.option("--path", "under", default="/", show_default=True, help="Only under this folder.")
 @click.option("--related", is_flag=True, help="Add documents one relation away from the hits.")
-@_CONFIG
+@common_options()
 def search_command(
-    query: str, index_dir: Path, mode: str | None, k: int, related: bool, config: Path | None
+    query: str, index_dir: Path, mode: str | None, k: int, under: str, related: bool
 ) -> None:
-    """Search an index built by `bastion index` (with --config: as the file's principal)."""
-    from bastion.core.errors import BastionError
+    """Search the workspace's index as --as USER (or --token) may see it."""
+    from bastion.cli.session import open_session
 
-    try:
-        settings, dense = indexed_settings(config, index_dir)
-        ws = settings.build()
-        result = asyncio.run(
-            ws.search(query, mode=mode or ("hybrid" if dense else "bm25"), k=k, related=related)
-        )
-    except BastionError as exc:
-        raise click.ClickException(str(exc)) from exc
-    click.echo(result.format())
+    found, dense = indexed_settings(None, index_dir)
+    chosen = mode or ("hybrid" if dense else "bm25")
+    with open_session(found, resolve_principal(found), index=True) as session:
+        result = session.ws.search(query, mode=chosen, k=k, path=under, related=related)
+        hidden = _search_hidden(session, query, chosen, k, result)
+        if hidden:
+            note(f"note: {session.hidden_note('that match ')}")
+        data = {
+            "query": query,
+            "mode": result.mode,
+            "principal": principal_dict(session.principal) if session.principal else None,
+            "hits": [hit_dict(hit) for hit in result.hits],
+            "hidden": hidden,
+        }
+        emit(data, result.format)
+
+
+def _search_hidden(session: Any, query: str, mode: str, k: int, result: Any) -> bool:
+    """True when the index's own best ``k`` hold a document this principal may not read
+    (one bit: never which, nor how many)."""
+    if session.principal is None or session.knowledge is None:
+        return False
+    from bastion.workspace.sync import run_blocking
+
+    raw = run_blocking(session.knowledge.search(query, mode=mode, k=k))
+    shown = {hit.path for hit in result.hits}
+    others = {hit.chunk.doc.path for hit in raw} - shown
+    return any(not session.ws.exists(path) for path in sorted(others))
 
 
 @click.command("reindex")
-@click.option(
-    "--index",
-    "index_dir",
-    type=click.Path(path_type=Path),
-    default=_DEFAULT_INDEX,
-    show_default=True,
-)
-@_CONFIG
-def reindex_command(index_dir: Path, config: Path | None) -> None:
-    """Repair an index built by `bastion index`: index files that are missing or changed
-    since, drop documents whose files are gone (after a crash, or edits made without it)."""
-    from bastion.core.errors import BastionError
-
-    try:
-        settings, _ = indexed_settings(config, index_dir)
-        ws = settings.build()
-        summary = asyncio.run(_repair(ws, None))
-    except BastionError as exc:
-        raise click.ClickException(str(exc)) from exc
-    click.echo(summary.format())
+@_INDEX_OPTION
+@common_options(identity=False)
+def reindex_command(index_dir: Path) -> None:
+    """Repair the index: index files that are missing or changed since, drop documents whose
+    files are gone (after a crash, or edits made without it). Exit code 3 when files were
+    skipped."""
+    found, _ = indexed_settings(None, index_dir)
+    _summary(_run_repair(found, "reindexing"))
 
 
 @click.command("eval")
 @click.argument("dataset", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--mode", type=_MODES, default="hybrid", show_default=True)
-@click.option("--split", default="test", show_default=True)
+@click.option("--split", default="test", show_default=True, help="A file qrels/SPLIT.tsv.")
 @click.option(
     "--out",
     type=click.Path(path_type=Path),
@@ -220,21 +277,37 @@ def reindex_command(index_dir: Path, config: Path | None) -> None:
     show_default=True,
     help="Folder for the run record (JSON).",
 )
-@click.option("--limit", type=int, default=None, help="Only the first N documents (smoke test).")
+@click.option(
+    "--limit",
+    type=click.IntRange(1),
+    default=None,
+    help="Only the first N documents (smoke test).",
+)
+@common_options(identity=False)
 def eval_command(dataset: Path, mode: str, split: str, out: Path, limit: int | None) -> None:
     """Score a search mode on a BEIR-format DATASET (corpus.jsonl, queries.jsonl, qrels/)."""
-    from bastion.core.errors import BastionError
     from bastion.knowledge.eval import evaluate_workspace
 
-    try:
-        with tempfile.TemporaryDirectory(prefix="bastion-eval-") as tmp:
-            record = evaluate_workspace(
-                dataset, mode=mode, split=split, index_dir=Path(tmp), limit=limit, echo=click.echo
-            )
-    except BastionError as exc:
-        raise click.ClickException(str(exc)) from exc
+    splits = sorted(p.stem for p in (dataset / "qrels").glob("*.tsv"))
+    if splits and split not in splits:
+        raise click.BadParameter(
+            f"{split!r}: {dataset.name} has the splits {', '.join(splits)}", param_hint="--split"
+        )
+    say = (lambda line: None) if options().quiet else (lambda line: click.echo(line, err=True))
+    with tempfile.TemporaryDirectory(prefix="bastion-eval-") as tmp:
+        record = evaluate_workspace(
+            dataset, mode=mode, split=split, index_dir=Path(tmp), limit=limit, echo=say
+        )
     saved = record.save(out)
     shown = ("ndcg@10", "recall@10", "recall@100", "mrr@10", "latency_p50_ms")
     figures = ", ".join(f"{k} {record.figures[k]:.4f}" for k in shown if k in record.figures)
-    click.echo(f"{record.dataset} {mode}: {figures}")
-    click.echo(f"run record: {saved}")
+    emit(
+        {
+            "dataset": record.dataset,
+            "mode": mode,
+            "split": split,
+            "figures": dict(record.figures),
+            "record": str(saved),
+        },
+        f"{record.dataset} {mode}: {figures}\nrun record: {saved}",
+    )

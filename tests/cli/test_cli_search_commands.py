@@ -1,0 +1,80 @@
+"""``index``, ``search``, ``reindex`` and ``ask`` on the demo workspace file, as its users."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import Run, as_json, error_of
+
+
+@pytest.fixture
+def indexed(demo: Path, run: Run) -> Path:
+    done = run("index", "--json")
+    assert done.exit_code == 0, done.output
+    assert as_json(done)["indexed"] == 17 and as_json(done)["skipped"] == {}
+    return demo
+
+
+def test_search_shows_what_the_user_may_read_and_says_more_is_hidden(
+    indexed: Path, run: Run
+) -> None:
+    ana = run("search", "--as", "ana", "salary bands")
+    assert ana.exit_code == 0, ana.output
+    assert "salary-bands" not in ana.stdout
+    assert "note: some documents that match are not visible to ana@larkspur" in ana.stderr
+    mei = as_json(run("search", "--as", "mei", "salary bands", "--json"))
+    assert mei["hits"][0]["path"] == "/larkspur/hr/salary-bands.md"
+    assert mei["principal"]["id"] == "mei"
+    assert all(hit["path"].startswith("/larkspur/") for hit in mei["hits"])
+    lena = as_json(run("search", "--as", "lena", "parental leave", "-k", "1", "--json"))
+    assert lena["hits"][0]["path"] == "/larkspur/handbook/leave-policy.md"
+    assert lena["hidden"] is False
+
+
+def test_ask_answers_with_structured_citations(indexed: Path, run: Run) -> None:
+    result = run("ask", "--as", "ana", "How many days of paid vacation?", "--json")
+    assert result.exit_code == 0, result.output
+    data = as_json(result)
+    assert "25 days" in data["answer"] and "§" not in data["answer"]
+    assert data["citations"][0]["n"] == 1
+    assert data["citations"][0]["path"] == "/larkspur/handbook/leave-policy.md"
+    assert data["principal"]["tenant"] == "larkspur"
+    refused = as_json(run("ask", "--as", "gus", "What is the salary band for L4?", "--json"))
+    assert "128,000" not in str(refused)
+
+
+def test_ask_needs_someone_to_ask(indexed: Path, run: Run) -> None:
+    result = run("ask", "anything", "--json")
+    assert result.exit_code == 2 and "--as USER" in error_of(result)["message"]
+
+
+def test_an_index_run_that_skips_files_exits_3(demo: Path, run: Run) -> None:
+    (demo / "corpus" / "larkspur" / "public" / "empty.md").write_text("")
+    result = run("index")
+    assert result.exit_code == 3, result.output
+    assert re.search(r"skipped /larkspur/public/empty\.md: .*", result.stdout)
+    again = run("reindex", "--json")
+    assert again.exit_code == 3 and "/larkspur/public/empty.md" in as_json(again)["skipped"]
+
+
+def test_index_needs_a_folder_or_a_workspace_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run: Run
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = run("index", "--json")
+    assert result.exit_code == 2 and error_of(result)["error"] == "usage"
+
+
+def test_eval_names_the_splits_that_exist(tmp_path: Path, run: Run) -> None:
+    (tmp_path / "qrels").mkdir()
+    (tmp_path / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n")
+    (tmp_path / "qrels" / "dev.tsv").write_text("query-id\tcorpus-id\tscore\n")
+    (tmp_path / "corpus.jsonl").write_text("")
+    result = run("eval", str(tmp_path), "--split", "train", "--json")
+    assert result.exit_code == 2
+    assert "has the splits dev, test" in error_of(result)["message"]
+    nonsense = run("eval", str(tmp_path), "--limit", "0", "--json")
+    assert nonsense.exit_code == 2 and error_of(nonsense)["error"] == "usage"
