@@ -22,10 +22,17 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-unit: $(STAMP)
+unit: $(STAMP) browser
 	$(BIN)/python -m pytest -q
 
 test: lint typecheck unit
+
+# Debian's Chromium for the browser tests (tests/server/test_browser.py): Playwright (a dev
+# dependency) drives it through executable_path, so no browser is ever downloaded.
+.PHONY: browser
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+browser: $(STAMP)
+	command -v chromium >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q chromium; }
 
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
