@@ -11,8 +11,9 @@ and MRR at 1, 3, 5, 10, 100; per query and averaged) by
   the run, as one call from scratch costs, and scoring alone with the evaluator built once.
 
 Both give the same figures (``tests/knowledge/test_eval_reference.py`` asserts it to 1e-9).
-Printed: the median and spread of wall milliseconds over the rounds, and what importing
-each costs (a fresh interpreter each time, median of 7). The machine is
+Printed: the median and spread of wall milliseconds over the rounds with the median CPU
+milliseconds (steadier on a busy machine), and what importing each costs (``-X importtime``,
+a fresh interpreter each time, median of 7). The machine is
 printed first; it is shared, so read the medians.
 """
 
@@ -68,13 +69,15 @@ def pytrec_means(scored: dict[str, dict[str, float]], qrels: dict[str, dict[str,
     return {key: value / len(qrels) for key, value in means.items()}
 
 
-def timed(fn: Callable[[], object], rounds: int) -> list[float]:
-    out = []
+def timed(fn: Callable[[], object], rounds: int) -> tuple[list[float], list[float]]:
+    """(wall ms, CPU ms) of each of ``rounds`` calls."""
+    wall, cpu = [], []
     for _ in range(rounds):
-        t0 = time.perf_counter()
+        w0, c0 = time.perf_counter(), time.process_time()
         fn()
-        out.append((time.perf_counter() - t0) * 1e3)
-    return out
+        cpu.append((time.process_time() - c0) * 1e3)
+        wall.append((time.perf_counter() - w0) * 1e3)
+    return wall, cpu
 
 
 def import_ms(module: str, before: str = "") -> float:
@@ -118,11 +121,12 @@ def main() -> None:
             built.evaluate(run), qrels
         ),
     }
-    print("\n| scorer | median ms | min - max | rounds |\n|---|---:|---:|---:|")
+    print("\n| scorer | wall ms (median) | min - max | CPU ms (median) | rounds |")
+    print("|---|---:|---:|---:|---:|")
     for name, fn in cases.items():
-        ms = timed(fn, args.rounds)
-        print(f"| {name} | {statistics.median(ms):.1f} | {min(ms):.1f} - {max(ms):.1f} | "
-              f"{args.rounds} |")  # fmt: skip
+        wall, cpu = timed(fn, args.rounds)
+        print(f"| {name} | {statistics.median(wall):.1f} | {min(wall):.1f} - {max(wall):.1f} | "
+              f"{statistics.median(cpu):.1f} | {args.rounds} |")  # fmt: skip
 
     print("\n| import (python -X importtime, cumulative, median of 7) | ms |\n|---|---:|")
     print(f"| `import pytrec_eval` | {import_ms('pytrec_eval'):.1f} |")

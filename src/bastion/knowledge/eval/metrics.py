@@ -81,28 +81,28 @@ def ranked_ids(ranking: Ranking) -> list[str]:
 
 def ndcg(ranking: Ranking, judgements: Judgements, k: int) -> float:
     """nDCG@k of one query, as ``trec_eval -m ndcg_cut.k`` computes it."""
-    return _ndcg(ranked_ids(ranking), judgements, _check_k(k))
+    return _figures(ranked_ids(ranking), judgements, (_check_k(k),))[f"ndcg@{k}"]
 
 
 def recall(ranking: Ranking, judgements: Judgements, k: int) -> float:
     """Recall@k of one query: relevant docs in the top k / relevant docs (0 if none)."""
-    return _recall(ranked_ids(ranking), judgements, _check_k(k))
+    return _figures(ranked_ids(ranking), judgements, (_check_k(k),))[f"recall@{k}"]
 
 
 def reciprocal_rank(ranking: Ranking, judgements: Judgements, k: int) -> float:
     """1 / rank of the first doc with grade > 0 within the top k; 0 when there is none."""
-    return _reciprocal_rank(ranked_ids(ranking), judgements, _check_k(k))
+    return _figures(ranked_ids(ranking), judgements, (_check_k(k),))[f"mrr@{k}"]
 
 
 def mean_metric(name: str, rankings: Rankings, qrels: Qrels, k: int) -> float:
     """The mean of metric ``name`` (``ndcg``, ``recall`` or ``mrr``) @k over the judged queries."""
-    metric = _METRICS.get(name)
-    if metric is None:
+    if name not in _METRICS:
         raise ConfigurationError(f"unknown metric {name!r}; use one of {sorted(_METRICS)}")
     _check_k(k)
     if not qrels:
         return 0.0
-    total = math.fsum(metric(_ranked(rankings, qid), qrels[qid], k) for qid in qrels)
+    key = f"{name}@{k}"
+    total = math.fsum(_figures(_ranked(rankings, qid), qrels[qid], (k,))[key] for qid in qrels)
     return total / len(qrels)
 
 
@@ -132,14 +132,7 @@ def evaluate(
     """
     cutoffs = sorted({_check_k(k) for k in ks} | set(_ALWAYS))
     names = [f"{name}@{k}" for k in cutoffs for name in _METRICS]
-    rows: dict[str, dict[str, float]] = {}
-    for qid, judged in qrels.items():
-        ids = _ranked(rankings, qid)
-        rows[qid] = {
-            f"{name}@{k}": metric(ids, judged, k)
-            for k in cutoffs
-            for name, metric in _METRICS.items()
-        }
+    rows = {qid: _figures(_ranked(rankings, qid), judged, cutoffs) for qid, judged in qrels.items()}
     n = len(rows)
     figures = {key: (math.fsum(r[key] for r in rows.values()) / n if n else 0.0) for key in names}
     return Evaluation(
@@ -157,36 +150,40 @@ def evaluate(
     )
 
 
-def _ndcg(ids: Sequence[str], judgements: Judgements, k: int) -> float:
-    ideal = sorted((g for g in judgements.values() if g > 0), reverse=True)[:k]
+_METRICS = ("ndcg", "recall", "mrr")
+
+
+def _figures(
+    ids: Sequence[str], judgements: Judgements, cutoffs: Sequence[int]
+) -> dict[str, float]:
+    """``ndcg@k``, ``recall@k`` and ``mrr@k`` of one query for each k in ``cutoffs`` (ascending),
+    from one pass over its top ``max(cutoffs)``: DCG, ideal DCG and hits are running sums read
+    at each cut-off."""
+    ideal = sorted((g for g in judgements.values() if g > 0), reverse=True)
     if not ideal:
-        return 0.0
-    dcg = 0.0
-    for rank, doc_id in enumerate(ids[:k], start=1):
+        return {f"{name}@{k}": 0.0 for k in cutoffs for name in _METRICS}
+    top = max(cutoffs)
+    dcg, hits, first = 0.0, 0, 0
+    dcg_at, hits_at = [0.0], [0]  # after 0, 1, 2... ranks
+    for rank, doc_id in enumerate(ids[:top], start=1):
         gain = judgements.get(doc_id, 0)
         if gain > 0:
             dcg += gain / math.log2(rank + 1)
-    idcg = 0.0
-    for rank, gain in enumerate(ideal, start=1):
+            hits += 1
+            first = first or rank
+        dcg_at.append(dcg)
+        hits_at.append(hits)
+    idcg, idcg_at = 0.0, [0.0]
+    for rank, gain in enumerate(ideal[:top], start=1):
         idcg += gain / math.log2(rank + 1)
-    return dcg / idcg
-
-
-def _recall(ids: Sequence[str], judgements: Judgements, k: int) -> float:
-    relevant = sum(1 for g in judgements.values() if g > 0)
-    if not relevant:
-        return 0.0
-    return sum(1 for doc_id in ids[:k] if judgements.get(doc_id, 0) > 0) / relevant
-
-
-def _reciprocal_rank(ids: Sequence[str], judgements: Judgements, k: int) -> float:
-    for rank, doc_id in enumerate(ids[:k], start=1):
-        if judgements.get(doc_id, 0) > 0:
-            return 1.0 / rank
-    return 0.0
-
-
-_METRICS = {"ndcg": _ndcg, "recall": _recall, "mrr": _reciprocal_rank}
+        idcg_at.append(idcg)
+    out: dict[str, float] = {}
+    for k in cutoffs:
+        seen = min(k, len(dcg_at) - 1)
+        out[f"ndcg@{k}"] = dcg_at[seen] / idcg_at[min(k, len(idcg_at) - 1)]
+        out[f"recall@{k}"] = hits_at[seen] / len(ideal)
+        out[f"mrr@{k}"] = 1.0 / first if 0 < first <= k else 0.0
+    return out
 
 
 def _ranked(rankings: Rankings, qid: str) -> list[str]:
