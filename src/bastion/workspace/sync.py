@@ -1,60 +1,31 @@
 """The blocking facade, derived mechanically from the async :class:`Workspace`.
 
-Each method is one line: ``name = _blocking(Workspace.name)``. Calls run on one private event
-loop in a background thread, so the facade works from plain scripts, from threads, and from
-code that already runs an event loop (a notebook). ``tests/unit/test_sync_facade.py`` checks
-that every public coroutine method of :class:`Workspace` is here.
+Each method is one line: ``name = _blocking(Workspace.name)``, which runs the coroutine with
+:func:`~bastion.workspace.blocking.run_blocking`: in the calling thread, on Bastion's one shared
+event loop, when no loop runs in that thread (a script, a synchronous agent's tool call: no
+thread hop, and a call that never waits finishes in its first step); handed to that loop when
+one does (a notebook, an async server) or when another thread is driving the loop. The facade
+works from plain code, from many threads at once, and from code that already runs a loop.
+``tests/unit/test_sync_facade.py`` checks that every public coroutine method of
+:class:`Workspace` is here.
 """
 
 from __future__ import annotations
 
-import asyncio
 import functools
-import threading
 from collections.abc import Callable, Coroutine
-from concurrent.futures import Future
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from bastion.core.audit import AuditSink
 from bastion.core.mounts import Mount
 from bastion.core.principal import Principal
+from bastion.workspace.blocking import run_blocking
 from bastion.workspace.workspace import Workspace
 
 __all__ = ["SyncWorkspace", "run_blocking"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
-
-
-class _Portal:
-    """One daemon thread running an event loop; coroutines are submitted to it."""
-
-    _lock = threading.Lock()
-    _loop: asyncio.AbstractEventLoop | None = None
-
-    @classmethod
-    def loop(cls) -> asyncio.AbstractEventLoop:
-        with cls._lock:
-            if cls._loop is None or cls._loop.is_closed():
-                loop = asyncio.new_event_loop()
-                thread = threading.Thread(
-                    target=loop.run_forever, name="bastion-portal", daemon=True
-                )
-                thread.start()
-                cls._loop = loop
-            return cls._loop
-
-    @classmethod
-    def call(cls, coro: Coroutine[Any, Any, R]) -> R:
-        future: Future[R] = asyncio.run_coroutine_threadsafe(coro, cls.loop())
-        return future.result()
-
-
-def run_blocking(coro: Coroutine[Any, Any, R]) -> R:
-    """Run ``coro`` to completion on the facade's event loop and return its result: how
-    blocking adapters (``SyncWorkspace``, a framework's synchronous tool call) reach the
-    async API from any thread, loop or not."""
-    return _Portal.call(coro)
 
 
 def _blocking(
