@@ -20,6 +20,16 @@ from typing import Any, Literal, cast
 
 import click
 
+from bastion.cli.common import (
+    common_options,
+    config_path,
+    note,
+    options,
+    resolve_principal,
+    shown,
+)
+from bastion.core.principal import Principal
+
 __all__ = ["mcp_command"]
 
 _SCOPES = ("read_only", "read_write", "write_only")
@@ -35,13 +45,6 @@ _SCOPES = ("read_only", "read_write", "write_only")
     "or write_only. Repeatable.",
 )
 @click.option(
-    "--config",
-    "config",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="A workspace file (bastion.toml, see docs/configuration.md): mounts, policy, "
-    "principal, index.",
-)
-@click.option(
     "--policy",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="Policy file (TOML or YAML) for --mount. Default: allow everything the mount scopes "
@@ -50,10 +53,16 @@ _SCOPES = ("read_only", "read_write", "write_only")
 @click.option(
     "--principal",
     default=None,
-    help="Who the agent acts for (default: the file's [principal], else agent).",
+    help="Who the agent acts for (default: --as/--token, else the file's [principal], else agent).",
 )
 @click.option(
     "--role", "roles", multiple=True, help="A role of that principal (not the file's). Repeatable."
+)
+@click.option("--tenant", default=None, help="The tenant of that principal (default: default).")
+@click.option(
+    "--clearance",
+    default=None,
+    help="The clearance of that principal: the highest classification it reads (default: public).",
 )
 @click.option("--index", "index_dir", type=click.Path(path_type=Path), help="Index folder.")
 @click.option("--keyword-only", is_flag=True, help="Open the index without embeddings.")
@@ -68,13 +77,19 @@ _SCOPES = ("read_only", "read_write", "write_only")
 @click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True)
-@click.option("--demo", is_flag=True, help="Serve the demo workspace (the default with no mounts).")
+@click.option(
+    "--demo",
+    is_flag=True,
+    help="Serve the demo workspace (the default with no mounts and no bastion.toml here).",
+)
+@common_options()
 def mcp_command(
     mounts: Sequence[str],
-    config: Path | None,
     policy: Path | None,
     principal: str | None,
     roles: Sequence[str],
+    tenant: str | None,
+    clearance: str | None,
     index_dir: Path | None,
     keyword_only: bool,
     style: str,
@@ -84,28 +99,70 @@ def mcp_command(
     port: int,
     demo: bool,
 ) -> None:
-    """Serve a governed workspace's tools over MCP (stdio or streamable HTTP)."""
+    """Serve a governed workspace's tools over MCP (stdio or streamable HTTP), acting for
+    --as USER, --token JWT, or the principal that --principal, --role, --tenant and
+    --clearance name."""
     from bastion.agents.mcp import serve_http, serve_stdio
     from bastion.agents.tools import Toolset
-    from bastion.core.errors import BastionError
 
+    config = options().config
     if demo and (mounts or config):
         raise click.UsageError("--demo takes no --mount or --config")
     if config is not None and (mounts or policy):
         raise click.UsageError(
             "--config takes no --mount or --policy: put the mounts and the policy in the file"
         )
-    try:
-        with _workspace(mounts, config, policy, principal, roles, index_dir, keyword_only) as ws:
-            shape = cast(Literal["granular", "intent"], style)
-            toolset = Toolset(ws, style=shape, permissions=permissions or None)
-            if transport == "http":
-                click.echo(f"bastion MCP server on http://{host}:{port}/mcp", err=True)
-                asyncio.run(serve_http(toolset, host=host, port=port))
-            else:
-                asyncio.run(serve_stdio(toolset))
-    except BastionError as exc:
-        raise click.ClickException(str(exc)) from exc
+    if config is None and not mounts and not demo:
+        config = config_path(required=False)  # ./bastion.toml, else the demo
+    chosen = _principal(config, principal, roles, tenant, clearance)
+    with _workspace(
+        mounts, config, policy, principal, roles, index_dir, keyword_only, principal_=chosen
+    ) as ws:
+        shape = cast(Literal["granular", "intent"], style)
+        toolset = Toolset(ws, style=shape, permissions=permissions or None)
+        if transport == "http":
+            note(f"bastion MCP server on http://{host}:{port}/mcp for {shown(ws.principal)}")
+            asyncio.run(serve_http(toolset, host=host, port=port))
+        else:
+            asyncio.run(serve_stdio(toolset))
+
+
+def _principal(
+    config: Path | None,
+    principal_id: str | None,
+    roles: Sequence[str],
+    tenant: str | None,
+    clearance: str | None,
+) -> Principal | None:
+    """The principal the options name: ``--as``/``--token``, or ``--principal``, ``--role``,
+    ``--tenant`` and ``--clearance`` (never both kinds); ``None`` when they name none."""
+    from bastion.config import WorkspaceConfig
+
+    settings = WorkspaceConfig.from_file(config) if config is not None else None
+    named = resolve_principal(settings)
+    parts = principal_id is not None or roles or tenant is not None or clearance is not None
+    if named is not None:
+        if parts:
+            raise click.UsageError(
+                "--as/--token name the whole principal: drop --principal, --role, --tenant "
+                "and --clearance"
+            )
+        return named
+    if not parts:
+        return None
+    if clearance is not None and settings is not None:
+        order = settings.policy.classifications.order
+        if clearance not in order:
+            raise click.BadParameter(
+                f"{clearance!r} is not a classification of the policy: {', '.join(order)}",
+                param_hint="--clearance",
+            )
+    return Principal.of(
+        principal_id or "agent",
+        roles=roles,
+        tenant=tenant or "default",
+        clearance=clearance or "public",
+    )
 
 
 @contextlib.contextmanager
@@ -117,14 +174,16 @@ def _workspace(
     roles: Sequence[str],
     index_dir: Path | None,
     keyword_only: bool,
+    *,
+    principal_: Principal | None = None,
 ) -> Iterator[Any]:
-    """The workspace to serve, built by the one workspace-file schema, closed on leaving."""
+    """The workspace to serve, built by the one workspace-file schema, closed on leaving;
+    acting for ``principal_`` when given (else as the options and the file say)."""
     from bastion.config import KnowledgeConfig, WorkspaceConfig, folder_config
-    from bastion.core.principal import Principal
 
     if not mounts and config is None:
         with _demo() as ws:
-            yield ws
+            yield ws if principal_ is None else ws.with_principal(principal_)
         return
     settings = (
         WorkspaceConfig.from_file(config)
@@ -132,7 +191,9 @@ def _workspace(
         else folder_config([_mount_from_option(m) for m in mounts], policy_file=policy_file)
     )
     changes: dict[str, Any] = {}
-    if principal_id is not None or roles:
+    if principal_ is not None:
+        changes["principal"] = principal_
+    elif principal_id is not None or roles:
         # Options name the whole principal: an id given here never inherits the file's
         # clearance, tenant or roles.
         changes["principal"] = Principal.of(principal_id or "agent", roles=roles)
