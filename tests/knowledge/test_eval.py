@@ -57,7 +57,7 @@ def test_exported_members() -> None:
         "Qrels", "Ranking", "Rankings", "RunRecord", "describe_machine", "evaluate",
         "iter_corpus", "load_corpus", "load_dataset", "load_qrels", "load_queries",
         "mean_metric", "ndcg", "percentile", "ranked_ids", "recall", "reciprocal_rank",
-        "run_retrieval", "evaluate_workspace",
+        "run_retrieval",
     }  # fmt: skip
     for name in ev.__all__:
         assert getattr(ev, name) is not None

@@ -281,22 +281,45 @@ def reindex_command(index_dir: Path) -> None:
     "--limit",
     type=click.IntRange(1),
     default=None,
-    help="Only the first N documents (smoke test).",
+    help="Only the first N documents and the queries whose relevant documents are all "
+    "among them (smoke test).",
 )
 @common_options(identity=False)
 def eval_command(dataset: Path, mode: str, split: str, out: Path, limit: int | None) -> None:
     """Score a search mode on a BEIR-format DATASET (corpus.jsonl, queries.jsonl, qrels/)."""
-    from bastion.knowledge.eval import evaluate_workspace
+    from bastion.cli.evaluation import evaluate_workspace
 
     splits = sorted(p.stem for p in (dataset / "qrels").glob("*.tsv"))
     if splits and split not in splits:
         raise click.BadParameter(
             f"{split!r}: {dataset.name} has the splits {', '.join(splits)}", param_hint="--split"
         )
-    say = (lambda line: None) if options().quiet else (lambda line: click.echo(line, err=True))
+    quiet = options().quiet
+
+    def say(line: str) -> None:
+        if not quiet:
+            click.echo(line, err=True)
+
+    kept: dict[str, int] = {}
     with tempfile.TemporaryDirectory(prefix="bastion-eval-") as tmp:
+        source = dataset
+        if limit is not None:
+            from bastion.cli.eval_subset import subset_dataset
+
+            cut = subset_dataset(dataset, split, limit, Path(tmp) / "data")
+            if cut.queries == 0:
+                raise click.BadParameter(
+                    f"no query has all its relevant documents among the first {limit}; raise N",
+                    param_hint="--limit",
+                )
+            say(
+                f"--limit {limit}: {cut.documents} documents, {cut.queries} of "
+                f"{cut.judged_queries} queries (those whose relevant documents are all among them)"
+            )
+            kept = {"documents": cut.documents, "queries": cut.queries}
+            source = cut.folder
         record = evaluate_workspace(
-            dataset, mode=mode, split=split, index_dir=Path(tmp), limit=limit, echo=say
+            source, mode=mode, split=split, index_dir=Path(tmp) / "index", echo=say
         )
     saved = record.save(out)
     shown = ("ndcg@10", "recall@10", "recall@100", "mrr@10", "latency_p50_ms")
@@ -307,6 +330,7 @@ def eval_command(dataset: Path, mode: str, split: str, out: Path, limit: int | N
             "mode": mode,
             "split": split,
             "figures": dict(record.figures),
+            "limit": kept or None,
             "record": str(saved),
         },
         f"{record.dataset} {mode}: {figures}\nrun record: {saved}",

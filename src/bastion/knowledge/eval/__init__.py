@@ -8,7 +8,9 @@
 
 Modules: :mod:`~bastion.knowledge.eval.beir` (loading, streaming the corpus),
 :mod:`~bastion.knowledge.eval.metrics` (nDCG, recall, MRR; :func:`evaluate`),
-:mod:`~bastion.knowledge.eval.run` (:func:`run_retrieval`, :class:`RunRecord`).
+:mod:`~bastion.knowledge.eval.run` (:func:`run_retrieval`, :class:`RunRecord`). Scoring the
+workspace's own search end to end (``bastion eval``) composes a whole workspace, so it lives
+with the command, in :mod:`bastion.cli.evaluation`.
 See ``docs/evaluation.md``.
 """
 
@@ -39,7 +41,6 @@ from bastion.knowledge.eval.metrics import (
     reciprocal_rank,
 )
 from bastion.knowledge.eval.run import RunRecord, describe_machine, percentile, run_retrieval
-from bastion.knowledge.eval.workspace import evaluate_workspace
 
 __all__ = [
     "DEFAULT_KS",
@@ -54,7 +55,6 @@ __all__ = [
     "RunRecord",
     "describe_machine",
     "evaluate",
-    "evaluate_workspace",
     "iter_corpus",
     "load_corpus",
     "load_dataset",

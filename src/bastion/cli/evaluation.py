@@ -1,6 +1,10 @@
-"""Evaluate Bastion's own search on a BEIR dataset: the corpus becomes files in a scratch
-workspace, indexed by the same pipeline as any file (parse, chunk, embed, index), and every
-query runs through ``Workspace.search``. A document scores its best chunk."""
+"""``bastion eval``'s run: Bastion's own search scored on a BEIR dataset. The corpus becomes
+files in a scratch workspace, indexed by the same pipeline as any file (parse, chunk, embed,
+index), and every query runs through ``Workspace.search``. A document scores its best chunk.
+
+It composes a store, the workspace and the knowledge engine, so it sits at the top with the
+command that runs it; ``bastion.knowledge.eval`` (datasets, metrics, run records) imports
+nothing above the knowledge package (``docs/architecture.md``)."""
 
 from __future__ import annotations
 
@@ -9,8 +13,13 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import quote, unquote
 
+from bastion.core.mounts import Mount
+from bastion.core.policy import Policy
+from bastion.knowledge.engine import Knowledge
 from bastion.knowledge.eval.beir import load_dataset
 from bastion.knowledge.eval.run import RunRecord, run_retrieval
+from bastion.stores.memory import MemoryStore
+from bastion.workspace.workspace import Workspace
 
 __all__ = ["evaluate_workspace"]
 
@@ -36,9 +45,6 @@ def evaluate_workspace(
     echo: Callable[[str], None] | None = None,
 ) -> RunRecord:
     """Index the dataset's corpus in ``index_dir`` and score ``mode`` on its queries."""
-    from bastion import MemoryStore, Mount, Policy, Workspace
-    from bastion.knowledge.engine import Knowledge
-
     say = echo or (lambda _line: None)
     dataset = load_dataset(root, split=split)
     knowledge = Knowledge.open(index_dir, embedder=None if mode == "bm25" else "local")
