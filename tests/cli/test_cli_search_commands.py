@@ -78,3 +78,21 @@ def test_eval_names_the_splits_that_exist(tmp_path: Path, run: Run) -> None:
     assert "has the splits dev, test" in error_of(result)["message"]
     nonsense = run("eval", str(tmp_path), "--limit", "0", "--json")
     assert nonsense.exit_code == 2 and error_of(nonsense)["error"] == "usage"
+
+
+TINY = Path(__file__).parents[1] / "knowledge" / "fixtures" / "beir_tiny"
+
+
+def test_eval_limit_keeps_only_queries_answerable_from_the_subset(tmp_path: Path, run: Run) -> None:
+    result = run(
+        "eval", str(TINY), "--mode", "bm25", "--limit", "2", "--out", str(tmp_path), "--json"
+    )
+    assert result.exit_code == 0, result.output
+    data = as_json(result)
+    assert data["limit"] == {"documents": 2, "queries": 1}
+    assert data["dataset"] == "beir_tiny" and data["figures"]["ndcg@10"] == 1.0
+    assert "1 of 2 queries" in result.stderr
+    none = run(
+        "eval", str(TINY), "--mode", "bm25", "--limit", "1", "--out", str(tmp_path), "--json"
+    )
+    assert none.exit_code == 2 and "raise N" in error_of(none)["message"]
