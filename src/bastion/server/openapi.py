@@ -215,11 +215,11 @@ _PATHS: dict[str, dict[str, Any]] = {
 
 
 def openapi_document() -> dict[str, Any]:
-    from bastion import __version__
+    from importlib.metadata import version
 
     return {
         "openapi": "3.1.0",
-        "info": {"title": "Bastion", "version": __version__},
+        "info": {"title": "Bastion", "version": version("bastion")},
         "paths": _PATHS,
         "components": {
             "securitySchemes": {
