@@ -3,17 +3,14 @@ its own folder that the test runs in, and a runner that returns stdout and stder
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_support import Run
 from click.testing import CliRunner, Result
 
 from bastion.cli import main
-
-Run = Callable[..., Result]
 
 
 def _runner() -> CliRunner:
@@ -45,11 +42,3 @@ def starter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run: Run) -> Path:
     monkeypatch.chdir(folder)
     (folder / "docs" / "guide.md").write_text("# Guide\n\nline two\nline three\n")
     return folder
-
-
-def as_json(result: Result) -> Any:
-    return json.loads(result.stdout)
-
-
-def error_of(result: Result) -> Any:
-    return json.loads(result.stderr)

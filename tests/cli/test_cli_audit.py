@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from cli_support import Run, as_json, error_of
 
 from bastion.cli.audit import parse_time
-from conftest import Run, as_json, error_of
 
 
 def test_audit_filters_by_principal_action_outcome_and_path(demo: Path, run: Run) -> None:

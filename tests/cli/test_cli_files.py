@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
-from conftest import Run, as_json, error_of
+from cli_support import Run, as_json, error_of
 
 HIDDEN = ("salary-bands", "project-heron", "q3-forecast", "incident-2026-02", "hr/", "legal")
 

@@ -7,9 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+from cli_support import Run, error_of
 from mcp import Client, StdioServerParameters
-
-from conftest import Run, error_of
 
 
 def test_as_and_principal_options_do_not_mix(demo: Path, run: Run) -> None:

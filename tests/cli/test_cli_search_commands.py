@@ -6,8 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
-
-from conftest import Run, as_json, error_of
+from cli_support import Run, as_json, error_of
 
 
 @pytest.fixture

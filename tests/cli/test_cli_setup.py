@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from cli_support import Run, as_json, error_of
 
 from bastion import Principal
 from bastion.cli.setup import STARTER
 from bastion.config import WorkspaceConfig, load_workspace
-from conftest import Run, as_json, error_of
 
 
 def test_the_starter_loads_with_load_workspace(starter: Path) -> None:

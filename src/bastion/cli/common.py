@@ -177,6 +177,9 @@ class Options:
     as_json: bool = False
     quiet: bool = False
     verbose: int = 0
+    file_identity: Any = None
+    """The workspace file's ``[identity]`` table (checked), which verifies ``--token`` when
+    no ``--identity`` is given."""
 
 
 def options() -> Options:
@@ -426,10 +429,42 @@ def config_path(*, required: bool = True) -> Path | None:
 
 def settings(*, required: bool = True) -> WorkspaceConfig | None:
     """The checked workspace file of this command (see :func:`config_path`)."""
-    from bastion.config import WorkspaceConfig
 
     path = config_path(required=required)
-    return WorkspaceConfig.from_file(path) if path is not None else None
+    return load_config(path) if path is not None else None
+
+
+def load_config(path: Path) -> WorkspaceConfig:
+    """The workspace of the file at ``path``. A file that ``bastion serve`` reads too keeps
+    its ``[server]`` and ``[identity]`` tables, checked by their own parsers
+    (``bastion.server.loading``); ``[identity]`` then verifies ``--token``."""
+    from bastion.config import WorkspaceConfig
+
+    if not _server_tables(path):
+        return WorkspaceConfig.from_file(path)
+    from bastion.server.loading import ServerFile
+
+    found = ServerFile.read(path)
+    options().file_identity = found.identity
+    workspace: WorkspaceConfig = found.workspace
+    return workspace
+
+
+def _server_tables(path: Path) -> bool:
+    import tomllib
+
+    import yaml
+
+    try:
+        text = path.read_text(encoding="utf-8")
+        data = (
+            yaml.safe_load(text)
+            if path.suffix.lower() in (".yaml", ".yml")
+            else tomllib.loads(text)
+        )
+    except (OSError, ValueError, yaml.YAMLError):
+        return False  # the workspace file's own loader says what is wrong
+    return isinstance(data, dict) and bool({"server", "identity"} & set(data))
 
 
 def users_of(config: WorkspaceConfig | None) -> Mapping[str, Principal]:
@@ -468,9 +503,15 @@ def _from_token(token: str, identity: Path | None, config: WorkspaceConfig | Non
     from bastion.governance.identity import JwtVerifier
     from bastion.governance.identity_config import IdentityConfig
 
-    if identity is None:
-        raise click.UsageError("--token needs --identity FILE (keys, issuer, audience)")
-    verifier = JwtVerifier(IdentityConfig.from_file(identity))
+    if identity is not None:
+        verifier = JwtVerifier(IdentityConfig.from_file(identity))
+    elif options().file_identity is not None:
+        verifier = JwtVerifier(options().file_identity)
+    else:
+        raise click.UsageError(
+            "--token needs --identity FILE (keys, issuer, audience) or an [identity] table "
+            "in the workspace file"
+        )
     return verifier.authenticate(token).principal
 
 

@@ -24,6 +24,7 @@ from bastion.cli.common import (
     Progress,
     common_options,
     emit,
+    load_config,
     note,
     options,
     principal_dict,
@@ -66,9 +67,7 @@ def _from_config(config: Path | None = None) -> tuple[Any, bool]:
     if given:
         raise click.UsageError(f"--config takes the index from the file: drop {', '.join(given)}")
     if config is not None:
-        from bastion.config import WorkspaceConfig
-
-        found: Any = WorkspaceConfig.from_file(config)
+        found: Any = load_config(config)
         where = str(config)
     else:
         found = settings()

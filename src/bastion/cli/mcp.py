@@ -23,6 +23,7 @@ import click
 from bastion.cli.common import (
     common_options,
     config_path,
+    load_config,
     note,
     options,
     resolve_principal,
@@ -136,9 +137,7 @@ def _principal(
 ) -> Principal | None:
     """The principal the options name: ``--as``/``--token``, or ``--principal``, ``--role``,
     ``--tenant`` and ``--clearance`` (never both kinds); ``None`` when they name none."""
-    from bastion.config import WorkspaceConfig
-
-    settings = WorkspaceConfig.from_file(config) if config is not None else None
+    settings = load_config(config) if config is not None else None
     named = resolve_principal(settings)
     parts = principal_id is not None or roles or tenant is not None or clearance is not None
     if named is not None:
@@ -179,14 +178,14 @@ def _workspace(
 ) -> Iterator[Any]:
     """The workspace to serve, built by the one workspace-file schema, closed on leaving;
     acting for ``principal_`` when given (else as the options and the file say)."""
-    from bastion.config import KnowledgeConfig, WorkspaceConfig, folder_config
+    from bastion.config import KnowledgeConfig, folder_config
 
     if not mounts and config is None:
         with _demo() as ws:
             yield ws if principal_ is None else ws.with_principal(principal_)
         return
     settings = (
-        WorkspaceConfig.from_file(config)
+        load_config(config)
         if config is not None
         else folder_config([_mount_from_option(m) for m in mounts], policy_file=policy_file)
     )

@@ -20,6 +20,7 @@ from bastion.cli.common import (
     common_options,
     config_path,
     emit,
+    load_config,
     note,
     principal_dict,
 )
@@ -242,11 +243,9 @@ def _may(config: WorkspaceConfig, principal: Principal) -> dict[str, list[str]]:
 @common_options(identity=False)
 def check_command() -> None:
     """Validate the workspace file and print its mounts and who may do what."""
-    from bastion.config import WorkspaceConfig
-
     path = config_path()
     assert path is not None
-    config = WorkspaceConfig.from_file(path)
+    config = load_config(path)
     people: dict[str, Principal] = dict(config.users)
     if config.principal is not None:
         people.setdefault(config.principal.id, config.principal)
