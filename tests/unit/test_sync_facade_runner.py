@@ -62,6 +62,32 @@ def test_a_call_runs_in_the_calling_thread_as_a_task_of_one_shared_loop() -> Non
         asyncio.get_running_loop()
 
 
+def test_a_call_that_never_waits_finishes_without_a_loop_iteration(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    loop = run_blocking(_where())[1]
+    iterations: list[int] = []
+    run_forever = loop.run_forever
+
+    def counted() -> None:
+        iterations.append(1)
+        run_forever()
+
+    monkeypatch.setattr(loop, "run_forever", counted)
+
+    async def quick() -> bool:
+        return asyncio.get_running_loop().is_running()
+
+    assert run_blocking(quick()) is True  # it sees a running loop, as any coroutine does
+    assert iterations == []
+    ws = SyncWorkspace.create([Mount.of("/m", MemoryStore())], policy=Policy.allow_all())
+    ws.write("/m/a.txt", "x")
+    assert ws.read_text("/m/a.txt") == "x"
+    assert iterations == []
+    assert run_blocking(_where_after_a_wait())[1] is loop
+    assert iterations  # a call that waits runs the loop, in this thread
+
+
 def test_results_and_exceptions_come_back_whether_the_call_waits_or_not() -> None:
     async def fails(wait: bool) -> None:
         if wait:

@@ -59,6 +59,8 @@ class _Loop(asyncio.SelectorEventLoop):
     the driver knows whether a call that finished in its first step left work behind.
     """
 
+    _thread_id: int | None  # BaseEventLoop's: the thread running the loop, or None
+
     def __init__(self) -> None:
         super().__init__()
         self.eager = False
@@ -96,14 +98,17 @@ class _Loop(asyncio.SelectorEventLoop):
         """A task for ``coro`` whose first step has run, in this thread, with this loop as
         the running loop (the caller holds the loop: nobody else runs it now)."""
         hooks = sys.get_asyncgen_hooks()
-        sys.set_asyncgen_hooks(self._firstiter, self._finalizer)  # as run_forever does
+        # What run_forever sets up, so the first step sees a running loop, in this thread.
+        sys.set_asyncgen_hooks(self._firstiter, self._finalizer)
         _set_running_loop(self)
+        self._thread_id = threading.get_ident()
         self.touched = False
         self.eager = True
         try:
             return asyncio.Task(coro, loop=self)
         finally:
             self.eager = False
+            self._thread_id = None
             _set_running_loop(None)
             sys.set_asyncgen_hooks(*hooks)
 
@@ -151,18 +156,37 @@ class _Runner:
         self._wake = False
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` to completion and return its result (or raise its exception): how
+        blocking code (``SyncWorkspace``, a framework's synchronous tool call) reaches the
+        async API from any thread, with or without an event loop running there.
+
+        With no loop running in the calling thread the coroutine runs in that thread, on
+        Bastion's one shared loop (no thread hop); otherwise it is handed to that loop and the
+        caller waits. Called from a coroutine that Bastion's loop itself runs, it raises
+        :class:`RuntimeError` (await the async API there)."""
         running = _get_running_loop()
-        with self._lock:
+        lock = self._lock
+        with lock:
             loop = self._loop
-            if running is None and not self._driven and loop is not None:
+            drive = running is None and not self._driven and loop is not None
+            if drive:
                 self._driven = True
-                drive = True
-            else:
-                drive = False
-        if drive:
-            assert loop is not None
-            return self._drive(loop, coro)
-        return self._submit(coro, running).result()
+        if not drive:
+            return self._submit(coro, running).result()
+        assert loop is not None
+        try:
+            task = loop.start(coro)
+        except BaseException:
+            self._release(loop, settled=False)
+            raise
+        if task.done() and not loop.touched:  # finished in its first step, left nothing
+            with lock:
+                if self._inflight:  # another thread's call came in meanwhile
+                    self._wake_standby()
+                else:
+                    self._driven = False
+            return task.result()
+        return self._finish(loop, task)
 
     def _submit(
         self, coro: Coroutine[Any, Any, T], running: asyncio.AbstractEventLoop | None
@@ -206,12 +230,13 @@ class _Runner:
         except BaseException:
             self._release(loop, settled=False)
             raise
-        if task.done() and not loop.touched:  # finished in its first step, left nothing
-            self._release(loop, settled=True)
-            return task.result()
+        return self._finish(loop, task)
+
+    def _finish(self, loop: _Loop, task: asyncio.Task[T]) -> T:
+        """Run the loop in this thread until ``task`` is done; then let the loop go."""
         try:
             if task.done():
-                loop.tick()
+                loop.tick()  # what its first step queued
             else:
                 loop.run_until_complete(task)
         finally:
@@ -278,13 +303,5 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_RUNNER.forked)
 
 
-def run_blocking(coro: Coroutine[Any, Any, T]) -> T:
-    """Run ``coro`` to completion and return its result (or raise its exception): how
-    blocking code (``SyncWorkspace``, a framework's synchronous tool call) reaches the async
-    API from any thread, with or without an event loop running there.
-
-    With no loop running in the calling thread the coroutine runs in that thread, on Bastion's
-    one shared loop (no thread hop); otherwise it is handed to that loop and the caller waits.
-    Called from a coroutine that Bastion's loop itself runs, it raises :class:`RuntimeError`
-    (await the async API there)."""
-    return _RUNNER.run(coro)
+run_blocking = _RUNNER.run
+"""Run a coroutine to completion from blocking code (see ``_Runner.run`` and the module doc)."""
