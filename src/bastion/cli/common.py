@@ -51,6 +51,7 @@ from bastion.core.errors import (
     StoreUnavailableError,
     UnsupportedFileError,
 )
+from bastion.core.extras import needs
 from bastion.core.principal import Principal
 
 if TYPE_CHECKING:
@@ -138,8 +139,11 @@ def _demo_users() -> dict[str, Principal]:
     return {user.id: user.principal for user in users()}
 
 
+_GENERIC = ", ".join(DEFAULT_USERS)
 DEFAULT_USERS.update(_demo_users())
-DEMO_USER_NAMES = ", ".join(DEFAULT_USERS)
+DEMO_USER_NAMES = f"{_GENERIC}, and the demo's people: " + ", ".join(
+    name for name in DEFAULT_USERS if name not in _GENERIC.split(", ")
+)
 
 
 def error_code(exc: BaseException) -> str:
@@ -252,8 +256,8 @@ def common_options(*, identity: bool = True) -> Callable[[_F], _F]:
                     metavar="USER",
                     expose_value=False,
                     callback=_keep,
-                    help="Act as USER of --users, else of the file's [users], else a default "
-                    f"user: {DEMO_USER_NAMES}.",
+                    help="Act as USER of --users, else of the file's [users], else of the "
+                    f"defaults: {DEMO_USER_NAMES}.",
                 ),
                 click.option(
                     "--users",
@@ -394,8 +398,10 @@ class BastionGroup(click.Group):
         raw = list(sys.argv[1:] if args is None else args)
         before = raw[: raw.index("--")] if "--" in raw else raw
         as_json = "--json" in before
+        command = next((arg for arg in before if not arg.startswith("-")), "")
         try:
-            result = super().main(raw, prog_name, complete_var, False, **extra)
+            with needs(f"bastion {command}".strip()):
+                result = super().main(raw, prog_name, complete_var, False, **extra)
         except click.exceptions.Abort:
             click.echo("Aborted!", err=True)
             sys.exit(EXIT_ERROR)

@@ -267,7 +267,8 @@ def _transfer(name: str, verb: str) -> click.Command:
                 f"{verb} {source} to {info.path}",
             )
 
-    command.help = f"{verb.capitalize()} SOURCE to TARGET (a file or a folder)."
+    action = "Move (or rename)" if name == "mv" else "Copy"
+    command.help = f"{action} SOURCE to TARGET (a file or a folder); -f replaces a file."
     return command
 
 

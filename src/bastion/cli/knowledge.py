@@ -114,17 +114,32 @@ async def _repair(ws: Any, progress: Any) -> Any:
     return await link.reindex(ws.policy.classifications, progress)
 
 
+def _reason(path: str, why: str) -> str:
+    """A skip reason without the path it is about (the line names the path once)."""
+    for lead in (f"{path}: ", f"{path} "):
+        if why.startswith(lead):
+            return why[len(lead) :]
+    return why
+
+
 def _summary(summary: Any) -> None:
-    """Print an index run's summary; exit with :data:`EXIT_SKIPPED` when files were skipped."""
+    """Print an index run's summary, each skipped file once with its reason; exit with
+    :data:`EXIT_SKIPPED` when files were skipped."""
+    skipped = {path: _reason(path, why) for path, why in sorted(summary.skipped.items())}
     data = {
         "indexed": summary.indexed,
         "chunks": summary.chunks,
         "unchanged": summary.unchanged,
         "removed": summary.removed,
-        "skipped": dict(sorted(summary.skipped.items())),
+        "skipped": skipped,
         "seconds": round(summary.seconds, 3),
     }
-    emit(data, summary.format)
+
+    def text() -> str:
+        head = summary.format().splitlines()[0]
+        return "\n".join([head, *(f"  skipped {path}: {why}" for path, why in skipped.items())])
+
+    emit(data, text)
     if summary.skipped:
         raise SystemExit(EXIT_SKIPPED)
 
