@@ -66,13 +66,16 @@ class OldPortal:
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
-        threading.Thread(target=self.loop.run_forever, name="old-portal", daemon=True).start()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="old-portal", daemon=True)
+        self.thread.start()
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
 
     def close(self) -> None:
         self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join()
+        self.loop.close()
 
 
 @dataclass
@@ -118,12 +121,15 @@ def _batch(case: Case, runner: asyncio.Runner) -> tuple[float, float]:
     return wall / n, cpu / n
 
 
-def _cases(cfg: Config, root: Path, portal: OldPortal) -> list[Case]:
+def _cases(
+    cfg: Config, root: Path, portal: OldPortal, stores: list[LocalStore | SqliteStore]
+) -> list[Case]:
     (root / "disk").mkdir()
     (root / "disk" / "a.txt").write_bytes(PAYLOAD)
     host = str(root / "disk" / "a.txt")
-    local = Workspace([Mount.of("/d", LocalStore(root / "disk"))], policy=Policy.allow_all())
-    sqlite = Workspace([Mount.of("/q", SqliteStore(root / "ws.db"))], policy=Policy.allow_all())
+    stores += [LocalStore(root / "disk"), SqliteStore(root / "ws.db")]
+    local = Workspace([Mount.of("/d", stores[0])], policy=Policy.allow_all())
+    sqlite = Workspace([Mount.of("/q", stores[1])], policy=Policy.allow_all())
     SyncWorkspace(sqlite).write("/q/a.txt", PAYLOAD)
 
     def raw_read() -> bytes:
@@ -163,8 +169,9 @@ def _cases(cfg: Config, root: Path, portal: OldPortal) -> list[Case]:
 
 def run(cfg: Config) -> list[Case]:
     portal = OldPortal()
+    stores: list[LocalStore | SqliteStore] = []
     with tempfile.TemporaryDirectory(prefix="bastion-facade-") as tmp, asyncio.Runner() as runner:
-        cases = _cases(cfg, Path(tmp), portal)
+        cases = _cases(cfg, Path(tmp), portal, stores)
         groups: dict[str, list[Case]] = {}
         for case in cases:
             groups.setdefault(case.group, []).append(case)
@@ -176,6 +183,8 @@ def run(cfg: Config) -> list[Case]:
                     wall, cpu = _batch(case, runner)
                     case.wall_ns.append(wall)
                     case.cpu_ns.append(cpu)
+        for store in stores:
+            store.close()
     portal.close()
     return cases
 
