@@ -15,7 +15,7 @@ each model call it adds the workspace's filesystem map for the principal (and, g
     agent = create_agent(model, middleware=[BastionMiddleware(Toolset(ws), skills=library)])
 
 Agents run with ``ainvoke`` / ``astream``; ``invoke`` works too, running the tools on
-Bastion's background event loop (as :class:`~bastion.SyncWorkspace` does). Use one or the
+Bastion's shared event loop (as :class:`~bastion.SyncWorkspace` does). Use one or the
 other with one tool set. Needs the ``langchain`` extra (``pip install 'bastion[langchain]'``).
 """
 
