@@ -48,7 +48,10 @@ def test_ask_prints_the_answer_and_numbered_citations(index: Path) -> None:
     lines = result.output.splitlines()
     assert lines[0] == "The on-call engineer answers pages within 15 minutes. [1]"
     assert "[1] /oncall.md:1-3" in lines
-    assert "verified: citations are authorized contexts; every sentence is supported" in lines
+    assert (
+        "verified: citations are authorized contexts; every sentence is supported; "
+        "the answer addresses the question"
+    ) in lines
 
 
 def test_the_demo_users_see_what_their_clearance_allows(index: Path) -> None:
@@ -161,7 +164,7 @@ def test_a_failed_verification_exits_2_and_says_why(
         "forger",
     )
     assert result.exit_code == 4, result.output  # EXIT_UNVERIFIED (2 is a usage error)
-    assert "VERIFICATION FAILED:" in result.output
+    assert "VERIFICATION FAILED (citations, support):" in result.output
     assert re.search(r"cites §f{32}, which is not one of the answer's contexts", result.output)
     assert forging_chat.bodies[0]["auth"] == "Bearer sk-cli-key"
     assert forging_chat.bodies[0]["json"]["model"] == "forger"

@@ -97,7 +97,7 @@ async def test_workspace_ask_with_a_cross_encoder(cross_encoder_dir: Path) -> No
     for i, text in enumerate(TEXTS):
         await ws.write(f"/docs/{i}.md", text + "\n")
     answer = await ws.ask(
-        "deploys pages rollbacks", reranker=CrossEncoderRerank(cross_encoder_dir), k=4
+        "When do deploys happen?", reranker=CrossEncoderRerank(cross_encoder_dir), k=4
     )
     assert answer.reranker.startswith("cross-encoder:")
     assert answer.contexts and all(0.0 <= c.score <= 1.0 for c in answer.contexts)

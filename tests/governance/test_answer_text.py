@@ -98,17 +98,31 @@ def test_extractive_answer_picks_the_best_sentences_and_cites_them() -> None:
     assert not draft.no_answer
 
 
-def test_extractive_answer_is_deterministic_and_ordered_by_score() -> None:
+def test_extractive_answer_is_deterministic_and_quotes_only_the_best_contexts() -> None:
     contexts = [
         _ctx(A, "Canary deploys go out on Tuesdays. The canary watches error rates."),
         _ctx(B, "Billing deploys use a canary and go out on Tuesdays with billing checks."),
     ]
-    answerer = ExtractiveAnswerer(max_sentences=2)
+    answerer = ExtractiveAnswerer()
     first = answerer.compose("billing canary deploys Tuesdays", contexts)
     assert first == answerer.compose("billing canary deploys Tuesdays", contexts)
-    lines = first.text.splitlines()
-    assert lines[0].startswith("Billing deploys use a canary") and lines[0].endswith(B)
-    assert lines[1].startswith("Canary deploys go out on Tuesdays.") and lines[1].endswith(A)
+    # B covers every term of the question, A three of four: A would only pad the answer.
+    assert first.text == f"{contexts[1].text} §{B}"
+
+
+def test_extractive_answer_keeps_reading_order_within_a_word_budget() -> None:
+    text = (
+        "Canary deploys go out on Tuesdays. Canary deploys need a green build. "
+        "Canary deploys are watched for an hour."
+    )
+    draft = ExtractiveAnswerer().compose("canary deploys", [_ctx(A, text)])
+    assert [line.removesuffix(f" §{A}") for line in draft.text.splitlines()] == [
+        "Canary deploys go out on Tuesdays.",
+        "Canary deploys need a green build.",
+        "Canary deploys are watched for an hour.",
+    ]
+    short = ExtractiveAnswerer(max_words=5).compose("canary deploys", [_ctx(A, text)])
+    assert short.text == f"Canary deploys go out on Tuesdays. §{A}"
 
 
 def test_extractive_answer_without_a_matching_sentence() -> None:
@@ -119,7 +133,9 @@ def test_extractive_answer_without_a_matching_sentence() -> None:
 
 def test_extractive_options_are_checked() -> None:
     with pytest.raises(ConfigurationError):
-        ExtractiveAnswerer(max_sentences=0)
+        ExtractiveAnswerer(max_words=0)
+    with pytest.raises(ConfigurationError):
+        ExtractiveAnswerer(floor=0)
 
 
 # -- the deterministic verifier ----------------------------------------------------------------------

@@ -279,8 +279,8 @@ async def test_a_chat_reranker_reorders_the_context() -> None:
 async def test_a_small_budget_keeps_only_the_best_chunks() -> None:
     sink = MemoryAuditSink()
     ws = await _ws(sink)
-    wide = await ws.ask("pages billing on-call engineer", budget_tokens=4000, k=8)
-    narrow = await ws.ask("pages billing on-call engineer", budget_tokens=40, k=8)
+    wide = await ws.ask("pages", budget_tokens=4000, k=8)
+    narrow = await ws.ask("pages", budget_tokens=40, k=8)
     assert len(narrow.contexts) < len(wide.contexts)
     assert narrow.contexts[0].chunk_id == wide.contexts[0].chunk_id
     assert sum(c.tokens for c in narrow.contexts) <= 40

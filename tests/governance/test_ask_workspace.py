@@ -195,6 +195,7 @@ def test_every_step_is_audited_without_text() -> None:
     assert steps == [
         "ask.question",
         "ask.retrieve",
+        "ask.relevance",
         "ask.context",
         "ask.generate",
         "ask.cite",

@@ -23,8 +23,8 @@ import pytest
 from bastion import Mount, NotFoundError, Policy, Principal, SyncWorkspace, Workspace
 from bastion.core.models import Scope
 from bastion.core.principal import Classifications, RoleGraph
-from bastion.governance.answer import NO_CONTEXT, Answer
-from bastion.governance.answer.text import chunk_sentences, terms
+from bastion.governance.answer import NO_CONTEXT, Answer, AnswerStatus
+from bastion.governance.answer.text import chunk_sentences
 from bastion.knowledge.embedders import HashingEmbedder
 from bastion.knowledge.engine import Knowledge
 from bastion.knowledge.index.memory import MemoryIndex
@@ -38,25 +38,6 @@ QUERIES = MANIFEST["v1_demo_queries"]
 
 CLEARANCE = {"public": "public", "hr.admin": "confidential", "admin": "confidential"}
 """Max classification per role in upstream demo-roles.md; every other role: internal."""
-
-EXTRACTIVE_GAPS = {
-    ("employee", "What is the engineering code review process?"): (
-        "the answer picks other sentences; '2 approvals' is in the cited chunk"
-    ),
-    ("employee", "What is executive compensation?"): (
-        "the extractive answerer cites the on-call compensation line of the engineering "
-        "handbook (a document the employee may read) instead of refusing"
-    ),
-    ("hr.admin", "What are the executive compensation bands?"): (
-        "the question's words are only in headings, which the answerer does not quote: "
-        "no answer, the figures are in the retrieved chunk"
-    ),
-    ("admin", "What are the executive compensation bands?"): "as for hr.admin",
-}
-"""Cases where the offline extractive answerer falls short of the manifest's answer-level
-wording (written for an LLM answerer). They are still checked at the evidence level (the
-expected documents retrieved, the facts in the retrieved chunks, no hidden content), and a
-gap that closes fails the test so that it is taken off this list."""
 
 
 def _clearance(role: str) -> str:
@@ -227,21 +208,14 @@ def test_demo_roles_query(ws: SyncWorkspace, case: dict[str, Any]) -> None:
     assert expected_docs <= _retrieved(answer)
     for fact in facts:
         assert fact in retrieved_text, fact
+    # The answer itself, as the manifest words it: the expected documents cited, the facts
+    # stated, a refusal exactly the refusal sentence (never the nearest authorized chunk).
+    assert expected_docs <= _cited(answer), f"{role}: {question!r} -> {answer.answer!r}"
+    for fact in facts:
+        assert fact in answer.answer, (role, question, fact)
     if case.get("expect_refusal"):
-        words = terms(question)
-        if not any(words & terms(_body(d)) for d in visible):
-            # Nothing the role may read matches the question: the refusal is exact.
-            assert answer.answer == NO_CONTEXT
-            assert answer.citations == () and answer.contexts == ()
-
-    # The answer itself, as the manifest words it.
-    strict = expected_docs <= _cited(answer) and all(fact in answer.answer for fact in facts)
-    if expected_docs:
-        strict = strict and answer.answer != NO_CONTEXT
-    if case.get("expect_refusal"):
-        strict = strict and answer.answer == NO_CONTEXT
-    gap = EXTRACTIVE_GAPS.get((role, question))
-    if gap is None:
-        assert strict, f"{role}: {question!r} -> {answer.answer!r}"
+        # Whether or not words of the question occur in what the role may read.
+        assert answer.answer == NO_CONTEXT and answer.status is AnswerStatus.NO_CONTEXT
+        assert answer.citations == () and answer.contexts == ()
     else:
-        assert not strict, f"closed gap, take it off EXTRACTIVE_GAPS: {gap}"
+        assert answer.status is AnswerStatus.ANSWERED and answer.citations

@@ -528,7 +528,10 @@ async def check_principal(
                 assert answer.citations == () and answer.contexts == ()
             if mode == "bm25" and canaries_only and expected_docs:
                 assert {c.path for c in answer.contexts} <= expected_docs, (query, where)
-                assert answer.contexts, (query, where)
+                # The relevance floor: a chunk holding every canary asked for always answers;
+                # one holding some of them may be below the floor.
+                if any(all(w in files[d.path] for w in words) for d in visible):
+                    assert answer.contexts, (query, where)
 
     # searches narrowed to an invisible document or its id look like a missing one
     for doc in hidden:

@@ -4,6 +4,7 @@ wire; none of them holds reasoning (no chain-of-thought ever leaves the workflow
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -17,12 +18,15 @@ __all__ = [
     "WITHHELD",
     "Answer",
     "AnswerStatus",
+    "Check",
     "Citation",
     "Context",
     "DroppedChunk",
     "GuardrailOutcome",
     "GuardrailReport",
     "Verification",
+    "guarded",
+    "withheld_note",
 ]
 
 NO_CONTEXT = "No authorized documents found."
@@ -39,6 +43,26 @@ WITHHELD = "The answer was withheld by the guardrails."
 """The answer when the answer guardrail finds it unsafe and offers no redaction."""
 
 
+def _kinds(dropped: Sequence[DroppedChunk]) -> str:
+    """The kinds of reason (``injection`` of ``injection:jailbreak``), first seen first."""
+    kinds = dict.fromkeys(r.split(":", 1)[0].strip() for d in dropped for r in d.reasons)
+    return ", ".join(k for k in kinds if k) or "no reason given"
+
+
+def guarded(dropped: Sequence[DroppedChunk]) -> str:
+    """The answer when authorized chunks matched but the chunk guardrail withheld every one:
+    it names the kinds of guardrail, never the content."""
+    return (
+        f"Authorized content matched, but it was withheld by a guardrail ({_kinds(dropped)}); "
+        "nothing else answers the question."
+    )
+
+
+def withheld_note(dropped: Sequence[DroppedChunk]) -> str:
+    """The note of an answer some of whose chunks the chunk guardrail withheld."""
+    return f"{len(dropped)} chunk(s) withheld by a guardrail ({_kinds(dropped)})"
+
+
 class AnswerStatus(StrEnum):
     ANSWERED = "answered"
     NO_CONTEXT = "no_context"
@@ -49,6 +73,22 @@ class AnswerStatus(StrEnum):
     """The question guardrail refused the question; nothing was retrieved."""
     WITHHELD = "withheld"
     """The answer guardrail found the answer unsafe and offered no redaction."""
+    GUARDED = "guarded"
+    """Authorized chunks matched, but the chunk guardrail withheld all of them: the answer is
+    :func:`guarded`'s sentence, naming the kinds of guardrail."""
+
+
+class Check(StrEnum):
+    """The checks verification runs; :attr:`Verification.failed` names those that failed."""
+
+    CITATIONS = "citations"
+    """Every ``§chunk_id`` names one of the answer's contexts, still readable by the asker."""
+    SUPPORT = "support"
+    """Every sentence that states something is supported by a chunk it cites."""
+    RELEVANCE = "relevance"
+    """The answer addresses the question (it covers enough of the question's topic terms)."""
+    JUDGE = "judge"
+    """The chat-model judge, when one was given, finds every sentence supported."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -148,13 +188,20 @@ class Verification:
     """Of those, how many the deterministic overlap check found supported by a cited chunk."""
     judge: str | None = None
     """``"passed"`` or ``"failed"`` when a chat-model judge also checked; None otherwise."""
+    failed: tuple[Check, ...] = ()
+    """The checks that failed, in :class:`Check` order (empty when ``passed``)."""
+    addresses_question: bool | None = None
+    """Whether the answer addresses the question; None when it was not asked (no question
+    given, or an answer that makes no claim)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "passed": self.passed,
+            "failed": [c.value for c in self.failed],
             "problems": list(self.problems),
             "sentences": self.sentences,
             "supported": self.supported,
+            "addresses_question": self.addresses_question,
             "judge": self.judge,
         }
 
@@ -253,9 +300,17 @@ class Answer:
         elif self.verification.passed and self.verification.sentences == 0:
             lines.append("verified: the answer makes no claim to support")
         elif self.verification.passed:
-            lines.append("verified: citations are authorized contexts; every sentence is supported")
+            lines.append(
+                "verified: citations are authorized contexts; every sentence is supported"
+                + (
+                    "; the answer addresses the question"
+                    if self.verification.addresses_question
+                    else ""
+                )
+            )
         else:
-            lines.append("VERIFICATION FAILED:")
+            failed = ", ".join(c.value for c in self.verification.failed)
+            lines.append(f"VERIFICATION FAILED ({failed}):" if failed else "VERIFICATION FAILED:")
             lines += [f"  - {p}" for p in self.verification.problems]
         lines += [f"note: {n}" for n in self.notes]
         return "\n".join(lines)

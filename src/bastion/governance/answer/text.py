@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -17,7 +18,9 @@ from bastion.knowledge.index.analysis import Analyzer
 
 __all__ = [
     "MARKER",
+    "Passage",
     "answer_sentences",
+    "chunk_passages",
     "chunk_sentences",
     "cited_ids",
     "json_object",
@@ -32,7 +35,8 @@ MARKER = re.compile(r"[\[(]?§([A-Za-z0-9_-]{8,64})[\])]?")
 
 _LEADING_MARKERS = re.compile(r"^(?:[\s,;]*[\[(]?§[A-Za-z0-9_-]{8,64}[\])]?)+[\s,;.]*")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[.!?][\"')\]])\s+")
-_HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
+_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s")
+_LABEL = re.compile(r"^\s*(\*\*|__)[^*_]+(\*\*|__)\s*:?\s*$")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+")
 _RULE = re.compile(r"^\s*(?:-{3,}|\*{3,}|_{3,}|=+)\s*$")
 _REASONING = re.compile(r"<(think|thinking|reasoning)>.*?(?:</\1>|\Z)", re.DOTALL | re.IGNORECASE)
@@ -77,32 +81,75 @@ def number_markers(text: str, numbers: Mapping[str, int]) -> str:
     return MARKER.sub(swap, text)
 
 
+@dataclass(frozen=True, slots=True)
+class Passage:
+    """One sentence of a chunk and the headings it sits under."""
+
+    sentence: str
+    title: str = ""
+    """The document's title (its ``#`` heading, or the first part of the section path)."""
+    headings: tuple[str, ...] = ()
+    """The headings the sentence sits under, outermost first, below the document's title
+    (the chunk's section path, then the headings met in the chunk)."""
+
+
 def chunk_sentences(text: str) -> list[str]:
-    """The sentences of a chunk, whitespace-normalized, in order. Headings, rules and table
-    rows are left out (they state nothing on their own); a list item is a sentence of its own,
-    without its bullet; soft-wrapped prose lines are joined before splitting."""
-    units: list[str] = []
+    """The sentences of a chunk, whitespace-normalized, in order (see :func:`chunk_passages`)."""
+    return [p.sentence for p in chunk_passages(text)]
+
+
+def chunk_passages(text: str, section: str = "") -> list[Passage]:
+    """The sentences of a chunk, each with its heading path, in order.
+
+    Headings, rules, table rows and bold-only label lines (``**VP Level**``) are not sentences
+    (they state nothing on their own); headings below the title (``##`` and deeper) set the
+    path of the sentences under them, starting from ``section`` (``"Title > Part"``, the
+    chunk's section path, whose first part is the title). A list item is a
+    sentence of its own, without its bullet, when it has two words or more (other sentences
+    need three: shorter pieces are fragments); soft-wrapped prose lines are joined before
+    splitting. A question (a sentence ending in ``?``) states nothing and is left out too."""
+    path: list[tuple[int, str]] = [
+        (level, name.strip())
+        for level, name in enumerate(section.split(" > "), start=1)
+        if name.strip() and level > 1
+    ]
+    title = section.split(" > ", maxsplit=1)[0].strip()
+    units: list[tuple[str, str, tuple[str, ...], int]] = []
+
+    def here() -> tuple[str, ...]:
+        return tuple(name for _, name in path)
+
     for block in re.split(r"\n\s*\n", text):
         prose: list[str] = []
         for line in block.splitlines():
             if not line.strip():
                 continue
-            if _HEADING.match(line) or _RULE.match(line) or line.lstrip().startswith("|"):
-                units.append(" ".join(prose))
+            heading = _HEADING.match(line)
+            if heading or _RULE.match(line) or _LABEL.match(line) or line.lstrip().startswith("|"):
+                units.append((" ".join(prose), title, here(), 3))
                 prose = []
+                if heading:
+                    level = heading.group(1).count("#")
+                    name = line[heading.end() :].strip().strip("#").strip()
+                    path[:] = [(lv, n) for lv, n in path if lv < level and n != name]
+                    if level > 1:
+                        path.append((level, name))
+                    else:
+                        title = name
             elif _LIST_ITEM.match(line):
-                units.append(" ".join(prose))
+                units.append((" ".join(prose), title, here(), 3))
                 prose = []
-                units.append(_LIST_ITEM.sub("", line, count=1))
+                units.append((_LIST_ITEM.sub("", line, count=1), title, here(), 2))
             else:
                 prose.append(line.strip())
-        units.append(" ".join(prose))
-    sentences: list[str] = []
-    for unit in units:
-        for piece in _SENTENCE_END.split(" ".join(unit.split())):
-            if len(_WORDS.findall(piece)) >= 3:
-                sentences.append(piece.strip())
-    return sentences
+        units.append((" ".join(prose), title, here(), 3))
+    passages: list[Passage] = []
+    for unit, named, headings, least in units:
+        for raw in _SENTENCE_END.split(" ".join(unit.split())):
+            piece = raw.strip()
+            if len(_WORDS.findall(piece)) >= least and not piece.endswith("?"):
+                passages.append(Passage(piece, named, headings))
+    return passages
 
 
 def answer_sentences(text: str) -> list[tuple[str, tuple[str, ...]]]:

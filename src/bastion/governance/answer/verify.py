@@ -1,5 +1,6 @@
-"""Verification: an answer passes only if every citation is an authorized context and every
-sentence that states something is supported by a chunk it cites.
+"""Verification: an answer passes only if every citation is an authorized context, every
+sentence that states something is supported by a chunk it cites, and the answer addresses the
+question. :attr:`Verification.failed` names the checks that failed.
 
 The deterministic check, always run:
 
@@ -8,7 +9,12 @@ The deterministic check, always run:
 2. every sentence with content words is supported: at least ``min_overlap`` of its content
    words (stemmed, stop words out) appear in the chunks it cites, and so does every number in
    it (a wrong figure is the costliest slip); a sentence with no marker of its own is held
-   against every chunk the answer cites; an answer that cites nothing supports nothing.
+   against every chunk the answer cites; an answer that cites nothing supports nothing;
+3. when the question is given, the answer addresses it: one of its sentences, read under the
+   headings of the passage it was drawn from (the cited chunk's sentence it shares most words
+   with), covers at least ``relevance_floor`` of the question's topic terms
+   (:mod:`~bastion.governance.answer.relevance`): an answer that is all true but about
+   something else is not verified.
 
 An optional chat-model judge then reads the numbered sentences and the contexts and names the
 sentences it finds unsupported; a judge reply that cannot be read fails verification too.
@@ -22,9 +28,12 @@ from dataclasses import dataclass
 
 from bastion.core.errors import ConfigurationError
 from bastion.governance.answer.chat import ChatModel, Message
-from bastion.governance.answer.models import Context, Verification
+from bastion.governance.answer.models import Check, Context, Verification
+from bastion.governance.answer.relevance import RELEVANCE_FLOOR, coverage, question_terms
 from bastion.governance.answer.text import (
+    Passage,
     answer_sentences,
+    chunk_passages,
     cited_ids,
     json_object,
     numbers,
@@ -48,27 +57,29 @@ class Verifier:
     """Share of a sentence's content words that its cited chunks must contain."""
     judge: ChatModel | None = None
     """A chat model asked, after the deterministic check, whether each sentence is supported."""
+    relevance_floor: float = RELEVANCE_FLOOR
+    """Share of the question's topic terms the answer's best sentence must cover."""
 
     def __post_init__(self) -> None:
         if not 0 < self.min_overlap <= 1:
             raise ConfigurationError("Verifier: min_overlap must be in (0, 1]")
+        if not 0 < self.relevance_floor <= 1:
+            raise ConfigurationError("Verifier: relevance_floor must be in (0, 1]")
 
     async def verify(
         self,
         text: str,
         contexts: Sequence[Context],
         may_read: Callable[[Context], bool] | None = None,
+        *,
+        question: str | None = None,
     ) -> Verification:
-        """Verify ``text`` (with markers) against ``contexts`` (the assembled ones)."""
-        problems: list[str] = []
+        """Verify ``text`` (with markers) against ``contexts`` (the assembled ones); with
+        ``question``, check that the answer addresses it too."""
         by_id = {c.chunk_id: c for c in contexts}
         cited = cited_ids(text)
-        for chunk_id in cited:
-            context = by_id.get(chunk_id)
-            if context is None:
-                problems.append(f"cites §{chunk_id}, which is not one of the answer's contexts")
-            elif may_read is not None and not may_read(context):
-                problems.append(f"cites §{chunk_id}, which the asker may no longer read")
+        problems = _citation_problems(cited, by_id, may_read)
+        failed: set[Check] = {Check.CITATIONS} if problems else set()
         known = [c for c in cited if c in by_id]
         words = {c: terms(by_id[c].text) for c in known}
         figures_of = {c: numbers(by_id[c].text) for c in known}
@@ -83,6 +94,7 @@ class Verifier:
             if not sources:
                 why = "cites no context" if not ids else "cites only unknown chunks"
                 problems.append(f"sentence {number} {why}")
+                failed.add(Check.SUPPORT)
                 continue
             found = frozenset().union(*(words[c] for c in sources))
             overlap = len(content & found) / len(content)
@@ -92,24 +104,65 @@ class Verifier:
                     f"sentence {number} is not supported by its cited chunks "
                     f"(word overlap {overlap:.2f} < {self.min_overlap:.2f})"
                 )
+                failed.add(Check.SUPPORT)
             elif figures:
                 problems.append(
                     f"sentence {number} states {len(figures)} number(s) its cited chunks do not"
                 )
+                failed.add(Check.SUPPORT)
             else:
                 supported += 1
+        addresses = None
+        if question is not None and claims:
+            best = self._addresses(question, sentences, by_id)
+            addresses = best >= self.relevance_floor
+            if not addresses:
+                problems.append(
+                    f"the answer does not address the question (its best sentence covers "
+                    f"{best:.2f} of the question's terms < {self.relevance_floor:.2f})"
+                )
+                failed.add(Check.RELEVANCE)
         verdict = None
         if self.judge is not None and sentences:
             judged = await self._judge(self.judge, sentences, contexts)
             verdict = "passed" if not judged else "failed"
             problems += judged
+            if judged:
+                failed.add(Check.JUDGE)
         return Verification(
             passed=not problems,
             problems=tuple(problems),
             sentences=claims,
             supported=supported,
             judge=verdict,
+            failed=tuple(c for c in Check if c in failed),
+            addresses_question=addresses,
         )
+
+    @staticmethod
+    def _addresses(
+        question: str, sentences: list[tuple[str, tuple[str, ...]]], by_id: dict[str, Context]
+    ) -> float:
+        """The best coverage of the question by one answer sentence, read under the headings
+        of the cited chunk's sentence it shares most words with."""
+        topic = question_terms(question)
+        best = 0.0
+        for sentence, ids in sentences:
+            words = terms(sentence)
+            passages = [
+                p
+                for c in ids
+                if c in by_id
+                for p in chunk_passages(by_id[c].text, by_id[c].section or by_id[c].title or "")
+            ]
+            source = max(passages, key=lambda p: len(words & terms(p.sentence)), default=None)
+            read = Passage(
+                sentence,
+                "" if source is None else source.title,
+                () if source is None else source.headings,
+            )
+            best = max(best, coverage(topic, read).share)
+        return best
 
     @staticmethod
     async def _judge(
@@ -125,3 +178,19 @@ class Verifier:
             return ["the judge's reply could not be read, so the answer is not confirmed"]
         valid = sorted({n for n in listed if 1 <= n <= len(sentences)})
         return [f"sentence {n} is not supported, says the judge {judge.name}" for n in valid]
+
+
+def _citation_problems(
+    cited: Sequence[str],
+    by_id: dict[str, Context],
+    may_read: Callable[[Context], bool] | None,
+) -> list[str]:
+    """One line per marker that names no context, or a context the asker may no longer read."""
+    problems = []
+    for chunk_id in cited:
+        context = by_id.get(chunk_id)
+        if context is None:
+            problems.append(f"cites §{chunk_id}, which is not one of the answer's contexts")
+        elif may_read is not None and not may_read(context):
+            problems.append(f"cites §{chunk_id}, which the asker may no longer read")
+    return problems

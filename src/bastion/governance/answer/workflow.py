@@ -1,6 +1,12 @@
 """The governed answer workflow: question guardrail -> retrieve (access filter pushed down, every
-chunk re-checked) -> chunk guardrail -> rerank -> assemble within a token budget -> generate
--> verify -> answer guardrail, each step audited.
+chunk re-checked) -> chunk guardrail -> relevance floor -> rerank -> assemble within a token
+budget -> generate -> verify -> answer guardrail, each step audited.
+
+The relevance floor (:mod:`~bastion.governance.answer.relevance`) holds in every retrieval mode:
+a chunk none of whose sentences covers enough of the question does not enter the context, and
+when no chunk is left the answer is :data:`NO_CONTEXT`, never the nearest authorized chunk.
+When the chunk guardrail withheld every chunk that matched, the answer says so
+(:func:`~bastion.governance.answer.models.guarded`), distinct from :data:`NO_CONTEXT`.
 
 The workflow knows nothing of workspaces: a :class:`Retriever` brings it the chunks the asker
 may read (``Workspace.ask`` supplies one built on ``Workspace.search``) and an
@@ -35,7 +41,10 @@ from bastion.governance.answer.models import (
     GuardrailOutcome,
     GuardrailReport,
     Verification,
+    guarded,
+    withheld_note,
 )
+from bastion.governance.answer.relevance import RELEVANCE_FLOOR, relevance
 from bastion.governance.answer.rerank import NoRerank, Reranker
 from bastion.governance.answer.text import cited_ids
 from bastion.governance.answer.verify import Verifier
@@ -123,6 +132,9 @@ class AnswerWorkflow:
     """None switches verification off: the answer then says it is not verified."""
     guardrails: GuardrailsPort | None = None
     outlier_ratio: float = 0.25
+    relevance_floor: float | None = RELEVANCE_FLOOR
+    """Share of the question's topic terms a chunk's best sentence must cover to enter the
+    context (see :mod:`~bastion.governance.answer.relevance`); None switches the floor off."""
 
     async def run(self, question: str, retriever: Retriever, trail: AuditTrail) -> Answer:
         digest = hashlib.sha256(question.encode("utf-8")).hexdigest()[:16]
@@ -180,6 +192,8 @@ class AnswerWorkflow:
             )
             assert report is not None
             report = replace(report, chunks_dropped=dropped)
+        screened = len(candidates)
+        candidates = self._floor(asked, candidates, trail)
         if candidates and not isinstance(self.reranker, NoRerank):
             candidates = await self.reranker.rerank(asked, candidates)
             trail.record(
@@ -207,8 +221,37 @@ class AnswerWorkflow:
             for c in assembly.contexts
             if c.truncated
         ]
+        if dropped:
+            notes.append(withheld_note(dropped))
+        if screened and not candidates:
+            notes.append(
+                f"{screened} authorized chunk(s) matched words of the question, but none "
+                f"covers enough of it (relevance floor {self.relevance_floor:.2f})"
+            )
         answer = await self._answer(asked, assembly, retriever, trail, report)
+        if not assembly.contexts and dropped and not screened:
+            answer = replace(answer, answer=guarded(dropped), status=AnswerStatus.GUARDED)
         return replace(answer, mode=retrieval.mode, notes=tuple(notes))
+
+    def _floor(self, question: str, contexts: list[Context], trail: AuditTrail) -> list[Context]:
+        """The contexts that reach the relevance floor (all of them when it is off)."""
+        floor = self.relevance_floor
+        if floor is None or not contexts:
+            return contexts
+        scores = [relevance(question, c) for c in contexts]
+        kept = [c for c, score in zip(contexts, scores, strict=True) if score >= floor]
+        below = [
+            f"{c.chunk_id}={score:.2f}"
+            for c, score in zip(contexts, scores, strict=True)
+            if score < floor
+        ]
+        trail.record(
+            "relevance",
+            allowed=bool(kept),
+            reason=f"floor={floor:.2f} kept={_ids(c.chunk_id for c in kept)} below={_ids(below)}",
+            count=len(kept),
+        )
+        return kept
 
     async def _screen(
         self, contexts: Sequence[Context]
@@ -255,7 +298,9 @@ class AnswerWorkflow:
         verification = None
         if self.verifier is not None:
             claims = "" if draft.no_answer else draft.text  # "not found" claims nothing
-            verification = await self.verifier.verify(claims, contexts, retriever.may_read)
+            verification = await self.verifier.verify(
+                claims, contexts, retriever.may_read, question=question
+            )
         text = draft.text
         status = AnswerStatus.NO_ANSWER if draft.no_answer else AnswerStatus.ANSWERED
         if self.guardrails is not None and not draft.no_answer:
