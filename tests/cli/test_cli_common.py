@@ -167,3 +167,36 @@ def test_a_real_process_prints_json_and_exits_with_the_code(demo: Path) -> None:
 def test_main_is_a_click_group() -> None:
     assert {"ls", "cat", "put", "audit", "init", "config"} <= set(main.commands)
     assert as_json is not None
+
+
+def test_docs_list_every_error_code() -> None:
+    import re
+
+    root = Path(__file__).parents[2]
+    text = (root / "docs" / "cli.md").read_text(encoding="utf-8")
+    table = text[text.index("## Errors and exit codes") :]
+    documented = set(re.findall(r"^\| `([a-z_]+)` \|", table, re.MULTILINE))
+    raised = set(
+        re.findall(
+            r'code="([a-z_]+)"',
+            "".join(
+                p.read_text(encoding="utf-8")
+                for p in (root / "src" / "bastion" / "cli").glob("*.py")
+            ),
+        )
+    )
+    assert set(ERROR_CODES.values()) | raised | {"authentication"} == documented
+
+
+def test_every_command_takes_json(run: Run) -> None:
+    def commands(group: object, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+        found = []
+        for name, command in getattr(group, "commands", {}).items():
+            if hasattr(command, "commands"):
+                found += commands(command, (*prefix, name))
+            else:
+                found.append((*prefix, name))
+        return found
+
+    missing = [c for c in commands(main) if "--json" not in run(*c, "--help").stdout]
+    assert missing == [("serve",)]  # the server's command belongs to the server (docs/server.md)

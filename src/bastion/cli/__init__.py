@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import click
 
-from bastion.cli.common import BastionGroup
+from bastion.cli.common import BastionGroup, common_options, emit, options
 
 __all__ = ["main"]
 
@@ -29,11 +29,18 @@ def main() -> None:
 
 
 @main.command()
+@common_options(identity=False)
 def demo() -> None:
-    """Run a short scripted tour of a governed workspace (no set-up needed)."""
+    """Run a short scripted tour of a governed workspace (no set-up needed); `bastion init
+    --demo` writes a workspace to explore the same way."""
     from bastion.demo import run_demo
 
-    run_demo(click.echo)
+    if not options().as_json:
+        run_demo(click.echo)
+        return
+    lines: list[str] = []
+    run_demo(lines.append)
+    emit({"lines": lines}, "")
 
 
 def _register() -> None:
@@ -47,6 +54,7 @@ def _register() -> None:
         search_command,
     )
     from bastion.cli.mcp import mcp_command
+    from bastion.cli.serve import serve_command
     from bastion.cli.setup import config_group, init_command
 
     main.add_command(init_command)
@@ -61,7 +69,7 @@ def _register() -> None:
     main.add_command(ask_command)
     main.add_command(mcp_command)
     main.add_command(audit_command)
-    main.add_command(__import__("bastion.cli.serve", fromlist=["serve_command"]).serve_command)
+    main.add_command(serve_command)
 
 
 _register()
