@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import secrets
 import time
 from collections.abc import Iterator
@@ -117,8 +118,17 @@ def build_workspace(root: Path) -> Workspace:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, identity: IdentityConfig) -> Iterator[str]:
-    ws = build_workspace(tmp_path_factory.mktemp("served"))
+def served_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder on disk behind ``/docs``: a store path no response may show."""
+    return tmp_path_factory.mktemp("served")
+
+
+@pytest.fixture(scope="module")
+def server(served_root: Path, identity: IdentityConfig) -> Iterator[str]:
+    ws = build_workspace(served_root)
+    (served_root / "docs" / "escape.md").symlink_to("/etc/hostname")
+    (served_root / "docs" / "fifo").mkdir()
+    os.mkfifo(served_root / "docs" / "fifo" / "pipe.md")
     settings = ServerSettings(max_body_bytes=32 * 1024, max_upload_bytes=48 * 1024)
     with running(create_app(ws, identity=identity, settings=settings)) as url:
         yield url

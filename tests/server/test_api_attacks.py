@@ -4,6 +4,7 @@ hidden against missing, tenants, limits, headers."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import httpx
 import jwt
@@ -239,3 +240,26 @@ def test_an_upload_over_the_limit_is_cut_while_it_streams(
         ).status_code
         == 404
     )
+
+
+def test_no_response_shows_a_store_path(
+    client: httpx.Client, token: Token, served_root: Path
+) -> None:
+    h = auth(token())
+    responses = [
+        client.get("/v1/files/read", params={"path": "/docs/escape.md"}, headers=h),
+        client.get("/v1/files/stat", params={"path": "/docs/escape.md"}, headers=h),
+        client.get("/v1/files/read", params={"path": "/docs/fifo/pipe.md"}, headers=h),
+        client.post("/v1/files/write", json={"path": "/docs/escape.md", "content": "x"}, headers=h),
+        client.post(
+            "/v1/files/move", json={"src": "/docs/escape.md", "dst": "/docs/e2.md"}, headers=h
+        ),
+        client.get("/v1/files/grep", params={"pattern": "x", "path": "/docs"}, headers=h),
+        client.get("/v1/files", params={"path": "/docs", "recursive": "true"}, headers=h),
+        client.post("/v1/files/mkdir", json={"path": "/docs/handbook.md/sub"}, headers=h),
+        client.get("/readyz"),
+    ]
+    for r in responses:
+        assert str(served_root) not in r.text, r.text
+        assert "/etc/hostname" not in r.text and "Traceback" not in r.text
+    assert responses[0].status_code in (404, 422)
