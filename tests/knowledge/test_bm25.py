@@ -257,3 +257,63 @@ def test_name_tells_analyzers_apart() -> None:
     assert Analyzer().name == Analyzer().name
     assert Analyzer().name != Analyzer(stopwords=frozenset()).name
     assert Analyzer().name != Analyzer(language="german").name
+
+
+# -- batches, segments and the score cache -----------------------------------------------------
+
+
+def test_a_batch_scores_like_one_by_one() -> None:
+    docs, queries = _synthetic_corpus(seed=21)
+    batched = BM25(ANALYZER)
+    batched.add_many(0, docs[:150])
+    batched.add_many(150, docs[150:])
+    single = build(docs)
+    for query in queries:
+        np.testing.assert_allclose(batched.scores(query), single.scores(query), rtol=1e-6)
+    with pytest.raises(ValueError, match="next slot"):
+        batched.add_many(0, ["reuses slots"])
+
+
+def test_many_small_writes_stay_in_few_segments() -> None:
+    docs, queries = _synthetic_corpus(n_docs=300, seed=4)
+    bm25 = build(docs)  # 300 writes of one entry each
+    assert bm25._postings.segments <= 12
+    for query in queries[:20]:
+        np.testing.assert_allclose(
+            bm25.scores(query), reference_scores(docs, query), rtol=1e-5, atol=1e-5
+        )
+
+
+def test_cached_term_scores_follow_every_change() -> None:
+    """Scores kept between queries are dropped by any add or remove: a query after a change
+    gives the formula's scores over the collection as it is now."""
+    docs, queries = _synthetic_corpus(seed=8)
+    bm25 = build(docs[:100])
+    for query in queries:
+        bm25.scores(query)  # fill the cache
+    bm25.add_many(100, docs[100:150])
+    for query in queries:
+        np.testing.assert_allclose(
+            bm25.scores(query), reference_scores(docs[:150], query), rtol=1e-5, atol=1e-5
+        )
+    for slot in range(0, 150, 2):
+        bm25.remove(slot)
+    kept = [docs[s] for s in range(1, 150, 2)]
+    for query in queries:
+        np.testing.assert_allclose(
+            bm25.scores(query)[1:150:2], reference_scores(kept, query), rtol=1e-5, atol=1e-5
+        )
+
+
+def test_masked_scores_after_changes_use_the_visible_entries_only() -> None:
+    """The per-mask cache is rebuilt after a write: a hidden entry added later still does not
+    move a visible entry's score."""
+    docs, queries = _synthetic_corpus(seed=13)
+    bm25 = build(docs[:100])
+    mask = np.zeros(200, dtype=bool)
+    mask[:100:2] = True
+    before = {q: bm25.scores(q, mask)[:100] for q in queries}
+    bm25.add_many(100, docs[100:200])  # hidden: the mask does not admit them
+    for query in queries:
+        np.testing.assert_array_equal(bm25.scores(query, mask)[:100], before[query])
+        assert not bm25.scores(query, mask)[100:].any()

@@ -36,10 +36,19 @@ class Analyzer:
         self._stem = lru_cache(maxsize=200_000)(self._stemmer.stemWord)
 
     def analyze(self, text: str) -> list[str]:
-        folded = unicodedata.normalize("NFKC", text).lower()
         stop = self.stopwords
         stem = self._stem
-        return [stem(w) for w in _WORD.findall(folded) if w not in stop]
+        return [stem(w) for w in self.words(text) if w not in stop]
+
+    def words(self, text: str) -> list[str]:
+        """The words of ``text`` before stop words and stemming (``analyze`` is ``term`` of
+        each, the ``None`` ones left out): a caller that sees the same words again and again
+        can remember ``term`` per distinct word."""
+        return _WORD.findall(unicodedata.normalize("NFKC", text).lower())
+
+    def term(self, word: str) -> str | None:
+        """The term of one word of :meth:`words`; ``None`` for a stop word."""
+        return None if word in self.stopwords else self._stem(word)
 
     @property
     def name(self) -> str:

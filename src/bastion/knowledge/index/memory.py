@@ -63,6 +63,8 @@ class MemoryIndex(Index):
     def upsert(self, chunks: Sequence[IndexedChunk]) -> None:
         with self._lock:
             self._check_vectors(chunks)
+            # one vectorized BM25 pass for the batch; the slots follow in the same order
+            self._bm25.add_many(len(self._chunks), [searchable_text(c) for c in chunks])
             for chunk in chunks:
                 old = self._slot_of.get(chunk.chunk_id)
                 if old is not None:
@@ -78,8 +80,7 @@ class MemoryIndex(Index):
 
     def _add(self, chunk: IndexedChunk) -> None:
         self._generation += 1
-        slot = len(self._chunks)
-        self._bm25.add(slot, searchable_text(chunk))
+        slot = len(self._chunks)  # BM25 holds it already (``upsert``)
         self._chunks.append(chunk)
         self._slot_of[chunk.chunk_id] = slot
         self._doc_slots.setdefault(chunk.doc.doc_id, set()).add(slot)
@@ -273,9 +274,9 @@ class MemoryIndex(Index):
             part = np.argpartition(-scores[candidates], k - 1)[:k]
             candidates = candidates[part]
         order = candidates[np.lexsort((candidates, -scores[candidates]))]
-        hits = []
-        for slot in order:
-            chunk = self._chunks[slot]
-            if chunk is not None:
-                hits.append(IndexHit(chunk, float(scores[slot])))
-        return hits
+        chunks = self._chunks
+        return [
+            IndexHit(chunk, score)
+            for slot, score in zip(order.tolist(), scores[order].tolist(), strict=True)
+            if (chunk := chunks[slot]) is not None
+        ]

@@ -1,0 +1,226 @@
+"""Postings for keyword search, in numpy arrays: term -> (entry slots, term frequencies).
+
+Entries are numbered by slot, in the order they are added. A batch of entries becomes one
+*segment* in compressed sparse row form (sorted term ids, row pointers, slots, frequencies),
+built with a handful of vectorized operations; segments are merged as they pile up (a new
+segment is merged into the one before while that one is less than twice its size), so a
+collection of ``n`` postings is held in ``O(log n)`` segments and every posting is copied
+``O(log n)`` times in all. A removed entry only clears its ``alive`` flag; :meth:`compact`
+drops the dead slots and renumbers. No per-posting Python object exists at any time.
+
+This module only stores; scoring (:mod:`bastion.knowledge.index.bm25`) reads the arrays.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from bastion.knowledge.index.analysis import Analyzer
+
+__all__ = ["Postings", "Segment"]
+
+_I32 = npt.NDArray[np.int32]
+_I64 = npt.NDArray[np.int64]
+_F32 = npt.NDArray[np.float32]
+_NO_TERM = -1
+"""Term id of a word the analyzer drops (a stop word)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """Postings of a run of entries: ``slots[indptr[i]:indptr[i + 1]]`` hold ``terms[i]``."""
+
+    terms: _I32
+    """Term ids, increasing."""
+    indptr: _I64
+    slots: _I32
+    """Increasing within each term."""
+    tfs: _F32
+
+    @property
+    def size(self) -> int:
+        return len(self.slots)
+
+    rows: dict[int, int]
+    """Term id -> its row (a direct lookup, faster than a search per query term)."""
+
+    def find(self, term: int) -> tuple[_I32, _F32] | None:
+        i = self.rows.get(term)
+        if i is None:
+            return None
+        lo, hi = self.indptr[i], self.indptr[i + 1]
+        return self.slots[lo:hi], self.tfs[lo:hi]
+
+    def triplets(self) -> tuple[_I32, _I32, _F32]:
+        """(term of each posting, slot, frequency)."""
+        return np.repeat(self.terms, np.diff(self.indptr)), self.slots, self.tfs
+
+    @staticmethod
+    def build(terms: _I32, slots: _I32, tfs: _F32) -> Segment:
+        """From postings sorted by term (then slot)."""
+        ids, first = np.unique(terms, return_index=True)
+        indptr = np.append(first, len(terms)).astype(np.int64)
+        rows = dict(zip(ids.tolist(), range(len(ids)), strict=True))
+        return Segment(ids.astype(np.int32), indptr, slots.astype(np.int32), tfs, rows)
+
+    @staticmethod
+    def merge(older: Segment, newer: Segment) -> Segment:
+        t1, s1, f1 = older.triplets()
+        t2, s2, f2 = newer.triplets()
+        terms = np.concatenate([t1, t2])
+        order = np.argsort(terms, kind="stable")  # older slots first: slots stay increasing
+        return Segment.build(
+            terms[order], np.concatenate([s1, s2])[order], np.concatenate([f1, f2])[order]
+        )
+
+
+class Postings:
+    """The inverted index of entries numbered by slot, with each entry's length and liveness."""
+
+    def __init__(self, analyzer: Analyzer) -> None:
+        self.analyzer = analyzer
+        self._vocab: dict[str, int] = {}
+        """Term -> id."""
+        self._word_terms: dict[str, int] = {}
+        """Word (as the analyzer splits it) -> term id, or ``_NO_TERM``: each distinct word is
+        stemmed once."""
+        self._segments: list[Segment] = []
+        self._lengths = np.zeros(0, dtype=np.float32)
+        self._alive = np.zeros(0, dtype=bool)
+        self._count = 0
+        self.live_count = 0
+        self.live_length = 0.0
+
+    @property
+    def slots(self) -> int:
+        return self._count
+
+    @property
+    def lengths(self) -> _F32:
+        """Terms per slot (live or not)."""
+        return self._lengths[: self._count]
+
+    @property
+    def alive(self) -> npt.NDArray[np.bool_]:
+        return self._alive[: self._count]
+
+    def term_id(self, term: str) -> int | None:
+        return self._vocab.get(term)
+
+    def query_terms(self, text: str) -> list[int]:
+        """The distinct known term ids of ``text`` (unknown terms match nothing)."""
+        ids = (self._vocab.get(t) for t in dict.fromkeys(self.analyzer.analyze(text)))
+        return [i for i in ids if i is not None]
+
+    # -- writes ------------------------------------------------------------------------------
+
+    def add_many(self, texts: Sequence[str]) -> None:
+        """Append one entry per text, numbered from :attr:`slots` on."""
+        if not texts:
+            return
+        per_entry = [self._term_ids(text) for text in texts]
+        sizes = np.fromiter((len(ids) for ids in per_entry), np.int64, len(per_entry))
+        flat = np.fromiter((i for ids in per_entry for i in ids), np.int64, int(sizes.sum()))
+        local = np.repeat(np.arange(len(texts), dtype=np.int64), sizes)
+        keep = flat != _NO_TERM
+        flat, local = flat[keep], local[keep]
+        lengths = np.bincount(local, minlength=len(texts)).astype(np.float32)
+        first = self._count
+        self._grow(first + len(texts))
+        self._lengths[first : first + len(texts)] = lengths
+        self._alive[first : first + len(texts)] = True
+        self._count += len(texts)
+        self.live_count += len(texts)
+        self.live_length += float(lengths.sum())
+        if len(flat) == 0:
+            return
+        keys, tfs = np.unique(flat * len(texts) + local, return_counts=True)
+        terms = (keys // len(texts)).astype(np.int32)
+        slots = (keys % len(texts) + first).astype(np.int32)
+        self._push(Segment.build(terms, slots, tfs.astype(np.float32)))
+
+    def _term_ids(self, text: str) -> list[int]:
+        known = self._word_terms
+        words = self.analyzer.words(text)
+        ids = list(map(known.get, words))
+        if None in ids:
+            for n, word in enumerate(words):
+                if ids[n] is None:
+                    ids[n] = self._learn(word)
+        return ids  # type: ignore[return-value]  # every None was filled in
+
+    def _learn(self, word: str) -> int:
+        term = self.analyzer.term(word)
+        if term is None:
+            found = _NO_TERM
+        else:
+            found = self._vocab.get(term, -2)
+            if found == -2:
+                found = self._vocab[term] = len(self._vocab)
+        self._word_terms[word] = found
+        return found
+
+    def _grow(self, size: int) -> None:
+        if size <= len(self._lengths):
+            return
+        capacity = max(size, 2 * len(self._lengths), 64)
+        lengths = np.zeros(capacity, dtype=np.float32)
+        alive = np.zeros(capacity, dtype=bool)
+        lengths[: self._count] = self._lengths[: self._count]
+        alive[: self._count] = self._alive[: self._count]
+        self._lengths, self._alive = lengths, alive
+
+    def _push(self, segment: Segment) -> None:
+        segments = self._segments
+        segments.append(segment)
+        while len(segments) >= 2 and segments[-2].size < 2 * segments[-1].size:
+            newer = segments.pop()
+            segments[-1] = Segment.merge(segments[-1], newer)
+
+    def remove(self, slot: int) -> bool:
+        """Clear ``slot``; False when it was not live."""
+        if not self._alive[slot]:
+            return False
+        self._alive[slot] = False
+        self.live_count -= 1
+        self.live_length -= float(self._lengths[slot])
+        return True
+
+    def compact(self, keep: _I64) -> None:
+        """Renumber: old slot ``keep[i]`` becomes slot ``i``; every other slot is dropped."""
+        remap = np.full(self._count, -1, dtype=np.int64)
+        remap[keep] = np.arange(len(keep))
+        rebuilt: list[Segment] = []
+        for segment in self._segments:
+            terms, slots, tfs = segment.triplets()
+            new = remap[slots]
+            sel = new >= 0
+            if sel.any():
+                rebuilt.append(Segment.build(terms[sel], new[sel].astype(np.int32), tfs[sel]))
+        self._segments = []
+        for segment in rebuilt:
+            self._push(segment)
+        self._lengths = np.ascontiguousarray(self._lengths[keep])
+        self._alive = np.ascontiguousarray(self._alive[keep])
+        self._count = len(keep)
+        self.live_count = int(np.count_nonzero(self._alive))
+        self.live_length = float(self._lengths[self._alive].sum())
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def postings(self, term: int) -> tuple[_I32, _F32]:
+        """Slots holding ``term`` (dead ones included), increasing, and its frequency in each."""
+        found = [hit for segment in self._segments if (hit := segment.find(term)) is not None]
+        if len(found) == 1:
+            return found[0]
+        if not found:
+            return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
+        return np.concatenate([s for s, _ in found]), np.concatenate([f for _, f in found])
+
+    @property
+    def segments(self) -> int:
+        return len(self._segments)
