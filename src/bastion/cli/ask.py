@@ -2,7 +2,7 @@
 
 Who asks comes from the shared options (``bastion.cli.common``): ``--as USER`` (a user of
 ``--users FILE``, of the workspace file's ``[users]``, or a default user) or ``--token JWT``
-verified with ``--identity``, else the workspace file's ``[principal]``. The answer is
+verified with ``--identity`` (never the workspace file's ``[principal]``). The answer is
 printed with numbered citations (``path:lines``) and the verification verdict, or as JSON
 with ``--json`` (the answer's ``[n]`` references and each citation's ``n``; never the raw
 chunk markers). The exit status is 0 for a verified answer (or with ``--no-verify``),
@@ -128,7 +128,7 @@ def ask_command(
 
     found, _ = indexed_settings(None, index_dir)
     principal = resolve_principal(found)
-    if principal is None and found.principal is None:
+    if principal is None:  # a question is a person's: never the file's [principal]
         raise click.UsageError("say who asks: --as USER or --token JWT (one of them)")
     chat = _chat(chat_url, chat_model)
     reranker = _reranker(rerank, chat, cross_encoder)
