@@ -5,16 +5,16 @@ from __future__ import annotations
 import json
 
 import httpx
+import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 
 from .support import Token, auth
 
 
 async def _read(url: str, token: str, path: str) -> tuple[bool, str]:
-    http = create_mcp_http_client(headers=auth(token))
+    http = httpx2.AsyncClient(headers=auth(token))
     async with http, Client(streamable_http_client(f"{url}/mcp", http_client=http)) as client:
         result = await client.call_tool("read_file", {"path": path})
         return bool(result.is_error), result.content[0].text  # type: ignore[union-attr]
@@ -32,7 +32,7 @@ async def test_each_token_gets_its_own_view(server: str, token: Token) -> None:
 
 
 async def test_tools_list_follows_the_principal(server: str, token: Token) -> None:
-    http = create_mcp_http_client(headers=auth(token()))
+    http = httpx2.AsyncClient(headers=auth(token()))
     async with http, Client(streamable_http_client(f"{server}/mcp", http_client=http)) as client:
         names = {t.name for t in (await client.list_tools()).tools}
         assert {"read_file", "write_file", "grep"} <= names
