@@ -44,10 +44,15 @@ async def me(request: Request) -> Response:
     state = state_of(request)
     ws = state.view(request)
     p = ws.principal
+    top = {str(e.path) for e in await ws.list("/")}  # one listing: no refusal per mount
+
+    async def visible(prefix: VPath) -> bool:
+        return str(prefix) in top if len(prefix.parts) == 1 else await ws.exists(prefix)
+
     mounts = [
         {"prefix": str(m.prefix), "scope": m.scope.value, "description": m.description}
         for m in ws.mounts
-        if await ws.exists(m.prefix)
+        if await visible(m.prefix)
     ]
     return ok(
         {
