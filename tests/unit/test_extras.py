@@ -112,6 +112,19 @@ for name, url in (("postgres", "postgresql://u@localhost/db"), ("s3", "s3://buck
         ).build()
     except Exception as exc:
         errors[name] = f"{type(exc).__name__}: {exc}"
+try:
+    Knowledge.open(folder + "/kb")
+except Exception as exc:
+    errors["Knowledge.open"] = f"{type(exc).__name__}: {exc}"
+import contextlib, io
+from bastion.cli import main as cli
+said = io.StringIO()
+with contextlib.redirect_stderr(said):
+    try:
+        cli(["mcp", "--mount", "/d=" + folder], prog_name="bastion")
+    except SystemExit as stop:
+        out["mcp_exit"] = stop.code
+errors["bastion mcp"] = said.getvalue().strip()
 out["errors"] = errors
 out["loaded"] = sorted(m for m in sys.modules if m.split(".")[0] in HIDDEN)
 print(json.dumps(out))
@@ -133,8 +146,15 @@ def test_the_core_works_without_any_extra_and_names_the_extra_otherwise(tmp_path
     assert sorted(out["grep"]) == ["/db/b.md", "/disk/a.md"]
     assert out["search"][0] == "/disk/a.md"
     errors = out["errors"]
-    assert set(errors) == {"PostgresStore", "postgres", "s3"}
-    for name, extra in (("PostgresStore", "postgres"), ("postgres", "postgres"), ("s3", "s3")):
-        assert errors[name].split(":")[0] in ("MissingExtraError", "ConfigurationError")
+    assert set(errors) == {"PostgresStore", "postgres", "s3", "Knowledge.open", "bastion mcp"}
+    for name, extra in (
+        ("PostgresStore", "postgres"),
+        ("postgres", "postgres"),
+        ("s3", "s3"),
+        ("Knowledge.open", "lancedb"),
+        ("bastion mcp", "mcp"),
+    ):
+        assert errors[name].split(":")[0] in ("MissingExtraError", "ConfigurationError", "Error")
         assert f"pip install 'bastion[{extra}]'" in errors[name]
         assert "\n" not in errors[name]
+    assert out["mcp_exit"] == 1
