@@ -55,8 +55,10 @@ class _Loop(asyncio.SelectorEventLoop):
     tasks of 3.11 to 3.13 alike), so a task created while ``eager`` is set takes its first
     step inside its constructor, as the current task of this loop.
 
-    ``touched``: set when anything is queued or timed (``call_soon``, ``call_at``), so that
-    the driver knows whether a call that finished in its first step left work behind.
+    ``touched``: set when anything is queued or timed (``call_soon``, ``call_at``, and
+    ``call_soon_threadsafe`` from any thread: a finished call's hand-over, an async
+    generator's clean-up) since the loop last ran, so that the driver knows whether a call that
+    finished in its first step leaves work behind.
     """
 
     _thread_id: int | None  # BaseEventLoop's: the thread running the loop, or None
@@ -67,6 +69,9 @@ class _Loop(asyncio.SelectorEventLoop):
         self.touched = False
         self._ran = asyncio.Handle(_nothing, (), self)  # what an eager call_soon returns
         self._ran.cancel()
+        # The async generator hooks run_forever installs (BaseEventLoop's), bound once.
+        self._firstiter: Callable[[Any], None] = self._asyncgen_firstiter_hook  # type: ignore[attr-defined]
+        self._finalizer: Callable[[Any], None] = self._asyncgen_finalizer_hook  # type: ignore[attr-defined]
 
     def call_soon(  # type: ignore[override]
         self,
@@ -94,6 +99,15 @@ class _Loop(asyncio.SelectorEventLoop):
         self.touched = True
         return super().call_at(when, callback, *args, context=context)
 
+    def call_soon_threadsafe(  # type: ignore[override]
+        self,
+        callback: Callable[..., object],
+        *args: Any,
+        context: contextvars.Context | None = None,
+    ) -> asyncio.Handle:
+        self.touched = True
+        return super().call_soon_threadsafe(callback, *args, context=context)
+
     def start(self, coro: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
         """A task for ``coro`` whose first step has run, in this thread, with this loop as
         the running loop (the caller holds the loop: nobody else runs it now)."""
@@ -102,7 +116,6 @@ class _Loop(asyncio.SelectorEventLoop):
         sys.set_asyncgen_hooks(self._firstiter, self._finalizer)
         _set_running_loop(self)
         self._thread_id = threading.get_ident()
-        self.touched = False
         self.eager = True
         try:
             return asyncio.Task(coro, loop=self)
@@ -112,19 +125,17 @@ class _Loop(asyncio.SelectorEventLoop):
             _set_running_loop(None)
             sys.set_asyncgen_hooks(*hooks)
 
-    @property
-    def _firstiter(self) -> Callable[[Any], None]:
-        return self._asyncgen_firstiter_hook  # type: ignore[attr-defined,no-any-return]
-
-    @property
-    def _finalizer(self) -> Callable[[Any], None]:
-        return self._asyncgen_finalizer_hook  # type: ignore[attr-defined,no-any-return]
-
     def tick(self) -> None:
         """Run what is queued now (callbacks a first step scheduled, cancelled timers to
         drop), once."""
         self.call_soon(self.stop)
+        self.touched = False
         self.run_forever()
+
+    def drive(self, future: asyncio.Future[Any] | Coroutine[Any, Any, Any]) -> None:
+        """Run the loop in this thread until ``future`` is done."""
+        self.touched = False
+        self.run_until_complete(future)
 
     def has_tasks(self) -> bool:
         return bool(asyncio.all_tasks(self))
@@ -238,7 +249,7 @@ class _Runner:
             if task.done():
                 loop.tick()  # what its first step queued
             else:
-                loop.run_until_complete(task)
+                loop.drive(task)
         finally:
             if not task.done():  # interrupted (KeyboardInterrupt): the standby cancels it
                 task.cancel()
@@ -275,14 +286,18 @@ class _Runner:
                 loop = self._loop
             assert loop is not None
             while True:
-                loop.run_until_complete(_quiet())
+                loop.drive(_quiet())
                 with self._lock:
                     if not self._inflight and not loop.has_tasks():
                         self._driven = False
                         break
 
     def forked(self) -> None:
-        """In a child process: the parent's loop and threads are not here; start afresh."""
+        """In a child process: the parent's loop and threads are not here; start afresh.
+        The parent's loop object is kept, never closed: its selector is the parent's too,
+        and closing it here would unregister the parent's wake-up socket."""
+        if self._loop is not None:
+            _FORKED.append(self._loop)
         self._reset()
 
 
@@ -298,6 +313,7 @@ async def _quiet() -> None:
         await asyncio.wait(others, return_when=asyncio.FIRST_COMPLETED)
 
 
+_FORKED: list[_Loop] = []
 _RUNNER = _Runner()
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_RUNNER.forked)
