@@ -13,7 +13,7 @@ from cli_support import Run, as_json, error_of
 import bastion.core.errors as errors
 import bastion.governance.errors as auth_errors
 from bastion.cli import main
-from bastion.cli.common import ERROR_CODES, error_code
+from bastion.cli.errors import ERROR_CODES, error_code
 
 
 def test_every_error_class_has_a_stable_code() -> None:

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import click
 
-from bastion.cli.common import BastionGroup, common_options, emit, options
+from bastion.cli.common import common_options, options
+from bastion.cli.errors import BastionGroup
+from bastion.cli.output import emit
 
 __all__ = ["main"]
 

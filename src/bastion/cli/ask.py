@@ -22,14 +22,9 @@ from typing import Any
 
 import click
 
-from bastion.cli.common import (
-    DEFAULT_USERS,
-    EXIT_UNVERIFIED,
-    common_options,
-    emit,
-    principal_dict,
-    resolve_principal,
-)
+from bastion.cli.common import DEFAULT_USERS, common_options, resolve_principal
+from bastion.cli.errors import EXIT_UNVERIFIED
+from bastion.cli.output import emit, principal_dict
 
 __all__ = ["DEMO_USERS", "answer_dict", "ask_command"]
 

@@ -14,7 +14,9 @@ from typing import Any
 
 import click
 
-from bastion.cli.common import CliError, common_options, emit, resolve_principal, settings
+from bastion.cli.common import common_options, resolve_principal, settings
+from bastion.cli.errors import CliError
+from bastion.cli.output import emit
 from bastion.cli.session import open_session
 
 __all__ = ["audit_command"]

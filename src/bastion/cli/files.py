@@ -17,14 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from bastion.cli.common import (
-    common_options,
-    emit,
-    note,
-    options,
-    resolve_principal,
-    settings,
-)
+from bastion.cli.common import common_options, options, resolve_principal, settings
+from bastion.cli.output import emit, note
 from bastion.cli.session import Session, open_session
 
 if TYPE_CHECKING:

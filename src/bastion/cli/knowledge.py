@@ -18,19 +18,9 @@ from typing import Any
 
 import click
 
-from bastion.cli.common import (
-    EXIT_SKIPPED,
-    CliError,
-    Progress,
-    common_options,
-    emit,
-    load_config,
-    note,
-    options,
-    principal_dict,
-    resolve_principal,
-    settings,
-)
+from bastion.cli.common import common_options, load_config, options, resolve_principal, settings
+from bastion.cli.errors import EXIT_SKIPPED, CliError
+from bastion.cli.output import Progress, emit, note, principal_dict
 
 __all__ = ["eval_command", "index_command", "indexed_settings", "reindex_command", "search_command"]
 

@@ -20,15 +20,8 @@ from typing import Any, Literal, cast
 
 import click
 
-from bastion.cli.common import (
-    common_options,
-    config_path,
-    load_config,
-    note,
-    options,
-    resolve_principal,
-    shown,
-)
+from bastion.cli.common import common_options, config_path, load_config, options, resolve_principal
+from bastion.cli.output import note, shown
 from bastion.core.principal import Principal
 
 __all__ = ["mcp_command"]

@@ -17,7 +17,8 @@ import dataclasses
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from bastion.cli.common import acting, note, options, shown
+from bastion.cli.common import acting, options
+from bastion.cli.output import note, shown
 from bastion.core.principal import Principal
 
 if TYPE_CHECKING:

@@ -14,16 +14,9 @@ from urllib.parse import urlsplit
 
 import click
 
-from bastion.cli.common import (
-    CONFIG_NAME,
-    CliError,
-    common_options,
-    config_path,
-    emit,
-    load_config,
-    note,
-    principal_dict,
-)
+from bastion.cli.common import CONFIG_NAME, common_options, config_path, load_config
+from bastion.cli.errors import CliError
+from bastion.cli.output import emit, note, principal_dict
 
 if TYPE_CHECKING:
     from bastion.config import WorkspaceConfig

@@ -1,0 +1,172 @@
+"""Errors and exit codes of the command line: one table from the library's error tree to
+stable codes (:data:`ERROR_CODES`), and the group that shows every error once, as text or,
+with ``--json``, as ``{"error": CODE, "message": ...}`` on stderr (:class:`BastionGroup`).
+
+Exit codes: :data:`EXIT_OK`, :data:`EXIT_ERROR`, :data:`EXIT_USAGE`, :data:`EXIT_SKIPPED`
+(an index run skipped files) and :data:`EXIT_UNVERIFIED` (``ask``: the answer failed its
+verification); ``docs/cli.md`` lists them with every code.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from typing import IO, Any
+
+import click
+
+from bastion.cli.logs import reset_logging
+from bastion.core.errors import (
+    AccessDeniedError,
+    AlreadyExistsError,
+    BastionError,
+    ConfigurationError,
+    ConflictError,
+    DirectoryNotEmptyError,
+    EditError,
+    InvalidPathError,
+    InvalidPatternError,
+    IsADirectoryError_,
+    LabelError,
+    LimitError,
+    NotADirectoryError_,
+    NotFoundError,
+    OperationError,
+    PolicyDeniedError,
+    RateLimitError,
+    ScopeError,
+    StoreError,
+    StoreUnavailableError,
+    UnsupportedFileError,
+)
+from bastion.core.extras import needs
+
+__all__ = [
+    "ERROR_CODES",
+    "EXIT_ERROR",
+    "EXIT_OK",
+    "EXIT_SKIPPED",
+    "EXIT_UNVERIFIED",
+    "EXIT_USAGE",
+    "BastionGroup",
+    "CliError",
+    "error_code",
+    "fail",
+]
+
+EXIT_OK = 0
+"""The command did what it was asked."""
+EXIT_ERROR = 1
+"""An error: the message (or the JSON ``error`` object) says which."""
+EXIT_USAGE = 2
+"""The command line itself is wrong (an unknown option, a missing argument, a bad value)."""
+EXIT_SKIPPED = 3
+"""An index run finished but skipped files (each named once, with its reason)."""
+EXIT_UNVERIFIED = 4
+"""``bastion ask``: an answer came back but failed its verification."""
+
+ERROR_CODES: Mapping[type[BaseException], str] = {
+    InvalidPathError: "invalid_path",
+    NotFoundError: "not_found",  # NoMountError too: a hidden mount reads as no mount
+    AlreadyExistsError: "already_exists",
+    NotADirectoryError_: "not_a_directory",
+    IsADirectoryError_: "is_a_directory",
+    DirectoryNotEmptyError: "directory_not_empty",
+    ConflictError: "conflict",
+    EditError: "edit_failed",
+    ScopeError: "scope_denied",
+    PolicyDeniedError: "policy_denied",
+    LimitError: "limit_exceeded",
+    AccessDeniedError: "access_denied",
+    RateLimitError: "rate_limited",
+    UnsupportedFileError: "unsupported_file",
+    LabelError: "bad_labels",
+    InvalidPatternError: "invalid_pattern",
+    StoreUnavailableError: "store_unavailable",
+    StoreError: "store_failed",
+    OperationError: "operation_failed",
+    ConfigurationError: "configuration",
+    BastionError: "error",
+    click.UsageError: "usage",
+    click.ClickException: "error",
+}
+"""The stable ``error`` code of each error class; a class not named here takes the code of
+its nearest ancestor (``NoMountError`` is ``not_found``, every token refusal is
+``authentication`` through :func:`error_code`). Codes never change once published."""
+
+_AUTHENTICATION = "authentication"
+
+_AUTHENTICATION = "authentication"
+
+
+def error_code(exc: BaseException) -> str:
+    """The stable code of ``exc`` (:data:`ERROR_CODES`), from its nearest listed class."""
+    from bastion.governance.errors import AuthenticationError
+
+    if isinstance(exc, AuthenticationError):
+        return _AUTHENTICATION
+    if isinstance(exc, CliError):
+        return exc.code
+    for cls in type(exc).__mro__:
+        if cls in ERROR_CODES:
+            return ERROR_CODES[cls]
+    return "error"
+
+
+class CliError(click.ClickException):
+    """An error the command line itself finds (an unknown user, a missing index), with its
+    stable code."""
+
+    def __init__(self, message: str, code: str = "error") -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def fail(exc: BaseException, *, as_json: bool, stream: IO[str] | None = None) -> int:
+    """Report ``exc`` on stderr and return the exit code for it."""
+    code = error_code(exc)
+    if isinstance(exc, click.ClickException):
+        message = exc.format_message()
+        status = exc.exit_code
+    else:
+        message = str(exc)
+        status = EXIT_ERROR
+    if as_json:
+        click.echo(json.dumps({"error": code, "message": message}, ensure_ascii=False), err=True)
+    elif isinstance(exc, click.ClickException):
+        exc.show(stream)
+    else:
+        click.echo(f"Error: {message}", err=True)
+    return status
+
+
+class BastionGroup(click.Group):
+    """The ``bastion`` group: every error a command raises, whether ours or click's, is shown
+    once on stderr (a JSON object with ``--json``) with its documented exit code."""
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        raw = list(sys.argv[1:] if args is None else args)
+        before = raw[: raw.index("--")] if "--" in raw else raw
+        as_json = "--json" in before
+        command = next((arg for arg in before if not arg.startswith("-")), "")
+        try:
+            with needs(f"bastion {command}".strip()):
+                result = super().main(raw, prog_name, complete_var, False, **extra)
+        except click.exceptions.Abort:
+            click.echo("Aborted!", err=True)
+            sys.exit(EXIT_ERROR)
+        except (click.ClickException, BastionError) as exc:
+            sys.exit(fail(exc, as_json=as_json))
+        finally:
+            reset_logging()
+        sys.exit(result if isinstance(result, int) else EXIT_OK)

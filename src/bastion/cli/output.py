@@ -1,0 +1,82 @@
+"""What a command prints: results (text, or JSON with ``--json``), notes for a person, and
+progress of long jobs, all but results on stderr."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from bastion.cli.common import options
+from bastion.core.principal import Principal
+
+__all__ = ["Progress", "emit", "note", "principal_dict", "shown"]
+
+
+def emit(data: Any, text: str | Callable[[], str]) -> None:
+    """Print a result: ``data`` as JSON with ``--json``, else ``text`` (or what it returns)."""
+    if options().as_json:
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+    else:
+        shown_text = text() if callable(text) else text
+        if shown_text:
+            click.echo(shown_text)
+
+
+def note(message: str) -> None:
+    """A note for a person on stderr (not with ``-q`` nor ``--json``)."""
+    opts = options()
+    if not opts.quiet and not opts.as_json:
+        click.echo(message, err=True)
+
+
+def shown(principal: Principal) -> str:
+    """``ana@larkspur``: how a note names a principal."""
+    return f"{principal.id}@{principal.tenant}"
+
+
+def principal_dict(principal: Principal) -> dict[str, Any]:
+    return {
+        "id": principal.id,
+        "tenant": principal.tenant,
+        "roles": sorted(principal.roles),
+        "clearance": principal.clearance,
+        "tags": sorted(principal.tags),
+    }
+
+
+class Progress:
+    """Progress of a long job on stderr: a bar on a terminal, else a line every 10% (and at
+    the end); nothing with ``-q``. Call it as ``progress(done, total, path)``."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.enabled = not options().quiet
+        self.tty = self.enabled and sys.stderr.isatty()
+        self._bar: Any = None
+        self._shown = -1
+
+    def __call__(self, done: int, total: int, _path: str = "") -> None:
+        if not self.enabled or total <= 0:
+            return
+        if self.tty:
+            if self._bar is None:
+                self._bar = click.progressbar(
+                    length=total, label=self.label, show_pos=True, file=sys.stderr
+                )
+                self._bar.__enter__()
+            self._bar.length = total
+            self._bar.update(done - self._bar.pos)
+            return
+        tenth = done * 10 // total
+        if tenth > self._shown:
+            self._shown = tenth
+            click.echo(f"{self.label}: {done}/{total}", err=True)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(None, None, None)
+            self._bar = None
