@@ -142,3 +142,25 @@ def test_refusals_carry_stable_codes(starter: Path, run: Run) -> None:
     assert error_of(bad)["error"] == "invalid_path"
     pattern = run("grep", "--as", "bob", "-E", "(", "/docs", "--json")
     assert error_of(pattern)["error"] == "invalid_pattern"
+
+
+def test_put_refuses_a_stale_version_and_rm_needs_r_for_a_folder(starter: Path, run: Run) -> None:
+    first = as_json(run("put", "--as", "bob", "/scratch/d/a.md", "-", "--json", input="one\n"))
+    stale = first["version"]
+    assert run("put", "--as", "bob", "/scratch/d/a.md", input="two\n").exit_code == 0
+    conflict = run(
+        "put", "--as", "bob", "/scratch/d/a.md", "--if-version", stale, "--json", input="x"
+    )
+    assert conflict.exit_code == 1 and error_of(conflict)["error"] == "conflict"
+    folder = run("rm", "--as", "bob", "/scratch/d", "--json")
+    assert folder.exit_code == 1 and error_of(folder)["error"] == "directory_not_empty"
+    assert run("rm", "--as", "bob", "/scratch/d", "-r").exit_code == 0
+    gone = run("stat", "--as", "bob", "/scratch/d", "--json")
+    assert error_of(gone)["error"] == "not_found"
+
+
+def test_index_progress_is_a_line_on_stderr_unless_quiet(demo: Path, run: Run) -> None:
+    loud = run("index")
+    assert "indexing: 17/17" in loud.stderr and "indexing" not in loud.stdout
+    quiet = run("index", "-q")
+    assert quiet.stderr == ""
