@@ -24,6 +24,7 @@ and are raised while building things, not while serving requests.
     │   ├── UnsupportedFileError    a link, FIFO, socket or device: never followed or opened
     │   ├── LabelError              labels that cannot be read (broken front matter or sidecar)
     │   ├── InvalidPatternError     a glob or regular expression that cannot be compiled
+    │   ├── SandboxError            a command cannot be run in the sandbox (nothing ran)
     │   └── StoreError              the backend failed (I/O error)
     │       └── StoreUnavailableError   no answer within the mount's timeout, or down
     └── ConfigurationError          developer-facing: invalid mounts, policy or options
@@ -53,6 +54,7 @@ __all__ = [
     "OperationError",
     "PolicyDeniedError",
     "RateLimitError",
+    "SandboxError",
     "ScopeError",
     "StoreError",
     "StoreUnavailableError",
@@ -77,6 +79,12 @@ class BastionError(Exception):
 
 class OperationError(BastionError):
     """A request that cannot be served; the message is meant for the agent."""
+
+
+class SandboxError(OperationError):
+    """The sandbox cannot run the command (bubblewrap missing or refused by the kernel, a view
+    that cannot be built, no such background process); nothing was run, and nothing ever runs
+    unsandboxed."""
 
 
 class InvalidPathError(OperationError):

@@ -4,14 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from bastion.core.errors import OperationError
+from bastion.core.errors import SandboxError
 
 __all__ = ["RunLimits", "RunResult", "SandboxError"]
-
-
-class SandboxError(OperationError):
-    """The sandbox cannot run the command (bubblewrap missing or refused by the kernel, a view
-    that cannot be built); nothing was run, and nothing ever runs unsandboxed."""
 
 
 @dataclass(frozen=True, kw_only=True)
