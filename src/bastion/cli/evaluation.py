@@ -43,8 +43,11 @@ def evaluate_workspace(
     limit: int | None = None,
     k: int = 100,
     echo: Callable[[str], None] | None = None,
+    index_progress: Callable[[int, int, str], None] | None = None,
+    query_progress: Callable[[int, int, str], None] | None = None,
 ) -> RunRecord:
-    """Index the dataset's corpus in ``index_dir`` and score ``mode`` on its queries."""
+    """Index the dataset's corpus in ``index_dir`` and score ``mode`` on its queries;
+    ``index_progress`` and ``query_progress`` are told ``(done, total, what)`` as they go."""
     say = echo or (lambda _line: None)
     dataset = load_dataset(root, split=split)
     knowledge = Knowledge.open(index_dir, embedder=None if mode == "bm25" else "local")
@@ -61,12 +64,18 @@ def evaluate_workspace(
     ws = Workspace(mounts, policy=Policy.allow_all(), knowledge=knowledge).sync()
     say(f"indexing {count} documents ({mode})...")
     started = time.perf_counter()
-    summary = ws.index_directory("/corpus")
+    summary = ws.index_directory("/corpus", progress=index_progress)
     took = time.perf_counter() - started
     say(summary.format().splitlines()[0])
 
+    asked = [0]
+    total = len(dataset.queries)
+
     def search(text: str) -> list[str]:
         hits = ws.search(text, mode=mode, k=k).hits
+        asked[0] += 1
+        if query_progress is not None:
+            query_progress(asked[0], total, text)
         return list(dict.fromkeys(_doc_id(h.path) for h in hits))
 
     record = run_retrieval(

@@ -322,9 +322,20 @@ def eval_command(dataset: Path, mode: str, split: str, out: Path, limit: int | N
             )
             kept = {"documents": cut.documents, "queries": cut.queries}
             source = cut.folder
-        record = evaluate_workspace(
-            source, mode=mode, split=split, index_dir=Path(tmp) / "index", echo=say
-        )
+        indexing, querying = Progress("indexing"), Progress("querying")
+        try:
+            record = evaluate_workspace(
+                source,
+                mode=mode,
+                split=split,
+                index_dir=Path(tmp) / "index",
+                echo=say,
+                index_progress=indexing,
+                query_progress=querying,
+            )
+        finally:
+            indexing.close()
+            querying.close()
     saved = record.save(out)
     shown = ("ndcg@10", "recall@10", "recall@100", "mrr@10", "latency_p50_ms")
     figures = ", ".join(f"{k} {record.figures[k]:.4f}" for k in shown if k in record.figures)
