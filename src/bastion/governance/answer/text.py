@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from bastion.knowledge.index.analysis import Analyzer
+from bastion.analysis import Analyzer
 
 __all__ = [
     "MARKER",
