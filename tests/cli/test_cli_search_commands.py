@@ -95,3 +95,12 @@ def test_eval_limit_keeps_only_queries_answerable_from_the_subset(tmp_path: Path
         "eval", str(TINY), "--mode", "bm25", "--limit", "1", "--out", str(tmp_path), "--json"
     )
     assert none.exit_code == 2 and "raise N" in error_of(none)["message"]
+
+
+def test_ask_says_when_matching_documents_are_hidden(indexed: Path, run: Run) -> None:
+    gus = run("ask", "--as", "gus", "What is the salary band for a senior engineer?")
+    assert gus.exit_code == 0, gus.output
+    assert "128,000" not in gus.stdout
+    assert "note: some documents that match are not visible to gus@larkspur" in gus.stderr
+    data = as_json(run("ask", "--as", "gus", "What is the salary band?", "--json"))
+    assert data["hidden"] is True

@@ -233,7 +233,7 @@ def search_command(
     chosen = mode or ("hybrid" if dense else "bm25")
     with open_session(found, resolve_principal(found), index=True) as session:
         result = session.ws.search(query, mode=chosen, k=k, path=under, related=related)
-        hidden = _search_hidden(session, query, chosen, k, result)
+        hidden = session.index_hidden(query, chosen, k, {hit.path for hit in result.hits})
         if hidden:
             note(f"note: {session.hidden_note('that match ')}")
         data = {
@@ -244,19 +244,6 @@ def search_command(
             "hidden": hidden,
         }
         emit(data, result.format)
-
-
-def _search_hidden(session: Any, query: str, mode: str, k: int, result: Any) -> bool:
-    """True when the index's own best ``k`` hold a document this principal may not read
-    (one bit: never which, nor how many)."""
-    if session.principal is None or session.knowledge is None:
-        return False
-    from bastion.workspace.sync import run_blocking
-
-    raw = run_blocking(session.knowledge.search(query, mode=mode, k=k))
-    shown = {hit.path for hit in result.hits}
-    others = {hit.chunk.doc.path for hit in raw} - shown
-    return any(not session.ws.exists(path) for path in sorted(others))
 
 
 @click.command("reindex")

@@ -86,6 +86,20 @@ class Session:
         every = {p for p in every if not p.endswith(SIDECAR_SUFFIX)}
         return bool(every - set(seen))
 
+    def index_hidden(self, query: str, mode: str, k: int, shown: set[str]) -> bool:
+        """True when the index's own best ``k`` for ``query`` hold a document this principal
+        may not read (one bit: never which, nor how many); ``shown`` are paths it was shown.
+        Always false for the owner or without an index."""
+        if self.principal is None or self.knowledge is None:
+            return False
+        from bastion.workspace.sync import run_blocking
+
+        if mode not in self.ws.search_modes:
+            mode = "bm25"
+        raw = run_blocking(self.knowledge.search(query, mode=mode, k=k))
+        others = {hit.chunk.doc.path for hit in raw} - shown
+        return any(not self.ws.exists(path) for path in sorted(others))
+
     def close(self) -> None:
         from bastion.stores.mount_checks import close_now
 
