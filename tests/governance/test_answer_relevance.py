@@ -16,10 +16,13 @@ from bastion import MemoryAuditSink, MemoryStore, Mount, Policy, Principal, Work
 from bastion.governance.answer import (
     NO_CONTEXT,
     AnswerStatus,
+    AnswerWorkflow,
+    AuditTrail,
     ChatModel,
     Context,
     ExtractiveAnswerer,
     Message,
+    Retrieval,
     Verifier,
 )
 from bastion.governance.answer.models import Check, DroppedChunk, guarded, withheld_note
@@ -329,3 +332,40 @@ def test_the_guardrail_sentences_name_kinds_never_content() -> None:
     )
     assert withheld_note(dropped) == "2 chunk(s) withheld by a guardrail (injection, pii)"
     assert withheld_note([DroppedChunk(chunk_id=A, reasons=())]).endswith("(no reason given)")
+
+
+# -- the workflow's own switch -----------------------------------------------------------------------
+
+
+class _Given:
+    """A retriever that brings the given contexts (every one readable)."""
+
+    def __init__(self, *contexts: Context) -> None:
+        self.contexts = contexts
+
+    async def retrieve(self, question: str) -> Retrieval:
+        return Retrieval(
+            contexts=self.contexts, considered=tuple(c.chunk_id for c in self.contexts)
+        )
+
+    def may_read(self, context: Context) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(
+    ("floor", "status"), [(RELEVANCE_FLOOR, "no_context"), (None, "no_answer")]
+)
+async def test_the_floor_can_be_switched_off_in_the_workflow(
+    floor: float | None, status: str
+) -> None:
+    workflow = AnswerWorkflow(
+        counter=Knowledge(MemoryIndex()).chunker.counter, relevance_floor=floor
+    )
+    sink = MemoryAuditSink()
+    trail = AuditTrail(sink, Principal.of("eve"))
+    answer = await workflow.run("What is executive compensation?", _Given(_ctx(A, HANDBOOK)), trail)
+    assert answer.status.value == status
+    # Off, the chunk is in the context, and the extractive answerer still quotes nothing of it.
+    assert len(answer.contexts) == (0 if floor is not None else 1)
+    assert answer.citations == ()
+    assert any(r.operation == "ask.relevance" for r in sink.records) is (floor is not None)

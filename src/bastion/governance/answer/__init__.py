@@ -1,9 +1,11 @@
 """Governed answers with citations: the workflow behind ``Workspace.ask``.
 
-retrieve (access filter pushed down, every chunk re-checked) -> rerank -> assemble a context
-within a token budget, each block marked ``§chunk_id`` -> generate (the extractive answerer,
-or any chat model) -> verify (every citation an authorized context, every sentence supported)
--> audit. Guardrails, when given, screen the question, each chunk and the answer.
+retrieve (access filter pushed down, every chunk re-checked) -> relevance floor (chunks that do
+not cover the question stay out, in every mode) -> rerank -> assemble a context within a token
+budget, each block marked ``§chunk_id`` -> generate (the extractive answerer, or any chat
+model) -> verify (every citation an authorized context, every sentence supported, the answer
+addressing the question) -> audit. Guardrails, when given, screen the question, each chunk and
+the answer.
 """
 
 from bastion.governance.answer.chat import ChatModel, Message
@@ -25,6 +27,7 @@ from bastion.governance.answer.models import (
     WITHHELD,
     Answer,
     AnswerStatus,
+    Check,
     Citation,
     Context,
     DroppedChunk,
@@ -53,6 +56,7 @@ __all__ = [
     "ChatRerank",
     "ChatResponseError",
     "ChatUnavailableError",
+    "Check",
     "Citation",
     "Context",
     "CrossEncoderRerank",
