@@ -104,3 +104,19 @@ def test_ask_says_when_matching_documents_are_hidden(indexed: Path, run: Run) ->
     assert "note: some documents that match are not visible to gus@larkspur" in gus.stderr
     data = as_json(run("ask", "--as", "gus", "What is the salary band?", "--json"))
     assert data["hidden"] is True
+
+
+def test_an_index_folder_is_not_silently_repointed(tmp_path: Path, run: Run) -> None:
+    one, two = tmp_path / "one", tmp_path / "two"
+    for folder in (one, two):
+        folder.mkdir()
+        (folder / "a.md").write_text(f"# {folder.name}\n\nText of {folder.name}.\n")
+    index = str(tmp_path / "idx")
+    assert run("index", str(one), "--index", index, "--keyword-only").exit_code == 0
+    other = run("index", str(two), "--index", index, "--keyword-only", "--json")
+    assert other.exit_code == 1 and error_of(other)["error"] == "index_mismatch"
+    assert "--rebuild" in error_of(other)["message"]
+    found = as_json(run("search", "Text", "--index", index, "--json"))
+    assert [hit["snippet"] for hit in found["hits"]] == ["# one\n\nText of one."]
+    rebuilt = run("index", str(two), "--index", index, "--keyword-only", "--rebuild")
+    assert rebuilt.exit_code == 0, rebuilt.output

@@ -328,7 +328,7 @@ def grep_command(
 @click.option("--limit", type=click.IntRange(1), default=None, help="At most this many entries.")
 @common_options()
 def glob_command(pattern: str, path: str, limit: int | None) -> None:
-    """Entries matching the glob PATTERN (``**/*.md``) that you may see."""
+    """Entries matching the glob PATTERN (**/*.md) that you may see."""
     with _session() as session:
         entries = session.ws.glob(pattern, path=path, limit=limit)
         hidden = False

@@ -182,6 +182,12 @@ def index_command(path: Path | None, index_dir: Path, rebuild: bool, keyword_onl
     state = index_dir / _STATE
     if state.exists() and not rebuild:
         known = json.loads(state.read_text(encoding="utf-8"))
+        if known.get("root") != str(root):
+            raise CliError(
+                f"{index_dir} is the index of {known.get('root')}; pass --rebuild to index "
+                f"{root} there instead, or --index ANOTHER_FOLDER to keep both",
+                code="index_mismatch",
+            )
         if known.get("keyword_only") != keyword_only:
             raise CliError(
                 "this index was built with"
