@@ -298,7 +298,8 @@ def grep_command(
     with _session() as session:
         result = session.ws.grep(pattern, path, context=context, **kwargs)
         matched = {m.path for m in result.matches if not m.is_context}
-        hidden = _report_hidden(
+        # A cut result may leave out visible files too: then there is nothing honest to say.
+        hidden = not result.truncated and _report_hidden(
             session,
             matched,
             lambda ev: {m.path for m in ev.grep(pattern, path, **kwargs).matches},

@@ -17,7 +17,7 @@ import dataclasses
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from bastion.cli.common import acting, options
+from bastion.cli.common import acting
 from bastion.cli.output import note, shown
 from bastion.core.principal import Principal
 
@@ -146,7 +146,3 @@ def open_session(
         finally:
             close_now(mounts)
             sink.close()
-
-
-def quiet() -> bool:
-    return options().quiet
