@@ -195,27 +195,30 @@ def report(cases: list[Case], cfg: Config) -> str:
         f"{platform.system()} {platform.release()}; {cfg.rounds} rounds of {cfg.ops} calls "
         f"({cfg.slow_ops} for writes and SQLite); medians.",
         "",
-        "| operation | call | µs / call | CPU µs / call | x async |",
-        "|---|---|---:|---:|---:|",
+        "| operation | call | µs / call | CPU µs / call | x async | x async (CPU) |",
+        "|---|---|---:|---:|---:|---:|",
     ]
     by_group: dict[str, dict[str, Case]] = {}
     for case in cases:
         by_group.setdefault(case.group, {})[case.id] = case
     for group, members in by_group.items():
-        base = members["async"].wall_us
+        base, base_cpu = members["async"].wall_us, members["async"].cpu_us
         for case in members.values():
             lines.append(
                 f"| {group} | {case.label} | {case.wall_us:.2f} | {case.cpu_us:.2f} "
-                f"| {case.wall_us / base:.2f} |"
+                f"| {case.wall_us / base:.2f} | {case.cpu_us / base_cpu:.2f} |"
             )
     lines.append("")
     for group, members in by_group.items():
         sync, aio, old = members["sync"], members["async"], members["old"]
-        extra = f"{group}: facade {sync.wall_us / aio.wall_us:.2f}x the async call"
-        extra += f" ({sync.wall_us - aio.wall_us:+.1f} µs); before {old.wall_us / aio.wall_us:.2f}x"
-        extra += f" ({old.wall_us - aio.wall_us:+.1f} µs)"
+        extra = (
+            f"{group}: the facade {sync.wall_us / aio.wall_us:.2f}x the async call "
+            f"({sync.wall_us - aio.wall_us:+.1f} µs; CPU {sync.cpu_us / aio.cpu_us:.2f}x, "
+            f"{sync.cpu_us - aio.cpu_us:+.1f} µs), before {old.wall_us / aio.wall_us:.2f}x "
+            f"({old.wall_us - aio.wall_us:+.1f} µs; CPU {old.cpu_us / aio.cpu_us:.2f}x)"
+        )
         if "raw" in members:
-            extra += f"; facade {sync.wall_us / members['raw'].wall_us:.1f}x raw"
+            extra += f"; the facade {sync.wall_us / members['raw'].wall_us:.1f}x raw"
         lines.append(f"- {extra}")
     return "\n".join(lines) + "\n"
 
