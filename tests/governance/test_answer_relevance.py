@@ -103,6 +103,10 @@ PAY = """# HR Confidential - Executive Compensation
         ("How long is the cash runway?", "cash runway"),
         ("When does the Rotterdam to Halifax service start?", "rotterdam halifax service start"),
         ("Finance budget overrun policy?", "finance budget overrun policy"),
+        ("Please explain how parental leave works", "parental leave works"),
+        ("I would like to know how many vacation days I get", "vacation days get"),
+        ("Can you tell me the approval thresholds?", "approval thresholds"),
+        ("How long?", "long"),
         ("What is it?", "what"),  # only question words: nothing is dropped but stop words
     ],
 )

@@ -2,9 +2,10 @@
 keyword search uses (stemmed words, the BM25 stop list), so that it means the same thing in
 every retrieval mode and for every generator.
 
-A question's *topic terms* are its analyzed words without the closed-class words that only make
-it a question (``what``, ``which``, ``does``, ``must``...) and without the word right after
-``how`` (``how many``, ``how long``: the form of the answer, not its subject). A sentence of a
+A question's *topic terms* are its analyzed words without the words that only make it a
+question or a request (``what``, ``which``, ``does``, ``must``, ``many``, ``tell me``...) and
+without the adjective of ``how long is``, ``how soon must`` (the form of the answer, not its
+subject). A sentence of a
 chunk covers a topic term when the sentence, or a heading it sits under, contains it: a list
 item under ``### Code Review Process`` is about code review. Its *coverage* is the share of
 topic terms it covers. The document's title is shared by every sentence of the document, so
@@ -44,54 +45,17 @@ __all__ = [
 RELEVANCE_FLOOR = 0.625
 """Share of a question's topic terms a sentence must cover (itself or through its headings)."""
 
-QUESTION_WORDS = frozenset(
-    [
-        "what",
-        "which",
-        "who",
-        "whom",
-        "whose",
-        "when",
-        "where",
-        "why",
-        "how",
-        "whether",
-        "do",
-        "does",
-        "did",
-        "is",
-        "are",
-        "was",
-        "were",
-        "be",
-        "been",
-        "being",
-        "am",
-        "can",
-        "could",
-        "shall",
-        "should",
-        "will",
-        "would",
-        "may",
-        "might",
-        "must",
-        "have",
-        "has",
-        "had",
-        "i",
-        "we",
-        "you",
-        "me",
-        "us",
-        "my",
-        "our",
-        "your",
-        "any",
-        "some",
-    ]
+_QUESTION_WORDS = (
+    "what which who whom whose when where why how whether "
+    "do does did is are was were be been being am "
+    "can could shall should will would may might must "
+    "have has had i we you me us my our your any some many much "
+    "please tell explain describe know like want"
 )
-"""Closed-class words that make a sentence a question without saying what it is about."""
+QUESTION_WORDS = frozenset(_QUESTION_WORDS.split())
+"""Words that make a sentence a question or a request without saying what it is about:
+closed-class words (pronouns, auxiliaries, question words, ``many``/``much``) and the verbs
+of asking (``tell me``, ``explain``, ``I would like to know``)."""
 
 _WORD = re.compile(r"(?u)\b\w\w+\b")
 
@@ -108,10 +72,16 @@ def question_terms(question: str) -> frozenset[str]:
     kept = [
         word
         for i, word in enumerate(words)
-        if word not in QUESTION_WORDS and not (i > 0 and words[i - 1] == "how")
+        if word not in QUESTION_WORDS and not _measure(words, i)
     ]
     topic = terms(" ".join(kept)) - _question_stems()
     return topic or terms(question)
+
+
+def _measure(words: list[str], i: int) -> bool:
+    """True for the adjective of ``how long is``, ``how soon must``: a word right after ``how``
+    and right before a question word (``how parental leave works`` keeps ``parental``)."""
+    return 0 < i < len(words) - 1 and words[i - 1] == "how" and words[i + 1] in QUESTION_WORDS
 
 
 @dataclass(frozen=True, slots=True)
