@@ -5,18 +5,18 @@ every retrieval mode and for every generator.
 A question's *topic terms* are its analyzed words without the words that only make it a
 question or a request (``what``, ``which``, ``does``, ``must``, ``many``, ``tell me``...) and
 without the adjective of ``how long is``, ``how soon must`` (the form of the answer, not its
-subject). A sentence of a
-chunk covers a topic term when the sentence, or a heading it sits under, contains it: a list
-item under ``### Code Review Process`` is about code review. Its *coverage* is the share of
-topic terms it covers. The document's title is shared by every sentence of the document, so
+subject). A sentence of a chunk covers a topic term when the sentence, or a heading it sits
+under, contains it: a list item under ``### Code Review Process`` is about code review. Its
+*coverage* is the share of topic terms it covers. The document's title is shared by every sentence of the document, so
 it only counts to complete a coverage: a sentence that, with its headings and the title, holds
 every topic term covers the question fully ("Finance budget overrun policy?" and the budget
 overrun rule of the "Finance Department Policy Manual"); a title that holds a few of them proves
 nothing about one sentence. A sentence *bears on* the question when its coverage reaches the
 floor and the sentence itself or a heading below the title holds at least one topic term.
 
-A chunk's relevance is the best coverage of a sentence in it that bears on the question; below
-the floor, the chunk does not enter the answer's context. :data:`RELEVANCE_FLOOR` was chosen on
+A chunk's relevance is the best coverage of one of its sentences that holds a topic term
+itself or under a heading below the title; below the floor, the chunk does not enter the
+answer's context. :data:`RELEVANCE_FLOOR` was chosen on
 the labelled faithfulness set and checked on the governed-RAG manifest
 (``bench/answer_relevance.py``, ``docs/benchmarks.md``, ``docs/decisions.md``).
 """
