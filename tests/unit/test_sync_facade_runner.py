@@ -9,6 +9,7 @@ import asyncio
 import contextvars
 import gc
 import os
+import sys
 import threading
 import time
 import warnings
@@ -192,6 +193,22 @@ def test_a_task_left_running_by_a_call_keeps_running_after_it() -> None:
     assert done.wait(5), "the background task never ran"
     assert tasks[0].done()
     assert _drives_here_again()
+
+
+def test_subprocesses_run_on_the_shared_loop_from_several_threads() -> None:
+    async def child(n: int) -> bytes:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", f"print({n})", stdout=asyncio.subprocess.PIPE
+        )
+        out, _ = await proc.communicate()
+        assert await proc.wait() == 0
+        return out.strip()
+
+    assert run_blocking(child(0)) == b"0"
+    with ThreadPoolExecutor(3) as pool:
+        assert list(pool.map(lambda n: run_blocking(child(n)), range(1, 7))) == [
+            str(n).encode() for n in range(1, 7)
+        ]
 
 
 def test_calls_from_inside_a_running_loop_work_and_run_elsewhere() -> None:
