@@ -80,7 +80,7 @@ def audit_command(
             "bastion.toml",
             code="no_audit_log",
         )
-    with open_session(config, resolve_principal(config)) as session:
+    with open_session(config, resolve_principal(config), owner_note=False) as session:
         records = list(getattr(session.ws.audit, "records", ()))
     under = prefix.rstrip("/") + "/" if prefix else None
     kept = [

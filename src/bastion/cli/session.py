@@ -108,10 +108,15 @@ class Session:
 
 @contextlib.contextmanager
 def open_session(
-    config: WorkspaceConfig, principal: Principal | None, *, index: bool = False
+    config: WorkspaceConfig,
+    principal: Principal | None,
+    *,
+    index: bool = False,
+    owner_note: bool = True,
 ) -> Iterator[Session]:
     """The workspace ``config`` describes, acting for ``principal`` (else the file's own,
-    else the owner), with its audit log; the index is opened only when ``index``."""
+    else the owner), with its audit log; the index is opened only when ``index``. Acting as
+    the owner of a file that names users, a note says how to name one (``owner_note``)."""
     from bastion.core.audit import AuditSink, MemoryAuditSink
     from bastion.core.audit_sinks import JsonLinesAuditSink
     from bastion.stores.mount_checks import close_now
@@ -128,7 +133,7 @@ def open_session(
         if index and config.knowledge is not None:
             knowledge = config.knowledge.open()
         who = acting(config, principal)
-        if who is None and config.users:
+        if who is None and config.users and owner_note:
             names = ", ".join(list(config.users)[:6])
             note(
                 "note: no --as or --token: acting as the owner (tenant default, clearance "
