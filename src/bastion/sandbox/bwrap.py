@@ -22,17 +22,39 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bastion.sandbox.result import RunLimits, SandboxError
+from bastion.sandbox.seccomp import filter_fd
 
-__all__ = ["SYSTEM_NAMES", "Outcome", "bwrap_binary", "sandbox_ids", "spawn"]
+__all__ = [
+    "NETWORK_NAMES",
+    "SYSTEM_NAMES",
+    "Outcome",
+    "bwrap_binary",
+    "command_line",
+    "sandbox_ids",
+    "spawn",
+]
 
 SYSTEM_NAMES = frozenset({"usr", "bin", "sbin", "lib", "lib32", "lib64", "proc", "dev", "tmp"})
 """Top-level names the sandbox's own system takes: never workspace paths in the view."""
+NETWORK_NAMES = SYSTEM_NAMES | {"etc"}
+"""The same with the host's network shared: ``/etc`` holds its name-resolution files."""
+NETWORK_FILES = (
+    "/etc/resolv.conf",
+    "/etc/hosts",
+    "/etc/nsswitch.conf",
+    "/etc/gai.conf",
+    "/etc/ssl",
+    "/etc/ca-certificates",
+    "/etc/pki",
+)
+"""What a command needs from the host's ``/etc`` to resolve names and check certificates."""
 
 _NOBODY = 65534
 _ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp"}  # noqa: S108
 """The environment every command gets (inside the sandbox; the host's is never passed)."""
 _CHUNK = 65536
 _DRAIN_SECONDS = 5.0
+_POLL_SECONDS = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,13 +84,17 @@ def bwrap_binary() -> str:
     path = _find()
     ids = sandbox_ids()
     probe = [path, *_isolation(), "--ro-bind", "/usr", "/usr", *_system_links()]
-    probe += ["--size", "1048576", "--tmpfs", "/tmp", "true"]  # noqa: S108 (a sized /tmp)
+    probe += ["--size", "1048576", "--tmpfs", "/tmp"]  # noqa: S108 (a sized /tmp)
+    seccomp = filter_fd()
+    if seccomp is not None:  # the filter loads too, or nothing runs
+        probe += ["--seccomp", str(seccomp)]
     try:
         done = subprocess.run(  # noqa: S603 (a fixed argument list)
-            probe,
+            [*probe, "true"],
             capture_output=True,
             timeout=30,
             check=False,
+            pass_fds=() if seccomp is None else (seccomp,),
             user=None if ids is None else ids[0],
             group=None if ids is None else ids[1],
             extra_groups=None if ids is None else [],
@@ -77,6 +103,9 @@ def bwrap_binary() -> str:
         raise SandboxError(
             f"the sandbox cannot start bubblewrap ({exc}); ask an operator"
         ) from None
+    finally:
+        if seccomp is not None:
+            os.close(seccomp)
     if done.returncode != 0:
         why = done.stderr.decode("utf-8", "replace").strip().splitlines()
         raise SandboxError(
@@ -104,13 +133,13 @@ def _find() -> str:
     return found
 
 
-def _isolation() -> list[str]:
+def _isolation(*, network: bool = False) -> list[str]:
     return [
         "--unshare-user",
         "--unshare-pid",
         "--unshare-ipc",
         "--unshare-uts",
-        "--unshare-net",
+        *([] if network else ["--unshare-net"]),
         "--unshare-cgroup-try",
         "--die-with-parent",
         "--new-session",
@@ -141,11 +170,16 @@ def command_line(
     cwd: str,
     env: dict[str, str],
     tmp_bytes: int = RunLimits().tmp_bytes,
+    *,
+    network: bool = False,
+    seccomp: int | None = None,
 ) -> list[str]:
     """bubblewrap's arguments: the view as ``/`` (read-only mounts bound read-only over it), a
     read-only system, a private ``/tmp`` of ``tmp_bytes``, ``/proc``, a minimal ``/dev``, no
-    network, the allow-listed environment only."""
-    args = [binary, *_isolation(), "--bind", str(view), "/"]
+    network (unless ``network``: the host's, with its name-resolution files in ``/etc``), the
+    allow-listed environment only, and the seccomp filter read from the descriptor
+    ``seccomp``."""
+    args = [binary, *_isolation(network=network), "--bind", str(view), "/"]
     for prefix in sorted([*read_only, *bound], key=len):
         if prefix in bound:
             args += ["--ro-bind-fd", str(bound[prefix]), prefix]
@@ -154,6 +188,12 @@ def command_line(
     args += ["--ro-bind", "/usr", "/usr", *_system_links()]
     args += ["--proc", "/proc", "--dev", "/dev", "--size", str(tmp_bytes)]
     args += ["--tmpfs", "/tmp", "--clearenv"]  # noqa: S108
+    if network:
+        args += ["--tmpfs", "/etc"]
+        for name in NETWORK_FILES:
+            args += ["--ro-bind-try", name, name]
+    if seccomp is not None:
+        args += ["--seccomp", str(seccomp)]
     for key, value in {**_ENV, **env}.items():
         args += ["--setenv", key, value]
     return [*args, "--chdir", cwd, "--", *argv]
@@ -181,9 +221,11 @@ async def spawn(
     timeout: float,
     limits: RunLimits,
     pass_fds: Sequence[int] = (),
+    written: Callable[[], int] | None = None,
 ) -> Outcome:
     """Run bubblewrap; kill the whole tree (bubblewrap's PID namespace dies with it) when the
-    wall ``timeout`` passes or a stream goes over ``limits.output_bytes``."""
+    wall ``timeout`` passes, a stream goes over ``limits.output_bytes``, or ``written()`` (the
+    bytes the command has left in the view, polled) goes over ``limits.written_bytes``."""
     ids = sandbox_ids()
     start = time.monotonic()
     proc = await asyncio.create_subprocess_exec(
@@ -210,17 +252,19 @@ async def spawn(
         proc.stdin.close()
     waiter = asyncio.ensure_future(proc.wait())
     capped = asyncio.ensure_future(over.wait())
+    filled = asyncio.ensure_future(_meter(written, limits.written_bytes))
     limit: str | None = None
     try:
         done, _ = await asyncio.wait(
-            {waiter, capped}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+            {waiter, capped, filled}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
         )
         if waiter not in done:
-            limit = "output" if capped in done else "timeout"
+            limit = "output" if capped in done else "written" if filled in done else "timeout"
             _kill(proc.pid)
             await waiter
     finally:
         capped.cancel()
+        filled.cancel()
         if not waiter.done():  # cancelled from outside: never leave the tree behind
             _kill(proc.pid)
     duration = time.monotonic() - start
@@ -231,6 +275,20 @@ async def spawn(
     assert code is not None
     exit_code, sig = _status(code, killed=limit is not None)
     return Outcome(exit_code, sig, duration, stdout, stderr, out_cut, err_cut, limit)
+
+
+async def _meter(written: Callable[[], int] | None, cap: int) -> None:
+    """Return once ``written()`` is over ``cap``; never when there is nothing to poll. Polls
+    at most every quarter second, less often when one poll is slow (a large view), so the
+    poll costs a few per cent of a core at most."""
+    if written is None:
+        await asyncio.Event().wait()
+        return
+    while True:
+        start = time.monotonic()
+        if await asyncio.to_thread(written) > cap:
+            return
+        await asyncio.sleep(max(_POLL_SECONDS, 20 * (time.monotonic() - start)))
 
 
 def _status(code: int, *, killed: bool) -> tuple[int | None, int | None]:

@@ -11,7 +11,8 @@ __all__ = ["RunLimits", "RunResult", "SandboxError"]
 
 @dataclass(frozen=True, kw_only=True)
 class RunLimits:
-    """Resource limits of one command (the wall timeout is ``run``'s own argument)."""
+    """Resource limits of one command, and its one isolation switch (``network``); the wall
+    timeout is ``run``'s own argument. The operator's, never the model's."""
 
     output_bytes: int = 1024 * 1024
     """Most bytes kept of stdout and of stderr each; past it the command is killed."""
@@ -26,9 +27,27 @@ class RunLimits:
     tmp_bytes: int = 256 * 1024**2
     """Size of the private ``/tmp`` (a tmpfs, held in the host's memory): past it, writes there
     fail with ``No space left on device``."""
+    written_bytes: int = 256 * 1024**2
+    """Most bytes the command may leave in the view, all files together (the size of every
+    file it created or changed). Past it the command is killed (``limit="written"``) and none
+    of its changes come back."""
+    network: bool = False
+    """Share the host's network (its interfaces, loopback included, and its name-resolution
+    files in ``/etc``). Off: the command has a network namespace of its own with only a
+    loopback that reaches nothing of the host. Turning it on lets the command reach whatever
+    the host reaches (internal services, cloud metadata addresses, the host's own listening
+    ports) and send out anything it may read: only for trusted commands
+    (``docs/sandbox.md``)."""
 
     def __post_init__(self) -> None:
-        for name in ("output_bytes", "processes", "memory_bytes", "file_bytes", "tmp_bytes"):
+        for name in (
+            "output_bytes",
+            "processes",
+            "memory_bytes",
+            "file_bytes",
+            "tmp_bytes",
+            "written_bytes",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"RunLimits.{name} must be at least 1")
         if self.cpu_seconds is not None and self.cpu_seconds < 1:
@@ -50,7 +69,8 @@ class RunResult:
     stdout_truncated: bool = False
     stderr_truncated: bool = False
     limit: str | None = None
-    """The limit that ended the command: ``"timeout"`` or ``"output"``; ``None`` otherwise."""
+    """The limit that ended the command or stopped its changes: ``"timeout"``, ``"output"``
+    or ``"written"``; ``None`` otherwise."""
     changed: tuple[str, ...] = ()
     """Workspace paths written back (created or changed), as this principal."""
     deleted: tuple[str, ...] = ()

@@ -4,6 +4,7 @@ back through the guard, and remove the view, whatever happened."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import shutil
 import tempfile
@@ -11,10 +12,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from bastion.core.paths import VPath
-from bastion.sandbox.bwrap import bwrap_binary, command_line, sandbox_ids, spawn
+from bastion.sandbox.bwrap import (
+    NETWORK_NAMES,
+    SYSTEM_NAMES,
+    bwrap_binary,
+    command_line,
+    sandbox_ids,
+    spawn,
+)
 from bastion.sandbox.port import SandboxWorkspace
 from bastion.sandbox.result import RunLimits, RunResult, SandboxError
-from bastion.sandbox.view import Change, diff, materialize
+from bastion.sandbox.seccomp import filter_fd
+from bastion.sandbox.view import Change, diff, materialize, written
 from bastion.sandbox.writeback import write_back
 
 __all__ = ["run_in_sandbox"]
@@ -51,7 +60,9 @@ async def run_in_sandbox(
             os.chown(folder, *ids)
         view = folder / "view"
         view.mkdir(mode=0o755)
-        snap = await materialize(ws, view, ids)
+        system = NETWORK_NAMES if chosen.network else SYSTEM_NAMES
+        snap = await materialize(ws, view, ids, system)
+        seccomp = filter_fd()
         try:
             if not (view.joinpath(*cwd.parts)).is_dir():
                 raise SandboxError(
@@ -66,13 +77,23 @@ async def run_in_sandbox(
                 str(cwd),
                 extra,
                 tmp_bytes=chosen.tmp_bytes,
+                network=chosen.network,
+                seccomp=seccomp,
             )
-            outcome = await spawn(args, data, timeout, chosen, tuple(snap.bound.values()))
+            fds = (*snap.bound.values(), *(() if seccomp is None else (seccomp,)))
+            outcome = await spawn(args, data, timeout, chosen, fds, lambda: written(snap))
         finally:
             snap.close()
-        changes = await asyncio.to_thread(diff, snap)
-        if outcome.limit is not None:  # killed mid-way: its files may be half-written
-            changes = [_withheld(c, outcome.limit) for c in changes]
+            if seccomp is not None:
+                os.close(seccomp)
+        limit = outcome.limit
+        if limit is None and await asyncio.to_thread(written, snap) > chosen.written_bytes:
+            limit = "written"  # over between two polls: still nothing comes back
+        if limit is not None:  # killed mid-way (its files may be half-written) or too much
+            changes = await asyncio.to_thread(functools.partial(diff, snap, read=False))
+            changes = [_withheld(c, limit) for c in changes]
+        else:
+            changes = await asyncio.to_thread(diff, snap)
         applied = await write_back(ws, changes)
     finally:
         await asyncio.to_thread(shutil.rmtree, folder, True)
@@ -84,7 +105,7 @@ async def run_in_sandbox(
         stderr=outcome.stderr.decode("utf-8", "replace"),
         stdout_truncated=outcome.stdout_truncated,
         stderr_truncated=outcome.stderr_truncated,
-        limit=outcome.limit,
+        limit=limit,
         changed=tuple(applied.changed),
         deleted=tuple(applied.deleted),
         refused=applied.refused,
@@ -92,9 +113,12 @@ async def run_in_sandbox(
 
 
 def _withheld(change: Change, limit: str) -> Change:
-    return Change(
-        change.path,
-        "refuse",
-        shown=change.shown,
-        reason=f"not written back: the command was killed by the {limit} limit; run it again",
+    if change.kind == "refuse":
+        return change
+    why = (
+        "the command wrote more than its written-bytes limit; write less, or ask an "
+        "operator for a larger limit"
+        if limit == "written"
+        else f"the command was killed by the {limit} limit; run it again"
     )
+    return Change(change.path, "refuse", shown=change.shown, reason=f"not written back: {why}")

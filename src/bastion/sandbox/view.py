@@ -23,7 +23,7 @@ from bastion.sandbox.localbind import bindable
 from bastion.sandbox.port import SandboxWorkspace
 from bastion.sandbox.result import SandboxError
 
-__all__ = ["Change", "Snapshot", "diff", "materialize"]
+__all__ = ["Change", "Snapshot", "diff", "materialize", "written"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +32,9 @@ class Copied:
 
     version: str | None
     digest: bytes
+    stamp: tuple[int, int, int] = (0, 0, 0)
+    """Inode, size and change time of the host file once copied: a file whose stamp is the
+    same was not touched (a command can set a file's mtime, never its ctime)."""
 
 
 @dataclass
@@ -39,6 +42,8 @@ class Snapshot:
     """What the view held when the command started."""
 
     root: Path
+    system: frozenset[str] = SYSTEM_NAMES
+    """Top-level names the sandbox's system takes (never compared, never written back)."""
     files: dict[VPath, Copied] = field(default_factory=dict)
     dirs: set[VPath] = field(default_factory=set)
     read_only: list[str] = field(default_factory=list)
@@ -73,16 +78,22 @@ class Change:
         return self.shown or str(self.path)
 
 
-async def materialize(ws: SandboxWorkspace, root: Path, ids: tuple[int, int] | None) -> Snapshot:
+async def materialize(
+    ws: SandboxWorkspace,
+    root: Path,
+    ids: tuple[int, int] | None,
+    system: frozenset[str] = SYSTEM_NAMES,
+) -> Snapshot:
     """Copy what ``ws``'s principal may read into ``root`` (created empty by the caller),
-    owned by ``ids`` (the sandbox's uid and gid) when given."""
-    snap = Snapshot(root)
+    owned by ``ids`` (the sandbox's uid and gid) when given. ``system`` names the top-level
+    folders the sandbox's own system takes (``bastion.sandbox.bwrap``)."""
+    snap = Snapshot(root, system)
     try:
         entries = await ws.list("/", recursive=True)
     except (NotFoundError, AccessDeniedError):  # nothing the principal may list
         entries = []
     for top in {e.path.parts[0] for e in entries}:
-        if top in SYSTEM_NAMES:
+        if top in system:
             raise SandboxError(
                 f"/{top} in the workspace collides with the sandbox's system folder /{top}; "
                 "mount it elsewhere to run commands"
@@ -101,10 +112,15 @@ async def materialize(ws: SandboxWorkspace, root: Path, ids: tuple[int, int] | N
                 if data is None:
                     continue
                 target.write_bytes(data)
-                snap.files[entry.path] = Copied(entry.version, hashlib.sha256(data).digest())
+                if ids is not None:
+                    os.chown(target, *ids)
+                snap.files[entry.path] = Copied(
+                    entry.version, hashlib.sha256(data).digest(), _stamp(os.lstat(target))
+                )
+                continue
             if ids is not None:
                 os.chown(target, *ids)
-        for name in ("usr", "proc", "dev", "tmp"):
+        for name in ("usr", "proc", "dev", "tmp", *(["etc"] if "etc" in system else [])):
             (root / name).mkdir(mode=0o755)
         for mount in ws.mounts:
             if str(mount.prefix) in snap.bound:
@@ -163,14 +179,56 @@ def _host(root: Path, path: VPath) -> Path:
     return root.joinpath(*path.parts)
 
 
-def diff(snap: Snapshot) -> list[Change]:
+def _stamp(info: os.stat_result) -> tuple[int, int, int]:
+    return (info.st_ino, info.st_size, info.st_ctime_ns)
+
+
+def written(snap: Snapshot) -> int:
+    """Bytes the command has left in the view so far: the size of every regular file it
+    created or touched (a file's stamp differs from the one copied in). Cheap enough to poll:
+    one ``lstat`` per entry, no reads."""
+    total = 0
+    by_host = {_host(snap.root, p): c.stamp for p, c in snap.files.items()}
+    for path, info in _entries(snap):
+        if stat.S_ISREG(info.st_mode) and by_host.get(path) != _stamp(info):
+            total += info.st_size
+    return total
+
+
+def _entries(snap: Snapshot) -> list[tuple[Path, os.stat_result]]:
+    """Every entry of the view outside the system and bound folders, by host path (for the
+    meter: no path parsing, unreadable corners skipped)."""
+    bound = {snap.root.joinpath(*VPath.parse(p).parts) for p in snap.bound}
+    found: list[tuple[Path, os.stat_result]] = []
+    stack = [snap.root]
+    while stack:
+        folder = stack.pop()
+        try:
+            listing = list(os.scandir(folder))
+        except OSError:
+            continue
+        for item in listing:
+            if folder == snap.root and item.name in snap.system:
+                continue
+            try:
+                info = item.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            found.append((Path(item.path), info))
+            if stat.S_ISDIR(info.st_mode) and Path(item.path) not in bound:
+                stack.append(Path(item.path))
+    return found
+
+
+def diff(snap: Snapshot, *, read: bool = True) -> list[Change]:
     """What the command did to the view, in the order to apply it: directories made, files
     written, then deletions deepest first. Links, devices, FIFOs and sockets are refused, never
-    followed."""
+    followed. A file whose stamp is the one copied in is unchanged (not read); with
+    ``read=False`` no file is read and written files carry no bytes (a list to refuse)."""
     made: list[Change] = []
     written: list[Change] = []
     present: set[VPath] = set()
-    for path, mode in _walk(snap.root):
+    for path, mode in _walk(snap.root, snap.system):
         if isinstance(path, str):
             written.append(Change(VPath.ROOT, "refuse", reason=_BAD_NAME, shown=path))
             continue
@@ -181,8 +239,14 @@ def diff(snap: Snapshot) -> list[Change]:
             if path not in snap.dirs:
                 made.append(Change(path, "mkdir"))
         elif stat.S_ISREG(mode):
-            data = _host(snap.root, path).read_bytes()
+            host = _host(snap.root, path)
             base = snap.files.get(path)
+            if base is not None and base.stamp == _stamp(os.lstat(host)):
+                continue
+            if not read:
+                written.append(Change(path, "write", b"", base))
+                continue
+            data = host.read_bytes()
             if base is None or hashlib.sha256(data).digest() != base.digest:
                 written.append(Change(path, "write", data, base))
         else:
@@ -199,7 +263,7 @@ def diff(snap: Snapshot) -> list[Change]:
 _BAD_NAME = "not a valid workspace path (a control character, or too long); rename it"
 
 
-def _walk(root: Path) -> list[tuple[VPath | str, int]]:
+def _walk(root: Path, system: frozenset[str]) -> list[tuple[VPath | str, int]]:
     """Every entry under ``root`` but the sandbox's system folders, parents first; links are
     reported, never followed. A name that is no valid workspace path comes as a string (shown
     safely), and nothing below it is looked at."""
@@ -210,7 +274,7 @@ def _walk(root: Path) -> list[tuple[VPath | str, int]]:
         with os.scandir(folder) as listing:
             names = sorted(listing, key=lambda e: e.name)
         for item in names:
-            if not parts and item.name in SYSTEM_NAMES:
+            if not parts and item.name in system:
                 continue
             mode = item.stat(follow_symlinks=False).st_mode
             child = (*parts, item.name)
