@@ -7,8 +7,9 @@ a task a call leaves running) always sees the same loop. Nobody owns that loop:
 
 * **The calling thread drives it** when no loop runs in that thread and no other thread is
   driving it (a script, a LangChain tool run by ``invoke``). The call's task is created
-  *eagerly*: its first step runs at once, in the caller's thread, inside ``create_task``
-  (what Python 3.12 calls an eager task, done by hand so that the loop need not be running).
+  *eagerly*: its first step runs at once, in the caller's thread, inside the task's
+  constructor (what Python 3.12 calls an eager task, done by hand so that the loop need not
+  be running).
   A call that never suspends (a local-disk read: the store works on the loop) is finished
   there, with no loop iteration and no other thread. A call that does suspend (it waits for
   a worker thread, a socket, a timer) goes on with ``run_until_complete`` in the same thread.
@@ -138,6 +139,7 @@ class _Loop(asyncio.SelectorEventLoop):
         self.run_until_complete(future)
 
     def has_tasks(self) -> bool:
+        """Whether a task of this loop is not done yet."""
         return bool(asyncio.all_tasks(self))
 
 
@@ -179,12 +181,13 @@ class _Runner:
         lock = self._lock
         with lock:
             loop = self._loop
-            drive = running is None and not self._driven and loop is not None
+            if loop is None:
+                loop = self._loop = _Loop()
+            drive = running is None and not self._driven
             if drive:
                 self._driven = True
         if not drive:
-            return self._submit(coro, running).result()
-        assert loop is not None
+            return self._submit(loop, coro, running).result()
         try:
             task = loop.start(coro)
         except BaseException:
@@ -200,48 +203,27 @@ class _Runner:
         return self._finish(loop, task)
 
     def _submit(
-        self, coro: Coroutine[Any, Any, T], running: asyncio.AbstractEventLoop | None
+        self,
+        loop: _Loop,
+        coro: Coroutine[Any, Any, T],
+        running: asyncio.AbstractEventLoop | None,
     ) -> Future[T]:
-        """Hand ``coro`` to the loop, or take the loop (``None``) if this thread may drive it."""
+        """Hand ``coro`` to the loop; wake the standby thread if nobody drives it."""
+        if running is loop:
+            coro.close()
+            raise RuntimeError(
+                "a blocking Bastion call (SyncWorkspace, run_blocking) was made from a "
+                "coroutine that Bastion's own loop is running, where it can never finish; "
+                "await the async API there (SyncWorkspace.aio)"
+            )
         with self._lock:
-            loop = self._loop
-            if loop is None:
-                loop = self._loop = _Loop()
-            if running is loop:
-                coro.close()
-                raise RuntimeError(
-                    "a blocking Bastion call (SyncWorkspace, run_blocking) was made from a "
-                    "coroutine that Bastion's own loop is running, where it can never finish; "
-                    "await the async API there (SyncWorkspace.aio)"
-                )
-            if running is None and not self._driven:
+            done = asyncio.run_coroutine_threadsafe(coro, loop)
+            self._inflight += 1
+            done.add_done_callback(self._settled)
+            if not self._driven:  # a loop runs in this thread, or the driver just let go
                 self._driven = True
-                done: Future[T] = Future()
-                done.set_running_or_notify_cancel()
-                driving = True
-            else:
-                done = asyncio.run_coroutine_threadsafe(coro, loop)
-                self._inflight += 1
-                done.add_done_callback(self._settled)
-                if not self._driven:  # a loop runs in this thread: it cannot drive ours
-                    self._driven = True
-                    self._wake_standby()
-                driving = False
-        if driving:
-            try:
-                done.set_result(self._drive(loop, coro))
-            except BaseException as exc:  # noqa: BLE001 - handed on whole, as the task raised it
-                done.set_exception(exc)
+                self._wake_standby()
         return done
-
-    def _drive(self, loop: _Loop, coro: Coroutine[Any, Any, T]) -> T:
-        """Run ``coro`` in this thread, which holds the loop; then let the loop go."""
-        try:
-            task = loop.start(coro)
-        except BaseException:
-            self._release(loop, settled=False)
-            raise
-        return self._finish(loop, task)
 
     def _finish(self, loop: _Loop, task: asyncio.Task[T]) -> T:
         """Run the loop in this thread until ``task`` is done; then let the loop go."""
