@@ -55,10 +55,12 @@ class Config:
     rounds: int = 9
     ops: int = 2000
     slow_ops: int = 150
+    collect: bool = True
+    """A full ``gc.collect()`` before each batch (off for the smoke run: slow in a big heap)."""
 
 
 FULL = Config()
-QUICK = Config(rounds=3, ops=100, slow_ops=20)
+QUICK = Config(rounds=3, ops=100, slow_ops=20, collect=False)
 
 
 class OldPortal:
@@ -98,8 +100,9 @@ class Case:
         return statistics.median(self.cpu_ns) / 1000
 
 
-def _batch(case: Case, runner: asyncio.Runner) -> tuple[float, float]:
-    gc.collect()
+def _batch(case: Case, runner: asyncio.Runner, collect: bool) -> tuple[float, float]:
+    if collect:
+        gc.collect()
     n = case.ops
     if case.aio is not None:
         call = case.aio
@@ -177,10 +180,10 @@ def run(cfg: Config) -> list[Case]:
             groups.setdefault(case.group, []).append(case)
         for members in groups.values():
             for case in members:
-                _batch(case, runner)  # warm-up, not recorded
+                _batch(case, runner, cfg.collect)  # warm-up, not recorded
             for _ in range(cfg.rounds):
                 for case in members:
-                    wall, cpu = _batch(case, runner)
+                    wall, cpu = _batch(case, runner, cfg.collect)
                     case.wall_ns.append(wall)
                     case.cpu_ns.append(cpu)
         for store in stores:
@@ -236,6 +239,7 @@ def main(argv: list[str] | None = None) -> list[Case]:
             rounds=args.rounds or cfg.rounds,
             ops=args.ops or cfg.ops,
             slow_ops=max(1, (args.ops or cfg.ops) * cfg.slow_ops // cfg.ops),
+            collect=cfg.collect,
         )
     cases = run(cfg)
     text = report(cases, cfg)

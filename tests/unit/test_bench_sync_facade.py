@@ -25,7 +25,7 @@ def _load() -> ModuleType:
 
 def test_smallest_run_reports_every_case(tmp_path: Path) -> None:
     out = tmp_path / "facade.md"
-    cases = _load().main(["--rounds", "1", "--ops", "3", "--out", str(out)])
+    cases = _load().main(["--quick", "--rounds", "1", "--ops", "3", "--out", str(out)])
     assert {(c.group, c.id) for c in cases} == {
         ("read", "raw"),
         ("stat", "raw"),
