@@ -120,3 +120,15 @@ def test_an_index_folder_is_not_silently_repointed(tmp_path: Path, run: Run) -> 
     assert [hit["snippet"] for hit in found["hits"]] == ["# one\n\nText of one."]
     rebuilt = run("index", str(two), "--index", index, "--keyword-only", "--rebuild")
     assert rebuilt.exit_code == 0, rebuilt.output
+
+
+def test_reindex_as_a_user_is_an_operator_task(indexed: Path, run: Run) -> None:
+    refused = run("reindex", "--as", "ana", "--json")
+    assert refused.exit_code == 1 and error_of(refused)["error"] == "policy_denied"
+    (indexed / "corpus" / "tidewater" / "public" / "note.md").write_text("# Note\n\nNew.\n")
+    (indexed / "corpus" / "larkspur" / "public" / "memo.md").write_text("# Memo\n\nNew.\n")
+    zoe = as_json(run("reindex", "--as", "zoe", "--json"))  # an executive of tidewater
+    assert zoe["indexed"] == 1 and zoe["unchanged"] == 6  # what zoe may read, nothing else
+    # the run read as the system (the memo is indexed too); zoe only hears of her files
+    owner = as_json(run("reindex", "--json"))
+    assert owner["indexed"] == 0 and owner["unchanged"] == 19

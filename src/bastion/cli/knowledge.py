@@ -135,11 +135,20 @@ def _summary(summary: Any) -> None:
 
 
 def _run_repair(settings_: Any, label: str) -> Any:
+    """Repair the index of ``settings_``: as the owner, who hears of every file; or, with
+    ``--as``/``--token``, as that principal through ``Workspace.reindex`` (an operator task:
+    the policy must grant it ``reindex`` on ``/``, and the summary names only what it may
+    read)."""
+    from bastion.cli.session import open_session
     from bastion.workspace.sync import run_blocking
 
+    principal = resolve_principal(settings_)
     progress = Progress(label)
     try:
-        with settings_.opened() as ws:
+        if principal is not None:
+            with open_session(settings_, principal, index=True) as session:
+                return session.ws.reindex(progress=progress)
+        with settings_.opened(principal=None) as ws:
             return run_blocking(_repair(ws, progress))
     finally:
         progress.close()
@@ -162,10 +171,11 @@ _INDEX_OPTION = click.option(
 @_INDEX_OPTION
 @click.option("--rebuild", is_flag=True, help="Throw the index away and index everything again.")
 @click.option("--keyword-only", is_flag=True, help="No embeddings: BM25 search only.")
-@common_options(identity=False)
+@common_options()
 def index_command(path: Path | None, index_dir: Path, rebuild: bool, keyword_only: bool) -> None:
     """Index every mount of the workspace file into its [knowledge] index, or the documents
-    of the folder PATH (Markdown, text, HTML, PDF, DOCX) into --index. Exit code 3 when
+    of the folder PATH (Markdown, text, HTML, PDF, DOCX) into --index. With --as or --token,
+    as that principal (an operator task: the policy must grant it reindex). Exit code 3 when
     files were skipped (each is named once, with its reason)."""
     if path is None:
         if options().config is None and settings(required=False) is None:
@@ -254,10 +264,11 @@ def search_command(
 
 @click.command("reindex")
 @_INDEX_OPTION
-@common_options(identity=False)
+@common_options()
 def reindex_command(index_dir: Path) -> None:
     """Repair the index: index files that are missing or changed since, drop documents whose
-    files are gone (after a crash, or edits made without it). Exit code 3 when files were
+    files are gone (after a crash, or edits made without it). With --as or --token, as that
+    principal (the policy must grant it reindex). Exit code 3 when files were
     skipped."""
     found, _ = indexed_settings(None, index_dir)
     _summary(_run_repair(found, "reindexing"))

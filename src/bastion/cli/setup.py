@@ -117,9 +117,10 @@ def _demo_config() -> str:
             "",
         ]
     lines += [
-        "# Every action on every path: the documents' labels alone decide who reads what.",
+        "# Every action on every path (executives also read the whole audit log and repair the",
+        "# index): the documents' labels alone decide who reads what.",
         "[policy]",
-        'rules = [{ effect = "allow", actions = ["*", "audit"], paths = ["/**"], '
+        'rules = [{ effect = "allow", actions = ["*", "audit", "reindex"], paths = ["/**"], '
         'roles = ["executive"] },',
         '         { effect = "allow", actions = ["*"], paths = ["/**"] }]',
         "",
