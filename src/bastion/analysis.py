@@ -49,7 +49,8 @@ class Analyzer:
         """The words of ``text`` before stop words and stemming (``analyze`` is ``term`` of
         each, the ``None`` ones left out): a caller that sees the same words again and again
         can remember ``term`` per distinct word."""
-        return _WORD.findall(unicodedata.normalize("NFKC", text).lower())
+        folded = text if text.isascii() else unicodedata.normalize("NFKC", text)  # ASCII: as is
+        return _WORD.findall(folded.lower())
 
     def term(self, word: str) -> str | None:
         """The term of one word of :meth:`words`; ``None`` for a stop word."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import replace
 from pathlib import Path
 
 from bastion.core.errors import ConfigurationError
@@ -21,46 +21,31 @@ from bastion.knowledge.embedders.base import Embedder
 from bastion.knowledge.index import fusion
 from bastion.knowledge.index.memory import MemoryIndex
 from bastion.knowledge.index.models import (
-    DocumentMeta,
     IndexedChunk,
     IndexFilter,
     IndexHit,
     SearchMode,
 )
 from bastion.knowledge.index.port import Index
-from bastion.knowledge.ingest import (
-    DEFAULT_LIMITS,
-    IngestError,
-    IngestLimits,
-    ParsedDocument,
-    parse_document,
-    stable_doc_id,
+from bastion.knowledge.indexer import (
+    STREAM_CHARS,
+    FileToIndex,
+    IndexProgress,
+    Parsed,
+    ProgressCallback,
+    chunk_stream,
+    chunk_whole,
+    parse_files,
 )
+from bastion.knowledge.ingest import DEFAULT_LIMITS, IngestError, IngestLimits, stable_doc_id
 from bastion.knowledge.ingest.detect import detect_type
-from bastion.knowledge.ingest.frontmatter import LABEL_BYTES
-from bastion.knowledge.labels import resolve_labels
-from bastion.knowledge.linemap import line_map
 from bastion.knowledge.relations import RelationGraph, extract_relations
 from bastion.knowledge.routing import Router, route
 
-__all__ = ["FileToIndex", "Fusion", "Knowledge"]
+__all__ = ["FileToIndex", "Fusion", "IndexProgress", "Knowledge", "ProgressCallback"]
 
 Fusion = str
 """``"rrf"`` or ``"weighted"`` (see :mod:`bastion.knowledge.index.fusion`)."""
-
-
-@dataclass(frozen=True, slots=True)
-class FileToIndex:
-    """One file handed to :meth:`Knowledge.index_files`."""
-
-    path: str
-    data: bytes
-    labels: Labels = field(default_factory=Labels)
-    version: str | None = None
-    resolved: bool = False
-    """``labels`` are already the document's effective labels, as the workspace's read path
-    worked them out from these bytes: the index takes them as they are (one computation, and
-    the index cannot disagree with the readers)."""
 
 
 _CANDIDATES = 100
@@ -85,6 +70,7 @@ class Knowledge:
         limits: IngestLimits = DEFAULT_LIMITS,
         relations: RelationGraph | None = None,
         router: Router | None = None,
+        stream_chars: int = STREAM_CHARS,
     ) -> None:
         if fusion not in ("rrf", "weighted"):
             raise ConfigurationError(f"unknown fusion {fusion!r}; choose rrf or weighted")
@@ -97,6 +83,8 @@ class Knowledge:
         self.relations = relations if relations is not None else RelationGraph()
         self.router = router
         """Optional: picks the sources a query searches (``bastion.knowledge.routing``)."""
+        self.stream_chars = stream_chars
+        """A document whose clean text is longer is indexed a segment at a time."""
 
     @classmethod
     def open(
@@ -187,85 +175,73 @@ class Knowledge:
         files: Sequence[FileToIndex],
         *,
         classifications: Classifications | None = None,
+        progress: ProgressCallback | None = None,
     ) -> list[int | IngestError]:
-        """(Re)index many files at once: one chunking pass, one embedding call (the model
-        batches by length), one index write. Per file: its chunk count, or the error that
-        kept it out (its old chunks are removed either way)."""
+        """(Re)index many files at once: one parse-and-chunk pass in a worker thread, one
+        embedding call (the model batches by length), one index write; a document over
+        :data:`~bastion.knowledge.indexer.STREAM_CHARS` characters is chunked, embedded and
+        written a segment at a time (searchable in part while the rest is on its way).
+        ``progress`` is told after each index write (:class:`IndexProgress`). Per file: its
+        chunk count, or the error that kept it out (its old chunks are removed either way)."""
         order = classifications or Classifications()
-        results: list[int | IngestError] = []
-        parsed: list[tuple[int, ParsedDocument, DocumentMeta]] = []
-        for i, item in enumerate(files):
-            # The one resolver, over the same bytes the readers see: labels are never taken
-            # from what a format parser extracted (HTML or PDF metadata), so the index cannot
-            # disagree with read and grep.
-            final = (
-                item.labels
-                if item.resolved
-                else resolve_labels(
-                    item.labels, order, head=item.data[:LABEL_BYTES], where=item.path
-                )
-            )
-            if final.undetermined:
-                results.append(IngestError(f"{item.path}: labels cannot be determined"))
-                continue
-            try:
-                doc = await asyncio.to_thread(  # off the loop: bounded, but can take a while
-                    parse_document, item.data, item.path, limits=self.limits
-                )
-            except IngestError as exc:
-                results.append(exc)
-                continue
-            results.append(0)
-            meta = DocumentMeta(
-                doc_id=doc.doc_id,
-                path=doc.path,
-                title=doc.title,
-                date=doc.date,
-                tenant=final.tenant,
-                classification=final.classification,
-                roles=final.roles,
-                tags=final.tags,
-                version=item.version,
-            )
-            parsed.append((i, doc, meta))
-        chunked = await asyncio.to_thread(
-            self.chunker.chunk_many,
-            [d.text for _, d, _ in parsed],
-            [d.doc_id for _, d, _ in parsed],
-            [d.headings for _, d, _ in parsed],
+        results, parsed = await asyncio.to_thread(parse_files, files, order, self.limits)
+        whole = [p for p in parsed if len(p.doc.text) <= self.stream_chars]
+        chunked = await asyncio.to_thread(chunk_whole, self.chunker, whole)
+        batch = [r for doc_records in chunked for r in doc_records]
+        batch = await self._embedded(batch)
+        streamed = {p.doc.doc_id for p in parsed if len(p.doc.text) > self.stream_chars}
+        doc_ids = [i for i in dict.fromkeys(stable_doc_id(f.path) for f in files)]
+        await asyncio.to_thread(
+            self.index.replace_documents, [i for i in doc_ids if i not in streamed], batch
         )
-        texts = [c.text for chunks in chunked for c in chunks]
-        vectors = None
-        if self.embedder is not None and texts:
-            vectors = await self.embedder.embed(texts)
-        records: list[IndexedChunk] = []
-        row = 0
-        for (i, doc, meta), chunks in zip(parsed, chunked, strict=True):
-            results[i] = len(chunks)
-            lines = _source_lines(doc, files[i].data)
-            for c in chunks:
-                records.append(
-                    IndexedChunk(
-                        chunk_id=c.chunk_id,
-                        doc=meta,
-                        seq=c.seq,
-                        text=c.text,
-                        start_line=lines[c.start_line - 1] if lines else c.start_line,
-                        end_line=lines[c.end_line - 1] if lines else c.end_line,
-                        section=c.section,
-                        vector=None if vectors is None else vectors[row],
-                    )
+        for p, doc_records in zip(whole, chunked, strict=True):
+            results[p.index] = len(doc_records)
+            if progress is not None:
+                size = len(p.doc.text)
+                progress(
+                    IndexProgress(path=p.doc.path, chunks=len(doc_records), done=size, total=size)
                 )
-                row += 1
-        doc_ids = [stable_doc_id(f.path) for f in files]
-        await asyncio.to_thread(self.index.replace_documents, doc_ids, records)
-        for _, doc, _ in parsed:
-            found = await asyncio.to_thread(extract_relations, doc.path, doc.text, doc.metadata)
-            self.relations.set_document(doc.path, found)
+        for p in parsed:
+            if len(p.doc.text) > self.stream_chars:
+                results[p.index] = await self._index_stream(p, progress)
+        found = await asyncio.to_thread(
+            lambda: [extract_relations(p.doc.path, p.doc.text, p.doc.metadata) for p in parsed]
+        )
+        for p, relations in zip(parsed, found, strict=True):
+            self.relations.set_document(p.doc.path, relations)
         for f, result in zip(files, results, strict=True):
             if isinstance(result, IngestError):
                 self.relations.remove_document(str(f.path))
         return results
+
+    async def _embedded(self, batch: list[IndexedChunk]) -> list[IndexedChunk]:
+        if self.embedder is None or not batch:
+            return batch
+        vectors = await self.embedder.embed([r.text for r in batch])
+        return [replace(r, vector=v) for r, v in zip(batch, vectors, strict=True)]
+
+    async def _index_stream(self, doc: Parsed, progress: ProgressCallback | None) -> int:
+        """Chunk, embed and write one large document a segment at a time; its old chunks go
+        with the first write."""
+        segments = chunk_stream(self.chunker, doc)
+        count = 0
+        first = True
+        size = len(doc.doc.text)
+        while (step := await asyncio.to_thread(next, segments, None)) is not None:
+            batch = await self._embedded(step[0])
+            if first:
+                await asyncio.to_thread(self.index.replace_documents, [doc.doc.doc_id], batch)
+                first = False
+            elif batch:
+                await asyncio.to_thread(self.index.upsert, batch)
+            count += len(batch)
+            if progress is not None and batch:
+                progress(IndexProgress(path=doc.doc.path, chunks=count, done=step[1], total=size))
+        if first:
+            await asyncio.to_thread(self.index.replace_documents, [doc.doc.doc_id], [])
+        if progress is not None:
+            progress(IndexProgress(path=doc.doc.path, chunks=count, done=size, total=size))
+        return count
 
     async def remove(self, path: str) -> bool:
         """Forget one file; True when it was indexed."""
@@ -320,14 +296,3 @@ class Knowledge:
 
     def close(self) -> None:
         self.index.close()
-
-
-_TEXT_TYPES = ("text/markdown", "text/plain")
-
-
-def _source_lines(doc: ParsedDocument, data: bytes) -> list[int] | None:
-    """Clean-text line -> file line, for formats whose file lines mean something."""
-    if doc.mime not in _TEXT_TYPES:
-        return None
-    source = data.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n")
-    return line_map(source, doc.text)

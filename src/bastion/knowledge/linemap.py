@@ -11,6 +11,9 @@ no meaningful source line, and hits point into the extracted text instead.
 from __future__ import annotations
 
 import re
+from array import array
+from collections import deque
+from collections.abc import Iterator
 
 __all__ = ["line_map"]
 
@@ -21,30 +24,56 @@ _WINDOW = 500
 
 _NOT_ALNUM = re.compile(r"[\W_]+")
 """Everything but letters and digits (``\\w`` is ``str.isalnum`` plus the underscore)."""
+_HEAD = 4 * _KEY
+"""Characters of a line looked at for its key (more only when they hold too few letters)."""
 
 
 def _key(line: str) -> str:
-    return _NOT_ALNUM.sub("", line.casefold())[:_KEY]
+    # casefold and the removal work character by character, so the key of a prefix is a
+    # prefix of the key: a long line's key comes from its head alone
+    key = _NOT_ALNUM.sub("", line[:_HEAD].casefold())
+    if len(key) < _KEY and len(line) > _HEAD:
+        key = _NOT_ALNUM.sub("", line.casefold())
+    return key[:_KEY]
 
 
-def line_map(source: str, clean: str) -> list[int]:
-    """``result[i]`` is the 1-based source line of clean line ``i + 1``."""
-    src_keys = [_key(line) for line in source.split("\n")]
-    out: list[int] = []
+def _lines(text: str) -> Iterator[str]:
+    """``text.split("\\n")`` one line at a time (no list of every line of a large text)."""
+    start = 0
+    while (end := text.find("\n", start)) >= 0:
+        yield text[start:end]
+        start = end + 1
+    yield text[start:]
+
+
+def line_map(source: str, clean: str) -> array[int]:
+    """``result[i]`` is the 1-based source line of clean line ``i + 1``. Source lines are
+    read as the match moves forward (only a window of keys is held)."""
+    total = source.count("\n") + 1
+    src = _lines(source)
+    window: deque[str] = deque()
+    base = 0  # source line of window[0]
+    out = array("i")
     cursor = 0
     last = 0  # 0-based source line of the previous clean line
-    for line in clean.split("\n"):
+    for line in _lines(clean):
         key = _key(line)
         found = None
         if key:
-            for j in range(cursor, min(cursor + _WINDOW, len(src_keys))):
-                candidate = src_keys[j]
+            while base < cursor:  # lines before the cursor are never looked at again
+                window.popleft()  # (the cursor is at most one past the window's last line)
+                base += 1
+            stop = min(cursor + _WINDOW, total)
+            while base + len(window) < stop:
+                window.append(_key(next(src)))
+            for j in range(cursor, stop):
+                candidate = window[j - base]
                 if candidate and (key.startswith(candidate) or candidate.startswith(key)):
                     found = j
                     break
         if found is None:
             guess = last + 1 if out else 0
-            out.append(min(guess, max(len(src_keys) - 1, 0)) + 1)
+            out.append(min(guess, max(total - 1, 0)) + 1)
             last = out[-1] - 1
             continue
         out.append(found + 1)

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 from bastion.core.errors import ConfigurationError
 from bastion.core.text import TokenCounter, Tokens
 from bastion.knowledge.chunking.model import Chunk, ChunkingConfig, HeadingLike, Strategy
 from bastion.knowledge.chunking.packing import pack, refine
+from bastion.knowledge.chunking.segments import SEGMENT_CHARS, segment_bounds, tokenize
 from bastion.knowledge.chunking.structure import (
     HEADING_RANK,
     SENTENCE_RANK,
+    Context,
     Kind,
     Layout,
     analyze,
@@ -88,7 +91,7 @@ class Chunker:
         result: list[list[Chunk]] = []
         for lo in range(0, len(texts), BATCH_SIZE):
             batch = texts[lo : lo + BATCH_SIZE]
-            tokenized = self.counter.tokenize_batch(batch)
+            tokenized = tokenize(self.counter, batch)
             spans: list[tuple[str, Layout, list[_Span]]] = []
             for offset, (text, tokens) in enumerate(zip(batch, tokenized, strict=True)):
                 layout = analyze(text, headings[lo + offset] if headings is not None else None)
@@ -99,6 +102,76 @@ class Chunker:
                 for offset, (text, layout, doc_spans) in enumerate(spans)
             )
         return result
+
+    def chunk_stream(
+        self,
+        text: str,
+        doc_id: str,
+        *,
+        headings: Sequence[HeadingLike] | None = None,
+        segment_chars: int = SEGMENT_CHARS,
+    ) -> Iterator[list[Chunk]]:
+        """The chunks of one long document, a segment at a time (``segments.segment_bounds``:
+        at most ``segment_chars`` characters, cut at paragraph breaks). Heading paths and open
+        code blocks carry from one segment to the next; positions, lines, sequence numbers and
+        ids are the document's. Work and memory per step stay bounded whatever the size; a
+        text of one segment gives exactly :meth:`chunk`'s chunks."""
+        context: Context | None = None
+        seq = line = 0
+        bounds = segment_bounds(text, segment_chars)
+        with ThreadPoolExecutor(1, thread_name_prefix="bastion-tokenize") as pool:
+            # the next segment is tokenized (the tokenizer leaves the GIL) while this one is
+            # analyzed and packed
+            ahead = pool.submit(tokenize, self.counter, [text[bounds[0][0] : bounds[0][1]]])
+            for n, (start, end) in enumerate(bounds):
+                [tokens] = ahead.result()
+                if n + 1 < len(bounds):
+                    a, b = bounds[n + 1]
+                    ahead = pool.submit(tokenize, self.counter, [text[a:b]])
+                part = text[start:end]
+                chunks = self._segment(part, doc_id, headings, context, tokens, start, line, seq)
+                context, seq, line = chunks[1], seq + len(chunks[0]), line + part.count("\n")
+                yield chunks[0]
+
+    def _segment(
+        self,
+        part: str,
+        doc_id: str,
+        headings: Sequence[HeadingLike] | None,
+        context: Context | None,
+        tokens: Tokens,
+        start: int,
+        line: int,
+        seq: int,
+    ) -> tuple[list[Chunk], Context]:
+        """The chunks of one segment of a document at ``start`` (line ``line + 1``, chunk
+        number ``seq``), and the context the next segment continues."""
+        lines = part.count("\n")
+        shifted = None
+        if headings is not None:
+            shifted = [
+                _Heading(h.level, h.text, h.line - line)
+                for h in headings
+                if line < h.line <= line + lines + 1
+            ]
+        layout = analyze(part, shifted, context=context)
+        [(_, _, spans)] = self._verify([(part, layout, self._spans(part, layout, tokens))])
+        out = []
+        for c in self._records(part, doc_id, layout, spans):
+            a, b = c.char_start + start, c.char_end + start
+            out.append(
+                replace(
+                    c,
+                    chunk_id=chunk_id(doc_id, seq, a, b, c.text),
+                    seq=seq,
+                    char_start=a,
+                    char_end=b,
+                    start_line=c.start_line + line,
+                    end_line=c.end_line + line,
+                )
+            )
+            seq += 1
+        return out, layout.end
 
     # -- spans ------------------------------------------------------------------------------
 
@@ -254,6 +327,13 @@ class Chunker:
                 )
             )
         return chunks
+
+
+@dataclass(frozen=True, slots=True)
+class _Heading:
+    level: int
+    text: str
+    line: int
 
 
 def _trim(text: str, start: int, end: int) -> tuple[int, int]:

@@ -17,7 +17,7 @@ from enum import IntEnum
 
 from bastion.knowledge.chunking.model import HeadingLike, Strategy
 
-__all__ = ["Kind", "Layout", "analyze", "ranks_for"]
+__all__ = ["Context", "Kind", "Layout", "analyze", "ranks_for"]
 
 
 class Kind(IntEnum):
@@ -66,6 +66,20 @@ def ranks_for(strategy: Strategy, kind: int) -> int:
 
 
 @dataclass(frozen=True, slots=True)
+class Context:
+    """Where the scan of a text stopped: what the next text of the same document continues
+    (a long document is analyzed a segment at a time)."""
+
+    stack: tuple[tuple[int, str], ...] = ()
+    """Open headings, (level, title), outermost first."""
+    fence: str | None = None
+    """The opening marks of a fenced code block still open."""
+    blank_before: bool = True
+    under_heading: bool = False
+    prose_before: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Layout:
     """The boundaries of one text, in order, and its heading paths."""
 
@@ -79,6 +93,8 @@ class Layout:
     """Heading path in force from each of ``section_starts`` on."""
     line_starts: list[int]
     """Position where each line starts (line ``n`` starts at ``line_starts[n - 1]``)."""
+    end: Context = Context()
+    """The scanner's state after the last line (to analyze a following segment)."""
 
     def line_of(self, position: int) -> int:
         """1-based line holding the character at ``position``."""
@@ -143,9 +159,10 @@ def _closes(match: re.Match[str] | None, fence: str) -> bool:
 
 
 def _heading_map(
-    lines: list[str], headings: Sequence[HeadingLike] | None
+    lines: list[str], headings: Sequence[HeadingLike] | None, fence: str | None = None
 ) -> dict[int, tuple[int, str]]:
-    """0-based line index -> (level, title): the parser's headings, or ATX lines outside code."""
+    """0-based line index -> (level, title): the parser's headings, or ATX lines outside code
+    (``fence``: a code block open before the first line)."""
     if headings is not None:
         return {
             h.line - 1: (min(max(h.level, 1), 6), h.text.strip())
@@ -153,7 +170,6 @@ def _heading_map(
             if 1 <= h.line <= len(lines)
         }
     found: dict[int, tuple[int, str]] = {}
-    fence: str | None = None
     for index, line in enumerate(lines):
         fence_match = _FENCE.match(line)
         if fence is not None:
@@ -168,16 +184,24 @@ def _heading_map(
 class _Scanner:
     """Walks the lines once, remembering what the line before was."""
 
-    def __init__(self, heading_at: dict[int, tuple[int, str]]) -> None:
+    def __init__(self, heading_at: dict[int, tuple[int, str]], context: Context) -> None:
         self.heading_at = heading_at
         self.kinds: dict[int, int] = {}
-        self.section_starts: list[int] = []
-        self.section_paths: list[tuple[str, ...]] = []
-        self.stack: list[tuple[int, str]] = []
-        self.fence: str | None = None
-        self.blank_before = True
-        self.under_heading = False
-        self.prose_before = ""
+        self.stack: list[tuple[int, str]] = list(context.stack)
+        # headings open from before the text hold from its first character
+        self.section_starts: list[int] = [0] if self.stack else []
+        self.section_paths: list[tuple[str, ...]] = (
+            [tuple(t for _, t in self.stack)] if self.stack else []
+        )
+        self.fence: str | None = context.fence
+        self.blank_before = context.blank_before
+        self.under_heading = context.under_heading
+        self.prose_before = context.prose_before
+
+    def context(self) -> Context:
+        return Context(
+            tuple(self.stack), self.fence, self.blank_before, self.under_heading, self.prose_before
+        )
 
     def mark(self, position: int, kind: int) -> None:
         if self.kinds.get(position, -1) < kind:
@@ -224,13 +248,18 @@ class _Scanner:
         return Kind.SOFT_LINE, True
 
 
-def analyze(text: str, headings: Sequence[HeadingLike] | None = None) -> Layout:
+def analyze(
+    text: str, headings: Sequence[HeadingLike] | None = None, *, context: Context | None = None
+) -> Layout:
     """Find the boundaries and heading paths of ``text`` (Markdown-ish, lines end in ``\\n``).
 
     ``headings`` (from a parser) replaces the detection of ``#`` headings when given.
+    ``context`` continues the scan of the text before (``Layout.end`` of the previous segment
+    of the same document: open headings, an open code block).
     """
     lines = text.split("\n")
-    scanner = _Scanner(_heading_map(lines, headings))
+    start = context or Context()
+    scanner = _Scanner(_heading_map(lines, headings, start.fence), start)
     line_starts = []
     offset = 0
     for index, line in enumerate(lines):
@@ -244,4 +273,11 @@ def analyze(text: str, headings: Sequence[HeadingLike] | None = None) -> Layout:
     positions = [0, *inner, len(text)] if text else [0]
     edge: int = Kind.HEADING
     kind_list = [edge, *(kinds[p] for p in inner), edge] if text else [edge]
-    return Layout(positions, kind_list, scanner.section_starts, scanner.section_paths, line_starts)
+    return Layout(
+        positions,
+        kind_list,
+        scanner.section_starts,
+        scanner.section_paths,
+        line_starts,
+        scanner.context(),
+    )

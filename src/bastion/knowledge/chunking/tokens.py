@@ -12,6 +12,7 @@ strategy, which this module does not import (the chunker imports it).
 from __future__ import annotations
 
 import functools
+import operator
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -112,10 +113,13 @@ class HuggingFaceTokenCounter(BaseTokenCounter):
 
     def tokenize_batch(self, texts: Sequence[str]) -> list[Tokens]:
         encodings = self._tokenizer.encode_batch(list(texts), add_special_tokens=False)
-        return [
-            Tokens([start for start, _ in enc.offsets], [w or 0 for w in enc.word_ids])
-            for enc in encodings
-        ]
+        first = operator.itemgetter(0)
+        out = []
+        for enc in encodings:
+            words: list[int | None] = enc.word_ids  # None only for special tokens (none here)
+            known: list[int] = words if None not in words else [w or 0 for w in words]  # type: ignore[assignment]
+            out.append(Tokens(list(map(first, enc.offsets)), known))
+        return out
 
     def count_batch(self, texts: Sequence[str]) -> list[int]:
         encodings = self._tokenizer.encode_batch(list(texts), add_special_tokens=True)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 import numpy.typing as npt
@@ -124,7 +125,7 @@ class Postings:
             return
         per_entry = [self._term_ids(text) for text in texts]
         sizes = np.fromiter((len(ids) for ids in per_entry), np.int64, len(per_entry))
-        flat = np.fromiter((i for ids in per_entry for i in ids), np.int64, int(sizes.sum()))
+        flat = np.fromiter(chain.from_iterable(per_entry), np.int64, int(sizes.sum()))
         local = np.repeat(np.arange(len(texts), dtype=np.int64), sizes)
         keep = flat != _NO_TERM
         flat, local = flat[keep], local[keep]
