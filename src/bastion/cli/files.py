@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import sys
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +28,8 @@ if TYPE_CHECKING:
 __all__ = ["FILE_COMMANDS"]
 
 
-def _session() -> Any:
+def _session() -> AbstractContextManager[Session]:
+    """The workspace of ./bastion.toml (or --config), acting for --as/--token."""
     config = settings()
     assert config is not None
     return open_session(config, resolve_principal(config))
