@@ -2,6 +2,6 @@
 
 from bastion.workspace.grep import GrepMatch, GrepResult
 from bastion.workspace.sync import SyncWorkspace
-from bastion.workspace.workspace import EditResult, Workspace
+from bastion.workspace.workspace import EditResult, TextPage, Workspace
 
-__all__ = ["EditResult", "GrepMatch", "GrepResult", "SyncWorkspace", "Workspace"]
+__all__ = ["EditResult", "GrepMatch", "GrepResult", "SyncWorkspace", "TextPage", "Workspace"]

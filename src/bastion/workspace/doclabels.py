@@ -69,6 +69,10 @@ class _Sidecar:
 _NONE = _Sidecar()
 
 
+class _Unknown(Exception):
+    """A file's labels are not in the cache for the version being read."""
+
+
 class _SidecarGone(Exception):
     """The sidecar seen a moment ago is gone when read (another process deleted it)."""
 
@@ -290,6 +294,10 @@ class DocumentLabels(Store):
         *,
         check: ReadCheck | None = None,
     ) -> tuple[FileInfo, bytes]:
+        if labelled_file_of(path) is None:
+            read = await self._read_known(path, offset, length, check)
+            if read is not None:
+                return read
         while True:
             info = await self.stat(path)  # labels first: the check sees them before any byte
             if check is not None and info.is_file:
@@ -298,6 +306,40 @@ class DocumentLabels(Store):
             if found.version == info.version:
                 return info, data
             # changed in between: check the new version (the labels may have changed too)
+
+    async def _read_known(
+        self, path: VPath, offset: int, length: int | None, check: ReadCheck | None
+    ) -> tuple[FileInfo, bytes] | None:
+        """One read of an ordinary file whose labels are already known for the version the
+        open file has: its sidecar looked up, then the file opened once; the labels come from
+        the cache by that handle's own info and ``check`` sees them before any byte is read.
+        ``None`` when they are not known (then the caller works them out and reads)."""
+        sidecar = await self._sidecar(path)
+        if not sidecar.cacheable:
+            return None
+        seen: list[FileInfo] = []
+
+        def known(raw: FileInfo) -> None:
+            labels = None
+            if raw.is_file:
+                key = (raw.path.parts, raw.version, raw.size, raw.mtime, self._base_of(raw))
+                labels = self._cache.get((*key, sidecar.stamp()))
+            if labels is None:
+                raise _Unknown
+            info = _with_labels(raw, labels)
+            seen.append(info)
+            if check is not None:
+                check(info)
+
+        try:
+            _, data = await self.inner.read_file(path, offset, length, check=known)
+        except _Unknown:
+            return None
+        except BastionError:
+            if seen:
+                raise  # the caller's check refused, or the read failed after it
+            return None  # let the full path report it (as it always has)
+        return seen[0], data
 
     async def read_range(self, path: VPath, offset: int = 0, length: int | None = None) -> bytes:
         return await self.inner.read_range(path, offset, length)

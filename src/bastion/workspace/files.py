@@ -30,7 +30,7 @@ from bastion.workspace.indexing import IndexFollower
 from bastion.workspace.routing import Router, parse_in
 from bastion.workspace.writing import carry_labels, make_dirs, write_file
 
-__all__ = ["EditResult", "FileOps"]
+__all__ = ["EditResult", "FileOps", "TextPage"]
 
 _LINE_CHUNK = 64 * 1024
 
@@ -45,6 +45,18 @@ class EditResult:
     path: str
     replacements: int
     version: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class TextPage:
+    """Lines of a file, and the file they were read from (:meth:`Workspace.read_lines`)."""
+
+    info: FileInfo
+    """The file as its first page was read: version, size, labels."""
+    text: str
+    """The lines, each ending with ``\\n`` (the file's last line may not)."""
+    more: bool
+    """Lines follow the page."""
 
 
 class FileOps:
@@ -117,10 +129,24 @@ class FileOps:
             if offset == 0 and limit is None:
                 _, data = await self._read_whole(guarded, rel, vp)
                 return data.decode(encoding, "replace")
-            info = await guarded.stat(rel)
-            if info.is_dir:
-                raise IsADirectoryError_(f"{vp} is a directory; use list to see its entries")
-            return await self._read_lines(guarded, rel, vp, offset, limit, encoding)
+            return (await self._page(guarded, rel, vp, offset, limit, encoding)).text
+
+    async def read_lines(
+        self,
+        path: str | VPath,
+        *,
+        offset: int = 0,
+        limit: int | None = None,
+        encoding: str = "utf-8",
+    ) -> TextPage:
+        """``limit`` lines after ``offset`` lines, the file they came from, and whether more
+        follow. (see :meth:`Workspace.read_lines`)"""
+        with self._ctx.operation("read", path) as op:
+            vp = parse_in(op, path)
+            if offset < 0 or (limit is not None and limit < 0):
+                raise ValueError("offset and limit must be non-negative")
+            guarded, rel = self._router.route(vp)
+            return await self._page(guarded, rel, vp, offset, limit, encoding)
 
     async def _read(
         self,
@@ -129,7 +155,7 @@ class FileOps:
         vp: VPath,
         offset: int,
         length: int | None,
-        check: ReadCheck,
+        check: ReadCheck | None,
     ) -> tuple[FileInfo, bytes]:
         try:
             return await guarded.read_file(rel, offset, length, check=check)
@@ -148,7 +174,7 @@ class FileOps:
 
         return await self._read(guarded, rel, vp, 0, None, within_limit)
 
-    async def _read_lines(
+    async def _page(
         self,
         guarded: GuardedStore,
         rel: VPath,
@@ -156,41 +182,62 @@ class FileOps:
         offset: int,
         limit: int | None,
         encoding: str,
-    ) -> str:
-        decoder = codecs.getincrementaldecoder(encoding)("replace")
+    ) -> TextPage:
+        """Lines ``offset`` to ``offset + limit`` streamed in pages: the first page comes with
+        the file's info from one read (the guard checks the labels on that info), the next
+        ones are read only while lines are still wanted. Lines are found with ``str.count``
+        and ``str.find``, not one by one."""
         cap = self._ctx.policy.limits.max_file_bytes
-        skipped = size = position = 0
+        info, page = await self._read(guarded, rel, vp, 0, _LINE_CHUNK, None)
+        position = len(page)
+        eof = len(page) < _LINE_CHUNK
+        decoder = None if eof else codecs.getincrementaldecoder(encoding)("replace")
+        pending = page.decode(encoding, "replace") if decoder is None else decoder.decode(page)
+        skipped = taken = size = 0
         kept: list[str] = []
-        pending = ""
-        while limit is None or len(kept) < limit:
-            page = await guarded.read_range(rel, position, _LINE_CHUNK)
-            position += len(page)
-            pending += decoder.decode(page, final=not page)
-            lines = pending.split("\n")
-            pending = lines.pop()
-            for line in lines:
-                if skipped < offset:
-                    skipped += 1
-                elif limit is None or len(kept) < limit:
-                    kept.append(line + "\n")
-                    size += len(line.encode("utf-8", "replace")) + 1
+        while True:
+            if skipped < offset:
+                count = pending.count("\n")
+                if skipped + count <= offset:
+                    skipped += count
+                    pending = pending[pending.rfind("\n") + 1 :] if count else pending
+                else:
+                    pending = pending[_nth_newline(pending, offset - skipped) + 1 :]
+                    skipped = offset
+            if skipped == offset:
+                want = None if limit is None else limit - taken
+                if want is None or (want and pending.count("\n") <= want):
+                    end = pending.rfind("\n")  # every complete line
+                elif not want:
+                    end = -1
+                else:
+                    end = _nth_newline(pending, want)
+                if end >= 0:
+                    chunk, pending = pending[: end + 1], pending[end + 1 :]
+                    taken += chunk.count("\n")
+                    size += len(chunk.encode("utf-8", "replace"))
+                    kept.append(chunk)
+                if size > cap:
+                    raise _too_many_lines(vp, cap)
+                if limit is not None and taken >= limit:
+                    more = bool(pending) or (decoder is not None and bool(decoder.getstate()[0]))
+                    if not more and not eof:
+                        more = bool(await guarded.read_range(rel, position, 1))
+                    return TextPage(info.at(vp), "".join(kept), more)
             if len(pending) > cap:
                 raise LimitError(f"{vp}: a single line is longer than {cap} bytes; read bytes")
-            if size > cap:
-                raise LimitError(
-                    f"{vp}: the lines asked for are over the {cap}-byte read limit; "
-                    "ask for fewer lines (limit=...)"
-                )
-            if not page:
+            if eof:
                 break
-        if pending and skipped >= offset and (limit is None or len(kept) < limit):
+            page = await guarded.read_range(rel, position, _LINE_CHUNK)
+            position += len(page)
+            eof = len(page) < _LINE_CHUNK
+            assert decoder is not None  # made for a file of more than one page
+            pending += decoder.decode(page, final=eof)
+        if pending and skipped >= offset:
             if size + len(pending.encode("utf-8", "replace")) > cap:
-                raise LimitError(
-                    f"{vp}: the lines asked for are over the {cap}-byte read limit; "
-                    "ask for fewer lines (limit=...)"
-                )
+                raise _too_many_lines(vp, cap)
             kept.append(pending)
-        return "".join(kept)
+        return TextPage(info.at(vp), "".join(kept), False)
 
     # -- write -------------------------------------------------------------------------------
 
@@ -361,6 +408,23 @@ def _encoded(content: str | bytes) -> bytes:
             f"the text holds a character UTF-8 cannot store (a lone surrogate at {exc.start}); "
             "remove it and write again"
         ) from None
+
+
+def _nth_newline(text: str, n: int) -> int:
+    """The index of the ``n``-th ``\\n`` of ``text`` (``n`` >= 1), or -1 when it has fewer."""
+    at = -1
+    for _ in range(n):
+        at = text.find("\n", at + 1)
+        if at < 0:
+            return -1
+    return at
+
+
+def _too_many_lines(vp: VPath, cap: int) -> LimitError:
+    return LimitError(
+        f"{vp}: the lines asked for are over the {cap}-byte read limit; "
+        "ask for fewer lines (limit=...)"
+    )
 
 
 def _over_limit(vp: VPath, size: int, asked: int, cap: int, *, whole: bool) -> LimitError:

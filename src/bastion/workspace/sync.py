@@ -80,6 +80,7 @@ class SyncWorkspace:
     exists = _blocking(Workspace.exists)
     read_bytes = _blocking(Workspace.read_bytes)
     read_text = _blocking(Workspace.read_text)
+    read_lines = _blocking(Workspace.read_lines)
     write = _blocking(Workspace.write)
     append = _blocking(Workspace.append)
     edit = _blocking(Workspace.edit)

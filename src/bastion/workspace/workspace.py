@@ -8,7 +8,7 @@ gives a view for another principal that shares mounts, policy, audit and rate li
 method delegates to one of them in one line::
 
     Workspace ─┬─ Router        routing.py    mounts as one tree: route, stat, children, walk
-               ├─ FileOps       files.py      stat, exists, read, write, edit, mkdir, delete
+               ├─ FileOps       files.py      stat, exists, reads, write, edit, mkdir, delete
                ├─ TreeOps       tree.py       list, glob, grep
                ├─ Transfers     transfer.py   copy, move (planned, all or nothing)
                ├─ IndexFollower indexing.py   the index follows every change
@@ -38,7 +38,7 @@ from bastion.core.principal import Principal
 from bastion.core.ratelimit import RateLimiter
 from bastion.workspace.asking import Asking
 from bastion.workspace.doclabels import DocumentLabels
-from bastion.workspace.files import EditResult, FileOps
+from bastion.workspace.files import EditResult, FileOps, TextPage
 from bastion.workspace.fsmap import filesystem_map
 from bastion.workspace.indexing import IndexFollower, KnowledgeLink
 from bastion.workspace.routing import Router
@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from bastion.workspace.indexing import IndexSummary
     from bastion.workspace.sync import SyncWorkspace
 
-__all__ = ["EditResult", "Workspace"]
+__all__ = ["EditResult", "TextPage", "Workspace"]
 
 
 class _Shared:
@@ -205,6 +205,22 @@ class Workspace:
         One read returns at most the policy's ``max_file_bytes``; ask for fewer lines.
         """
         return await self._files.read_text(path, offset=offset, limit=limit, encoding=encoding)
+
+    async def read_lines(
+        self,
+        path: str | VPath,
+        *,
+        offset: int = 0,
+        limit: int | None = None,
+        encoding: str = "utf-8",
+    ) -> TextPage:
+        """``limit`` lines starting after ``offset`` lines (all of them without ``limit``),
+        with the file's info as read (its version: what a later ``write(if_version=...)``
+        expects) and whether more lines follow: one operation, one audit record.
+
+        Lines are counted as in :meth:`read_text`, and the same read limit applies.
+        """
+        return await self._files.read_lines(path, offset=offset, limit=limit, encoding=encoding)
 
     async def write(
         self,

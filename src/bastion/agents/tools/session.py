@@ -316,17 +316,17 @@ class ToolSession:
 
     async def read_lines(self, path: VPath, offset: int, limit: int) -> tuple[str, bool]:
         """Up to ``limit`` lines after ``offset`` and whether more follow; the file's state
-        is recorded as read. The state is taken before the read, so a change in between makes
-        the next write refused as stale (the safe side), never accepted blindly."""
-        ws = self.workspace
-        info = await ws.stat(path)
-        if info.is_dir:
-            raise IsADirectoryError_(f"{path} is a directory; list it instead of reading it")
-        text = await ws.read_text(path, offset=offset, limit=limit + 1)
-        self.reads.record(path, info)
-        lines = split_lines(text)
-        more = len(lines) > limit
-        return "".join(lines[:limit]), more
+        is recorded as read. One workspace read: the state recorded is the one the first page
+        came from, so a change before a later page makes the next write refused as stale (the
+        safe side), never accepted blindly."""
+        try:
+            page = await self.workspace.read_lines(path, offset=offset, limit=limit)
+        except IsADirectoryError_:
+            raise IsADirectoryError_(
+                f"{path} is a directory; list it instead of reading it"
+            ) from None
+        self.reads.record(path, page.info)
+        return page.text, page.more
 
     # -- writes ------------------------------------------------------------------------------
 
