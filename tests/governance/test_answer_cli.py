@@ -149,7 +149,7 @@ def forging_chat() -> Iterator[_ForgingChat]:
     server.httpd.server_close()
 
 
-def test_a_failed_verification_exits_2_and_says_why(
+def test_a_failed_verification_exits_4_and_says_why(
     index: Path, forging_chat: _ForgingChat, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("BASTION_CHAT_API_KEY", "sk-cli-key")
