@@ -222,13 +222,15 @@ class ScopedWorkspace:
         return [merged[name] for name in sorted(merged)]
 
     async def end_thread(self) -> ThreadCleanup:
-        """Delete everything in the thread area, as the principal: the guard decides each
-        deletion (a read-only area or a denying rule refuses it). The emptied folder is then
-        removed from the backing store."""
+        """Kill the background processes started through this workspace, then delete
+        everything in the thread area, as the principal: the guard decides each deletion (a
+        read-only area or a denying rule refuses it). The emptied folder is then removed from
+        the backing store."""
         area = self.area(ScopeKind.THREAD)
         if area is None or self.thread_id is None:
             raise ConfigurationError("this scoped workspace has no thread area to end")
         ws = self.workspace
+        await ws.close_processes()  # the thread's background processes end with it
         entries = await ws.list(area.prefix)
         for entry in entries:
             await ws.delete(entry.path, recursive=True)

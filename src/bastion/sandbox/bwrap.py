@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from bastion.sandbox.result import RunLimits, SandboxError
 from bastion.sandbox.seccomp import filter_fd
@@ -30,8 +31,11 @@ __all__ = [
     "Outcome",
     "bwrap_binary",
     "command_line",
+    "exit_status",
+    "kill_tree",
     "sandbox_ids",
     "spawn",
+    "start_background",
 ]
 
 SYSTEM_NAMES = frozenset({"usr", "bin", "sbin", "lib", "lib32", "lib64", "proc", "dev", "tmp"})
@@ -215,6 +219,44 @@ def _limiter(limits: RunLimits) -> Callable[[], None]:
     return apply
 
 
+def _process_options(limits: RunLimits, pass_fds: Sequence[int]) -> dict[str, Any]:
+    """How bubblewrap is started: its own session (the whole tree is killed as one group),
+    the limits set between fork and exec, as the sandbox's user."""
+    ids = sandbox_ids()
+    return {
+        "start_new_session": True,
+        "pass_fds": tuple(pass_fds),
+        "preexec_fn": _limiter(limits),  # setrlimit only: safe between fork and exec
+        "user": None if ids is None else ids[0],
+        "group": None if ids is None else ids[1],
+        "extra_groups": None if ids is None else [],
+    }
+
+
+def start_background(
+    args: list[str], limits: RunLimits, pass_fds: Sequence[int]
+) -> subprocess.Popen[bytes]:
+    """Start bubblewrap for a background process: pipes for all three streams, read by the
+    caller's threads (``bastion.sandbox.background``)."""
+    return subprocess.Popen(  # noqa: S603 (bubblewrap's argument list, built here)
+        args,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        **_process_options(limits, pass_fds),
+    )
+
+
+def kill_tree(pid: int) -> None:
+    """Kill bubblewrap's process group (its PID namespace dies with it)."""
+    _kill(pid)
+
+
+def exit_status(code: int, *, killed: bool) -> tuple[int | None, int | None]:
+    """(exit code, signal) of bubblewrap's status ``code``."""
+    return _status(code, killed=killed)
+
+
 async def spawn(
     args: list[str],
     stdin: bytes | None,
@@ -226,19 +268,13 @@ async def spawn(
     """Run bubblewrap; kill the whole tree (bubblewrap's PID namespace dies with it) when the
     wall ``timeout`` passes, a stream goes over ``limits.output_bytes``, or ``written()`` (the
     bytes the command has left in the view, polled) goes over ``limits.written_bytes``."""
-    ids = sandbox_ids()
     start = time.monotonic()
     proc = await asyncio.create_subprocess_exec(
         *args,
         stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        start_new_session=True,
-        pass_fds=tuple(pass_fds),
-        preexec_fn=_limiter(limits),  # setrlimit only: safe between fork and exec
-        user=None if ids is None else ids[0],
-        group=None if ids is None else ids[1],
-        extra_groups=None if ids is None else [],
+        **_process_options(limits, pass_fds),
     )
     over = asyncio.Event()
     assert proc.stdout is not None and proc.stderr is not None

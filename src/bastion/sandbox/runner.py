@@ -1,5 +1,10 @@
 """One ``Workspace.run`` call: build the view, run the command in bubblewrap, bring the changes
-back through the guard, and remove the view, whatever happened."""
+back through the guard, and remove the view, whatever happened.
+
+:class:`Prepared` (the view and bubblewrap's arguments) and :meth:`Prepared.bring_back` (the
+written-bytes check, then the guarded write-back) are shared with the background processes
+(``bastion.sandbox.background``): one path from a command's view to the workspace.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from bastion.core.paths import VPath
@@ -23,10 +29,117 @@ from bastion.sandbox.bwrap import (
 from bastion.sandbox.port import SandboxWorkspace
 from bastion.sandbox.result import RunLimits, RunResult, SandboxError
 from bastion.sandbox.seccomp import filter_fd
-from bastion.sandbox.view import Change, diff, materialize, written
-from bastion.sandbox.writeback import write_back
+from bastion.sandbox.view import Change, Snapshot, diff, materialize, written
+from bastion.sandbox.writeback import Applied, write_back
 
-__all__ = ["run_in_sandbox"]
+__all__ = ["Prepared", "argv_of", "prepare", "run_in_sandbox"]
+
+
+def argv_of(command: Sequence[str] | str) -> list[str]:
+    """The argument list of ``command``: as is, or ``/bin/sh -c`` for a string."""
+    argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
+    if not argv:
+        raise ValueError("the command is empty; give a program and its arguments")
+    return argv
+
+
+@dataclass
+class Prepared:
+    """A command's view on the host and bubblewrap's arguments to run it over that view."""
+
+    folder: Path
+    """The private host folder (the view is ``folder/view``); removed by :meth:`remove`."""
+    snap: Snapshot
+    args: list[str]
+    limits: RunLimits
+    seccomp: int | None
+
+    @property
+    def fds(self) -> tuple[int, ...]:
+        """Descriptors bubblewrap inherits (bound folders, the seccomp filter)."""
+        return (*self.snap.bound.values(), *(() if self.seccomp is None else (self.seccomp,)))
+
+    def written(self) -> int:
+        """Bytes the command has left in the view so far (polled for the limit)."""
+        return written(self.snap)
+
+    def close_fds(self) -> None:
+        """Close the descriptors once bubblewrap holds its own (it has started) or is gone."""
+        self.snap.close()
+        if self.seccomp is not None:
+            os.close(self.seccomp)
+            self.seccomp = None
+
+    async def bring_back(
+        self, ws: SandboxWorkspace, limit: str | None
+    ) -> tuple[str | None, Applied]:
+        """Write the command's changes back as ``ws``'s principal, unless ``limit`` (what
+        ended the command) is set or the view holds more than ``limits.written_bytes``; then
+        every change is refused with the reason. Returns the limit that applied."""
+        if limit is None and await asyncio.to_thread(self.written) > self.limits.written_bytes:
+            limit = "written"  # over between two polls: still nothing comes back
+        if limit is not None:  # killed mid-way (files may be half-written), or too much
+            changes = await asyncio.to_thread(functools.partial(diff, self.snap, read=False))
+            changes = [withheld(c, limit) for c in changes]
+        else:
+            changes = await asyncio.to_thread(diff, self.snap)
+        return limit, await write_back(ws, changes)
+
+    async def remove(self) -> None:
+        self.close_fds()
+        await asyncio.to_thread(shutil.rmtree, self.folder, True)
+
+
+async def prepare(
+    ws: SandboxWorkspace,
+    argv: Sequence[str],
+    *,
+    cwd: VPath,
+    env: Mapping[str, str] | None,
+    limits: RunLimits,
+) -> Prepared:
+    """Build ``ws``'s view in a new private folder and bubblewrap's arguments to run ``argv``
+    in ``cwd`` there. On any failure nothing is left behind."""
+    extra = dict(env or {})
+    for key, value in extra.items():
+        if not key or "=" in key or "\0" in key or "\0" in value:
+            raise ValueError(f"invalid environment variable {key!r}")
+    binary = await asyncio.to_thread(bwrap_binary)
+    ids = sandbox_ids()
+    folder = Path(tempfile.mkdtemp(prefix="bastion-sandbox-"))
+    try:
+        if ids is not None:
+            os.chown(folder, *ids)
+        view = folder / "view"
+        view.mkdir(mode=0o755)
+        system = NETWORK_NAMES if limits.network else SYSTEM_NAMES
+        snap = await materialize(ws, view, ids, system)
+        prepared = Prepared(folder, snap, [], limits, None)
+        try:
+            if not (view.joinpath(*cwd.parts)).is_dir():
+                raise SandboxError(
+                    f"{cwd} is not a folder in your view; run from a folder you can list"
+                )
+            prepared.seccomp = filter_fd()
+            prepared.args = command_line(
+                binary,
+                view,
+                snap.read_only,
+                snap.bound,
+                argv,
+                str(cwd),
+                extra,
+                tmp_bytes=limits.tmp_bytes,
+                network=limits.network,
+                seccomp=prepared.seccomp,
+            )
+        except BaseException:
+            prepared.close_fds()
+            raise
+    except BaseException:
+        await asyncio.to_thread(shutil.rmtree, folder, True)
+        raise
+    return prepared
 
 
 async def run_in_sandbox(
@@ -41,62 +154,22 @@ async def run_in_sandbox(
 ) -> RunResult:
     """Run ``command`` (an argument list, or a string for ``/bin/sh -c``) over ``ws``'s view.
     The caller has checked the ``execute`` permission on ``cwd``."""
-    argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
-    if not argv:
-        raise ValueError("the command is empty; give a program and its arguments")
+    argv = argv_of(command)
     if timeout <= 0:
         raise ValueError("timeout must be positive (seconds)")
     chosen = limits or RunLimits()
-    extra = dict(env or {})
-    for key, value in extra.items():
-        if not key or "=" in key or "\0" in key or "\0" in value:
-            raise ValueError(f"invalid environment variable {key!r}")
     data = stdin.encode("utf-8") if isinstance(stdin, str) else stdin
-    binary = await asyncio.to_thread(bwrap_binary)
-    ids = sandbox_ids()
-    folder = Path(tempfile.mkdtemp(prefix="bastion-sandbox-"))
+    prepared = await prepare(ws, argv, cwd=cwd, env=env, limits=chosen)
     try:
-        if ids is not None:
-            os.chown(folder, *ids)
-        view = folder / "view"
-        view.mkdir(mode=0o755)
-        system = NETWORK_NAMES if chosen.network else SYSTEM_NAMES
-        snap = await materialize(ws, view, ids, system)
-        seccomp = filter_fd()
         try:
-            if not (view.joinpath(*cwd.parts)).is_dir():
-                raise SandboxError(
-                    f"{cwd} is not a folder in your view; run from a folder you can list"
-                )
-            args = command_line(
-                binary,
-                view,
-                snap.read_only,
-                snap.bound,
-                argv,
-                str(cwd),
-                extra,
-                tmp_bytes=chosen.tmp_bytes,
-                network=chosen.network,
-                seccomp=seccomp,
+            outcome = await spawn(
+                prepared.args, data, timeout, chosen, prepared.fds, prepared.written
             )
-            fds = (*snap.bound.values(), *(() if seccomp is None else (seccomp,)))
-            outcome = await spawn(args, data, timeout, chosen, fds, lambda: written(snap))
         finally:
-            snap.close()
-            if seccomp is not None:
-                os.close(seccomp)
-        limit = outcome.limit
-        if limit is None and await asyncio.to_thread(written, snap) > chosen.written_bytes:
-            limit = "written"  # over between two polls: still nothing comes back
-        if limit is not None:  # killed mid-way (its files may be half-written) or too much
-            changes = await asyncio.to_thread(functools.partial(diff, snap, read=False))
-            changes = [_withheld(c, limit) for c in changes]
-        else:
-            changes = await asyncio.to_thread(diff, snap)
-        applied = await write_back(ws, changes)
+            prepared.close_fds()
+        limit, applied = await prepared.bring_back(ws, outcome.limit)
     finally:
-        await asyncio.to_thread(shutil.rmtree, folder, True)
+        await prepared.remove()
     return RunResult(
         exit_code=outcome.exit_code,
         signal=outcome.signal,
@@ -112,13 +185,18 @@ async def run_in_sandbox(
     )
 
 
-def _withheld(change: Change, limit: str) -> Change:
+def withheld(change: Change, limit: str) -> Change:
+    """``change`` refused because ``limit`` ended the command (``"killed"``: its owner killed
+    a background process)."""
     if change.kind == "refuse":
         return change
-    why = (
-        "the command wrote more than its written-bytes limit; write less, or ask an "
-        "operator for a larger limit"
-        if limit == "written"
-        else f"the command was killed by the {limit} limit; run it again"
-    )
+    if limit == "written":
+        why = (
+            "the command wrote more than its written-bytes limit; write less, or ask an "
+            "operator for a larger limit"
+        )
+    elif limit == "killed":
+        why = "the process was killed; write its changes back before killing it"
+    else:
+        why = f"the command was killed by the {limit} limit; run it again"
     return Change(change.path, "refuse", shown=change.shown, reason=f"not written back: {why}")

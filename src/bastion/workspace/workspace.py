@@ -42,7 +42,7 @@ from bastion.workspace.files import EditResult, FileOps, TextPage
 from bastion.workspace.fsmap import filesystem_map
 from bastion.workspace.indexing import IndexFollower, KnowledgeLink
 from bastion.workspace.routing import Router
-from bastion.workspace.running import may_execute
+from bastion.workspace.running import ProcessGate, may_execute
 from bastion.workspace.searching import Progress, Searching
 from bastion.workspace.transfer import Transfers
 from bastion.workspace.tree import TreeOps
@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from bastion.governance.answer.verify import Verifier
     from bastion.knowledge.engine import Knowledge
     from bastion.knowledge.hits import SearchResult
+    from bastion.sandbox.background import OutputChunk, ProcessInfo, Stream
     from bastion.sandbox.result import RunLimits, RunResult
     from bastion.workspace.grep import GrepResult
     from bastion.workspace.indexing import IndexSummary
@@ -74,6 +75,7 @@ class _Shared:
         self.audit = audit
         self.limiter = RateLimiter(policy.rate_limit) if policy.rate_limit else None
         self.knowledge = KnowledgeLink(knowledge, mounts) if knowledge is not None else None
+        self.processes = ProcessGate()
 
 
 class Workspace:
@@ -433,3 +435,49 @@ class Workspace:
         return await run_in_sandbox(
             self, command, cwd=vp, env=env, stdin=stdin, timeout=timeout, limits=limits
         )
+
+    async def start_process(
+        self,
+        command: builtins.list[str] | str,
+        *,
+        cwd: str | VPath = "/",
+        env: dict[str, str] | None = None,
+        stdin: str | bytes | None = None,
+        timeout: float = 600.0,
+        limits: RunLimits | None = None,
+    ) -> ProcessInfo:
+        """Start a command in the background over this principal's view, as :meth:`run` would
+        run it; it returns at once. Only this principal sees the process; its changes come back
+        through the guard when it exits (``docs/sandbox.md``)."""
+        return await self._shared.processes.start(
+            self, self._ctx, command, cwd=cwd, env=env, stdin=stdin, timeout=timeout, limits=limits
+        )
+
+    async def processes(self) -> builtins.list[ProcessInfo]:
+        """This principal's background processes, running and recently ended."""
+        return await self._shared.processes.list(self._ctx)
+
+    async def read_output(
+        self, process_id: str, *, stream: Stream = "stdout", offset: int = 0, limit: int = 65536
+    ) -> OutputChunk:
+        """Up to ``limit`` bytes a background process printed, from byte ``offset``."""
+        return await self._shared.processes.read(
+            self._ctx, process_id, stream=stream, offset=offset, limit=limit
+        )
+
+    async def send_input(self, process_id: str, data: str | bytes, *, close: bool = False) -> int:
+        """Write to a background process's input (``close``: then end it); the bytes taken."""
+        return await self._shared.processes.send(self._ctx, process_id, data, close=close)
+
+    async def kill_process(self, process_id: str) -> ProcessInfo:
+        """Kill a background process and its whole tree; changes not written back stay out."""
+        return await self._shared.processes.kill(self._ctx, process_id)
+
+    async def write_back(self, process_id: str) -> ProcessInfo:
+        """Bring back, through the guard, what a running background process changed so far."""
+        return await self._shared.processes.write_back(self._ctx, process_id)
+
+    async def close_processes(self) -> int:
+        """Kill every background process of this workspace, every principal's (what ending a
+        scope does); the number killed. Dropping the workspace kills them too."""
+        return await self._shared.processes.close()
