@@ -9,6 +9,7 @@ the skip says why); the listing tests need no sandbox.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any, cast
 
@@ -78,6 +79,7 @@ async def test_only_a_principal_granted_execute_gets_the_tool_in_every_adapter(
         pydantic = list(await BastionToolset(toolset).get_tools(cast(Any, None)))
         for names in (openai, responses, listed, chains, pydantic):
             assert ("execute" in names) is present, (principal.id, names)
+            assert ("process" in names) is present, (principal.id, names)
         if not present:  # a call by name is an unknown tool, not a run
             out = await toolset.call("execute", {"command": "true"})
             assert out["success"] is False and "unknown tool 'execute'" in out["error"]
@@ -96,12 +98,18 @@ async def test_the_schema_a_model_sees() -> None:
     (schema,) = [s for s in toolset.schemas() if s["name"] == "execute"]
     params = schema["parameters"]
     assert params["required"] == ["command"]
-    assert set(params["properties"]) == {"command", "cwd", "timeout", "stdin"}
-    assert params["properties"]["timeout"]["maximum"] == 300
+    assert set(params["properties"]) == {"command", "cwd", "timeout", "stdin", "background"}
+    assert params["properties"]["timeout"]["maximum"] == 3600  # 300 unless background
     assert params["properties"]["stdin"]["maxLength"] == 100_000
+    (managing,) = [s for s in toolset.schemas() if s["name"] == "process"]
+    props = managing["parameters"]["properties"]
+    assert managing["parameters"]["required"] == ["action"]
+    assert props["action"]["enum"] == ["list", "read", "send", "kill", "write_back"]
+    assert set(props) == {"action", "process_id", "stream", "offset", "input", "close_input"}
     async with Client(mcp_server(toolset)) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
     assert tools["execute"].annotations is None  # it changes files: no read-only hint
+    assert tools["process"].annotations is None
 
 
 # -- runs through the adapters ---------------------------------------------------------------
@@ -198,6 +206,7 @@ async def test_hostile_arguments_are_one_line_tool_errors() -> None:
         ({"command": "   "}, "empty; give a shell line"),
         ({"command": "true", "timeout": 0}, "timeout"),
         ({"command": "true", "timeout": 10**6}, "timeout"),
+        ({"command": "true", "timeout": 301}, "timeout over 300 s; start a longer command"),
         ({"command": "true", "stdin": "x" * 100_001}, "stdin"),
         ({"command": ["echo", "a\x00b"]}, "NUL"),
         ({"command": ["x"] * 1001}, "more than 1000 arguments"),
@@ -214,6 +223,86 @@ async def test_hostile_arguments_are_one_line_tool_errors() -> None:
         assert "\n" not in out["error"] and expected in out["error"], (arguments, out)
         assert "failed unexpectedly" not in out["error"], (arguments, out)
         assert len(out["error"]) <= 400
+
+
+# -- background processes --------------------------------------------------------------------
+
+
+async def _until_ended(toolset: Toolset, pid: str) -> dict[str, Any]:
+    for _ in range(600):
+        listed = await toolset.call("process", {"action": "list"})
+        (mine,) = [p for p in listed["processes"] if p["process_id"] == pid]
+        if mine["state"] != "running":
+            return cast(dict[str, Any], mine)
+        await asyncio.sleep(0.05)
+    raise AssertionError("the process did not end")
+
+
+@pytest.mark.usefixtures("bwrap")
+async def test_a_background_process_through_the_tools() -> None:
+    toolset = Toolset(await _workspace())
+    started = await toolset.call(
+        "execute",
+        {
+            "command": "seq 1 5; read word; echo $word > got.txt; echo done",
+            "cwd": "/scratch",
+            "background": True,
+        },
+    )
+    assert started["success"] is True and started["state"] == "running"
+    pid = started["process_id"]
+    sent = await toolset.call("process", {"action": "send", "process_id": pid, "input": "hi\n"})
+    assert sent["sent"] == 3 and sent["of"] == 3
+    ended = await _until_ended(toolset, pid)
+    assert ended["state"] == "exited" and ended["exit_code"] == 0
+    assert ended["changed"] == ["/scratch/got.txt"]
+    assert await toolset.workspace.read_text("/scratch/got.txt") == "hi\n"
+    first = await toolset.call("process", {"action": "read", "process_id": pid})
+    assert first["text"] == "1\n2\n3\n4\n5\ndone\n" and first["running"] is False
+    assert first["next_offset"] == first["total"] == 15
+    rest = await toolset.call("process", {"action": "read", "process_id": pid, "offset": 10})
+    assert rest["text"] == "done\n" and rest["offset"] == 10
+
+
+@pytest.mark.usefixtures("bwrap")
+async def test_another_principals_tools_do_not_find_the_process() -> None:
+    ws = await _workspace()
+    mine = Toolset(ws)
+    started = await mine.call("execute", {"command": ["sleep", "30"], "background": True})
+    pid = started["process_id"]
+    other = Toolset(ws.with_principal(Principal.of("runner", tenant="other")))
+    assert (await other.call("process", {"action": "list"}))["processes"] == []
+    for action in ("read", "send", "kill", "write_back"):
+        out = await other.call("process", {"action": action, "process_id": pid})
+        assert out["success"] is False and f"no background process '{pid}'" in out["error"]
+    killed = await mine.call("process", {"action": "kill", "process_id": pid})
+    assert killed["state"] == "killed" and killed["signal"] == "SIGKILL"
+    missing = await mine.call("process", {"action": "read"})
+    assert missing["success"] is False and "needs a process_id" in missing["error"]
+
+
+@pytest.mark.usefixtures("bwrap")
+async def test_input_sent_to_a_process_is_approved_like_a_command() -> None:
+    asked: list[ApprovalRequest] = []
+
+    def deny(request: ApprovalRequest) -> bool:
+        asked.append(request)
+        return False
+
+    toolset = Toolset(await _workspace(), approval=Approval(deny, commands=["rm"]))
+    started = await toolset.call("execute", {"command": "sh", "background": True})
+    pid = started["process_id"]
+    assert asked == []  # sh matches no rule
+    out = await toolset.call(
+        "process", {"action": "send", "process_id": pid, "input": "rm /scratch/a.txt\n"}
+    )
+    assert out["success"] is False and "not approved" in out["error"]
+    assert asked[-1].tool == "execute"
+    assert asked[-1].arguments == {"command": "rm /scratch/a.txt\n"}
+    listed = await toolset.call("process", {"action": "list"})
+    assert listed["success"] is True and len(asked) == 1  # listing asks nobody
+    await toolset.call("process", {"action": "kill", "process_id": pid})
+    assert await toolset.workspace.read_text("/scratch/a.txt") == "alpha\n"
 
 
 # -- approval --------------------------------------------------------------------------------

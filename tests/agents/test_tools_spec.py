@@ -69,9 +69,9 @@ def test_the_tool_set_schemas_stay_within_their_budget() -> None:
     assert max(sizes.values()) <= 1100, sizes
     assert sum(sizes[t.name] for t in GRANULAR_TOOLS) <= 5600, sizes
     assert sum(sizes[t.name] for t in INTENT_TOOLS) <= 2600, sizes
-    (run,) = EXECUTE_TOOLS  # added to either style for principals that may execute
-    size = len(json.dumps({"description": run.description, "parameters": run.schema()}))
-    assert size <= 1000, size
+    for run in EXECUTE_TOOLS:  # added to either style for principals that may execute
+        size = len(json.dumps({"description": run.description, "parameters": run.schema()}))
+        assert size <= 1100, (run.name, size)
 
 
 def test_the_granular_tool_set_as_a_model_sees_it() -> None:
@@ -94,6 +94,7 @@ def test_the_granular_tool_set_as_a_model_sees_it() -> None:
         "search": ["query"],
         "ask": ["question"],
         "execute": ["command"],  # Policy.allow_all grants the operator action execute
+        "process": ["action"],
     }
 
 

@@ -1,28 +1,41 @@
-"""The ``execute`` tool: run a command in the sandbox over the principal's view
-(``Workspace.run``, ``docs/sandbox.md``), in both tool styles.
+"""The ``execute`` and ``process`` tools: run a command in the sandbox over the principal's
+view (``Workspace.run``, ``docs/sandbox.md``), or start it in the background and then list,
+read, feed, write back and kill it; in both tool styles.
 
-It exists only for a principal whose policy grants the ``execute`` action somewhere (an
-operator action: ``*`` in a rule does not grant it). What the command changes comes back
-through the guard as the principal; the output says which paths came back and which were
-refused, and why.
+They exist only for a principal whose policy grants the ``execute`` action somewhere (an
+operator action: ``*`` in a rule does not grant it). What a command changes comes back through
+the guard as the principal; the output says which paths came back and which were refused, and
+why. A background process is its starter's only: another principal's call by its id answers
+"not found".
 """
 
 from __future__ import annotations
 
 import signal as signals
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field
 
 from bastion.agents.tools.outputs import fit_text, ok
 from bastion.agents.tools.session import ToolSession
 from bastion.agents.tools.spec import Capability, Output, Tool, tool
+from bastion.core.errors import OperationError
 from bastion.sandbox import RunResult
+from bastion.sandbox.background import ProcessInfo
 
-__all__ = ["EXECUTE_TOOLS", "MAX_STDIN", "MAX_TIMEOUT", "execute"]
+__all__ = [
+    "EXECUTE_TOOLS",
+    "MAX_BACKGROUND_TIMEOUT",
+    "MAX_STDIN",
+    "MAX_TIMEOUT",
+    "execute",
+    "process",
+]
 
 MAX_TIMEOUT = 300
 """Most seconds one call may run (the wall limit the model may ask for)."""
+MAX_BACKGROUND_TIMEOUT = 3600
+"""Most seconds a background process may live."""
 MAX_STDIN = 100_000
 """Most characters of ``stdin``."""
 _MAX_COMMAND = 100_000
@@ -55,16 +68,96 @@ async def execute(
     ],
     cwd: Annotated[str, Field(description="Working directory, e.g. /scratch")] = "/",
     timeout: Annotated[
-        int, Field(ge=1, le=MAX_TIMEOUT, description="Seconds before it is killed")
+        int,
+        Field(
+            ge=1,
+            le=MAX_BACKGROUND_TIMEOUT,
+            description="Seconds before it is killed (at most 300 unless background)",
+        ),
     ] = 30,
     stdin: Annotated[
         str | None, Field(max_length=MAX_STDIN, description="Text sent to input")
     ] = None,
+    background: Annotated[
+        bool, Field(description="Start it and return its id at once; see the process tool")
+    ] = False,
 ) -> Output:
     """Run a command in a sandbox over the files you may read; files it writes come back as
     your changes. Returns exit_code, stdout, stderr, changed and refused paths."""
+    if background:
+        info = await s.workspace.start_process(command, cwd=cwd, stdin=stdin, timeout=timeout)
+        return ok(**process_fields(info))
+    if timeout > MAX_TIMEOUT:
+        raise OperationError(
+            f"timeout over {MAX_TIMEOUT} s; start a longer command with background=true"
+        )
     result = await s.workspace.run(command, cwd=cwd, stdin=stdin, timeout=timeout)
     return ok(**result_fields(result, s))
+
+
+@tool(needs={Capability.EXECUTE}, changes=True)
+async def process(
+    s: ToolSession,
+    action: Annotated[
+        Literal["list", "read", "send", "kill", "write_back"],
+        Field(description="list yours; read output; send input; kill; write_back changes"),
+    ],
+    process_id: Annotated[str | None, Field(max_length=64, description="Its id")] = None,
+    stream: Literal["stdout", "stderr"] = "stdout",
+    offset: Annotated[int, Field(ge=0, description="Byte to read from (next_offset)")] = 0,
+    input: Annotated[str, Field(max_length=MAX_STDIN, description="Text to send")] = "",
+    close_input: bool = False,
+) -> Output:
+    """Manage your background commands (execute with background=true): list them, read their
+    output from an offset, send input, write their changes back, or kill them."""
+    ws = s.workspace
+    if action == "list":
+        return ok(processes=[process_fields(p) for p in await ws.processes()])
+    if process_id is None:
+        raise OperationError(f"{action} needs a process_id; list your processes to see them")
+    if action == "read":
+        chunk = await ws.read_output(
+            process_id, stream=stream, offset=offset, limit=s.limits.max_chars
+        )
+        return ok(
+            process_id=process_id,
+            stream=stream,
+            text=chunk.text,
+            offset=chunk.offset,
+            next_offset=chunk.next_offset,
+            total=chunk.total,
+            skipped=chunk.skipped or None,
+            running=chunk.running,
+        )
+    if action in ("send", "write_back"):
+        # approved as an execute call would be: input to a shell is a command line, and a
+        # write-back changes what a command may change
+        await s.approve(execute, {"command": input}, [])
+    if action == "send":
+        taken = await ws.send_input(process_id, input, close=close_input)
+        return ok(process_id=process_id, sent=taken, of=len(input.encode("utf-8")))
+    if action == "kill":
+        return ok(**process_fields(await ws.kill_process(process_id)))
+    return ok(**process_fields(await ws.write_back(process_id)))
+
+
+def process_fields(info: ProcessInfo) -> dict[str, Any]:
+    """A background process as flat fields (what came back so far, and how it ended)."""
+    return {
+        "process_id": info.id,
+        "command": info.command,
+        "cwd": info.cwd,
+        "state": info.state,
+        "exit_code": info.exit_code,
+        "signal": _signal_name(info.signal),
+        "limit": info.limit,
+        "duration": info.duration,
+        "stdout_bytes": info.stdout_bytes,
+        "stderr_bytes": info.stderr_bytes,
+        "changed": list(info.changed) or None,
+        "deleted": list(info.deleted) or None,
+        "refused": dict(info.refused) or None,
+    }
 
 
 def result_fields(result: RunResult, s: ToolSession) -> dict[str, Any]:
@@ -110,5 +203,5 @@ def _signal_name(number: int | None) -> str | None:
         return str(number)
 
 
-EXECUTE_TOOLS: tuple[Tool, ...] = (execute,)
+EXECUTE_TOOLS: tuple[Tool, ...] = (execute, process)
 """The tools added to either style when the principal may run commands."""
