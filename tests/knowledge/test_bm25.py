@@ -317,3 +317,18 @@ def test_masked_scores_after_changes_use_the_visible_entries_only() -> None:
     for query in queries:
         np.testing.assert_array_equal(bm25.scores(query, mask)[:100], before[query])
         assert not bm25.scores(query, mask)[100:].any()
+
+
+def test_capped_merges_keep_the_scores(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Segments stop merging at a size cap (bounded memory per write); the scores do not
+    depend on how the postings are split."""
+    from bastion.knowledge.index import postings
+
+    monkeypatch.setattr(postings, "_MERGED", 300)
+    docs, queries = _synthetic_corpus(n_docs=200, seed=17)
+    bm25 = build(docs)
+    assert bm25._postings.segments > 5
+    for query in queries:
+        np.testing.assert_allclose(
+            bm25.scores(query), reference_scores(docs, query), rtol=1e-5, atol=1e-5
+        )

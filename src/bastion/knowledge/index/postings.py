@@ -3,9 +3,9 @@
 Entries are numbered by slot, in the order they are added. A batch of entries becomes one
 *segment* in compressed sparse row form (sorted term ids, row pointers, slots, frequencies),
 built with a handful of vectorized operations; segments are merged as they pile up (a new
-segment is merged into the one before while that one is less than twice its size), so a
-collection of ``n`` postings is held in ``O(log n)`` segments and every posting is copied
-``O(log n)`` times in all. A removed entry only clears its ``alive`` flag; :meth:`compact`
+segment is merged into the one before while that one is less than twice its size, up to
+``_MERGED`` postings), so a collection is held in a few segments and a posting is copied
+a few times in all. A removed entry only clears its ``alive`` flag; :meth:`compact`
 drops the dead slots and renumbers. No per-posting Python object exists at any time.
 
 This module only stores; scoring (:mod:`bastion.knowledge.index.bm25`) reads the arrays.
@@ -27,6 +27,9 @@ __all__ = ["Postings", "Segment"]
 _I32 = npt.NDArray[np.int32]
 _I64 = npt.NDArray[np.int64]
 _F32 = npt.NDArray[np.float32]
+_MERGED = 1 << 21
+"""Largest segment a merge makes, in postings: a merge holds a few copies of what it merges,
+so this bounds the memory one write can need (a large collection keeps a few big segments)."""
 _NO_TERM = -1
 """Term id of a word the analyzer drops (a stop word)."""
 
@@ -46,12 +49,13 @@ class Segment:
     def size(self) -> int:
         return len(self.slots)
 
-    rows: dict[int, int]
-    """Term id -> its row (a direct lookup, faster than a search per query term)."""
+    rows: _I32
+    """Term id -> its row, or -1 (a direct lookup, faster than a search per query term)."""
 
     def find(self, term: int) -> tuple[_I32, _F32] | None:
-        i = self.rows.get(term)
-        if i is None:
+        rows = self.rows
+        i = int(rows[term]) if term < len(rows) else -1
+        if i < 0:
             return None
         lo, hi = self.indptr[i], self.indptr[i + 1]
         return self.slots[lo:hi], self.tfs[lo:hi]
@@ -65,7 +69,8 @@ class Segment:
         """From postings sorted by term (then slot)."""
         ids, first = np.unique(terms, return_index=True)
         indptr = np.append(first, len(terms)).astype(np.int64)
-        rows = dict(zip(ids.tolist(), range(len(ids)), strict=True))
+        rows = np.full(int(ids[-1]) + 1 if len(ids) else 0, -1, dtype=np.int32)
+        rows[ids] = np.arange(len(ids), dtype=np.int32)
         return Segment(ids.astype(np.int32), indptr, slots.astype(np.int32), tfs, rows)
 
     @staticmethod
@@ -178,7 +183,11 @@ class Postings:
     def _push(self, segment: Segment) -> None:
         segments = self._segments
         segments.append(segment)
-        while len(segments) >= 2 and segments[-2].size < 2 * segments[-1].size:
+        while (
+            len(segments) >= 2
+            and segments[-2].size < 2 * segments[-1].size
+            and segments[-2].size + segments[-1].size <= _MERGED
+        ):
             newer = segments.pop()
             segments[-1] = Segment.merge(segments[-1], newer)
 

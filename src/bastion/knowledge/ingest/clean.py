@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable, Iterator
 
 __all__ = ["clean_text"]
 
@@ -31,17 +32,68 @@ _SPACE_RUN = re.compile(r"(?<=\S) {2,}")
 
 
 def clean_text(text: str, *, keep_indent: bool = True) -> str:
-    """Return ``text`` cleaned as described in the module docstring."""
-    text = _NEWLINES.sub("\n", text)
-    text = unicodedata.normalize("NFC", text)
-    text = _SOFT_HYPHEN_BREAK.sub("", text)
-    text = _DROP.sub("", text)
-    lines: list[tuple[str, bool]] = []  # (line, is code)
+    """Return ``text`` cleaned as described in the module docstring.
+
+    Lines flow through the steps one at a time (no list of every line, nor a tuple per line,
+    is built), and the result is assembled in blocks: cleaning a text of many megabytes holds
+    little more than the text and its result."""
+    lines = _split(_normalized(text))
+    return _squeeze_blank_lines(_join_hyphenated(_marked_lines(lines, keep_indent=keep_indent)))
+
+
+_PIECE = 1 << 20
+"""Characters normalized at a time."""
+_SAFE_CUT = re.compile("\n(?![ \t])")
+"""A line break no character pattern of the first steps reaches across: NFC composes nothing
+with a line break, ``\\r\\n`` ends at it, and a soft hyphen's break swallows blanks after it."""
+
+
+def _normalized(text: str) -> Iterator[str]:
+    """The text after the character steps (line endings, NFC, soft hyphens, invisibles), in
+    pieces that end at a line break (no second copy of a large text at any time)."""
+    start = 0
+    while start < len(text):
+        cut = len(text)
+        if len(text) - start > 2 * _PIECE:
+            found = _SAFE_CUT.search(text, start + _PIECE)
+            while found is not None and _after_soft_hyphen(text, found.start()):
+                found = _SAFE_CUT.search(text, found.end())
+            cut = found.end() if found is not None else len(text)
+        piece = _NEWLINES.sub("\n", text[start:cut])
+        piece = unicodedata.normalize("NFC", piece)
+        piece = _SOFT_HYPHEN_BREAK.sub("", piece)
+        yield _DROP.sub("", piece)
+        start = cut
+    if not text:
+        yield ""
+
+
+def _after_soft_hyphen(text: str, newline: int) -> bool:
+    """Is the line break at ``newline`` part of a soft hyphen's break (``\\u00ad[ \\t]*\\n``)?"""
+    before = text[max(0, newline - 64) : newline].rstrip(" \t")
+    return before.endswith("\u00ad") or len(before) == 0
+
+
+def _split(pieces: Iterable[str]) -> Iterator[str]:
+    """The lines of the text the pieces make up, one at a time (``text.split("\\n")``)."""
+    carry = ""
+    for piece in pieces:
+        start = 0
+        while (end := piece.find("\n", start)) >= 0:
+            yield carry + piece[start:end] if carry else piece[start:end]
+            carry = ""
+            start = end + 1
+        carry += piece[start:]
+    yield carry
+
+
+def _marked_lines(lines: Iterable[str], *, keep_indent: bool) -> Iterator[tuple[str, bool]]:
+    """Each line, cleaned unless inside a fenced code block, and whether it is code."""
     fence: str | None = None
-    for raw in text.split("\n"):
+    for raw in lines:
         match = _FENCE.match(raw)
         if fence is not None:
-            lines.append((raw.rstrip(), True))
+            yield raw.rstrip(), True
             if match and match.group(1)[0] == fence[0] and len(match.group(1)) >= len(fence):
                 fence = None
             continue
@@ -49,8 +101,7 @@ def clean_text(text: str, *, keep_indent: bool = True) -> str:
         if match:
             fence = match.group(1)
             line = raw.rstrip()
-        lines.append((line, match is not None))
-    return _squeeze_blank_lines(_join_hyphenated(lines))
+        yield line, match is not None
 
 
 def _clean_line(line: str, *, keep_indent: bool) -> str:
@@ -60,24 +111,24 @@ def _clean_line(line: str, *, keep_indent: bool) -> str:
     return indent + _SPACE_RUN.sub(" ", body)
 
 
-def _join_hyphenated(lines: list[tuple[str, bool]]) -> list[str]:
+def _join_hyphenated(lines: Iterable[tuple[str, bool]]) -> Iterator[str]:
     """Lines with words hyphenated across a line break joined; linear in the text.
 
     A run of such lines (``"a-\\nb-\\nc-..."``) becomes one line built from pieces; only its
     last three characters, and whether its last word holds a hyphen before its end, are
     tracked: rebuilding and re-splitting the growing line at each join was quadratic."""
-    out: list[str] = []
-    i = 0
-    while i < len(lines):
-        line, code = lines[i]
-        i += 1
+    source = iter(lines)
+    ahead = next(source, None)
+    while ahead is not None:
+        line, code = ahead
+        ahead = next(source, None)
         if code or not _ends_hyphenated(line):
-            out.append(line)
+            yield line
             continue
         pieces, tail = [line], line[-3:]
         compound = "-" in line.rsplit(None, 1)[-1][:-1]  # "state-of-the-": keep the hyphen
-        while i < len(lines) and len(tail) >= 2 and tail[-1] == "-" and tail[-2].isalpha():
-            following, next_code = lines[i]
+        while ahead is not None and len(tail) >= 2 and tail[-1] == "-" and tail[-2].isalpha():
+            following, next_code = ahead
             rest = following.lstrip()
             if next_code or not rest or not rest[0].islower():
                 break
@@ -87,23 +138,35 @@ def _join_hyphenated(lines: list[tuple[str, bool]]) -> list[str]:
             tail = (tail + rest)[-3:]
             last = rest.rsplit(None, 1)
             compound = "-" in last[-1][:-1] if len(last) > 1 else compound or "-" in rest[:-1]
-            i += 1
-        out.append("".join(pieces))
-    return out
+            ahead = next(source, None)
+        yield "".join(pieces)
 
 
 def _ends_hyphenated(line: str) -> bool:
     return len(line) >= 3 and line[-1] == "-" and line[-2].isalpha()
 
 
-def _squeeze_blank_lines(lines: list[str]) -> str:
+_BLOCK = 4096
+"""Lines joined into one string at a time while the result is assembled."""
+
+
+def _squeeze_blank_lines(lines: Iterable[str]) -> str:
+    """At most one blank line in a row, none at the start or the end."""
+    blocks: list[str] = []
     out: list[str] = []
+    started = blank = False
     for line in lines:
         if not line.strip():
-            if out and out[-1] != "":
-                out.append("")
+            blank = started
             continue
+        if blank:
+            out.append("")
+            blank = False
         out.append(line)
-    while out and out[-1] == "":
-        out.pop()
-    return "\n".join(out)
+        started = True
+        if len(out) >= _BLOCK:
+            blocks.append("\n".join(out))
+            out = []
+    if out:
+        blocks.append("\n".join(out))
+    return "\n".join(blocks)
