@@ -69,12 +69,24 @@ async def test_a_command_that_ends_over_the_written_limit_brings_nothing_back() 
 
 async def test_under_the_written_limit_every_change_comes_back() -> None:
     ws = await workspace(READER)
-    result = await ws.run(
+    result = await ws.run(  # two files touched: two 4 KiB blocks
         "head -c 1500 /dev/zero > /scratch/big; echo more >> /scratch/a.txt",
-        limits=RunLimits(written_bytes=2000),
+        limits=RunLimits(written_bytes=8192),
     )
     assert result.ok and set(result.changed) == {"/scratch/big", "/scratch/a.txt"}
     assert len(await ws.read_bytes("/scratch/big")) == 1500
+
+
+async def test_many_empty_files_count_against_the_written_limit() -> None:
+    ws = await workspace(READER)
+    result = await ws.run(
+        "mkdir /scratch/many && cd /scratch/many && for i in $(seq 1 200); do : > f$i; done; "
+        "sleep 20",
+        timeout=60,
+        limits=RunLimits(written_bytes=100 * 4096),
+    )
+    assert result.limit == "written" and result.changed == ()
+    assert not await ws.exists("/scratch/many")
 
 
 # -- network ---------------------------------------------------------------------------------

@@ -28,9 +28,9 @@ class RunLimits:
     """Size of the private ``/tmp`` (a tmpfs, held in the host's memory): past it, writes there
     fail with ``No space left on device``."""
     written_bytes: int = 256 * 1024**2
-    """Most bytes the command may leave in the view, all files together (the size of every
-    file it created or changed). Past it the command is killed (``limit="written"``) and none
-    of its changes come back."""
+    """Most disk the command may take in the view, all entries together: each file it
+    created or changed counts its size rounded up to 4 KiB, each new folder or link 4 KiB.
+    Past it the command is killed (``limit="written"``) and none of its changes come back."""
     network: bool = False
     """Share the host's network (its interfaces, loopback included, and its name-resolution
     files in ``/etc``). Off: the command has a network namespace of its own with only a

@@ -183,15 +183,23 @@ def _stamp(info: os.stat_result) -> tuple[int, int, int]:
     return (info.st_ino, info.st_size, info.st_ctime_ns)
 
 
+_BLOCK = 4096
+
+
 def written(snap: Snapshot) -> int:
-    """Bytes the command has left in the view so far: the size of every regular file it
-    created or touched (a file's stamp differs from the one copied in). Cheap enough to poll:
-    one ``lstat`` per entry, no reads."""
+    """Disk the command has taken in the view so far, in bytes: every regular file it created
+    or touched (its stamp differs from the copy's) counts its size rounded up to 4 KiB
+    blocks, every new folder, link or other entry one block, so many empty files count too.
+    Cheap enough to poll: one ``lstat`` per entry, no reads."""
     total = 0
-    by_host = {_host(snap.root, p): c.stamp for p, c in snap.files.items()}
+    files = {_host(snap.root, p): c.stamp for p, c in snap.files.items()}
+    dirs = {_host(snap.root, p) for p in snap.dirs}
     for path, info in _entries(snap):
-        if stat.S_ISREG(info.st_mode) and by_host.get(path) != _stamp(info):
-            total += info.st_size
+        if stat.S_ISREG(info.st_mode):
+            if files.get(path) != _stamp(info):
+                total += max(_BLOCK, -(-info.st_size // _BLOCK) * _BLOCK)
+        elif not (stat.S_ISDIR(info.st_mode) and path in dirs):
+            total += _BLOCK
     return total
 
 
