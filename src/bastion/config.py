@@ -4,7 +4,9 @@ and an optional principal. It is the one configuration schema of every entry poi
 folders named on a command line become entries of it too (:func:`folder_config`).
 
 ``load_workspace("bastion.toml")`` reads the file, builds every store its mounts name
-(``bastion.stores.registry``), loads the policy and opens the knowledge index; the shape of
+(``bastion.stores.registry``), loads the policy and opens the knowledge index, which is
+refused if it was built from other mounts or another embedder (``bastion.knowledge.origin``)
+and brought up to date with the mounts (``[knowledge] index_on_open``); the shape of
 the file is in ``docs/configuration.md`` (:func:`load_policy` reads a policy file alone).
 Loading is separate from building:
 :meth:`WorkspaceConfig.from_file` checks the whole file first (unknown keys at every level,
@@ -22,11 +24,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import math
 import os
 import re
 import tomllib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -69,13 +72,17 @@ __all__ = [
     "load_workspace",
 ]
 
+IndexProgress = Callable[[int, int, str], None]
+"""``progress(done, total, path)``, called after each file an index run reads."""
+
+_log = logging.getLogger(__name__)
 _VARIABLE = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _TOP_KEYS = frozenset({"mounts", "policy", "knowledge", "principal", "users", "audit"})
 _MOUNT_KEYS = frozenset({"prefix", "url", "scope", "labels", "description", "timeout", "options"})
 _LABEL_KEYS = frozenset({"tenant", "classification", "roles", "tags"})
 _PRINCIPAL_KEYS = frozenset({"id", "tenant", "roles", "clearance", "tags"})
 _USER_KEYS = frozenset({"id", "tenant", "roles", "clearance", "tags", "about"})
-_KNOWLEDGE_KEYS = frozenset({"folder", "embedder"})
+_KNOWLEDGE_KEYS = frozenset({"folder", "embedder", "index_on_open"})
 _EMBEDDERS = ("local", "none")
 _MOVED = {
     "index": '"index" is now [knowledge] folder = "..."',
@@ -192,11 +199,42 @@ class KnowledgeConfig:
     embedder: str = "local"
     """``"local"`` (the packaged model: BM25, vector and hybrid search) or ``"none"``
     (BM25 only)."""
+    index_on_open: bool = True
+    """Bring the index in step with the mounts whenever the workspace is built (only what
+    changed since the last run: :meth:`Workspace.reindex`)."""
 
-    def open(self) -> Knowledge:
+    def open(self, mounts: Iterable[MountConfig], *, base: Path) -> Knowledge:
+        """The index, refused when it was built from other mounts or another embedder than
+        ``mounts`` and this table's (:mod:`bastion.knowledge.origin`), recorded the first
+        time; relative mount paths start at ``base``."""
+        from bastion.core.extras import needs
         from bastion.knowledge.engine import Knowledge
+        from bastion.knowledge.origin import IndexOrigin, check_origin, record_origin, source_key
 
-        return Knowledge.open(self.folder, embedder=None if self.embedder == "none" else "local")
+        model = None
+        if self.embedder == "local":
+            with needs("the local embedder (embedder = 'local')"):
+                from bastion.knowledge.embedders.local import LocalEmbedder
+
+                model = LocalEmbedder()
+        sources = [
+            (m.prefix, source_key(m.url, m.options, relative_to=base, index_folder=self.folder))
+            for m in mounts
+        ]
+        origin = IndexOrigin.of(
+            sources,
+            embedder=model.name if model is not None else None,
+            dim=model.dim if model is not None else None,
+        )
+        new = check_origin(self.folder, origin)
+        knowledge = Knowledge.open(self.folder, embedder=model)
+        if new is not None:  # once the index opened: a record never names an index it refused
+            try:
+                record_origin(self.folder, new)
+            except BaseException:
+                knowledge.close()
+                raise
+        return knowledge
 
 
 @dataclass(frozen=True)
@@ -300,11 +338,18 @@ class WorkspaceConfig:
         return opened
 
     def build(
-        self, *, principal: Principal | None = None, audit: AuditSink | None = None
+        self,
+        *,
+        principal: Principal | None = None,
+        audit: AuditSink | None = None,
+        index_on_open: bool | None = None,
+        progress: IndexProgress | None = None,
     ) -> Workspace:
         """The workspace this file describes, acting for ``principal`` (default: the file's
-        ``[principal]``, else ``local``)."""
-        return self._build(principal, audit or self._audit_sink())[0]
+        ``[principal]``, else ``local``). With an index, what changed in the mounts since the
+        last run is indexed first, as the owner (``index_on_open``: default the file's
+        ``[knowledge] index_on_open``; ``progress(done, total, path)`` after each file)."""
+        return self._build(principal, audit or self._audit_sink(), index_on_open, progress)[0]
 
     def _audit_sink(self) -> AuditSink | None:
         """The file's audit log (``audit = "FILE"``), opened for appending; else ``None``."""
@@ -316,12 +361,17 @@ class WorkspaceConfig:
 
     @contextlib.contextmanager
     def opened(
-        self, *, principal: Principal | None = None, audit: AuditSink | None = None
+        self,
+        *,
+        principal: Principal | None = None,
+        audit: AuditSink | None = None,
+        index_on_open: bool | None = None,
+        progress: IndexProgress | None = None,
     ) -> Iterator[Workspace]:
         """:meth:`build`, and on leaving, close the stores and the index it opened (call it
         outside an event loop, as a command line does)."""
         own = self._audit_sink() if audit is None else None
-        ws, mounts, knowledge = self._build(principal, audit or own)
+        ws, mounts, knowledge = self._build(principal, audit or own, index_on_open, progress)
         try:
             yield ws
         finally:
@@ -333,25 +383,52 @@ class WorkspaceConfig:
                 if own is not None:
                     own.close()
 
+    def open_knowledge(self) -> Knowledge | None:
+        """The ``[knowledge]`` index (``None`` without one), checked against the mounts and
+        the embedder it was built from (:meth:`KnowledgeConfig.open`)."""
+        if self.knowledge is None:
+            return None
+        return self.knowledge.open(self.mounts, base=self.base)
+
     def _build(
-        self, principal: Principal | None, audit: AuditSink | None
+        self,
+        principal: Principal | None,
+        audit: AuditSink | None,
+        index_on_open: bool | None = None,
+        progress: IndexProgress | None = None,
     ) -> tuple[Workspace, list[Mount], Knowledge | None]:
         from bastion.workspace.workspace import Workspace
 
         mounts = self.open_mounts()
+        knowledge: Knowledge | None = None
         try:
-            knowledge = self.knowledge.open() if self.knowledge is not None else None
-            ws = Workspace(
-                mounts,
-                policy=self.policy,
-                principal=principal or self.principal,
-                audit=audit,
-                knowledge=knowledge,
-            )
+            knowledge = self.open_knowledge()
+            # Built for its owner, who may index every file; then the view of the principal.
+            ws = Workspace(mounts, policy=self.policy, audit=audit, knowledge=knowledge)
+            if self.knowledge is not None and (
+                self.knowledge.index_on_open if index_on_open is None else index_on_open
+            ):
+                _index_on_open(ws, self.knowledge.folder, progress)
+            who = principal or self.principal
+            if who is not None:
+                ws = ws.with_principal(who)
         except BaseException:
-            close_now(mounts)
+            try:
+                if knowledge is not None:
+                    knowledge.close()
+            finally:
+                close_now(mounts)
             raise
         return ws, mounts, knowledge
+
+
+def _index_on_open(ws: Workspace, folder: Path, progress: IndexProgress | None) -> None:
+    """Index what changed in the mounts since the last run (new, changed and deleted files);
+    one log line says what was done."""
+    from bastion.workspace.blocking import run_blocking
+
+    summary = run_blocking(ws.reindex(progress=progress))
+    _log.info("index in %s brought up to date on open: %s", folder, summary.format())
 
 
 def _principal(raw: Any, policy: Policy, env: Mapping[str, str]) -> Principal | None:
@@ -498,8 +575,11 @@ def _knowledge(raw: Any, folder: Path, env: Mapping[str, str]) -> KnowledgeConfi
     embedder = data.get("embedder", "local")
     if embedder not in _EMBEDDERS:
         raise ConfigurationError(f"knowledge: embedder must be one of {', '.join(_EMBEDDERS)}")
+    on_open = data.get("index_on_open", True)
+    if not isinstance(on_open, bool):
+        raise ConfigurationError("knowledge: index_on_open must be true or false")
     path = Path(where).expanduser()
-    return KnowledgeConfig(path if path.is_absolute() else folder / path, embedder)
+    return KnowledgeConfig(path if path.is_absolute() else folder / path, embedder, on_open)
 
 
 def folder_config(

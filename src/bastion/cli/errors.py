@@ -41,6 +41,7 @@ from bastion.core.errors import (
     UnsupportedFileError,
 )
 from bastion.core.extras import needs
+from bastion.knowledge.origin import IndexMismatchError
 
 __all__ = [
     "ERROR_CODES",
@@ -86,6 +87,7 @@ ERROR_CODES: Mapping[type[BaseException], str] = {
     StoreUnavailableError: "store_unavailable",
     StoreError: "store_failed",
     OperationError: "operation_failed",
+    IndexMismatchError: "index_mismatch",  # an index folder built from other mounts
     ConfigurationError: "configuration",
     BastionError: "error",
     click.UsageError: "usage",

@@ -51,7 +51,7 @@ def _from_config(config: Path | None = None) -> tuple[Any, bool]:
     never ignored."""
     given = [
         f"--{name.replace('_dir', '').replace('_', '-')}"
-        for name in ("index_dir", "rebuild", "keyword_only")
+        for name in ("index_dir", "keyword_only")
         if _explicit(name)
     ]
     if given:
@@ -134,21 +134,29 @@ def _summary(summary: Any) -> None:
         raise SystemExit(EXIT_SKIPPED)
 
 
-def _run_repair(settings_: Any, label: str) -> Any:
+def _run_repair(settings_: Any, label: str, *, rebuild: bool = False) -> Any:
     """Repair the index of ``settings_``: as the owner, who hears of every file; or, with
     ``--as``/``--token``, as that principal through ``Workspace.reindex`` (an operator task:
     the policy must grant it ``reindex`` on ``/``, and the summary names only what it may
-    read)."""
+    read). ``rebuild`` throws the index away first (the owner's, who may delete its folder)."""
     from bastion.cli.session import open_session
+    from bastion.knowledge.origin import clear_index
     from bastion.workspace.sync import run_blocking
 
     principal = resolve_principal(settings_)
+    if rebuild:
+        if principal is not None:
+            raise click.UsageError(
+                "--rebuild deletes the index folder's tables: run it as the folder's owner "
+                "(drop --as/--token)"
+            )
+        clear_index(settings_.knowledge.folder)
     progress = Progress(label)
     try:
         if principal is not None:
             with open_session(settings_, principal, index=True) as session:
                 return session.ws.reindex(progress=progress)
-        with settings_.opened(principal=None) as ws:
+        with settings_.opened(principal=None, index_on_open=False) as ws:
             return run_blocking(_repair(ws, progress))
     finally:
         progress.close()
@@ -169,7 +177,11 @@ _INDEX_OPTION = click.option(
     "path", type=click.Path(exists=True, file_okay=False, path_type=Path), required=False
 )
 @_INDEX_OPTION
-@click.option("--rebuild", is_flag=True, help="Throw the index away and index everything again.")
+@click.option(
+    "--rebuild",
+    is_flag=True,
+    help="Throw the index away and index everything again (also for another folder or embedder).",
+)
 @click.option("--keyword-only", is_flag=True, help="No embeddings: BM25 search only.")
 @common_options()
 def index_command(path: Path | None, index_dir: Path, rebuild: bool, keyword_only: bool) -> None:
@@ -183,37 +195,52 @@ def index_command(path: Path | None, index_dir: Path, rebuild: bool, keyword_onl
                 "give a folder PATH, or run it where a bastion.toml is (or pass --config FILE)"
             )
         found, _dense = _from_config()
-        _summary(_run_repair(found, "indexing"))
+        _summary(_run_repair(found, "indexing", rebuild=rebuild))
         return
     if options().config is not None:
         raise click.UsageError("give a folder PATH or --config FILE (one of them)")
     root = path.resolve()
     index_dir.mkdir(parents=True, exist_ok=True)
     state = index_dir / _STATE
-    if state.exists() and not rebuild:
-        known = json.loads(state.read_text(encoding="utf-8"))
-        if known.get("root") != str(root):
-            raise CliError(
-                f"{index_dir} is the index of {known.get('root')}; pass --rebuild to index "
-                f"{root} there instead, or --index ANOTHER_FOLDER to keep both",
-                code="index_mismatch",
-            )
-        if known.get("keyword_only") != keyword_only:
-            raise CliError(
-                "this index was built with"
-                f"{'out' if known.get('keyword_only') else ''} embeddings; pass --rebuild",
-                code="index_mismatch",
-            )
-    if rebuild and index_dir.exists():
-        import shutil
+    if rebuild:
+        from bastion.knowledge.origin import clear_index
 
-        shutil.rmtree(index_dir)
-        index_dir.mkdir(parents=True)
+        clear_index(index_dir)
+    else:
+        _record_legacy(index_dir)
     found = _settings(root, index_dir, dense=not keyword_only)
+    before = state.read_text(encoding="utf-8") if state.exists() else None
     state.write_text(json.dumps({"root": str(root), "keyword_only": keyword_only}))
     # Indexing reads as the system (every file, whatever its labels); an existing index is
-    # only brought up to date (changed, new and deleted files).
-    _summary(_run_repair(found, "indexing"))
+    # only brought up to date (changed, new and deleted files). Opening it refuses another
+    # folder or embedder than it was built from (bastion.knowledge.origin).
+    from bastion.knowledge.origin import IndexMismatchError
+
+    try:
+        summary = _run_repair(found, "indexing")
+    except IndexMismatchError as exc:
+        if before is None:
+            state.unlink()
+        else:
+            state.write_text(before, encoding="utf-8")
+        raise CliError(
+            f"{exc.problem}; pass --rebuild to index {root} there instead, or --index "
+            "ANOTHER_FOLDER to keep both",
+            code="index_mismatch",
+        ) from None
+    _summary(summary)
+
+
+def _record_legacy(index_dir: Path) -> None:
+    """An index `bastion index PATH` made before indexes kept their origin: record the
+    folder and embedder its state names, so that re-pointing it is refused too."""
+    from bastion.knowledge.origin import ORIGIN_FILE
+
+    if (index_dir / _STATE).exists() and not (index_dir / ORIGIN_FILE).exists():
+        root, dense = _indexed(index_dir)
+        knowledge = _settings(root, index_dir, dense=dense).open_knowledge()
+        if knowledge is not None:
+            knowledge.close()
 
 
 def hit_dict(hit: Any) -> dict[str, Any]:
@@ -264,14 +291,20 @@ def search_command(
 
 @click.command("reindex")
 @_INDEX_OPTION
+@click.option(
+    "--rebuild",
+    is_flag=True,
+    help="Throw the index away and index every mount again: the fix for an index built "
+    "from other mounts or another embedder.",
+)
 @common_options()
-def reindex_command(index_dir: Path) -> None:
+def reindex_command(index_dir: Path, rebuild: bool) -> None:
     """Repair the index: index files that are missing or changed since, drop documents whose
     files are gone (after a crash, or edits made without it). With --as or --token, as that
-    principal (the policy must grant it reindex). Exit code 3 when files were
-    skipped."""
+    principal (the policy must grant it reindex). --rebuild starts the index over for the
+    workspace as it is now. Exit code 3 when files were skipped."""
     found, _ = indexed_settings(None, index_dir)
-    _summary(_run_repair(found, "reindexing"))
+    _summary(_run_repair(found, "reindexing", rebuild=rebuild))
 
 
 @click.command("eval")

@@ -14,14 +14,14 @@ import asyncio
 import contextlib
 import dataclasses
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal, cast
 
 import click
 
 from bastion.cli.common import common_options, config_path, load_config, options, resolve_principal
-from bastion.cli.output import note, shown
+from bastion.cli.output import Progress, note, shown
 from bastion.core.principal import Principal
 
 __all__ = ["mcp_command"]
@@ -109,8 +109,17 @@ def mcp_command(
     if config is None and not mounts and not demo:
         config = config_path(required=False)  # ./bastion.toml, else the demo
     chosen = _principal(config, principal, roles, tenant, clearance)
+    progress = Progress("indexing")  # the index on open: what changed since the last run
     with _workspace(
-        mounts, config, policy, principal, roles, index_dir, keyword_only, principal_=chosen
+        mounts,
+        config,
+        policy,
+        principal,
+        roles,
+        index_dir,
+        keyword_only,
+        principal_=chosen,
+        progress=progress,
     ) as ws:
         shape = cast(Literal["granular", "intent"], style)
         toolset = Toolset(ws, style=shape, permissions=permissions or None)
@@ -168,9 +177,11 @@ def _workspace(
     keyword_only: bool,
     *,
     principal_: Principal | None = None,
+    progress: Callable[[int, int, str], None] | None = None,
 ) -> Iterator[Any]:
     """The workspace to serve, built by the one workspace-file schema, closed on leaving;
-    acting for ``principal_`` when given (else as the options and the file say)."""
+    acting for ``principal_`` when given (else as the options and the file say). Its index
+    is brought up to date on open (``[knowledge] index_on_open``), reported to ``progress``."""
     from bastion.config import KnowledgeConfig, folder_config
 
     if not mounts and config is None:
@@ -197,7 +208,9 @@ def _workspace(
         changes["knowledge"] = KnowledgeConfig(folder, embedder or "local")
     elif settings.knowledge is not None and embedder is not None:
         changes["knowledge"] = dataclasses.replace(settings.knowledge, embedder=embedder)
-    with dataclasses.replace(settings, **changes).opened() as ws:
+    with dataclasses.replace(settings, **changes).opened(progress=progress) as ws:
+        if isinstance(progress, Progress):
+            progress.close()
         yield ws
 
 

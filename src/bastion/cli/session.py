@@ -131,7 +131,7 @@ def open_session(
     try:
         mounts = config.open_mounts()
         if index and config.knowledge is not None:
-            knowledge = config.knowledge.open()
+            knowledge = config.open_knowledge()
         who = acting(config, principal)
         if who is None and config.users and owner_note:
             names = ", ".join(list(config.users)[:6])

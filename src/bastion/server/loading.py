@@ -62,7 +62,8 @@ class ServerFile:
 @contextlib.contextmanager
 def opened_app(server: ServerFile) -> Iterator[Starlette]:
     """The app over the file's workspace, which is opened here and closed on leaving (call
-    it outside an event loop). The index is repaired first (``reindex``): files written while
+    it outside an event loop). Opening brings the index up to date as every workspace file
+    does (``[knowledge] index_on_open``, :meth:`WorkspaceConfig.build`): files written while
     no server ran, or by a process killed mid-write, are indexed before the first request."""
     from bastion.server.app import create_app
 
@@ -74,6 +75,4 @@ def opened_app(server: ServerFile) -> Iterator[Starlette]:
         people = [(u.principal, u.about) for u in users()]
     owner = dataclasses.replace(server.workspace, principal=None)
     with owner.opened() as ws:
-        if ws.has_index:
-            ws.sync().reindex()
         yield create_app(ws, identity=server.identity, settings=server.settings, demo_users=people)
