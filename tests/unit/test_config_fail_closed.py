@@ -412,7 +412,7 @@ _FILE_FIELDS = {
     "mount": ("prefix", "url", "scope", "labels", "description", "timeout", "options"),
     "labels": ("tenant", "classification", "roles", "tags"),
     "principal": ("id", "tenant", "roles", "clearance", "tags"),
-    "knowledge": ("folder", "embedder"),
+    "knowledge": ("folder", "embedder", "index_on_open"),
     "top": ("mounts", "policy", "knowledge", "principal"),
 }
 
