@@ -5,9 +5,11 @@ it may read, under their virtual paths; read-only mounts read-only), inside bubb
 user, PID, IPC, UTS and network namespaces. What it creates, changes or deletes comes back
 through the normal guarded write path, per path. See ``docs/sandbox.md``.
 
-Modules: ``result`` (limits, result, error), ``bwrap`` (the isolated process), ``view``
-(materializing the view and diffing it), ``writeback`` (changes through the guard),
-``runner`` (the whole call).
+Modules: ``result`` (limits, result, error), ``bwrap`` (the isolated process), ``seccomp``
+(the system-call filter), ``view`` (materializing the view, diffing it, metering what was
+written), ``localbind`` (binding large read-only local folders), ``writeback`` (changes through
+the guard), ``runner`` (the whole call), ``background`` and ``process_info`` (background
+processes, each its owner's).
 """
 
 from bastion.sandbox.result import RunLimits, RunResult, SandboxError
