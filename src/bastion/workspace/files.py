@@ -206,15 +206,14 @@ class FileOps:
                     skipped = offset
             if skipped == offset:
                 want = None if limit is None else limit - taken
-                if want is None or (want and pending.count("\n") <= want):
-                    end = pending.rfind("\n")  # every complete line
-                elif not want:
-                    end = -1
+                count = pending.count("\n") if want != 0 else 0
+                if want is not None and count > want:
+                    end, count = _nth_newline(pending, want), want
                 else:
-                    end = _nth_newline(pending, want)
+                    end = pending.rfind("\n") if count else -1  # every complete line
                 if end >= 0:
                     chunk, pending = pending[: end + 1], pending[end + 1 :]
-                    taken += chunk.count("\n")
+                    taken += count
                     size += len(chunk.encode("utf-8", "replace"))
                     kept.append(chunk)
                 if size > cap:

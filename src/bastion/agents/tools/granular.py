@@ -77,7 +77,7 @@ async def read_page(s: ToolSession, path: str | VPath, offset: int, limit: int |
     """The numbered page of ``path`` (a file, or a scratch result) both read tools return."""
     count = limit or s.limits.read_lines
     vp = VPath.parse(path)
-    if s.scratch.owns(str(path)):
+    if s.scratch.owns(vp):
         everything = split_lines(s.scratch.get(str(path)))
         lines, more = everything[offset : offset + count], len(everything) > offset + count
         rows = [line[:-1] if line.endswith("\n") else line for line in lines]
@@ -98,11 +98,13 @@ def _numbered(rows: list[str], offset: int, more: bool, s: ToolSession) -> dict[
     cap, width = s.limits.max_chars, s.limits.max_line_chars
     if "\r" in "".join(rows):
         rows = [row.rstrip("\r") for row in rows]
-    if rows and max(map(len, rows)) > width:
+    lengths = list(map(len, rows))
+    if rows and max(lengths) > width:
         rows = [_cut(row, width) for row in rows]
+        lengths = list(map(len, rows))
     first = offset + 1
     shown = len(rows)
-    if first + shown > _NUMBER_WIDTH_LIMIT or sum(map(len, rows)) + 8 * shown > cap:
+    if first + shown > _NUMBER_WIDTH_LIMIT or sum(lengths) + 8 * shown > cap:
         shown = _fitting(rows, first, cap)
     if first + shown <= _COLUMN:
         column = _number_column()[first : first + shown]

@@ -100,7 +100,7 @@ class Scratch:
         self._chars = 0
         self._numbers = itertools.count(1)
 
-    def owns(self, path: str) -> bool:
+    def owns(self, path: str | VPath) -> bool:
         """True when ``path`` names a scratch result (parsed the way the workspace parses)."""
         try:
             vp = VPath.parse(path)
