@@ -227,7 +227,7 @@ def _watch(ref: weakref.ref[_Process], popen: subprocess.Popen[bytes]) -> None:
                 return
             if time.monotonic() > proc.deadline:
                 proc.kill("timeout")
-            elif proc.prepared.written() > proc.prepared.limits.written_bytes:
+            elif _over(proc):
                 proc.kill("written")
             del proc
             continue
@@ -235,6 +235,16 @@ def _watch(ref: weakref.ref[_Process], popen: subprocess.Popen[bytes]) -> None:
         if proc is not None:
             proc.exited()
         return
+
+
+def _over(proc: _Process) -> bool:
+    """True when the process has written more than its limit; a poll that fails (the view
+    changing under the walk) counts as not over: the next poll, and the check at the end,
+    still hold."""
+    try:
+        return proc.prepared.written() > proc.prepared.limits.written_bytes
+    except (OSError, RuntimeError, ValueError):
+        return False
 
 
 class Processes:

@@ -322,8 +322,12 @@ async def _meter(written: Callable[[], int] | None, cap: int) -> None:
         return
     while True:
         start = time.monotonic()
-        if await asyncio.to_thread(written) > cap:
-            return
+        try:
+            if await asyncio.to_thread(written) > cap:
+                return
+        except (OSError, RuntimeError, ValueError):
+            pass  # a walk that failed (the view changing under it): the next one, or the end
+
         await asyncio.sleep(max(_POLL_SECONDS, 20 * (time.monotonic() - start)))
 
 

@@ -192,8 +192,9 @@ def written(snap: Snapshot) -> int:
     blocks, every new folder, link or other entry one block, so many empty files count too.
     Cheap enough to poll: one ``lstat`` per entry, no reads."""
     total = 0
-    files = {_host(snap.root, p): c.stamp for p, c in snap.files.items()}
-    dirs = {_host(snap.root, p) for p in snap.dirs}
+    # copies first: a background process's write-back may update the snapshot meanwhile
+    files = {_host(snap.root, p): c.stamp for p, c in list(snap.files.items())}
+    dirs = {_host(snap.root, p) for p in list(snap.dirs)}
     for path, info in _entries(snap):
         if stat.S_ISREG(info.st_mode):
             if files.get(path) != _stamp(info):
