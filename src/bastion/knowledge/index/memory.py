@@ -1,5 +1,7 @@
 """An index held in memory: BM25 postings, a matrix of vectors, and per-document masks.
 
+Keyword search ranks documents and returns their chunks (:meth:`BM25.ranked`): each chunk
+indexes only what it adds to its document (:func:`own_text`), and its document is numbered.
 Filters are evaluated once per distinct document metadata and cached per filter, so a search
 costs the scoring only; the mask of a new document is added when it first matters. Removed
 chunks leave dead slots that are compacted away once they outnumber the live ones.
@@ -16,14 +18,14 @@ import numpy as np
 import numpy.typing as npt
 
 from bastion.knowledge.index.analysis import Analyzer
-from bastion.knowledge.index.bm25 import BM25
+from bastion.knowledge.index.bm25 import BM25, Statistics
 from bastion.knowledge.index.models import (
     DocumentMeta,
     IndexedChunk,
     IndexFilter,
     IndexHit,
-    searchable_text,
 )
+from bastion.knowledge.index.passages import own_text
 from bastion.knowledge.index.port import Index
 
 __all__ = ["MemoryIndex"]
@@ -47,6 +49,8 @@ class MemoryIndex(Index):
         self._chunks: list[IndexedChunk | None] = []
         self._slot_of: dict[str, int] = {}
         self._doc_slots: dict[str, set[int]] = {}
+        self._doc_number: dict[str, int] = {}
+        """Document id -> its number in keyword scoring (kept while the index lives)."""
         self._metas: list[DocumentMeta] = []
         self._meta_code: dict[DocumentMeta, int] = {}
         self._slot_meta = array("i")
@@ -64,7 +68,12 @@ class MemoryIndex(Index):
         with self._lock:
             self._check_vectors(chunks)
             # one vectorized BM25 pass for the batch; the slots follow in the same order
-            self._bm25.add_many(len(self._chunks), [searchable_text(c) for c in chunks])
+            numbers = self._doc_number
+            self._bm25.add_many(
+                len(self._chunks),
+                self._own_texts(chunks),
+                [numbers.setdefault(c.doc.doc_id, len(numbers)) for c in chunks],
+            )
             for chunk in chunks:
                 old = self._slot_of.get(chunk.chunk_id)
                 if old is not None:
@@ -77,6 +86,23 @@ class MemoryIndex(Index):
             self._check_vectors(chunks)  # a refused batch leaves the old chunks in place
             self.delete_documents(doc_ids)
             self.upsert(chunks)
+
+    def _own_texts(self, chunks: Sequence[IndexedChunk]) -> list[str]:
+        """Each chunk's text less what it repeats of the chunk before it in its document (in
+        this batch, or already indexed)."""
+        batch = {(c.doc.doc_id, c.seq): c for c in chunks}
+        out = []
+        for chunk in chunks:
+            key = (chunk.doc.doc_id, chunk.seq - 1)
+            previous = batch.get(key) if chunk.seq > 0 else None
+            if previous is None and chunk.seq > 0:
+                for slot in self._doc_slots.get(chunk.doc.doc_id, ()):
+                    found = self._chunks[slot]
+                    if found is not None and found.seq == chunk.seq - 1:
+                        previous = found
+                        break
+            out.append(own_text(chunk, previous))
+        return out
 
     def _add(self, chunk: IndexedChunk) -> None:
         self._generation += 1
@@ -241,10 +267,21 @@ class MemoryIndex(Index):
                     mask[slot] = False
         return mask
 
-    def search_keyword(self, query: str, k: int, flt: IndexFilter | None = None) -> list[IndexHit]:
+    def search_keyword(
+        self,
+        query: str,
+        k: int,
+        flt: IndexFilter | None = None,
+        *,
+        statistics: Statistics | None = None,
+    ) -> list[IndexHit]:
         with self._lock:
-            scores = self._bm25.scores(query, self._slot_mask(flt))
+            scores = self._bm25.ranked(query, self._slot_mask(flt), statistics)
             return self._top(scores, k, positive_only=True)
+
+    def keyword_statistics(self, query: str, flt: IndexFilter | None = None) -> Statistics:
+        with self._lock:
+            return self._bm25.statistics(query, self._slot_mask(flt))
 
     def search_vector(
         self, vector: npt.NDArray[np.float32], k: int, flt: IndexFilter | None = None
@@ -270,10 +307,11 @@ class MemoryIndex(Index):
         candidates = (
             np.flatnonzero(scores > 0) if positive_only else np.flatnonzero(np.isfinite(scores))
         )
+        values = scores[candidates]
         if len(candidates) > k:
-            part = np.argpartition(-scores[candidates], k - 1)[:k]
-            candidates = candidates[part]
-        order = candidates[np.lexsort((candidates, -scores[candidates]))]
+            part = np.argpartition(values, len(values) - k)[len(values) - k :]
+            candidates, values = candidates[part], values[part]
+        order = candidates[np.lexsort((candidates, -values))]
         chunks = self._chunks
         return [
             IndexHit(chunk, score)
