@@ -89,19 +89,34 @@ class Chunker:
         if len(texts) != len(doc_ids) or (headings is not None and len(headings) != len(texts)):
             raise ConfigurationError("chunk_many needs one doc id (and heading list) per text")
         result: list[list[Chunk]] = []
-        for lo in range(0, len(texts), BATCH_SIZE):
-            batch = texts[lo : lo + BATCH_SIZE]
-            tokenized = tokenize(self.counter, batch)
-            spans: list[tuple[str, Layout, list[_Span]]] = []
-            for offset, (text, tokens) in enumerate(zip(batch, tokenized, strict=True)):
-                layout = analyze(text, headings[lo + offset] if headings is not None else None)
-                spans.append((text, layout, self._spans(text, layout, tokens)))
-            spans = self._verify(spans)
-            result.extend(
-                self._records(text, doc_ids[lo + offset], layout, doc_spans)
-                for offset, (text, layout, doc_spans) in enumerate(spans)
-            )
+        with ThreadPoolExecutor(1, thread_name_prefix="bastion-tokenize") as pool:
+            for lo in range(0, len(texts), BATCH_SIZE):
+                batch = texts[lo : lo + BATCH_SIZE]
+                # the tokenizer (it leaves the GIL) runs while the layouts are worked out
+                ahead = pool.submit(tokenize, self.counter, batch)
+                layouts = [
+                    analyze(text, headings[lo + offset] if headings is not None else None)
+                    for offset, text in enumerate(batch)
+                ]
+                ids = doc_ids[lo : lo + BATCH_SIZE]
+                result.extend(self._batch(batch, ids, layouts, ahead.result()))
         return result
+
+    def _batch(
+        self,
+        batch: Sequence[str],
+        doc_ids: Sequence[str],
+        layouts: list[Layout],
+        tokenized: list[Tokens],
+    ) -> list[list[Chunk]]:
+        spans = [
+            (text, layout, self._spans(text, layout, tokens))
+            for text, layout, tokens in zip(batch, layouts, tokenized, strict=True)
+        ]
+        return [
+            self._records(text, doc_ids[offset], layout, doc_spans)
+            for offset, (text, layout, doc_spans) in enumerate(self._verify(spans))
+        ]
 
     def chunk_stream(
         self,

@@ -37,8 +37,19 @@ def clean_text(text: str, *, keep_indent: bool = True) -> str:
     Lines flow through the steps one at a time (no list of every line, nor a tuple per line,
     is built), and the result is assembled in blocks: cleaning a text of many megabytes holds
     little more than the text and its result."""
-    lines = _split(_normalized(text))
+    lines: Iterable[str]
+    if len(text) <= 2 * _PIECE:  # one piece: its lines as a list (cheaper for small texts)
+        lines = _character_steps(text).split("\n")
+    else:
+        lines = _split(_normalized(text))
     return _squeeze_blank_lines(_join_hyphenated(_marked_lines(lines, keep_indent=keep_indent)))
+
+
+def _character_steps(piece: str) -> str:
+    piece = _NEWLINES.sub("\n", piece)
+    piece = unicodedata.normalize("NFC", piece)
+    piece = _SOFT_HYPHEN_BREAK.sub("", piece)
+    return _DROP.sub("", piece)
 
 
 _PIECE = 1 << 20
@@ -59,13 +70,8 @@ def _normalized(text: str) -> Iterator[str]:
             while found is not None and _after_soft_hyphen(text, found.start()):
                 found = _SAFE_CUT.search(text, found.end())
             cut = found.end() if found is not None else len(text)
-        piece = _NEWLINES.sub("\n", text[start:cut])
-        piece = unicodedata.normalize("NFC", piece)
-        piece = _SOFT_HYPHEN_BREAK.sub("", piece)
-        yield _DROP.sub("", piece)
+        yield _character_steps(text[start:cut])
         start = cut
-    if not text:
-        yield ""
 
 
 def _after_soft_hyphen(text: str, newline: int) -> bool:
