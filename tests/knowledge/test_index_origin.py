@@ -254,3 +254,18 @@ def test_a_source_is_spelled_without_secrets_and_relative_to_the_index(tmp_path:
     origin = IndexOrigin.of([("/db", one)], embedder=None, dim=None)
     assert "db.internal" not in origin.to_json()
     assert check_origin(tmp_path / "nothing-yet", origin) == origin
+
+
+def test_with_the_local_model_a_reopen_embeds_nothing_and_keyword_only_is_refused(
+    project: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="bastion.config")
+    config = _config(project, {"/docs": "file:docs"}, embedder="local")
+    with WorkspaceConfig.from_file(config).opened() as ws:
+        assert _opened(caplog) == (2, 0, 0)
+        hits = ws.sync().search("a bird that nests near water", mode="vector").hits
+        assert hits[0].path == "/docs/alpha.md"
+    with WorkspaceConfig.from_file(config).opened():
+        assert _opened(caplog) == (0, 2, 0)
+    with pytest.raises(IndexMismatchError, match=r"now none \(keyword only\)"):
+        load_workspace(_config(project, {"/docs": "file:docs"}, embedder="none"))

@@ -25,6 +25,7 @@ from bastion.core.errors import (
     ConflictError,
     DirectoryNotEmptyError,
     EditError,
+    IndexMismatchError,
     InvalidPathError,
     InvalidPatternError,
     IsADirectoryError_,
@@ -41,7 +42,6 @@ from bastion.core.errors import (
     UnsupportedFileError,
 )
 from bastion.core.extras import needs
-from bastion.knowledge.origin import IndexMismatchError
 
 __all__ = [
     "ERROR_CODES",

@@ -214,7 +214,7 @@ def index_command(path: Path | None, index_dir: Path, rebuild: bool, keyword_onl
     # Indexing reads as the system (every file, whatever its labels); an existing index is
     # only brought up to date (changed, new and deleted files). Opening it refuses another
     # folder or embedder than it was built from (bastion.knowledge.origin).
-    from bastion.knowledge.origin import IndexMismatchError
+    from bastion.core.errors import IndexMismatchError
 
     try:
         summary = _run_repair(found, "indexing")

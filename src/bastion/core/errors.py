@@ -28,12 +28,13 @@ and are raised while building things, not while serving requests.
     │   └── StoreError              the backend failed (I/O error)
     │       └── StoreUnavailableError   no answer within the mount's timeout, or down
     └── ConfigurationError          developer-facing: invalid mounts, policy or options
+        └── IndexMismatchError      an index folder built from other mounts or embedder
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 __all__ = [
     "AccessDeniedError",
@@ -43,6 +44,7 @@ __all__ = [
     "ConflictError",
     "DirectoryNotEmptyError",
     "EditError",
+    "IndexMismatchError",
     "InvalidPathError",
     "InvalidPatternError",
     "IsADirectoryError_",
@@ -170,6 +172,21 @@ class StoreUnavailableError(StoreError):
 
 class ConfigurationError(BastionError):
     """A developer mistake: invalid mount table, policy, or options."""
+
+
+class IndexMismatchError(ConfigurationError):
+    """An index folder opened for other mounts or another embedder than it was built from
+    (``bastion.knowledge.origin``). ``problem`` says what differs (prefixes and embedder
+    names, never a source); the message adds ``fix``."""
+
+    def __init__(self, folder: object, differences: Iterable[str], fix: str) -> None:
+        self.folder = folder
+        self.differences = tuple(differences)
+        self.problem = (
+            f"the index in {folder} was built from other mounts or another embedder "
+            f"({'; '.join(self.differences)})"
+        )
+        super().__init__(f"{self.problem}; {fix}")
 
 
 _GENERIC: dict[type[OperationError], str] = {

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
-from bastion.core.errors import ConfigurationError
+from bastion.core.errors import ConfigurationError, IndexMismatchError
 
 __all__ = [
     "ORIGIN_FILE",
@@ -60,20 +60,6 @@ _DEFAULT_FIX = (
     "to index this workspace there instead run `bastion reindex --rebuild` (it starts the "
     "index over), or give [knowledge] another folder"
 )
-
-
-class IndexMismatchError(ConfigurationError):
-    """The index folder was built from other mounts or another embedder. ``problem`` says
-    what differs (prefixes and embedder names, never a source); the message adds the fix."""
-
-    def __init__(self, folder: Path, differences: Iterable[str], fix: str = _DEFAULT_FIX) -> None:
-        self.folder = folder
-        self.differences = tuple(differences)
-        self.problem = (
-            f"the index in {folder} was built from other mounts or another embedder "
-            f"({'; '.join(self.differences)})"
-        )
-        super().__init__(f"{self.problem}; {fix}")
 
 
 def _embedder_text(name: str | None, dim: int | None) -> str:
@@ -194,7 +180,7 @@ def check_origin(folder: Path, origin: IndexOrigin) -> IndexOrigin | None:
     known = IndexOrigin.from_json(text, record)
     differences = known.differences(origin)
     if differences:
-        raise IndexMismatchError(folder, differences)
+        raise IndexMismatchError(folder, differences, _DEFAULT_FIX)
     if set(origin.mounts) <= set(known.mounts):
         return None
     return IndexOrigin(
