@@ -32,10 +32,13 @@ STARTER = """\
 audit = ".bastion/audit.jsonl"
 
 # The search index. embedder = "none": keyword search (BM25) only, starts at once;
-# "local": the packaged model adds vector and hybrid search. Fill it with `bastion index`.
+# "local": the packaged model adds vector and hybrid search. Fill it with `bastion index`;
+# `bastion mcp`, `bastion serve` and load_workspace index what changed when they open it.
+# It remembers these mounts and this embedder: to change them, `bastion reindex --rebuild`.
 [knowledge]
 folder = ".bastion/index"
 embedder = "none"
+index_on_open = true
 
 # Mounts: a store named by URL at a path prefix, its scope and the labels its documents get
 # unless their own front matter says otherwise. Relative paths start at this file's folder.
@@ -251,7 +254,11 @@ def check_command() -> None:
         "mounts": rows,
         "knowledge": None
         if config.knowledge is None
-        else {"folder": str(config.knowledge.folder), "embedder": config.knowledge.embedder},
+        else {
+            "folder": str(config.knowledge.folder),
+            "embedder": config.knowledge.embedder,
+            "index_on_open": config.knowledge.index_on_open,
+        },
         "audit": str(config.audit) if config.audit is not None else None,
         "principal": principal_dict(config.principal) if config.principal else None,
         "users": {name: principal_dict(who) for name, who in people.items()},
