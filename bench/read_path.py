@@ -1,11 +1,12 @@
 """The read path, before and after, from one run on one machine.
 
-.venv/bin/python bench/read_path.py [--baseline REV] [--quick]
+.venv/bin/python bench/read_path.py [--baseline REV] [--repeat N] [--quick]
 
 Checks the baseline revision out into a temporary git worktree and runs the same measuring
-child (this file, ``--child``) against the baseline's ``src`` and this tree's, one after the
-other, with the same interpreter. Medians of rounds, µs per call (in each round the four are
-measured in turn, so a noisy stretch of a shared machine slows them alike), of:
+child (this file, ``--child``) against the baseline's ``src`` and this tree's, alternately
+(``--repeat`` times each; the median of each figure, and of each run's own ratios, is kept),
+with the same interpreter. Within a run: medians of rounds, µs per call (in each round the
+four are measured in turn, so a noisy stretch of a shared machine slows them alike), of:
 
 * raw ``os.open/read/close`` of a 4 KiB file (64 lines) on the local disk;
 * ``Workspace.read_bytes`` and ``Workspace.read_text`` of that file through a ``LocalStore``
@@ -38,6 +39,12 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 BASELINE = "771880c"  # the workspace composed, before the read path was reworked
+
+_RATIOS = [
+    ("read_bytes / raw", "read_bytes_us", "raw_us"),
+    ("read_file tool / read_text", "tool_us", "read_text_us"),
+]
+"""Ratios reported, each the median of the runs' own ratios."""
 
 _COUNTED = ("stat", "read_range", "read_file", "entries", "list", "odd_names")
 
@@ -150,10 +157,19 @@ def _run_child(src: Path, quick: bool) -> dict[str, Any]:
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
-def _table(before: dict[str, Any], after: dict[str, Any], baseline: str) -> str:
-    def ratio(r: dict[str, Any], a: str, b: str) -> str:
-        return f"{r[a] / r[b]:.1f}x"
+def _median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each timing's median over the runs, and each ratio's median of the runs' own ratios
+    (the counts are the same in every run)."""
+    out = dict(runs[0])
+    for key in runs[0]:
+        if key.endswith("_us"):
+            out[key] = statistics.median(run[key] for run in runs)
+    for name, a, b in _RATIOS:
+        out[name] = statistics.median(run[a] / run[b] for run in runs)
+    return out
 
+
+def _table(before: dict[str, Any], after: dict[str, Any], baseline: str) -> str:
     def calls(r: dict[str, Any]) -> str:
         return ", ".join(f"{n} {name}" for name, n in r["tool_store_calls"].items()) or "none"
 
@@ -165,11 +181,8 @@ def _table(before: dict[str, Any], after: dict[str, Any], baseline: str) -> str:
     ]
     lines = [f"| path | before ({baseline}) | after |", "|---|---|---|"]
     lines += [f"| {name} | {before[key]:.1f} µs | {after[key]:.1f} µs |" for name, key in rows]
-    for label, a, b in [
-        ("read_bytes / raw", "read_bytes_us", "raw_us"),
-        ("read_file tool / read_text", "tool_us", "read_text_us"),
-    ]:
-        lines.append(f"| {label} | {ratio(before, a, b)} | {ratio(after, a, b)} |")
+    for label, _, _ in _RATIOS:
+        lines.append(f"| {label} | {before[label]:.1f}x | {after[label]:.1f}x |")
     lines.append(f"| store calls per tool call | {calls(before)} | {calls(after)} |")
     lines.append(
         f"| audit records per tool call | {before['tool_audit_records']} | "
@@ -182,6 +195,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", default=BASELINE)
     parser.add_argument("--quick", action="store_true", help="fewer rounds (a smoke run)")
+    parser.add_argument("--repeat", type=int, default=3, help="child runs per tree, alternated")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -194,13 +208,16 @@ def main() -> None:
             cwd=ROOT,
             check=True,
         )
+        runs: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
         try:
-            before = _run_child(tree / "src", args.quick)
+            for _ in range(args.repeat):  # alternated, so both see the same stretches of load
+                runs["before"].append(_run_child(tree / "src", args.quick))
+                runs["after"].append(_run_child(ROOT / "src", args.quick))
         finally:
             subprocess.run(
                 ["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT, check=False
             )
-    after = _run_child(ROOT / "src", args.quick)
+    before, after = _median_run(runs["before"]), _median_run(runs["after"])
     print(f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} cpus")
     print(_table(before, after, args.baseline))
 
