@@ -34,7 +34,7 @@ and are raised while building things, not while serving requests.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 
 __all__ = [
     "AccessDeniedError",
@@ -176,17 +176,12 @@ class ConfigurationError(BastionError):
 
 class IndexMismatchError(ConfigurationError):
     """An index folder opened for other mounts or another embedder than it was built from
-    (``bastion.knowledge.origin``). ``problem`` says what differs (prefixes and embedder
-    names, never a source); the message adds ``fix``."""
+    (``bastion.knowledge.origin``). ``problem`` is the message without its fix: what differs
+    (prefixes and embedder names, never a source)."""
 
-    def __init__(self, folder: object, differences: Iterable[str], fix: str) -> None:
-        self.folder = folder
-        self.differences = tuple(differences)
-        self.problem = (
-            f"the index in {folder} was built from other mounts or another embedder "
-            f"({'; '.join(self.differences)})"
-        )
-        super().__init__(f"{self.problem}; {fix}")
+    def __init__(self, message: str, *, problem: str | None = None) -> None:
+        super().__init__(message)
+        self.problem = problem if problem is not None else message
 
 
 _GENERIC: dict[type[OperationError], str] = {

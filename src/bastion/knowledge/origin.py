@@ -180,7 +180,11 @@ def check_origin(folder: Path, origin: IndexOrigin) -> IndexOrigin | None:
     known = IndexOrigin.from_json(text, record)
     differences = known.differences(origin)
     if differences:
-        raise IndexMismatchError(folder, differences, _DEFAULT_FIX)
+        problem = (
+            f"the index in {folder} was built from other mounts or another embedder "
+            f"({'; '.join(differences)})"
+        )
+        raise IndexMismatchError(f"{problem}; {_DEFAULT_FIX}", problem=problem)
     if set(origin.mounts) <= set(known.mounts):
         return None
     return IndexOrigin(
