@@ -424,11 +424,16 @@ class WorkspaceConfig:
 
 def _index_on_open(ws: Workspace, folder: Path, progress: IndexProgress | None) -> None:
     """Index what changed in the mounts since the last run (new, changed and deleted files);
-    one log line says what was done."""
+    one log line says what was done, as ``Workspace.reindex`` tells the owner's view (files
+    labelled beyond its clearance are indexed but not counted)."""
     from bastion.workspace.blocking import run_blocking
 
     summary = run_blocking(ws.reindex(progress=progress))
-    _log.info("index in %s brought up to date on open: %s", folder, summary.format())
+    _log.info(
+        "index in %s brought up to date on open (files the owner's view may read): %s",
+        folder,
+        summary.format(),
+    )
 
 
 def _principal(raw: Any, policy: Policy, env: Mapping[str, str]) -> Principal | None:
