@@ -268,7 +268,9 @@ async def test_a_background_process_through_the_tools() -> None:
 async def test_another_principals_tools_do_not_find_the_process() -> None:
     ws = await _workspace()
     mine = Toolset(ws)
-    started = await mine.call("execute", {"command": ["sleep", "30"], "background": True})
+    started = await mine.call(
+        "execute", {"command": ["sleep", "30"], "background": True, "timeout": 1000}
+    )
     pid = started["process_id"]
     other = Toolset(ws.with_principal(Principal.of("runner", tenant="other")))
     assert (await other.call("process", {"action": "list"}))["processes"] == []

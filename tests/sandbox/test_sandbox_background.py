@@ -228,6 +228,22 @@ async def test_ending_a_thread_kills_its_processes() -> None:
     assert (await scoped.workspace.processes())[0].id == info.id
 
 
+async def test_scopes_end_thread_kills_the_threads_processes_in_every_workspace() -> None:
+    marker = f"bastion-bg-{uuid.uuid4().hex[:8]}"
+    policy = Policy(rules=(Rule.allow("execute", "/**"), Rule.allow("*", "/**")))
+    scopes = Scopes.on(MemoryStore(), policy=policy)
+    bot = Principal.of("bot")
+    first = scopes.workspace(bot, agent_id="bot", thread_id="t1")
+    other = scopes.workspace(bot, agent_id="bot", thread_id="t2")
+    await first.workspace.start_process(["sh", "-c", f"sleep 60; echo {marker}-1"])
+    await other.workspace.start_process(["sh", "-c", f"sleep 60; echo {marker}-2"])
+    cleanup = await scopes.end_thread("t1", principal=bot)  # a workspace of its own
+    assert cleanup.thread_id == "t1"
+    assert not _alive(f"{marker}-1") and _alive(f"{marker}-2")  # only t1's
+    assert (await first.workspace.processes())[0].state == "killed"
+    await other.workspace.close_processes()
+
+
 def _views() -> set[str]:
     return {p for p in os.listdir("/tmp") if p.startswith("bastion-sandbox-")}
 

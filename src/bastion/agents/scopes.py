@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import builtins
 import re
+import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -275,6 +276,8 @@ class Scopes:
         self.audit = audit if audit is not None else MemoryAuditSink()
         """One audit sink for every workspace these scopes build."""
         self._extra = tuple(mounts)
+        self._threads: dict[str, weakref.WeakSet[Workspace]] = {}
+        """The live workspaces built for each thread: ending it ends their processes."""
 
     @classmethod
     def on(
@@ -347,6 +350,11 @@ class Scopes:
             audit=self.audit,
             knowledge=knowledge,
         )
+        thread = ids[ScopeKind.THREAD]
+        if thread is not None:
+            if len(self._threads) > 256:  # forget threads whose workspaces are all gone
+                self._threads = {k: v for k, v in self._threads.items() if len(v)}
+            self._threads.setdefault(thread, weakref.WeakSet()).add(ws)
         return ScopedWorkspace(
             ws,
             views,
@@ -355,10 +363,13 @@ class Scopes:
         )
 
     async def end_thread(self, thread_id: str, *, principal: Principal) -> ThreadCleanup:
-        """Remove the scratch area of ``thread_id``, deleting as ``principal`` through a
-        workspace (the guard decides every deletion)."""
+        """Kill the background processes of every workspace built for ``thread_id`` and remove
+        its scratch area, deleting as ``principal`` through a workspace (the guard decides
+        every deletion)."""
         if ScopeKind.THREAD not in self._areas:
             raise ConfigurationError("these scopes have no thread area")
+        for built in list(self._threads.pop(validate_scope_id(thread_id, "thread id"), ())):
+            await built.close_processes()
         scoped = self.workspace(principal, thread_id=thread_id)
         return await scoped.end_thread()
 

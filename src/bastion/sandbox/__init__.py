@@ -12,7 +12,15 @@ the guard), ``runner`` (the whole call), ``background`` and ``process_info`` (ba
 processes, each its owner's).
 """
 
+from bastion.sandbox.process_info import OutputChunk, ProcessInfo
 from bastion.sandbox.result import RunLimits, RunResult, SandboxError
 from bastion.sandbox.runner import run_in_sandbox
 
-__all__ = ["RunLimits", "RunResult", "SandboxError", "run_in_sandbox"]
+__all__ = [
+    "OutputChunk",
+    "ProcessInfo",
+    "RunLimits",
+    "RunResult",
+    "SandboxError",
+    "run_in_sandbox",
+]

@@ -36,6 +36,9 @@ MAX_TIMEOUT = 300
 """Most seconds one call may run (the wall limit the model may ask for)."""
 MAX_BACKGROUND_TIMEOUT = 3600
 """Most seconds a background process may live."""
+FOREGROUND_TIMEOUT = 30
+BACKGROUND_TIMEOUT = 600
+"""The timeouts when the model gives none."""
 MAX_STDIN = 100_000
 """Most characters of ``stdin``."""
 _MAX_COMMAND = 100_000
@@ -68,13 +71,14 @@ async def execute(
     ],
     cwd: Annotated[str, Field(description="Working directory, e.g. /scratch")] = "/",
     timeout: Annotated[
-        int,
+        int | None,
         Field(
             ge=1,
             le=MAX_BACKGROUND_TIMEOUT,
-            description="Seconds before it is killed (at most 300 unless background)",
+            description="Seconds before it is killed: 30, or 600 in the background by default; "
+            "at most 300 unless background",
         ),
-    ] = 30,
+    ] = None,
     stdin: Annotated[
         str | None, Field(max_length=MAX_STDIN, description="Text sent to input")
     ] = None,
@@ -85,8 +89,11 @@ async def execute(
     """Run a command in a sandbox over the files you may read; files it writes come back as
     your changes. Returns exit_code, stdout, stderr, changed and refused paths."""
     if background:
-        info = await s.workspace.start_process(command, cwd=cwd, stdin=stdin, timeout=timeout)
+        info = await s.workspace.start_process(
+            command, cwd=cwd, stdin=stdin, timeout=timeout or BACKGROUND_TIMEOUT
+        )
         return ok(**process_fields(info))
+    timeout = timeout or FOREGROUND_TIMEOUT
     if timeout > MAX_TIMEOUT:
         raise OperationError(
             f"timeout over {MAX_TIMEOUT} s; start a longer command with background=true"
