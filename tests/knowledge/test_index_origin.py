@@ -13,9 +13,9 @@ import re
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
-from bastion import Principal, load_workspace
+from bastion import Principal, Workspace, load_workspace
 from bastion.cli import main
 from bastion.cli.mcp import _workspace
 from bastion.config import WorkspaceConfig
@@ -69,8 +69,8 @@ def _opened(caplog: pytest.LogCaptureFixture) -> tuple[int, int, int]:
     return int(found[1]), int(found[2] or 0), int(found[3] or 0)
 
 
-def _paths(ws: object, query: str) -> list[str]:
-    result = ws.sync().search(query, mode="bm25")  # type: ignore[attr-defined]
+def _paths(ws: Workspace, query: str) -> list[str]:
+    result = ws.sync().search(query, mode="bm25")
     return sorted(hit.path for hit in result.hits)
 
 
@@ -182,7 +182,7 @@ def test_another_embedder_is_refused(project: Path) -> None:
     assert "(384 dimensions)" in str(caught.value)
 
 
-def _cli(*args: str) -> object:
+def _cli(*args: str) -> Result:
     return CliRunner().invoke(main, list(args))
 
 
@@ -195,15 +195,15 @@ def test_the_command_line_says_index_mismatch_and_reindex_rebuild_fixes_it(
     embeddings.write_bytes(b"")  # stands for the embedding cache a rebuild keeps
     config = _config(project, {"/docs": "file:notes"})
     refused = _cli("search", "badger", "--config", str(config), "--json")
-    assert refused.exit_code == 1  # type: ignore[attr-defined]
-    assert '"error": "index_mismatch"' in refused.stderr  # type: ignore[attr-defined]
+    assert refused.exit_code == 1
+    assert '"error": "index_mismatch"' in refused.stderr
     as_user = _cli("reindex", "--rebuild", "--as", "admin", "--config", str(config))
-    assert as_user.exit_code == 2  # type: ignore[attr-defined]
+    assert as_user.exit_code == 2
     assert (project / "index" / ORIGIN_FILE).exists()  # a refused rebuild deleted nothing
 
     rebuilt = _cli("reindex", "--rebuild", "--config", str(config))
-    assert rebuilt.exit_code == 0, rebuilt.output  # type: ignore[attr-defined]
-    assert "indexed 1 files" in rebuilt.output  # type: ignore[attr-defined]
+    assert rebuilt.exit_code == 0, rebuilt.output
+    assert "indexed 1 files" in rebuilt.output
     assert embeddings.exists()
     ws = load_workspace(config)
     assert _opened(caplog) == (0, 1, 0)
@@ -211,8 +211,8 @@ def test_the_command_line_says_index_mismatch_and_reindex_rebuild_fixes_it(
     assert _paths(ws, "heron") == []
     # `bastion index --rebuild` with the file does the same.
     back = _config(project, {"/docs": "file:docs"})
-    assert _cli("index", "--config", str(back)).exit_code == 1  # type: ignore[attr-defined]
-    assert _cli("index", "--rebuild", "--config", str(back)).exit_code == 0  # type: ignore[attr-defined]
+    assert _cli("index", "--config", str(back)).exit_code == 1
+    assert _cli("index", "--rebuild", "--config", str(back)).exit_code == 0
 
 
 def test_an_index_made_by_bastion_index_before_origins_is_not_repointed(
@@ -221,14 +221,19 @@ def test_an_index_made_by_bastion_index_before_origins_is_not_repointed(
     index = project / "old-index"
     assert (
         _cli("index", str(project / "docs"), "--index", str(index), "--keyword-only").exit_code == 0
-    )  # type: ignore[attr-defined]
+    )
     (index / ORIGIN_FILE).unlink()  # as an index made before the record existed
     other = _cli("index", str(project / "notes"), "--index", str(index), "--keyword-only")
-    assert other.exit_code == 1  # type: ignore[attr-defined]
-    assert "/: another source" in other.output  # type: ignore[attr-defined]
-    assert "--rebuild" in other.output  # type: ignore[attr-defined]
+    assert other.exit_code == 1
+    assert "/: another source" in other.output
+    assert "--rebuild" in other.output
     found = _cli("search", "heron", "--index", str(index))
-    assert "/alpha.md" in found.output  # type: ignore[attr-defined]
+    assert "/alpha.md" in found.output
+    (project / "docs" / "bravo.md").unlink()
+    rebuilt = _cli("reindex", "--rebuild", "--index", str(index))  # the folder it was made from
+    assert rebuilt.exit_code == 0, rebuilt.output
+    assert "indexed 1 files" in rebuilt.output
+    assert (index / ORIGIN_FILE).exists()
 
 
 def test_a_source_is_spelled_without_secrets_and_relative_to_the_index(tmp_path: Path) -> None:
