@@ -143,9 +143,10 @@ async def test_the_network_switch_shares_the_hosts_network() -> None:
         conn, _ = listener.accept()  # the command reached the host's loopback
         conn.close()
     assert result.stdout == "127.0.0.1 open\n"
-    etc = await ws.run("ls /etc", limits=RunLimits(network=True))
+    etc = await ws.run("ls /etc /etc/ssl", limits=RunLimits(network=True))
     assert "hosts" in etc.stdout.split()
     assert "shadow" not in etc.stdout.split() and "passwd" not in etc.stdout.split()
+    assert "private" not in etc.stdout.split()  # certificates only, no private keys
     assert etc.changed == ()  # /etc is the sandbox's, never written back
 
 

@@ -288,7 +288,10 @@ class Processes:
             )
         prepared = await prepare(ws, argv, cwd=cwd, env=env, limits=limits or RunLimits())
         try:
-            proc = _Process(secrets.token_hex(4), owner, ws, argv, cwd, prepared, timeout)
+            pid = secrets.token_hex(4)
+            while pid in self._procs:
+                pid = secrets.token_hex(4)
+            proc = _Process(pid, owner, ws, argv, cwd, prepared, timeout)
         except BaseException:
             await prepared.remove()
             raise

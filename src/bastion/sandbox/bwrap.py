@@ -47,9 +47,10 @@ NETWORK_FILES = (
     "/etc/hosts",
     "/etc/nsswitch.conf",
     "/etc/gai.conf",
-    "/etc/ssl",
+    "/etc/ssl/certs",
     "/etc/ca-certificates",
-    "/etc/pki",
+    "/etc/pki/tls/certs",
+    "/etc/pki/ca-trust",
 )
 """What a command needs from the host's ``/etc`` to resolve names and check certificates."""
 
