@@ -3,12 +3,13 @@ clause, the three ranked queries (exact BM25, ``ts_rank_cd``, vector), and rows 
 
 Every value travels as a bound parameter; names are :class:`psycopg.sql.Identifier`.
 
-BM25 is Lucene's formula (the one :mod:`bastion.knowledge.index.bm25` computes in memory),
-evaluated in one statement over the ``terms`` table: one row per (chunk, analyzed term) with
-the term frequency and the chunk's length. Unfiltered, ``N`` and the average length come from
-the registry row and ``df`` is the length of the term's posting list. Filtered, all three are
-those of the chunks the filter admits, as in memory: a score never depends on chunks the
-asker may not see (or one's own document's score would tell how many hidden ones hold a word).
+BM25 is Lucene's formula, ranking documents as :mod:`bastion.knowledge.index.bm25` does in
+memory, evaluated in one statement over the ``terms`` table: one row per (chunk, analyzed
+term) with the term frequency and the chunk's length, each chunk holding only what it adds to
+its document. N, df and the average lengths (of chunks and of documents) are those of the
+chunks the filter admits, as in memory: a score never depends on chunks the asker may not see
+(or one's own document's score would tell how many hidden ones hold a word). Counting the
+documents costs a pass over the admitted chunks' ``(rid, doc_id, length)`` for every query.
 """
 
 from __future__ import annotations
@@ -194,49 +195,115 @@ def where(flt: IndexFilter | None, *, section: bool = True) -> Where:
     return out
 
 
-def bm25_query(names: TableNames, flt: Where) -> sql.Composed:
-    """Parameters: ``name`` (the index), ``terms`` (distinct analyzed query terms), ``k1``,
-    ``b``, ``k``, and the filter's. Rows: :data:`CHUNK_COLUMNS` then the score."""
-    if flt.conditions:
-        stats = sql.SQL(
-            """visible AS (
-                SELECT c.rid, c.length FROM {chunks} c WHERE {cond}
-            ), stats AS (
+def bm25_query(names: TableNames, flt: Where, *, shared: bool = False) -> sql.Composed:
+    """Documents first, as the embedded index ranks (:meth:`BM25.ranked`): a document's
+    frequencies and length summed over its chunks (each holding only what it adds), N, df
+    and avgdl over the documents the filter admits; each matching chunk scores its
+    document's BM25 times its own chunk-level BM25 over its document's best chunk's.
+
+    Parameters: ``terms`` (distinct analyzed query terms), ``k1``, ``b``, ``k``, the filter's,
+    and with ``shared`` the counts of a wider collection: ``n``, ``avgdl``, ``dfs`` (per
+    term, aligned with ``terms``) of its documents, ``entries``, ``entry_avgdl`` and
+    ``entry_dfs`` of its chunks. Rows: :data:`CHUNK_COLUMNS`, the score."""
+    if shared:
+        chunk_stats = sql.SQL(
+            """cstats AS (SELECT %(entries)s::float8 AS n, %(entry_avgdl)s::float8 AS avgdl),
+            given AS (
+                SELECT * FROM unnest(%(terms)s::text[], %(dfs)s::int8[], %(entry_dfs)s::int8[])
+                    AS g(term, df, entry_df)
+            ), postings AS (
+                SELECT p.rid, p.term, p.tf, p.length, v.doc_id,
+                       greatest(count(*) OVER (PARTITION BY p.term), g.entry_df) AS df
+                FROM {terms} p JOIN visible v ON v.rid = p.rid JOIN given g ON g.term = p.term
+                WHERE p.term = ANY(%(terms)s::text[])
+            )"""
+        ).format(terms=names.terms)
+        doc_stats = sql.SQL(
+            """dstats AS (SELECT %(n)s::float8 AS n, %(avgdl)s::float8 AS avgdl),
+            doc_df AS (
+                SELECT g.term, greatest(g.df, coalesce(l.df, 0))::float8 AS df
+                FROM given g
+                LEFT JOIN (SELECT term, count(*) AS df FROM doc_terms GROUP BY term) l
+                    ON l.term = g.term
+            )"""
+        )
+    else:
+        chunk_stats = sql.SQL(
+            """cstats AS (
                 SELECT count(*)::float8 AS n,
                        greatest(coalesce(sum(length), 0)::float8 / greatest(count(*), 1), 1e-9)
                            AS avgdl
                 FROM visible
             ), postings AS (
-                SELECT p.rid, p.tf, p.length, count(*) OVER (PARTITION BY p.term) AS df
+                SELECT p.rid, p.term, p.tf, p.length, v.doc_id,
+                       count(*) OVER (PARTITION BY p.term) AS df
                 FROM {terms} p JOIN visible v ON v.rid = p.rid
                 WHERE p.term = ANY(%(terms)s::text[])
             )"""
-        ).format(chunks=names.chunks, terms=names.terms, cond=flt.clause())
-    else:
-        stats = sql.SQL(
-            """stats AS (
-                SELECT chunks::float8 AS n,
-                       greatest(total_len::float8 / greatest(chunks, 1), 1e-9) AS avgdl
-                FROM {registry} WHERE name = %(name)s
-            ), postings AS (
-                SELECT p.rid, p.tf, p.length, count(*) OVER (PARTITION BY p.term) AS df
-                FROM {terms} p
-                WHERE p.term = ANY(%(terms)s::text[])
+        ).format(terms=names.terms)
+        doc_stats = sql.SQL(
+            """dstats AS (
+                SELECT count(*)::float8 AS n,
+                       greatest(coalesce(sum(dl), 0) / greatest(count(*), 1), 1e-9) AS avgdl
+                FROM docs
+            ), doc_df AS (
+                SELECT term, count(*)::float8 AS df FROM doc_terms GROUP BY term
             )"""
-        ).format(registry=names.registry, terms=names.terms)
+        )
     return sql.SQL(
-        """WITH {stats}, top AS (
-            SELECT x.rid,
+        """WITH visible AS (
+            SELECT c.rid, c.doc_id, c.length FROM {chunks} c WHERE {cond}
+        ), docs AS (
+            SELECT doc_id, sum(length)::float8 AS dl FROM visible GROUP BY doc_id
+        ), {chunk_stats}, chunk_scores AS (
+            SELECT x.rid, x.doc_id,
                    sum(ln(1 + (s.n - x.df + 0.5) / (x.df + 0.5)) * x.tf * (%(k1)s + 1)
                        / (x.tf + %(k1)s * (1 - %(b)s + %(b)s * x.length / s.avgdl))) AS score
-            FROM postings x CROSS JOIN stats s
-            GROUP BY x.rid
-            ORDER BY score DESC, x.rid
+            FROM postings x CROSS JOIN cstats s
+            GROUP BY x.rid, x.doc_id
+        ), doc_terms AS (
+            SELECT doc_id, term, sum(tf)::float8 AS tf FROM postings GROUP BY doc_id, term
+        ), {doc_stats}, doc_scores AS (
+            SELECT t.doc_id,
+                   sum(ln(1 + (s.n - f.df + 0.5) / (f.df + 0.5)) * t.tf * (%(k1)s + 1)
+                       / (t.tf + %(k1)s * (1 - %(b)s + %(b)s * d.dl / s.avgdl))) AS score
+            FROM doc_terms t JOIN doc_df f ON f.term = t.term
+                JOIN docs d ON d.doc_id = t.doc_id CROSS JOIN dstats s
+            GROUP BY t.doc_id
+        ), top AS (
+            SELECT c.rid,
+                   d.score * c.score / max(c.score) OVER (PARTITION BY c.doc_id) AS score
+            FROM chunk_scores c JOIN doc_scores d ON d.doc_id = c.doc_id
+            ORDER BY score DESC, c.rid
             LIMIT %(k)s
         )
         SELECT {cols}, top.score FROM top JOIN {chunks} r ON r.rid = top.rid
         ORDER BY top.score DESC, top.rid"""
-    ).format(stats=stats, chunks=names.chunks, cols=columns(CHUNK_COLUMNS, "r"))
+    ).format(
+        chunk_stats=chunk_stats,
+        doc_stats=doc_stats,
+        chunks=names.chunks,
+        cond=flt.clause(),
+        cols=columns(CHUNK_COLUMNS, "r"),
+    )
+
+
+def bm25_statistics_query(names: TableNames, flt: Where) -> sql.Composed:
+    """The document-level counts of :func:`bm25_query` over what the filter admits.
+    Parameters: ``terms`` and the filter's. One row: documents, their total length, chunks,
+    then one ``(term, df, chunk df)`` triple per term that some admitted chunk holds."""
+    return sql.SQL(
+        """WITH visible AS (
+            SELECT c.rid, c.doc_id, c.length FROM {chunks} c WHERE {cond}
+        )
+        SELECT (SELECT count(DISTINCT doc_id) FROM visible),
+               (SELECT coalesce(sum(length), 0)::float8 FROM visible),
+               (SELECT count(*) FROM visible),
+               (SELECT coalesce(array_agg(ARRAY[term, df::text, entry_df::text]), '{{}}')
+                FROM (SELECT p.term, count(DISTINCT v.doc_id) AS df, count(*) AS entry_df
+                      FROM {terms} p JOIN visible v ON v.rid = p.rid
+                      WHERE p.term = ANY(%(terms)s::text[]) GROUP BY p.term) t)"""
+    ).format(chunks=names.chunks, terms=names.terms, cond=flt.clause())
 
 
 def fts_query(names: TableNames, flt: Where) -> sql.Composed:

@@ -37,8 +37,9 @@ __all__ = [
     "lock_schema",
 ]
 
-FORMAT = 1
-"""Layout version of the tables; an index of another format must be rebuilt."""
+FORMAT = 2
+"""Layout version of the tables; an index of another format must be rebuilt (2: the terms
+of a chunk are what it adds to its document, overlaps counted once)."""
 
 REGISTRY = "bastion$indexes"
 _TABLE = re.compile(r"[a-z_][a-z0-9_]*\Z")

@@ -19,7 +19,8 @@ from psycopg import sql
 from bastion.knowledge.index._pg_query import meta_key
 from bastion.knowledge.index._pg_schema import TableNames
 from bastion.knowledge.index.analysis import Analyzer
-from bastion.knowledge.index.models import IndexedChunk, searchable_text, source_of
+from bastion.knowledge.index.models import IndexedChunk, source_of
+from bastion.knowledge.index.passages import own_texts
 
 __all__ = ["BULK", "Row", "bump", "delete_rows", "insert_rows", "prepare_rows"]
 
@@ -67,7 +68,8 @@ def prepare_rows(
     size or a NUL character (PostgreSQL text holds none), before anything is written. A
     keyword-only index (``dim=None``) keeps no vectors."""
     rows = []
-    for given in {c.chunk_id: c for c in chunks}.values():
+    unique = list({c.chunk_id: c for c in chunks}.values())
+    for given, text in zip(unique, own_texts(unique), strict=True):
         chunk = given
         if dim is None and given.vector is not None:
             chunk = replace(given, vector=None)
@@ -78,7 +80,7 @@ def prepare_rows(
                     f"chunk {chunk.chunk_id} has a vector of {size} dimensions in an index of {dim}"
                 )
         _refuse_nul(chunk)
-        terms = Counter(analyzer.analyze(searchable_text(chunk)))
+        terms = Counter(analyzer.analyze(text))  # what the chunk adds to its document
         rows.append(Row(chunk, terms, sum(terms.values()), meta_key(chunk.doc)))
     return rows
 

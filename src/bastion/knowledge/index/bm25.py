@@ -91,15 +91,29 @@ class Statistics:
     documents: int
     """Documents with at least one visible entry (N)."""
     length: float
-    """Their total length in terms (avgdl = length / documents)."""
+    """Their total length in terms (avgdl = length / documents; the entries' total too)."""
     df: Mapping[str, int] = field(default_factory=dict)
     """Analyzed query term -> documents holding it."""
+    entries: int = 0
+    """Visible entries (chunks), for the entry-level scores that order a document's chunks."""
+    entry_df: Mapping[str, int] = field(default_factory=dict)
+    """Analyzed query term -> entries holding it."""
 
     def __add__(self, other: Statistics) -> Statistics:
-        df = dict(self.df)
-        for term, count in other.df.items():
-            df[term] = df.get(term, 0) + count
-        return Statistics(self.documents + other.documents, self.length + other.length, df)
+        return Statistics(
+            self.documents + other.documents,
+            self.length + other.length,
+            _added(self.df, other.df),
+            self.entries + other.entries,
+            _added(self.entry_df, other.entry_df),
+        )
+
+
+def _added(one: Mapping[str, int], two: Mapping[str, int]) -> dict[str, int]:
+    out = dict(one)
+    for term, count in two.items():
+        out[term] = out.get(term, 0) + count
+    return out
 
 
 class _Documents:
@@ -300,15 +314,44 @@ class BM25:
     def statistics(self, query: str, mask: _Bool | None = None) -> Statistics:
         """The document-level counts :meth:`ranked` uses for ``query``, over the live entries
         ``mask`` admits (never over the others)."""
+        terms = list(dict.fromkeys(self.analyzer.analyze(query)))
         if self._postings.live_count == 0:
-            return Statistics(0, 0.0, {})
+            return Statistics(0, 0.0, dict.fromkeys(terms, 0), 0, dict.fromkeys(terms, 0))
         view = self._view_of(mask)
         docs = self._documents(view)
         df: dict[str, int] = {}
-        for term in dict.fromkeys(self.analyzer.analyze(query)):
+        entry_df: dict[str, int] = {}
+        for term in terms:
             found = self._postings.term_id(term)
             df[term] = 0 if found is None else len(self._document_term(view, docs, found)[0])
-        return Statistics(len(docs.lengths), float(docs.lengths.sum()), df)
+            entry_df[term] = 0 if found is None else len(self._visible(view, found)[0])
+        return Statistics(len(docs.lengths), float(docs.lengths.sum()), df, view.n, entry_df)
+
+    def _visible(self, view: _View, term: int) -> tuple[_I32, _F32]:
+        slots, tfs = self._postings.postings(term)
+        if view.visible is not None:
+            keep = view.visible[slots]
+            slots, tfs = slots[keep], tfs[keep]
+        return slots, tfs
+
+    def _entry_scores(self, query: str, view: _View, statistics: Statistics) -> _F32:
+        """:meth:`scores` with N, df and avgdl taken from ``statistics``."""
+        out = np.zeros(self._postings.slots, dtype=np.float32)
+        if view.n == 0:
+            return out
+        norm = self.scoring.length_norm(
+            self._postings.lengths, statistics.length / max(statistics.entries, 1)
+        )
+        for term in dict.fromkeys(self.analyzer.analyze(query)):
+            found = self._postings.term_id(term)
+            if found is None:
+                continue
+            slots, tfs = self._visible(view, found)
+            if len(slots):
+                df = max(statistics.entry_df.get(term, 0), len(slots))
+                idf = np.float32(self.scoring.idf(max(statistics.entries, view.n), df))
+                out[slots] += idf * self.scoring.weights(tfs, norm[slots])
+        return out
 
     def ranked(
         self, query: str, mask: _Bool | None = None, statistics: Statistics | None = None
@@ -320,7 +363,12 @@ class BM25:
         N, df and avgdl are those of the documents ``mask`` admits, or ``statistics`` (counted
         by :meth:`statistics` over a wider collection this one is part of: several tables
         searched as one)."""
-        entries = self.scores(query, mask)
+        if statistics is None:
+            entries = self.scores(query, mask)
+        elif self._postings.live_count == 0:
+            return np.zeros(self._postings.slots, dtype=np.float32)
+        else:
+            entries = self._entry_scores(query, self._view_of(mask), statistics)
         matched = np.flatnonzero(entries > 0)
         if not len(matched):
             return entries

@@ -1,7 +1,7 @@
 """An index held in memory: BM25 postings, a matrix of vectors, and per-document masks.
 
 Keyword search ranks documents and returns their chunks (:meth:`BM25.ranked`): each chunk
-indexes only what it adds to its document (:func:`own_text`), and its document is numbered.
+indexes only what it adds to its document (:func:`own_texts`), and its document is numbered.
 Filters are evaluated once per distinct document metadata and cached per filter, so a search
 costs the scoring only; the mask of a new document is added when it first matters. Removed
 chunks leave dead slots that are compacted away once they outnumber the live ones.
@@ -25,7 +25,7 @@ from bastion.knowledge.index.models import (
     IndexFilter,
     IndexHit,
 )
-from bastion.knowledge.index.passages import own_text
+from bastion.knowledge.index.passages import own_texts
 from bastion.knowledge.index.port import Index
 
 __all__ = ["MemoryIndex"]
@@ -71,7 +71,7 @@ class MemoryIndex(Index):
             numbers = self._doc_number
             self._bm25.add_many(
                 len(self._chunks),
-                self._own_texts(chunks),
+                own_texts(chunks),
                 [numbers.setdefault(c.doc.doc_id, len(numbers)) for c in chunks],
             )
             for chunk in chunks:
@@ -86,23 +86,6 @@ class MemoryIndex(Index):
             self._check_vectors(chunks)  # a refused batch leaves the old chunks in place
             self.delete_documents(doc_ids)
             self.upsert(chunks)
-
-    def _own_texts(self, chunks: Sequence[IndexedChunk]) -> list[str]:
-        """Each chunk's text less what it repeats of the chunk before it in its document (in
-        this batch, or already indexed)."""
-        batch = {(c.doc.doc_id, c.seq): c for c in chunks}
-        out = []
-        for chunk in chunks:
-            key = (chunk.doc.doc_id, chunk.seq - 1)
-            previous = batch.get(key) if chunk.seq > 0 else None
-            if previous is None and chunk.seq > 0:
-                for slot in self._doc_slots.get(chunk.doc.doc_id, ()):
-                    found = self._chunks[slot]
-                    if found is not None and found.seq == chunk.seq - 1:
-                        previous = found
-                        break
-            out.append(own_text(chunk, previous))
-        return out
 
     def _add(self, chunk: IndexedChunk) -> None:
         self._generation += 1

@@ -8,9 +8,12 @@ tenant's table is never opened for a query, so one tenant's documents cannot app
 tenant's results even through a bug in a per-document check, and a tenant's data can be
 dropped or moved as a unit.
 
-Scores are merged by value. Vector scores (cosine) compare across tables as they are; BM25
-scores are computed with each table's own statistics, which is the price of separate tables
-(``docs/decisions.md``).
+Scores are merged by value. Vector scores (cosine) compare across tables as they are. BM25
+scores are computed with statistics summed over every table the search visits, each table
+counting only the documents the search's filter admits in it (never a hidden one): a file
+that says a word eight times outranks one that says it once whichever tables they sit in,
+and no score moves with documents the asker may not see. Tables that cannot share their
+counts (:meth:`Index.keyword_statistics` is ``None``: PostgreSQL) score with their own.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from bastion.core.errors import ConfigurationError
+from bastion.knowledge.index.bm25 import Statistics
 from bastion.knowledge.index.models import (
     DocumentMeta,
     IndexedChunk,
@@ -209,8 +213,23 @@ class PartitionedIndex(Index):
 
     # -- reads -------------------------------------------------------------------------------
 
-    def search_keyword(self, query: str, k: int, flt: IndexFilter | None = None) -> list[IndexHit]:
-        return _best(k, (index.search_keyword(query, k, flt) for index in self._targets(flt)))
+    def search_keyword(
+        self,
+        query: str,
+        k: int,
+        flt: IndexFilter | None = None,
+        *,
+        statistics: Statistics | None = None,
+    ) -> list[IndexHit]:
+        targets = self._targets(flt)
+        if statistics is None and len(targets) > 1:
+            statistics = _summed(index.keyword_statistics(query, flt) for index in targets)
+        return _best(
+            k, (index.search_keyword(query, k, flt, statistics=statistics) for index in targets)
+        )
+
+    def keyword_statistics(self, query: str, flt: IndexFilter | None = None) -> Statistics | None:
+        return _summed(index.keyword_statistics(query, flt) for index in self._targets(flt))
 
     def search_vector(
         self, vector: npt.NDArray[np.float32], k: int, flt: IndexFilter | None = None
@@ -249,6 +268,16 @@ def _may_hold(key: Partition, flt: IndexFilter | None) -> bool:
             source == prefix or prefix.startswith(source + "/") or source.startswith(prefix + "/")
         )
     return True
+
+
+def _summed(counts: Iterable[Statistics | None]) -> Statistics | None:
+    """The sum, or ``None`` when any table keeps its counts to itself."""
+    total = Statistics(0, 0.0, {})
+    for found in counts:
+        if found is None:
+            return None
+        total = total + found
+    return total
 
 
 def _best(k: int, lists: Iterator[list[IndexHit]] | Iterable[list[IndexHit]]) -> list[IndexHit]:

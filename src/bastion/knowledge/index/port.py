@@ -7,6 +7,10 @@ Contract (``tests/knowledge/index_contract.py`` runs it against every index):
 * ``search_keyword`` / ``search_vector`` return at most ``k`` hits, best first, each of which
   passes the filter; the filter is applied before ranking, so ``k`` hits come back whenever
   ``k`` chunks pass it and match.
+* ``keyword_statistics`` gives what keyword scoring counts for a query under a filter (over
+  the chunks the filter admits only); ``search_keyword(..., statistics=)`` scores with counts
+  summed over several indexes, so that tables searched together score on one scale. An index
+  that cannot (``keyword_statistics`` returns ``None``) scores with its own.
 * ``documents()`` lists what is indexed (to notice stale or missing documents).
 * ``refresh()`` takes in what other processes wrote to a shared index since this one last
   looked; an index that every process reads directly (PostgreSQL) or that no other process
@@ -21,6 +25,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import numpy.typing as npt
 
+from bastion.knowledge.index.bm25 import Statistics
 from bastion.knowledge.index.models import DocumentMeta, IndexedChunk, IndexFilter, IndexHit
 
 __all__ = ["Index"]
@@ -40,8 +45,19 @@ class Index(ABC):
 
     @abstractmethod
     def search_keyword(
-        self, query: str, k: int, flt: IndexFilter | None = None
+        self,
+        query: str,
+        k: int,
+        flt: IndexFilter | None = None,
+        *,
+        statistics: Statistics | None = None,
     ) -> list[IndexHit]: ...
+
+    def keyword_statistics(self, query: str, flt: IndexFilter | None = None) -> Statistics | None:
+        """What keyword scoring counts for ``query`` over the chunks ``flt`` admits, to be
+        summed with other indexes' and given back to :meth:`search_keyword`; ``None`` when this
+        index scores with its own counts only."""
+        return None
 
     @abstractmethod
     def search_vector(

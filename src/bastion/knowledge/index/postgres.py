@@ -51,6 +51,7 @@ from bastion.knowledge.index._pg_write import (
     prepare_rows,
 )
 from bastion.knowledge.index.analysis import Analyzer
+from bastion.knowledge.index.bm25 import Statistics
 from bastion.knowledge.index.models import DocumentMeta, IndexedChunk, IndexFilter, IndexHit
 from bastion.knowledge.index.port import Index
 
@@ -308,7 +309,14 @@ class PostgresIndex(Index):
             row = cur.fetchone()
             return int(row[0]) if row else 0
 
-    def search_keyword(self, query: str, k: int, flt: IndexFilter | None = None) -> list[IndexHit]:
+    def search_keyword(
+        self,
+        query: str,
+        k: int,
+        flt: IndexFilter | None = None,
+        *,
+        statistics: Statistics | None = None,
+    ) -> list[IndexHit]:
         if k <= 0:
             return []
         terms = list(dict.fromkeys(self._analyzer.analyze(query)))
@@ -320,13 +328,47 @@ class PostgresIndex(Index):
                 return []
             params = {**where.params, "k": k}
             if self.keyword_scoring is KeywordScoring.BM25:
-                statement = q.bm25_query(self.names, where)
-                params |= {"name": self.table, "terms": terms, "k1": self._k1, "b": self._b}
+                statement = q.bm25_query(self.names, where, shared=statistics is not None)
+                params |= {"terms": terms, "k1": self._k1, "b": self._b}
+                if statistics is not None:
+                    total, docs, entries = (
+                        statistics.length,
+                        statistics.documents,
+                        statistics.entries,
+                    )
+                    params |= {
+                        "n": docs,
+                        "avgdl": max(total / max(docs, 1), 1e-9),
+                        "dfs": [statistics.df.get(t, 0) for t in terms],
+                        "entries": entries,
+                        "entry_avgdl": max(total / max(entries, 1), 1e-9),
+                        "entry_dfs": [statistics.entry_df.get(t, 0) for t in terms],
+                    }
             else:
                 statement = q.fts_query(self.names, where)
                 params["query"] = query
             cur.execute(statement, params)
             return [IndexHit(q.chunk_from_row(row[:-1]), float(row[-1])) for row in cur]
+
+    def keyword_statistics(self, query: str, flt: IndexFilter | None = None) -> Statistics | None:
+        """Document-level counts over the chunks ``flt`` admits (``None`` with ``ts_rank_cd``
+        scoring, which has none to share)."""
+        if self.keyword_scoring is not KeywordScoring.BM25:
+            return None
+        terms = list(dict.fromkeys(self._analyzer.analyze(query)))
+        with self._read(snapshot=_needs_snapshot(flt)) as cur:
+            where = self._where(cur, flt)
+            none = dict.fromkeys(terms, 0)
+            if where.empty:
+                return Statistics(0, 0.0, none, 0, none)
+            cur.execute(
+                q.bm25_statistics_query(self.names, where), {**where.params, "terms": terms}
+            )
+            row = cur.fetchone()
+        assert row is not None
+        df = none | {term: int(count) for term, count, _ in row[3]}
+        entry_df = none | {term: int(count) for term, _, count in row[3]}
+        return Statistics(int(row[0]), float(row[1]), df, int(row[2]), entry_df)
 
     def search_vector(
         self, vector: npt.NDArray[np.float32], k: int, flt: IndexFilter | None = None
