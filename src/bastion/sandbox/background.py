@@ -151,8 +151,11 @@ class _Process:
                 self.done = True
 
     def _merge(self, applied: Applied) -> None:
+        """Add one write-back's outcome; a path that came back now is no longer refused."""
         self.applied.changed += [p for p in applied.changed if p not in self.applied.changed]
         self.applied.deleted += [p for p in applied.deleted if p not in self.applied.deleted]
+        for path in [*applied.changed, *applied.deleted]:
+            self.applied.refused.pop(path, None)
         self.applied.refused.update(applied.refused)
 
     # -- while it runs -----------------------------------------------------------------------
