@@ -169,6 +169,26 @@ async def test_after_an_explicit_write_back_the_end_brings_back_the_later_change
     assert await ws.read_text("/scratch/n.txt") == "2\n"
 
 
+async def test_at_its_end_a_change_made_meanwhile_is_a_conflict_and_the_guard_refuses() -> None:
+    ws = await workspace(READER)
+    info = await ws.start_process(
+        "read go; echo mine >> /scratch/a.txt; echo no > /out/report.txt; echo yes > /scratch/c"
+    )
+    await ws.with_principal(OWNER).write("/scratch/a.txt", "changed meanwhile\n")
+    await ws.send_input(info.id, "go\n")
+
+    async def ended() -> bool:
+        return (await ws.processes())[0].state != "running"
+
+    await _until(ended)
+    done = (await ws.processes())[0]
+    assert done.state == "exited" and done.changed == ("/scratch/c",)
+    assert done.refused["/scratch/a.txt"].startswith("conflict:")
+    assert "not allowed by policy" in done.refused["/out/report.txt"]
+    assert await ws.read_text("/scratch/a.txt") == "changed meanwhile\n"
+    assert await ws.read_text("/out/report.txt") == "quarterly\n"
+
+
 async def test_the_timeout_and_written_limit_end_a_background_process() -> None:
     ws = await workspace(READER)
     slow = await ws.start_process(["sleep", "60"], timeout=0.5)
