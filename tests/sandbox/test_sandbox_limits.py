@@ -183,7 +183,7 @@ def test_the_filter_program_is_well_formed() -> None:
                 assert index + 1 + max(jt, jf) < len(ops)
         assert ops[-1] == (0x06, 0, 0, 0x7FFF0000)  # the last word allows
     assert filter_program("riscv64") is None
-    assert "ptrace" in DENIED and "bpf" in DENIED and "keyctl" in DENIED
+    assert {"ptrace", "bpf", "keyctl", "io_uring_setup"} <= set(DENIED)
 
 
 @pytest.mark.skipif(filter_program() is None, reason="no seccomp table for this architecture")
@@ -194,6 +194,7 @@ async def test_the_seccomp_filter_denies_what_commands_over_files_do_not_need() 
     ptrace, mount, keyctl, bpf, perf, unshare, clone3, getpid = (
         (101, 165, 250, 321, 298, 272, 435, 39) if x86 else (117, 40, 219, 280, 241, 97, 435, 172)
     )
+    io_uring_setup = 425
     ws = await workspace(READER)
     result = await ws.run(
         [
@@ -207,11 +208,12 @@ async def test_the_seccomp_filter_denies_what_commands_over_files_do_not_need() 
             f"{perf},0,0,0,0,0",
             f"{unshare},{0x10000000}",  # CLONE_NEWUSER
             f"{clone3},0,0",
+            f"{io_uring_setup},1,0",
             f"{getpid}",
         ]
     )
     rows = {int(line.split()[0]): line.split()[1:] for line in result.stdout.splitlines()}
-    for nr in (ptrace, mount, keyctl, bpf, perf, unshare):
+    for nr in (ptrace, mount, keyctl, bpf, perf, unshare, io_uring_setup):
         assert rows[nr] == ["-1", "1"], (nr, result.stdout, result.stderr)  # EPERM
     assert rows[clone3] == ["-1", "38"]  # ENOSYS: the C library falls back to clone
     assert int(rows[getpid][0]) > 0  # ordinary calls still work

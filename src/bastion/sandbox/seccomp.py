@@ -13,7 +13,9 @@ for and that widen the kernel surface an escape would go through:
 * the kernel keyring (``keyctl``, ``add_key``, ``request_key``), ``bpf``,
   ``perf_event_open``, ``userfaultfd``;
 * modules, ``kexec``, ``reboot``, swap, ``acct``, ``quotactl``, file handles
-  (``open_by_handle_at``, ``name_to_handle_at``).
+  (``open_by_handle_at``, ``name_to_handle_at``);
+* ``io_uring`` (its three calls: a large kernel surface with a record of escapes; programs
+  that use it fall back to ordinary calls when it is refused).
 
 A call made with another architecture's numbering (``int 0x80`` on x86-64) kills the process;
 on x86-64, x32 numbers answer ``EPERM``. Only x86-64 and AArch64 have a table: elsewhere
@@ -64,6 +66,9 @@ DENIED = (
     "open_by_handle_at",
     "name_to_handle_at",
     "lookup_dcookie",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
 )
 """System calls that always answer ``EPERM``."""
 
@@ -75,7 +80,8 @@ _X86_64 = {
     "userfaultfd": 323, "init_module": 175, "finit_module": 313, "delete_module": 176,
     "kexec_load": 246, "kexec_file_load": 320, "reboot": 169, "swapon": 167, "swapoff": 168,
     "acct": 163, "quotactl": 179, "open_by_handle_at": 304, "name_to_handle_at": 303,
-    "lookup_dcookie": 212, "unshare": 272, "clone": 56, "clone3": 435,
+    "lookup_dcookie": 212, "io_uring_setup": 425, "io_uring_enter": 426,
+    "io_uring_register": 427, "unshare": 272, "clone": 56, "clone3": 435,
 }  # fmt: skip
 _AARCH64 = {
     "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "mount": 40,
@@ -85,7 +91,8 @@ _AARCH64 = {
     "userfaultfd": 282, "init_module": 105, "finit_module": 273, "delete_module": 106,
     "kexec_load": 104, "kexec_file_load": 294, "reboot": 142, "swapon": 224, "swapoff": 225,
     "acct": 89, "quotactl": 60, "open_by_handle_at": 265, "name_to_handle_at": 264,
-    "lookup_dcookie": 18, "unshare": 97, "clone": 220, "clone3": 435,
+    "lookup_dcookie": 18, "io_uring_setup": 425, "io_uring_enter": 426,
+    "io_uring_register": 427, "unshare": 97, "clone": 220, "clone3": 435,
 }  # fmt: skip
 _ARCHES = {
     "x86_64": (0xC000003E, _X86_64),  # AUDIT_ARCH_X86_64
