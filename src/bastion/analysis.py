@@ -54,7 +54,8 @@ class Analyzer:
 
     def term(self, word: str) -> str | None:
         """The term of one word of :meth:`words`; ``None`` for a stop word."""
-        return None if word in self.stopwords else self._stem(word)
+        # uncached: a caller of ``term`` remembers each distinct word itself
+        return None if word in self.stopwords else self._stemmer.stemWord(word)
 
     @property
     def name(self) -> str:

@@ -39,7 +39,7 @@ from bastion.knowledge.indexer import (
 )
 from bastion.knowledge.ingest import DEFAULT_LIMITS, IngestError, IngestLimits, stable_doc_id
 from bastion.knowledge.ingest.detect import detect_type
-from bastion.knowledge.relations import RelationGraph, extract_relations
+from bastion.knowledge.relations import RelationGraph
 from bastion.knowledge.routing import Router, route
 
 __all__ = ["FileToIndex", "Fusion", "IndexProgress", "Knowledge", "ProgressCallback"]
@@ -204,11 +204,8 @@ class Knowledge:
         for p in parsed:
             if len(p.doc.text) > self.stream_chars:
                 results[p.index] = await self._index_stream(p, progress)
-        found = await asyncio.to_thread(
-            lambda: [extract_relations(p.doc.path, p.doc.text, p.doc.metadata) for p in parsed]
-        )
-        for p, relations in zip(parsed, found, strict=True):
-            self.relations.set_document(p.doc.path, relations)
+        for p in parsed:
+            self.relations.set_document(p.doc.path, p.relations)
         for f, result in zip(files, results, strict=True):
             if isinstance(result, IngestError):
                 self.relations.remove_document(str(f.path))

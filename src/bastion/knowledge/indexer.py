@@ -23,6 +23,7 @@ from bastion.knowledge.ingest import IngestError, IngestLimits, ParsedDocument, 
 from bastion.knowledge.ingest.frontmatter import LABEL_BYTES
 from bastion.knowledge.labels import resolve_labels
 from bastion.knowledge.linemap import line_map
+from bastion.knowledge.relations import Relation, extract_relations
 
 __all__ = ["STREAM_CHARS", "FileToIndex", "IndexProgress", "Parsed", "ProgressCallback"]
 
@@ -76,6 +77,9 @@ class Parsed:
     meta: DocumentMeta
     lines: Sequence[int] | None
     """Clean-text line -> file line, or ``None`` when they are the same (or meaningless)."""
+    relations: tuple[Relation, ...]
+    """Its outgoing relations (found with the parse, before the index grows: the extraction
+    copies a large text once more)."""
 
 
 def parse_files(
@@ -114,7 +118,10 @@ def parse_files(
             tags=final.tags,
             version=item.version,
         )
-        parsed.append(Parsed(i, doc, meta, source_lines(doc, item.data)))
+        lines = source_lines(doc, item.data)
+        parsed.append(
+            Parsed(i, doc, meta, lines, extract_relations(doc.path, doc.text, doc.metadata))
+        )
     return results, parsed
 
 

@@ -27,7 +27,7 @@ __all__ = ["Postings", "Segment"]
 _I32 = npt.NDArray[np.int32]
 _I64 = npt.NDArray[np.int64]
 _F32 = npt.NDArray[np.float32]
-_MERGED = 1 << 21
+_MERGED = 1 << 20
 """Largest segment a merge makes, in postings: a merge holds a few copies of what it merges,
 so this bounds the memory one write can need (a large collection keeps a few big segments)."""
 _NO_TERM = -1
