@@ -63,8 +63,8 @@ def test_the_workspace_is_a_plain_class_and_its_coroutines_delegate() -> None:
         body = ast.parse(source.strip()).body[0]
         assert isinstance(body, ast.AsyncFunctionDef)
         statements = [s for s in body.body if not isinstance(s, ast.Expr)]  # the docstring
-        if name == "run":  # the execute gate, then the sandbox (which takes the workspace)
-            assert len(statements) == 3
+        if name == "run":  # at most: the sandbox imported, the execute gate, the sandbox run
+            assert len(statements) <= 3
         else:
             assert len(statements) == 1, f"Workspace.{name} does more than delegate"
 

@@ -13,7 +13,8 @@ method delegates to one of them in one line::
                ├─ Transfers     transfer.py   copy, move (planned, all or nothing)
                ├─ IndexFollower indexing.py   the index follows every change
                ├─ Searching     searching.py  search, index_directory, rebuild_index, reindex
-               └─ Asking        asking.py     ask (retrieval through Workspace.search)
+               ├─ Asking        asking.py     ask (retrieval through Workspace.search)
+               └─ may_execute   running.py    run's execute gate (then bastion.sandbox)
 
 The parts of one view share its :class:`~bastion.core.guard.GuardContext` (the principal's
 guard, rate limiter and audit); what every view shares (mounts, policy, audit sink, limiter,
