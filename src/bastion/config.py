@@ -344,12 +344,16 @@ class WorkspaceConfig:
         audit: AuditSink | None = None,
         index_on_open: bool | None = None,
         progress: IndexProgress | None = None,
+        owner: bool = False,
     ) -> Workspace:
         """The workspace this file describes, acting for ``principal`` (default: the file's
-        ``[principal]``, else ``local``). With an index, what changed in the mounts since the
+        ``[principal]``, else ``local``). ``owner=True`` gives the owner's view instead: the
+        holder of the file, who acts for no principal, reads the whole audit log and hears of
+        every file an index run handled. With an index, what changed in the mounts since the
         last run is indexed first, as the owner (``index_on_open``: default the file's
         ``[knowledge] index_on_open``; ``progress(done, total, path)`` after each file)."""
-        return self._build(principal, audit or self._audit_sink(), index_on_open, progress)[0]
+        sink = audit or self._audit_sink()
+        return self._build(principal, sink, index_on_open, progress, owner=owner)[0]
 
     def _audit_sink(self) -> AuditSink | None:
         """The file's audit log (``audit = "FILE"``), opened for appending; else ``None``."""
@@ -367,11 +371,14 @@ class WorkspaceConfig:
         audit: AuditSink | None = None,
         index_on_open: bool | None = None,
         progress: IndexProgress | None = None,
+        owner: bool = False,
     ) -> Iterator[Workspace]:
         """:meth:`build`, and on leaving, close the stores and the index it opened (call it
         outside an event loop, as a command line does)."""
         own = self._audit_sink() if audit is None else None
-        ws, mounts, knowledge = self._build(principal, audit or own, index_on_open, progress)
+        ws, mounts, knowledge = self._build(
+            principal, audit or own, index_on_open, progress, owner=owner
+        )
         try:
             yield ws
         finally:
@@ -396,6 +403,8 @@ class WorkspaceConfig:
         audit: AuditSink | None,
         index_on_open: bool | None = None,
         progress: IndexProgress | None = None,
+        *,
+        owner: bool = False,
     ) -> tuple[Workspace, list[Mount], Knowledge | None]:
         from bastion.workspace.workspace import Workspace
 
@@ -409,7 +418,7 @@ class WorkspaceConfig:
                 self.knowledge.index_on_open if index_on_open is None else index_on_open
             ):
                 _index_on_open(ws, self.knowledge.folder, progress)
-            who = principal or self.principal
+            who = None if owner else principal or self.principal
             if who is not None:
                 ws = ws.with_principal(who)
         except BaseException:
@@ -423,14 +432,13 @@ class WorkspaceConfig:
 
 
 def _index_on_open(ws: Workspace, folder: Path, progress: IndexProgress | None) -> None:
-    """Index what changed in the mounts since the last run (new, changed and deleted files);
-    one log line says what was done, as ``Workspace.reindex`` tells the owner's view (files
-    labelled beyond its clearance are indexed but not counted)."""
+    """Index what changed in the mounts since the last run (new, changed and deleted files),
+    as the owner; one log line says what was done."""
     from bastion.workspace.blocking import run_blocking
 
     summary = run_blocking(ws.reindex(progress=progress))
     _log.info(
-        "index in %s brought up to date on open (files the owner's view may read): %s",
+        "index in %s brought up to date on open: %s",
         folder,
         summary.format(),
     )

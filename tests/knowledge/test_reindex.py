@@ -7,7 +7,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from bastion import LocalStore, MemoryStore, Mount, Policy, Principal, Workspace
+from bastion import LocalStore, MemoryStore, Mount, Policy, Principal, Rule, Workspace
 from bastion.cli import main
 from bastion.core.paths import VPath
 from bastion.knowledge.engine import Knowledge
@@ -112,3 +112,20 @@ def test_cli_index_is_incremental_and_reindex_repairs(tmp_path: Path) -> None:
     assert "removed 1" in repaired.output
     missing = runner.invoke(main, ["reindex", "--index", str(tmp_path / "none")])
     assert missing.exit_code != 0 and "run `bastion index PATH` first" in missing.output
+
+
+async def test_the_owner_hears_of_every_file_a_principal_only_of_what_it_may_read() -> None:
+    store = MemoryStore()
+    owner = Workspace(
+        [Mount.of("/docs", store)],
+        policy=Policy(rules=[Rule.allow(["read", "search", "reindex"], "/**")]),
+        knowledge=Knowledge(),
+    )
+    await store.write(P("/open.md"), b"# Open\n\nnotes for everyone\n")
+    await store.write(P("/secret.md"), b"---\nclassification: restricted\n---\n# S\n\nplans\n")
+    reader = owner.with_principal(READER)
+    told = await reader.reindex()
+    assert (told.indexed, sorted(told.outcomes)) == (1, ["/docs/open.md"])
+    await store.write(P("/secret.md"), b"---\nclassification: restricted\n---\n# S\n\nnew plans\n")
+    whole = await owner.reindex()
+    assert (whole.indexed, sorted(whole.outcomes)) == (1, ["/docs/open.md", "/docs/secret.md"])

@@ -96,14 +96,6 @@ def _indexed(index_dir: Path) -> tuple[Path, bool]:
     return Path(known["root"]), not known.get("keyword_only", False)
 
 
-async def _repair(ws: Any, progress: Any) -> Any:
-    """The whole summary of a repair run. ``Workspace.reindex`` tells a principal only about
-    the files it may read; the command line runs as the owner of the folder, who may hear of
-    every file."""
-    link = ws._link()
-    return await link.reindex(ws.policy.classifications, progress)
-
-
 def _reason(path: str, why: str) -> str:
     """A skip reason without the path it is about (the line names the path once)."""
     for lead in (f"{path}: ", f"{path} "):
@@ -156,8 +148,8 @@ def _run_repair(settings_: Any, label: str, *, rebuild: bool = False) -> Any:
         if principal is not None:
             with open_session(settings_, principal, index=True) as session:
                 return session.ws.reindex(progress=progress)
-        with settings_.opened(principal=None, index_on_open=False) as ws:
-            return run_blocking(_repair(ws, progress))
+        with settings_.opened(owner=True, index_on_open=False) as ws:
+            return run_blocking(ws.reindex(progress=progress))
     finally:
         progress.close()
 
