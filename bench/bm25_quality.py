@@ -12,6 +12,7 @@ documents) as the peer:
   document ranks by its best chunk (the engine before this change);
 * ``best chunk, document idf``: the same with N and df counted in documents;
 * ``max + l * (sum - max)``: the best chunk plus a share of the others';
+* ``0.5 * document + 0.5 * best chunk``: the document's score (below) and its best chunk's;
 * ``documents from own parts`` (the engine now, ``BM25.ranked`` through ``MemoryIndex``): a
   document's frequencies and length summed over what each chunk adds to it (overlaps counted
   once), N, df and avgdl over documents; each chunk carries its document's score scaled by its
@@ -42,6 +43,7 @@ from bastion.knowledge.eval import describe_machine, evaluate, load_dataset  # n
 from bastion.knowledge.index.bm25 import BM25  # noqa: E402
 from bastion.knowledge.index.memory import MemoryIndex  # noqa: E402
 from bastion.knowledge.index.models import IndexedChunk, searchable_text  # noqa: E402
+from bastion.knowledge.index.passages import own_texts  # noqa: E402
 from bastion.knowledge.ingest import stable_doc_id  # noqa: E402
 
 Scorer = Callable[[str], dict[str, float]]
@@ -115,8 +117,16 @@ def chunk_scorers(doc_ids: list[str], chunks: list[IndexedChunk]) -> dict[str, S
 
         return score
 
+    documents = BM25()
+    documents.add_many(0, own_texts(chunks), owner.tolist())
+
+    def mixed(query: str) -> dict[str, float]:
+        whole = _per_doc(documents.ranked(query), owner, n_docs)  # the document's BM25
+        return _top(0.5 * whole + 0.5 * _per_doc(plain.scores(query), owner, n_docs), doc_ids)
+
     return {
         "best chunk, chunk statistics (before)": best,
+        "0.5 * document + 0.5 * best chunk": mixed,
         "best chunk, document idf": document_idf,
         "max + 0.1 * (sum - max)": max_plus_sum(0.1),
         "max + 0.3 * (sum - max)": max_plus_sum(0.3),

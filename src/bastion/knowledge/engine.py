@@ -45,7 +45,8 @@ from bastion.knowledge.routing import Router, route
 __all__ = ["FileToIndex", "Fusion", "IndexProgress", "Knowledge", "ProgressCallback"]
 
 Fusion = str
-"""``"rrf"`` or ``"weighted"`` (see :mod:`bastion.knowledge.index.fusion`)."""
+"""``"zscore"`` (the default), ``"rrf"`` or ``"weighted"`` (see
+:mod:`bastion.knowledge.index.fusion`)."""
 
 
 _CANDIDATES = 100
@@ -65,15 +66,15 @@ class Knowledge:
         embedder: Embedder | None = None,
         chunking: ChunkingConfig | None = None,
         chunker: Chunker | None = None,
-        fusion: Fusion = "weighted",
+        fusion: Fusion = "zscore",
         alpha: float = 0.5,
         limits: IngestLimits = DEFAULT_LIMITS,
         relations: RelationGraph | None = None,
         router: Router | None = None,
         stream_chars: int = STREAM_CHARS,
     ) -> None:
-        if fusion not in ("rrf", "weighted"):
-            raise ConfigurationError(f"unknown fusion {fusion!r}; choose rrf or weighted")
+        if fusion not in ("zscore", "rrf", "weighted"):
+            raise ConfigurationError(f"unknown fusion {fusion!r}; choose zscore, rrf or weighted")
         self.index = index if index is not None else MemoryIndex()
         self.embedder = embedder
         self.chunker = chunker or Chunker(chunking)
@@ -287,6 +288,8 @@ class Knowledge:
         return self.fuse(keyword, dense)[:k]
 
     def fuse(self, keyword: Sequence[IndexHit], dense: Sequence[IndexHit]) -> list[IndexHit]:
+        if self.fusion == "zscore":
+            return fusion.zscore(keyword, dense)
         if self.fusion == "rrf":
             return fusion.rrf(keyword, dense)
         return fusion.weighted(keyword, dense, alpha=self.alpha)

@@ -1,0 +1,136 @@
+"""Hybrid quality on SciFact: fusion of the keyword and the vector lists, chosen on train.
+
+One run, the packaged int8 MiniLM (``embedder="local"``) over the real pipeline's chunks
+(``Knowledge.open``: LanceDB tables, the embedding cache in ``bench/results/cache``), the
+document-ranking BM25. Each query's two candidate lists (200 chunks each, as ``Knowledge.search``
+takes 100) are fused by every option below; a document scores its best fused chunk. The
+options are scored on the 809 train queries (where the default is chosen) and reported on the
+300 test queries.
+
+Run: ``.venv/bin/python bench/hybrid_quality.py`` (the first run embeds every chunk: minutes
+on a 2-core machine; later runs read the cache).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from _scifact import DEFAULT_DIR, doc_scores  # noqa: E402
+from bastion.knowledge.engine import FileToIndex, Knowledge  # noqa: E402
+from bastion.knowledge.eval import describe_machine, evaluate, load_dataset  # noqa: E402
+from bastion.knowledge.index import fusion  # noqa: E402
+from bastion.knowledge.index.models import IndexHit  # noqa: E402
+
+Fuse = Callable[[Sequence[IndexHit], Sequence[IndexHit]], list[IndexHit]]
+DEPTH = 100
+
+
+async def candidates(kb: Knowledge, queries: dict[str, str]) -> dict[str, tuple[list, list]]:
+    assert kb.embedder is not None
+    ids = list(queries)
+    vectors = await kb.embedder.embed([queries[q] for q in ids])
+    return {
+        qid: (
+            kb.index.search_keyword(queries[qid], DEPTH),
+            kb.index.search_vector(vec, DEPTH),
+        )
+        for qid, vec in zip(ids, vectors, strict=True)
+    }
+
+
+def ranked(cands: dict[str, tuple[list, list]], fuse: Fuse) -> dict[str, dict[str, float]]:
+    return {
+        qid: doc_scores([(h.chunk.doc.path, h.score) for h in fuse(kw, vec)])
+        for qid, (kw, vec) in cands.items()
+    }
+
+
+def options() -> dict[str, Fuse]:
+    out: dict[str, Fuse] = {
+        "bm25 only": lambda kw, vec: list(kw),
+        "vector only": lambda kw, vec: list(vec),
+        "rrf (c=60)": fusion.rrf,
+    }
+    for alpha in (0.3, 0.4, 0.5, 0.6, 0.7):
+        out[f"weighted alpha={alpha}"] = lambda kw, vec, a=alpha: fusion.weighted(kw, vec, alpha=a)
+    out["z-scores summed (no weight)"] = zscored
+    return out
+
+
+def zscored(keyword: Sequence[IndexHit], vector: Sequence[IndexHit]) -> list[IndexHit]:
+    """Each list's scores as standard scores (mean 0, deviation 1 over the list), summed; a
+    hit missing from a list gets that list's lowest standard score."""
+    chunks: dict[str, IndexHit] = {}
+    lists: list[tuple[dict[str, float], float]] = []
+    for hits in (keyword, vector):
+        if not hits:
+            continue
+        values = np.array([h.score for h in hits], dtype=np.float64)
+        z = (values - values.mean()) / (values.std() or 1.0)
+        lists.append(
+            ({h.chunk.chunk_id: v for h, v in zip(hits, z.tolist(), strict=True)}, z.min())
+        )
+        for hit in hits:
+            chunks.setdefault(hit.chunk.chunk_id, hit)
+    scores = {key: sum(found.get(key, floor) for found, floor in lists) for key in chunks}
+    order = sorted(scores, key=lambda key: -scores[key])
+    return [IndexHit(chunks[key].chunk, scores[key]) for key in order]
+
+
+async def main() -> None:
+    test = load_dataset(DEFAULT_DIR, split="test")
+    train = load_dataset(DEFAULT_DIR, split="train")
+    cache = HERE / "results" / "cache"
+    cache.mkdir(parents=True, exist_ok=True)
+    warm = (cache / "embeddings.sqlite").exists()
+    folder = Path(tempfile.mkdtemp(prefix="bastion-hybrid-"))
+    try:
+        kb = Knowledge.open(folder, embedder="local", embedding_cache=cache / "embeddings.sqlite")
+        files = [
+            FileToIndex(f"/scifact/{d.doc_id}.md", f"# {d.title}\n\n{d.text}\n".encode())
+            for d in test.iter_corpus()
+        ]
+        t0 = time.perf_counter()
+        for lo in range(0, len(files), 500):
+            await kb.index_files(files[lo : lo + 500])
+        took = time.perf_counter() - t0
+        train_c = await candidates(kb, dict(train.queries))
+        test_c = await candidates(kb, dict(test.queries))
+        lines = [
+            f"SciFact hybrid: {kb.index.count()} chunks, indexed in {took:.0f} s "
+            f"({'warm' if warm else 'cold'} embedding cache); {len(train_c)} train / "
+            f"{len(test_c)} test queries; machine: {describe_machine()}",
+            "",
+            "| fusion | train nDCG@10 | test nDCG@10 | test R@100 |",
+            "|---|---:|---:|---:|",
+        ]
+        for name, fuse in options().items():
+            tr = evaluate(ranked(train_c, fuse), train.qrels)
+            te = evaluate(ranked(test_c, fuse), test.qrels)
+            lines.append(
+                f"| {name} | {tr.ndcg_at_10:.4f} | {te.ndcg_at_10:.4f} | {te.recall_at_100:.4f} |"
+            )
+            print(lines[-1], flush=True)
+        kb.close()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    text = "\n".join(lines)
+    print()
+    print(text)
+    out = HERE / "results" / f"hybrid_quality-{time.strftime('%Y%m%d-%H%M%S')}.md"
+    out.write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
