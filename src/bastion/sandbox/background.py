@@ -38,7 +38,7 @@ from typing import Literal
 
 from bastion.core.errors import NotFoundError, OperationError
 from bastion.core.paths import VPath
-from bastion.sandbox.bwrap import exit_status, kill_tree, start_background
+from bastion.sandbox.bwrap import exit_status, kill_tree, start_background, wait_gone
 from bastion.sandbox.port import SandboxWorkspace
 from bastion.sandbox.process_info import OutputBuffer, OutputChunk, ProcessInfo, Stream, drain
 from bastion.sandbox.result import RunLimits, SandboxError
@@ -103,13 +103,15 @@ class _Process:
 
     # -- the end -----------------------------------------------------------------------------
 
-    def kill(self, limit: str) -> None:
-        """Kill the whole tree (any thread); the first reason given is the one kept."""
-        if self.proc.poll() is None:
-            if self.limit is None:
-                self.limit = limit
-            self.killed = True
-            kill_tree(self.proc.pid)
+    def kill(self, limit: str) -> frozenset[int]:
+        """Kill the whole tree (any thread); the first reason given is the one kept. Returns
+        the tree's processes (for :func:`~bastion.sandbox.bwrap.wait_gone`)."""
+        if self.proc.poll() is not None:
+            return frozenset()
+        if self.limit is None:
+            self.limit = limit
+        self.killed = True
+        return kill_tree(self.proc.pid)
 
     def exited(self) -> None:
         """Called by the watcher thread once bubblewrap is gone."""
@@ -376,8 +378,9 @@ class Processes:
     async def kill(self, owner: tuple[str, str], pid: str) -> ProcessInfo:
         """Kill the process's whole tree; its changes not yet written back stay out."""
         proc = self._find(owner, pid)
-        proc.kill("killed")
+        tree = proc.kill("killed")
         await asyncio.to_thread(proc.proc.wait)
+        await asyncio.to_thread(wait_gone, tree, proc.proc.pid)
         while proc.ended is None:  # the watcher thread records the end
             await asyncio.sleep(0.01)
         await proc.settle()
@@ -399,10 +402,11 @@ class Processes:
             for p in self._procs.values()
             if (owner is None or p.owner == owner) and p.ended is None
         ]
-        for proc in chosen:
-            proc.kill("killed")
-        for proc in chosen:
+        trees = [proc.kill("killed") for proc in chosen]
+        for proc, tree in zip(chosen, trees, strict=True):
             await asyncio.to_thread(proc.proc.wait)
+            await asyncio.to_thread(wait_gone, tree, proc.proc.pid)
+        for proc in chosen:
             while proc.ended is None:
                 await asyncio.sleep(0.01)
             await proc.settle()

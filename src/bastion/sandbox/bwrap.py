@@ -36,6 +36,7 @@ __all__ = [
     "sandbox_ids",
     "spawn",
     "start_background",
+    "wait_gone",
 ]
 
 SYSTEM_NAMES = frozenset({"usr", "bin", "sbin", "lib", "lib32", "lib64", "proc", "dev", "tmp"})
@@ -248,9 +249,55 @@ def start_background(
     )
 
 
-def kill_tree(pid: int) -> None:
-    """Kill bubblewrap's process group (its PID namespace dies with it)."""
+def kill_tree(pid: int) -> frozenset[int]:
+    """Kill bubblewrap's process group (its PID namespace dies with it); the processes to
+    wait for with :func:`wait_gone`: the tree as it was just before, and the group."""
+    tree = _tree(pid)
     _kill(pid)
+    return tree
+
+
+def _stats() -> list[tuple[int, bytes, int, int]]:
+    """(pid, state, parent, process group) of every process (one pass over ``/proc``)."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = Path(entry.path, "stat").read_bytes().rsplit(b")", 1)[1].split()
+            found.append((int(entry.name), fields[0], int(fields[1]), int(fields[2])))
+        except (OSError, IndexError, ValueError):
+            continue
+    return found
+
+
+def _tree(pid: int) -> frozenset[int]:
+    children: dict[int, list[int]] = {}
+    for child, _, parent, _ in _stats():
+        children.setdefault(parent, []).append(child)
+    found = {pid}
+    stack = [pid]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            if child not in found:
+                found.add(child)
+                stack.append(child)
+    return frozenset(found)
+
+
+def wait_gone(pids: frozenset[int], group: int | None = None, seconds: float = 5.0) -> None:
+    """Wait until none of ``pids``, and no process of the process group ``group``, runs any
+    more (gone, or a zombie waiting to be reaped). bubblewrap's first process in the sandbox
+    is in its group, and the kernel ends it only once every other process of its PID
+    namespace is gone, so this waits for processes forked after ``pids`` was taken too."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not any(
+            state not in (b"Z", b"X") and (p in pids or pgrp == group)
+            for p, state, _, pgrp in _stats()
+        ):
+            return
+        time.sleep(0.005)
 
 
 def exit_status(code: int, *, killed: bool) -> tuple[int | None, int | None]:
@@ -297,8 +344,9 @@ async def spawn(
         )
         if waiter not in done:
             limit = "output" if capped in done else "written" if filled in done else "timeout"
-            _kill(proc.pid)
+            tree = kill_tree(proc.pid)
             await waiter
+            await asyncio.to_thread(wait_gone, tree, proc.pid)
     finally:
         capped.cancel()
         filled.cancel()
