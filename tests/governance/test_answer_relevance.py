@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import pytest
 
 from bastion import MemoryAuditSink, MemoryStore, Mount, Policy, Principal, Workspace
+from bastion.core.errors import ConfigurationError
 from bastion.governance.answer import (
     NO_CONTEXT,
     AnswerStatus,
@@ -373,3 +374,19 @@ async def test_the_floor_can_be_switched_off_in_the_workflow(
     assert len(answer.contexts) == (0 if floor is not None else 1)
     assert answer.citations == ()
     assert any(r.operation == "ask.relevance" for r in sink.records) is (floor is not None)
+
+
+async def test_ask_takes_the_floor_and_its_default_is_the_answer_packages() -> None:
+    from bastion.workspace.asking import ASK_RELEVANCE_FLOOR
+
+    assert ASK_RELEVANCE_FLOOR == RELEVANCE_FLOOR
+    ws = await _ws()
+    question = "What is executive compensation?"
+    refused = await ws.ask(question, mode="bm25")
+    assert refused.status is AnswerStatus.NO_CONTEXT
+    off = await ws.ask(question, mode="bm25", relevance_floor=None)
+    assert off.contexts != () and not any("relevance floor" in n for n in off.notes)
+    lenient = await ws.ask(question, mode="bm25", relevance_floor=0.01)
+    assert lenient.contexts != ()
+    with pytest.raises(ConfigurationError):
+        await ws.ask(question, mode="bm25", relevance_floor=0)

@@ -19,6 +19,7 @@ from bastion.workspace.searching import Searching
 if TYPE_CHECKING:
     from bastion.core.guard import GuardContext
     from bastion.governance.answer.chat import ChatModel
+    from bastion.governance.answer.generate import Generator
     from bastion.governance.answer.guardrail_port import GuardrailsPort
     from bastion.governance.answer.models import Answer, Context
     from bastion.governance.answer.rerank import Reranker
@@ -46,6 +47,12 @@ class SearchFunction(Protocol):
     ) -> SearchResult: ...
 
 
+ASK_RELEVANCE_FLOOR = 0.625
+"""``relevance_floor``'s default: :data:`bastion.governance.answer.relevance.RELEVANCE_FLOOR`
+(a test holds them equal; importing the answer package here would weigh on ``import
+bastion``)."""
+
+
 class Asking:
     """``ask`` for one principal: retrieval through ``search``, the index through
     ``searching`` (the same guard context)."""
@@ -68,13 +75,12 @@ class Asking:
         verify: bool | Verifier = True,
         path: str | VPath = "/",
         filter: Mapping[str, Any] | None = None,
+        relevance_floor: float | None = ASK_RELEVANCE_FLOOR,
     ) -> Answer:
         """Answer ``question`` from the documents this principal may read, with citations.
         (see :meth:`Workspace.ask`)"""
-        from bastion.governance.answer.extractive import ExtractiveAnswerer
         from bastion.governance.answer.generate import ChatAnswerer
         from bastion.governance.answer.rerank import NoRerank
-        from bastion.governance.answer.verify import Verifier
         from bastion.governance.answer.workflow import AnswerWorkflow, AuditTrail
         from bastion.knowledge.index.models import SearchMode
 
@@ -92,9 +98,10 @@ class Asking:
                 counter=link.knowledge.chunker.counter,
                 budget_tokens=budget_tokens,
                 reranker=reranker if reranker is not None else NoRerank(),
-                generator=ChatAnswerer(chat) if chat is not None else ExtractiveAnswerer(),
-                verifier=verify if isinstance(verify, Verifier) else Verifier() if verify else None,
+                generator=ChatAnswerer(chat) if chat is not None else _extractive(relevance_floor),
+                verifier=_verifier(verify, relevance_floor),
                 guardrails=_guardrails(guardrails),
+                relevance_floor=relevance_floor,
             )
             retriever = _SearchRetriever(
                 self._search,
@@ -203,3 +210,20 @@ class _SearchRetriever:
 
 def _chunks_by_id(index: Index, doc_ids: Sequence[str]) -> dict[str, IndexedChunk]:
     return {c.chunk_id: c for doc_id in doc_ids for c in index.chunks_of(doc_id)}
+
+
+def _extractive(floor: float | None) -> Generator:
+    """The offline answerer, quoting sentences that cover ``floor`` of the question (its
+    default where the floor is off)."""
+    from bastion.governance.answer.extractive import ExtractiveAnswerer
+
+    return ExtractiveAnswerer() if floor is None else ExtractiveAnswerer(floor=floor)
+
+
+def _verifier(verify: bool | Verifier, floor: float | None) -> Verifier | None:
+    """``verify`` as given (a Verifier), the deterministic check at ``floor``, or none."""
+    from bastion.governance.answer.verify import Verifier
+
+    if isinstance(verify, Verifier) or not verify:
+        return verify or None
+    return Verifier() if floor is None else Verifier(relevance_floor=floor)

@@ -37,7 +37,7 @@ from bastion.core.paths import VPath
 from bastion.core.policy import Policy
 from bastion.core.principal import Principal
 from bastion.core.ratelimit import RateLimiter
-from bastion.workspace.asking import Asking
+from bastion.workspace.asking import ASK_RELEVANCE_FLOOR, Asking
 from bastion.workspace.doclabels import DocumentLabels
 from bastion.workspace.files import EditResult, FileOps, TextPage
 from bastion.workspace.fsmap import filesystem_map
@@ -391,6 +391,7 @@ class Workspace:
         verify: bool | Verifier = True,
         path: str | VPath = "/",
         filter: Mapping[str, Any] | None = None,
+        relevance_floor: float | None = ASK_RELEVANCE_FLOOR,
     ) -> Answer:
         """Answer ``question`` from the documents this principal may read, with citations.
 
@@ -403,6 +404,9 @@ class Workspace:
         :class:`~bastion.governance.guardrails.Guardrails`; False: none; or your own object
         with ``check_question``, ``check_chunk``, ``check_answer``). With no authorized
         context the answer is "No authorized documents found." and cites nothing.
+        ``relevance_floor``: the share of the question's topic terms a chunk's best sentence
+        must cover to enter the context (and a sentence to be quoted and verified); below it
+        for every chunk, the answer refuses. ``None`` switches the floor off (see docs/ask.md).
         """
         return await self._asking.ask(
             question,
@@ -415,6 +419,7 @@ class Workspace:
             verify=verify,
             path=path,
             filter=filter,
+            relevance_floor=relevance_floor,
         )
 
     async def run(
