@@ -5,6 +5,7 @@ search's filter admits, so a hidden document moves no score, in memory and in Po
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 from index_contract import chunk, meta
@@ -145,3 +146,36 @@ def test_hidden_documents_do_not_move_the_scores(tables: Tables, query: str) -> 
     # and the hidden documents are there: an asker who may see them gets other scores
     boss = IndexFilter(tenant="acme", roles=frozenset({"board"}))
     assert _scores(full, query, boss) != _scores(alone, query, boss)
+
+
+def test_through_a_workspace_on_the_embedded_tables(tmp_path: Path) -> None:
+    """Issue 12's example end to end: ``Knowledge.open`` keeps /handbook and /legal in two
+    LanceDB tables, and the leave policy still comes first for "days"; a restricted file in
+    the legal table, hidden from the asker, changes none of its scores."""
+    from bastion import Labels, MemoryStore, Mount, Policy, Principal, Workspace
+    from bastion.knowledge.engine import Knowledge
+
+    def world(folder: Path, hidden: bool) -> list[tuple[str, float]]:
+        ws = Workspace(
+            [
+                Mount.of("/handbook", MemoryStore(), labels=Labels(tenant="acme")),
+                Mount.of("/legal", MemoryStore(), labels=Labels(tenant="acme")),
+            ],
+            policy=Policy.allow_all(),
+            knowledge=Knowledge.open(folder, embedder=None),
+        ).sync()
+        boss = ws.with_principal(Principal.of("boss", tenant="acme", clearance="restricted"))
+        for c in VISIBLE:
+            boss.write(c.doc.path, f"# {c.doc.doc_id}\n\n{c.text}\n")
+        if hidden:
+            boss.write(
+                "/legal/secret.md",
+                "---\nclassification: restricted\n---\n# Secret\n\ndays days days notice\n",
+            )
+        clerk = ws.with_principal(Principal.of("clerk", tenant="acme", clearance="public"))
+        return [(h.path, round(h.score, 4)) for h in clerk.search("days", mode="bm25").hits]
+
+    alone = world(tmp_path / "alone", hidden=False)
+    assert alone[0][0] == "/handbook/leave.md"
+    assert "/legal/licence.md" in [path for path, _ in alone]
+    assert world(tmp_path / "full", hidden=True) == alone

@@ -8,8 +8,9 @@ memory, evaluated in one statement over the ``terms`` table: one row per (chunk,
 term) with the term frequency and the chunk's length, each chunk holding only what it adds to
 its document. N, df and the average lengths (of chunks and of documents) are those of the
 chunks the filter admits, as in memory: a score never depends on chunks the asker may not see
-(or one's own document's score would tell how many hidden ones hold a word). Counting the
-documents costs a pass over the admitted chunks' ``(rid, doc_id, length)`` for every query.
+(or one's own document's score would tell how many hidden ones hold a word). Unfiltered, the
+counts come from the registry row and the document index; filtered, from a pass over the
+admitted chunks' ``(rid, doc_id, length)``.
 """
 
 from __future__ import annotations
@@ -201,13 +202,46 @@ def bm25_query(names: TableNames, flt: Where, *, shared: bool = False) -> sql.Co
     and avgdl over the documents the filter admits; each matching chunk scores its
     document's BM25 times its own chunk-level BM25 over its document's best chunk's.
 
-    Parameters: ``terms`` (distinct analyzed query terms), ``k1``, ``b``, ``k``, the filter's,
-    and with ``shared`` the counts of a wider collection: ``n``, ``avgdl``, ``dfs`` (per
-    term, aligned with ``terms``) of its documents, ``entries``, ``entry_avgdl`` and
+    Unfiltered, the chunk count and total length come from the registry row, the document
+    count from the ``(doc_id, seq)`` index, and only the matching documents' lengths are
+    summed; filtered, all of them are counted over the chunks the filter admits.
+
+    Parameters: ``name``, ``terms`` (distinct analyzed query terms), ``k1``, ``b``, ``k``, the
+    filter's, and with ``shared`` the counts of a wider collection: ``n``, ``avgdl``, ``dfs``
+    (per term, aligned with ``terms``) of its documents, ``entries``, ``entry_avgdl`` and
     ``entry_dfs`` of its chunks. Rows: :data:`CHUNK_COLUMNS`, the score."""
+    if flt.conditions:
+        base = sql.SQL(
+            """visible AS (
+                SELECT c.rid, c.doc_id, c.length FROM {chunks} c WHERE {cond}
+            ), docs AS (
+                SELECT doc_id, sum(length)::float8 AS dl FROM visible GROUP BY doc_id
+            ), own_chunks AS (
+                SELECT count(*)::float8 AS n, coalesce(sum(length), 0)::float8 AS total
+                FROM visible
+            ), own_docs AS (
+                SELECT count(*)::float8 AS n FROM docs
+            )"""
+        ).format(chunks=names.chunks, cond=flt.clause())
+    else:
+        base = sql.SQL(
+            """visible AS (
+                SELECT c.rid, c.doc_id, c.length FROM {chunks} c
+                WHERE c.rid IN (SELECT p.rid FROM {terms} p WHERE p.term = ANY(%(terms)s::text[]))
+            ), docs AS (
+                SELECT c.doc_id, sum(c.length)::float8 AS dl FROM {chunks} c
+                WHERE c.doc_id IN (SELECT doc_id FROM visible) GROUP BY c.doc_id
+            ), own_chunks AS (
+                SELECT chunks::float8 AS n, total_len::float8 AS total
+                FROM {registry} WHERE name = %(name)s
+            ), own_docs AS (
+                SELECT count(DISTINCT doc_id)::float8 AS n FROM {chunks}
+            )"""
+        ).format(chunks=names.chunks, terms=names.terms, registry=names.registry)
     if shared:
-        chunk_stats = sql.SQL(
+        stats = sql.SQL(
             """cstats AS (SELECT %(entries)s::float8 AS n, %(entry_avgdl)s::float8 AS avgdl),
+            dstats AS (SELECT %(n)s::float8 AS n, %(avgdl)s::float8 AS avgdl),
             given AS (
                 SELECT * FROM unnest(%(terms)s::text[], %(dfs)s::int8[], %(entry_dfs)s::int8[])
                     AS g(term, df, entry_df)
@@ -216,54 +250,41 @@ def bm25_query(names: TableNames, flt: Where, *, shared: bool = False) -> sql.Co
                        greatest(count(*) OVER (PARTITION BY p.term), g.entry_df) AS df
                 FROM {terms} p JOIN visible v ON v.rid = p.rid JOIN given g ON g.term = p.term
                 WHERE p.term = ANY(%(terms)s::text[])
-            )"""
-        ).format(terms=names.terms)
-        doc_stats = sql.SQL(
-            """dstats AS (SELECT %(n)s::float8 AS n, %(avgdl)s::float8 AS avgdl),
-            doc_df AS (
+            ), doc_terms AS (
+                SELECT doc_id, term, sum(tf)::float8 AS tf FROM postings GROUP BY doc_id, term
+            ), doc_df AS (
                 SELECT g.term, greatest(g.df, coalesce(l.df, 0))::float8 AS df
                 FROM given g
                 LEFT JOIN (SELECT term, count(*) AS df FROM doc_terms GROUP BY term) l
                     ON l.term = g.term
             )"""
-        )
+        ).format(terms=names.terms)
     else:
-        chunk_stats = sql.SQL(
+        stats = sql.SQL(
             """cstats AS (
-                SELECT count(*)::float8 AS n,
-                       greatest(coalesce(sum(length), 0)::float8 / greatest(count(*), 1), 1e-9)
-                           AS avgdl
-                FROM visible
+                SELECT n, greatest(total / greatest(n, 1), 1e-9) AS avgdl FROM own_chunks
+            ), dstats AS (
+                SELECT d.n, greatest(c.total / greatest(d.n, 1), 1e-9) AS avgdl
+                FROM own_docs d CROSS JOIN own_chunks c
             ), postings AS (
                 SELECT p.rid, p.term, p.tf, p.length, v.doc_id,
                        count(*) OVER (PARTITION BY p.term) AS df
                 FROM {terms} p JOIN visible v ON v.rid = p.rid
                 WHERE p.term = ANY(%(terms)s::text[])
-            )"""
-        ).format(terms=names.terms)
-        doc_stats = sql.SQL(
-            """dstats AS (
-                SELECT count(*)::float8 AS n,
-                       greatest(coalesce(sum(dl), 0) / greatest(count(*), 1), 1e-9) AS avgdl
-                FROM docs
+            ), doc_terms AS (
+                SELECT doc_id, term, sum(tf)::float8 AS tf FROM postings GROUP BY doc_id, term
             ), doc_df AS (
                 SELECT term, count(*)::float8 AS df FROM doc_terms GROUP BY term
             )"""
-        )
+        ).format(terms=names.terms)
     return sql.SQL(
-        """WITH visible AS (
-            SELECT c.rid, c.doc_id, c.length FROM {chunks} c WHERE {cond}
-        ), docs AS (
-            SELECT doc_id, sum(length)::float8 AS dl FROM visible GROUP BY doc_id
-        ), {chunk_stats}, chunk_scores AS (
+        """WITH {base}, {stats}, chunk_scores AS (
             SELECT x.rid, x.doc_id,
                    sum(ln(1 + (s.n - x.df + 0.5) / (x.df + 0.5)) * x.tf * (%(k1)s + 1)
                        / (x.tf + %(k1)s * (1 - %(b)s + %(b)s * x.length / s.avgdl))) AS score
             FROM postings x CROSS JOIN cstats s
             GROUP BY x.rid, x.doc_id
-        ), doc_terms AS (
-            SELECT doc_id, term, sum(tf)::float8 AS tf FROM postings GROUP BY doc_id, term
-        ), {doc_stats}, doc_scores AS (
+        ), doc_scores AS (
             SELECT t.doc_id,
                    sum(ln(1 + (s.n - f.df + 0.5) / (f.df + 0.5)) * t.tf * (%(k1)s + 1)
                        / (t.tf + %(k1)s * (1 - %(b)s + %(b)s * d.dl / s.avgdl))) AS score
@@ -279,13 +300,7 @@ def bm25_query(names: TableNames, flt: Where, *, shared: bool = False) -> sql.Co
         )
         SELECT {cols}, top.score FROM top JOIN {chunks} r ON r.rid = top.rid
         ORDER BY top.score DESC, top.rid"""
-    ).format(
-        chunk_stats=chunk_stats,
-        doc_stats=doc_stats,
-        chunks=names.chunks,
-        cond=flt.clause(),
-        cols=columns(CHUNK_COLUMNS, "r"),
-    )
+    ).format(base=base, stats=stats, chunks=names.chunks, cols=columns(CHUNK_COLUMNS, "r"))
 
 
 def bm25_statistics_query(names: TableNames, flt: Where) -> sql.Composed:

@@ -120,7 +120,7 @@ class _Documents:
     """The visible slots of a view grouped by document: ``local[slot]`` is the slot's
     document's position (``-1``: not visible), ``lengths`` each document's length."""
 
-    __slots__ = ("lengths", "local", "norm", "terms")
+    __slots__ = ("lengths", "local", "norm", "scored", "terms")
 
     def __init__(self, local: _I64, lengths: _F32) -> None:
         self.local = local
@@ -129,6 +129,8 @@ class _Documents:
         """Length norms with this view's own average (computed when first needed)."""
         self.terms: dict[int, tuple[_I64, _F32]] = {}
         """Term -> (documents holding it, their summed frequencies): statistics-free."""
+        self.scored: dict[int, _F32] = {}
+        """Term -> its score in each of those documents, with this view's own statistics."""
 
 
 class _View:
@@ -259,6 +261,9 @@ class BM25:
             found = (slots, tfs)
         if view.cached + len(slots) > _CACHED:
             view.terms.clear()
+            if view.docs is not None:
+                view.docs.terms.clear()
+                view.docs.scored.clear()
             view.cached = 0
         view.terms[term] = found
         view.cached += len(slots)
@@ -308,6 +313,12 @@ class BM25:
             seen = where >= 0
             ids, inverse = np.unique(where[seen], return_inverse=True)
             sums = np.bincount(inverse, weights=tfs[seen], minlength=len(ids)).astype(np.float32)
+            if view.cached + 2 * len(ids) > _CACHED:  # the view's bound covers both levels
+                view.terms.clear()
+                docs.terms.clear()
+                docs.scored.clear()
+                view.cached = 0
+            view.cached += 2 * len(ids)  # its frequencies, and its scores once computed
             found = docs.terms[term] = (ids, sums)
         return found
 
@@ -393,10 +404,14 @@ class BM25:
             ids, tfs = self._document_term(view, docs, found)
             if not len(ids):
                 continue
-            df = len(ids) if statistics is None else max(statistics.df.get(term, 0), len(ids))
-            totals[ids] += np.float32(self.scoring.idf(n, df)) * self.scoring.weights(
-                tfs, norm[ids]
-            )
+            weights = docs.scored.get(found) if statistics is None else None
+            if weights is None:
+                df = len(ids) if statistics is None else max(statistics.df.get(term, 0), len(ids))
+                idf = np.float32(self.scoring.idf(n, df))
+                weights = idf * self.scoring.weights(tfs, norm[ids])
+                if statistics is None:
+                    docs.scored[found] = weights
+            totals[ids] += weights
         where = docs.local[matched]
         own = entries[matched]
         best = np.zeros(len(docs.lengths), dtype=np.float32)

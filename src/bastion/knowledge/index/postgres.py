@@ -329,7 +329,7 @@ class PostgresIndex(Index):
             params = {**where.params, "k": k}
             if self.keyword_scoring is KeywordScoring.BM25:
                 statement = q.bm25_query(self.names, where, shared=statistics is not None)
-                params |= {"terms": terms, "k1": self._k1, "b": self._b}
+                params |= {"name": self.table, "terms": terms, "k1": self._k1, "b": self._b}
                 if statistics is not None:
                     total, docs, entries = (
                         statistics.length,
