@@ -24,9 +24,10 @@ the knowledge link) is built once here.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Mapping
+import functools
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from bastion.core.audit import AuditSink, MemoryAuditSink
 from bastion.core.audit_sinks import AuditView
@@ -38,6 +39,7 @@ from bastion.core.policy import Policy
 from bastion.core.principal import Principal
 from bastion.core.ratelimit import RateLimiter
 from bastion.workspace.asking import ASK_RELEVANCE_FLOOR, Asking
+from bastion.workspace.blocking import run_blocking
 from bastion.workspace.doclabels import DocumentLabels
 from bastion.workspace.files import EditResult, FileOps, TextPage
 from bastion.workspace.fsmap import filesystem_map
@@ -60,9 +62,8 @@ if TYPE_CHECKING:
     from bastion.sandbox.result import RunLimits, RunResult
     from bastion.workspace.grep import GrepResult
     from bastion.workspace.indexing import IndexSummary
-    from bastion.workspace.sync import SyncWorkspace
 
-__all__ = ["EditResult", "TextPage", "Workspace"]
+__all__ = ["EditResult", "SyncWorkspace", "TextPage", "Workspace"]
 
 
 class _Shared:
@@ -135,8 +136,6 @@ class Workspace:
 
     def sync(self) -> SyncWorkspace:
         """The blocking facade over this workspace."""
-        from bastion.workspace.sync import SyncWorkspace
-
         return SyncWorkspace(self)
 
     def _link(self) -> KnowledgeLink:
@@ -487,3 +486,87 @@ class Workspace:
         """Kill every background process of this workspace, every principal's (what ending a
         scope does); the number killed. Dropping the workspace kills them too."""
         return await self._shared.processes.close()
+
+
+# -- the blocking facade ---------------------------------------------------------------------
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _blocking(
+    method: Callable[Concatenate[Workspace, P], Coroutine[Any, Any, R]],
+) -> Callable[Concatenate[SyncWorkspace, P], R]:
+    def call(self: SyncWorkspace, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return run_blocking(method(self.aio, *args, **kwargs))
+
+    functools.update_wrapper(call, method)
+    return call
+
+
+class SyncWorkspace:
+    """Blocking twin of :class:`Workspace`; ``aio`` is the async workspace underneath."""
+
+    def __init__(self, aio: Workspace) -> None:
+        self.aio = aio
+
+    @classmethod
+    def create(cls, mounts: Any, **kwargs: Any) -> SyncWorkspace:
+        """Build the async workspace and wrap it: ``SyncWorkspace.create(mounts, policy=...)``."""
+        return cls(Workspace(mounts, **kwargs))
+
+    # Plain (non-async) members are passed through.
+    @property
+    def principal(self) -> Principal:
+        return self.aio.principal
+
+    @property
+    def mounts(self) -> tuple[Mount, ...]:
+        return self.aio.mounts
+
+    @property
+    def audit(self) -> AuditSink:
+        return self.aio.audit
+
+    def filesystem_map(self) -> str:
+        return self.aio.filesystem_map()
+
+    @property
+    def has_index(self) -> bool:
+        return self.aio.has_index
+
+    @property
+    def search_modes(self) -> tuple[str, ...]:
+        return self.aio.search_modes
+
+    def with_principal(self, principal: Principal) -> SyncWorkspace:
+        return SyncWorkspace(self.aio.with_principal(principal))
+
+    stat = _blocking(Workspace.stat)
+    exists = _blocking(Workspace.exists)
+    read_bytes = _blocking(Workspace.read_bytes)
+    read_text = _blocking(Workspace.read_text)
+    read_lines = _blocking(Workspace.read_lines)
+    write = _blocking(Workspace.write)
+    append = _blocking(Workspace.append)
+    edit = _blocking(Workspace.edit)
+    mkdir = _blocking(Workspace.mkdir)
+    delete = _blocking(Workspace.delete)
+    copy = _blocking(Workspace.copy)
+    move = _blocking(Workspace.move)
+    list = _blocking(Workspace.list)
+    glob = _blocking(Workspace.glob)
+    grep = _blocking(Workspace.grep)
+    search = _blocking(Workspace.search)
+    index_directory = _blocking(Workspace.index_directory)
+    rebuild_index = _blocking(Workspace.rebuild_index)
+    reindex = _blocking(Workspace.reindex)
+    ask = _blocking(Workspace.ask)
+    run = _blocking(Workspace.run)
+    start_process = _blocking(Workspace.start_process)
+    processes = _blocking(Workspace.processes)
+    read_output = _blocking(Workspace.read_output)
+    send_input = _blocking(Workspace.send_input)
+    kill_process = _blocking(Workspace.kill_process)
+    write_back = _blocking(Workspace.write_back)
+    close_processes = _blocking(Workspace.close_processes)
