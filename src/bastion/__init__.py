@@ -34,7 +34,14 @@ from bastion.core.ports import Store
 from bastion.core.principal import Principal
 from bastion.stores.local import LocalStore
 from bastion.stores.memory import MemoryStore
-from bastion.workspace import EditResult, GrepMatch, GrepResult, SyncWorkspace, Workspace
+from bastion.workspace import (
+    EditResult,
+    GrepMatch,
+    GrepResult,
+    SyncWorkspace,
+    TextPage,
+    Workspace,
+)
 
 __all__ = [
     "AccessDeniedError",
@@ -99,6 +106,7 @@ __all__ = [
     "StoreError",
     "StoreUnavailableError",
     "SyncWorkspace",
+    "TextPage",
     "Toolset",
     "VPath",
     "Workspace",

@@ -68,6 +68,7 @@ EXPECTED = {
     "StoreError",
     "StoreUnavailableError",
     "SyncWorkspace",
+    "TextPage",
     "Toolset",
     "VPath",
     "Workspace",
