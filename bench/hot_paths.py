@@ -78,13 +78,11 @@ def _knowledge_module() -> Any:
 class _Counting:
     """Counts calls to a store's methods (the store object is patched in place)."""
 
-    NAMES = ("stat", "read", "read_range", "entries", "list", "exists", "open_read")
-
     def __init__(self, store: Any) -> None:
         self.counts: dict[str, int] = {}
-        for name in self.NAMES:
+        for name in dir(type(store)):
             method = getattr(store, name, None)
-            if method is None:
+            if name.startswith("_") or not callable(method) or isinstance(method, type):
                 continue
             setattr(store, name, self._wrap(name, method))
 
