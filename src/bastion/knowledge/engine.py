@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from bastion.core.errors import ConfigurationError
+from bastion.core.extras import needs
 from bastion.core.models import Labels
 from bastion.core.principal import Classifications
 from bastion.knowledge.chunking import Chunker, ChunkingConfig
@@ -102,15 +103,20 @@ class Knowledge:
         ``folder/embeddings.sqlite``). ``partitioned`` keeps one table per tenant and source
         (``chunks__tenant_{t}__src_{s}``, see :mod:`bastion.knowledge.index.partitioned`)."""
         from bastion.knowledge.embedders.cache import CachedEmbedder, EmbeddingCache
-        from bastion.knowledge.index.lance import LanceIndex
+
+        with needs("the embedded index (Knowledge.open, a [knowledge] folder)"):
+            import lancedb  # noqa: F401  # fail here, not at the first table
+
+            from bastion.knowledge.index.lance import LanceIndex
 
         root = Path(folder)
         root.mkdir(parents=True, exist_ok=True)
         model: Embedder | None
         if embedder == "local":
-            from bastion.knowledge.embedders.local import LocalEmbedder
+            with needs("the local embedder (embedder = 'local')"):
+                from bastion.knowledge.embedders.local import LocalEmbedder
 
-            model = LocalEmbedder()
+                model = LocalEmbedder()
         elif isinstance(embedder, str):
             raise ConfigurationError(f"unknown embedder {embedder!r}; use 'local' or an Embedder")
         else:
