@@ -235,7 +235,7 @@ def bm25_query(names: TableNames, flt: Where, *, shared: bool = False) -> sql.Co
                 SELECT chunks::float8 AS n, total_len::float8 AS total
                 FROM {registry} WHERE name = %(name)s
             ), own_docs AS (
-                SELECT count(DISTINCT doc_id)::float8 AS n FROM {chunks}
+                SELECT count(*)::float8 AS n FROM (SELECT DISTINCT doc_id FROM {chunks}) d
             )"""
         ).format(chunks=names.chunks, terms=names.terms, registry=names.registry)
     if shared:
