@@ -7,8 +7,9 @@ question or a request (``what``, ``which``, ``does``, ``must``, ``many``, ``tell
 without the adjective of ``how long is``, ``how soon must`` (the form of the answer, not its
 subject). A sentence of a chunk covers a topic term when the sentence, or a heading it sits
 under, contains it: a list item under ``### Code Review Process`` is about code review. Its
-*coverage* is the share of topic terms it covers. The document's title is shared by every sentence of the document, so
-it only counts to complete a coverage: a sentence that, with its headings and the title, holds
+*coverage* is the share of topic terms it covers. The document's title is shared by every
+sentence of the document, so it only counts to complete a coverage: a sentence that, with its
+headings and the title, holds
 every topic term covers the question fully ("Finance budget overrun policy?" and the budget
 overrun rule of the "Finance Department Policy Manual"); a title that holds a few of them proves
 nothing about one sentence. A sentence *bears on* the question when its coverage reaches the
