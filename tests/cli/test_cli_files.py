@@ -164,3 +164,13 @@ def test_index_progress_is_a_line_on_stderr_unless_quiet(demo: Path, run: Run) -
     assert "indexing: 17/17" in loud.stderr and "indexing" not in loud.stdout
     quiet = run("index", "-q")
     assert quiet.stderr == ""
+
+
+def test_a_large_file_reports_its_progress_segment_by_segment(starter: Path, run: Run) -> None:
+    line = "Auditors count the ledger twice before the quarter closes.\n"
+    (starter / "docs" / "big.txt").write_text(line * (2_500_000 // len(line)))
+    done = run("index")
+    assert done.exit_code == 0, done.output
+    steps = [ln for ln in done.stderr.splitlines() if "/docs/big.txt" in ln]
+    assert len(steps) >= 2 and steps[-1].startswith("indexing: /docs/big.txt 100% (")
+    assert run("index", "-q").stderr == ""

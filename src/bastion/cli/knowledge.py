@@ -147,9 +147,9 @@ def _run_repair(settings_: Any, label: str, *, rebuild: bool = False) -> Any:
     try:
         if principal is not None:
             with open_session(settings_, principal, index=True) as session:
-                return session.ws.reindex(progress=progress)
+                return session.ws.reindex(progress=progress, segments=progress.segment)
         with settings_.opened(owner=True, index_on_open=False) as ws:
-            return run_blocking(ws.reindex(progress=progress))
+            return run_blocking(ws.reindex(progress=progress, segments=progress.segment))
     finally:
         progress.close()
 

@@ -6,12 +6,15 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from bastion.cli.common import options
 from bastion.core.principal import Principal
+
+if TYPE_CHECKING:
+    from bastion.knowledge.indexer import IndexProgress
 
 __all__ = ["Progress", "emit", "note", "principal_dict", "shown"]
 
@@ -58,6 +61,7 @@ class Progress:
         self.tty = self.enabled and sys.stderr.isatty()
         self._bar: Any = None
         self._shown = -1
+        self._segment: dict[str, int] = {}
 
     def __call__(self, done: int, total: int, _path: str = "") -> None:
         if not self.enabled or total <= 0:
@@ -75,6 +79,22 @@ class Progress:
         if tenth > self._shown:
             self._shown = tenth
             click.echo(f"{self.label}: {done}/{total}", err=True)
+
+    def segment(self, step: IndexProgress) -> None:
+        """A large file indexed a segment at a time: its share so far, on the bar's label on a
+        terminal, else a line at each tenth of the file."""
+        if not self.enabled or step.total <= 0:
+            return
+        share = min(100, step.done * 100 // step.total)
+        if self.tty:
+            if self._bar is not None:
+                self._bar.label = f"{self.label} {step.path} {share}%"
+                self._bar.render_progress()
+            return
+        tenth = share // 10
+        if tenth > self._segment.get(step.path, -1):
+            self._segment[step.path] = tenth
+            click.echo(f"{self.label}: {step.path} {share}% ({step.chunks} chunks)", err=True)
 
     def close(self) -> None:
         if self._bar is not None:

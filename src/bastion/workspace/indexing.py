@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from bastion.knowledge.engine import FileToIndex, Knowledge
     from bastion.knowledge.hits import SearchResult
     from bastion.knowledge.index.models import DocumentMeta, IndexedChunk, IndexFilter
+    from bastion.knowledge.indexer import IndexProgress
 
 __all__ = ["IndexFollower", "IndexSummary", "KnowledgeLink"]
 
@@ -150,9 +151,10 @@ class KnowledgeLink:
         progress: Callable[[int, int, str], None] | None = None,
         *,
         batch: int = 128,
+        segments: Callable[[IndexProgress], None] | None = None,
     ) -> IndexSummary:
         """Index these files (workspace paths) in batches; ``progress(done, total, path)``
-        after each batch."""
+        after each batch, ``segments(IndexProgress)`` after each segment of a large file."""
 
         started = time.perf_counter()
         summary = IndexSummary()
@@ -172,7 +174,9 @@ class KnowledgeLink:
                     todo.append(item)
                     summary.labels[item.path] = item.labels
             await self.knowledge.remove_many(dropped)
-            results = await self.knowledge.index_files(todo, classifications=classifications)
+            results = await self.knowledge.index_files(
+                todo, classifications=classifications, progress=segments
+            )
             for item, result in zip(todo, results, strict=True):
                 if isinstance(result, BaseException):
                     summary.skipped[item.path] = str(result)
@@ -236,6 +240,8 @@ class KnowledgeLink:
         self,
         classifications: Classifications,
         progress: Callable[[int, int, str], None] | None = None,
+        *,
+        segments: Callable[[IndexProgress], None] | None = None,
     ) -> IndexSummary:
         """Bring the index in step with the files: index what is missing or changed since it
         was indexed (version or labels), drop documents whose files are gone. This repairs a
@@ -258,7 +264,7 @@ class KnowledgeLink:
         await self.knowledge.remove_many(gone)
         for path in gone:
             self.failures.pop(path, None)
-        summary = await self.index_paths(todo, classifications, progress)
+        summary = await self.index_paths(todo, classifications, progress, segments=segments)
         summary.unchanged = documents - len(todo)
         summary.removed = len(gone)
         redo = set(todo)

@@ -16,11 +16,14 @@ from bastion.workspace.routing import Router, parse_in
 
 if TYPE_CHECKING:
     from bastion.knowledge.hits import SearchResult
+    from bastion.knowledge.indexer import IndexProgress
     from bastion.workspace.indexing import IndexSummary, KnowledgeLink
 
 __all__ = ["Searching"]
 
 Progress = Callable[[int, int, str], None]
+Segments = Callable[["IndexProgress"], None]
+"""Told after each segment of a large file is in the index (see ``Knowledge.index_files``)."""
 
 
 class Searching:
@@ -88,7 +91,11 @@ class Searching:
             return result
 
     async def index_directory(
-        self, path: str | VPath = "/", *, progress: Progress | None = None
+        self,
+        path: str | VPath = "/",
+        *,
+        progress: Progress | None = None,
+        segments: Segments | None = None,
     ) -> IndexSummary:
         """Index every file under ``path`` that this principal can see (files already indexed are
         refreshed). (see :meth:`Workspace.index_directory`)"""
@@ -100,9 +107,13 @@ class Searching:
                 if (await self._router.stat(vp)).is_file
                 else [e.path async for e in self._router.walk(vp, None) if e.is_file]
             )
-            return await link.index_paths(files, self.ctx.policy.classifications, progress)
+            return await link.index_paths(
+                files, self.ctx.policy.classifications, progress, segments=segments
+            )
 
-    async def rebuild_index(self, *, progress: Progress | None = None) -> IndexSummary:
+    async def rebuild_index(
+        self, *, progress: Progress | None = None, segments: Segments | None = None
+    ) -> IndexSummary:
         """Throw the index away and index every file of every readable mount again (recovers an
         index that was lost or is stale). (see :meth:`Workspace.rebuild_index`)"""
         link = self.link()
@@ -111,16 +122,31 @@ class Searching:
             link.knowledge.index.clear()
             link.failures.clear()
             files = await link.all_files()
-            summary = await link.index_paths(files, self.ctx.policy.classifications, progress)
+            progress, segments = self._progress(progress, segments)
+            summary = await link.index_paths(
+                files, self.ctx.policy.classifications, progress, segments=segments
+            )
             return self._told(summary)
 
-    async def reindex(self, *, progress: Progress | None = None) -> IndexSummary:
+    async def reindex(
+        self, *, progress: Progress | None = None, segments: Segments | None = None
+    ) -> IndexSummary:
         """Repair the index without starting over. (see :meth:`Workspace.reindex`)"""
         link = self.link()
         with self.ctx.operation("reindex", "/") as op:
             self._operator(op, Action.REINDEX, "reindex")
-            summary = await link.reindex(self.ctx.policy.classifications, progress)
+            progress, segments = self._progress(progress, segments)
+            summary = await link.reindex(
+                self.ctx.policy.classifications, progress, segments=segments
+            )
             return self._told(summary)
+
+    def _progress(
+        self, progress: Progress | None, segments: Segments | None
+    ) -> tuple[Progress | None, Segments | None]:
+        """An operator's run walks every file as the system: its progress (paths, counts of
+        files it may not see) is told to the owner's view only; a principal hears the summary."""
+        return (progress, segments) if self._owner else (None, None)
 
     def _operator(self, op: Operation, action: Action, task: str) -> None:
         """Refuse ``task`` unless this view is the owner's or the policy grants the principal

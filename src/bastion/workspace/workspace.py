@@ -46,7 +46,7 @@ from bastion.workspace.fsmap import filesystem_map
 from bastion.workspace.indexing import IndexFollower, KnowledgeLink
 from bastion.workspace.routing import Router
 from bastion.workspace.running import ProcessGate, may_execute
-from bastion.workspace.searching import Progress, Searching
+from bastion.workspace.searching import Progress, Searching, Segments
 from bastion.workspace.transfer import Transfers
 from bastion.workspace.tree import TreeOps
 
@@ -355,27 +355,37 @@ class Workspace:
         )
 
     async def index_directory(
-        self, path: str | VPath = "/", *, progress: Progress | None = None
+        self,
+        path: str | VPath = "/",
+        *,
+        progress: Progress | None = None,
+        segments: Segments | None = None,
     ) -> IndexSummary:
         """Index every file under ``path`` that this principal can see (files already
-        indexed are refreshed); ``progress(done, total, path)`` is called after each file."""
-        return await self._searching.index_directory(path, progress=progress)
+        indexed are refreshed); ``progress(done, total, path)`` is called after each batch of
+        files, ``segments(IndexProgress)`` after each segment of a large file is indexed."""
+        return await self._searching.index_directory(path, progress=progress, segments=segments)
 
-    async def rebuild_index(self, *, progress: Progress | None = None) -> IndexSummary:
+    async def rebuild_index(
+        self, *, progress: Progress | None = None, segments: Segments | None = None
+    ) -> IndexSummary:
         """Throw the index away and index every file of every readable mount again (recovers
         an index that was lost or is stale). An operator's task: it reads as the system, and
         a principal needs the ``reindex`` action on ``/`` (:class:`PolicyDeniedError`
-        otherwise); the summary names only what the principal may read."""
-        return await self._searching.rebuild_index(progress=progress)
+        otherwise); the summary names only what the principal may read, and the progress
+        callbacks are told to the owner's view only."""
+        return await self._searching.rebuild_index(progress=progress, segments=segments)
 
-    async def reindex(self, *, progress: Progress | None = None) -> IndexSummary:
+    async def reindex(
+        self, *, progress: Progress | None = None, segments: Segments | None = None
+    ) -> IndexSummary:
         """Repair the index without starting over: index the files that are missing from it
         or changed since (version or labels), and drop documents whose files are gone. Run it
         when a process starts over an existing index, or after writes that bypassed it (a
         crash between a store write and its index update). An operator's task: it reads as
         the system, and a principal needs the ``reindex`` action on ``/``
-        (:class:`PolicyDeniedError` otherwise)."""
-        return await self._searching.reindex(progress=progress)
+        (:class:`PolicyDeniedError` otherwise); progress as for :meth:`rebuild_index`."""
+        return await self._searching.reindex(progress=progress, segments=segments)
 
     async def ask(
         self,
