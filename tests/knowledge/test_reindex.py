@@ -129,3 +129,19 @@ async def test_the_owner_hears_of_every_file_a_principal_only_of_what_it_may_rea
     await store.write(P("/secret.md"), b"---\nclassification: restricted\n---\n# S\n\nnew plans\n")
     whole = await owner.reindex()
     assert (whole.indexed, sorted(whole.outcomes)) == (1, ["/docs/open.md", "/docs/secret.md"])
+
+
+async def test_an_operators_run_tells_its_progress_to_the_owner_only() -> None:
+    store = MemoryStore()
+    owner = Workspace(
+        [Mount.of("/docs", store)],
+        policy=Policy(rules=[Rule.allow(["read", "search", "reindex"], "/**")]),
+        knowledge=Knowledge(),
+    )
+    await store.write(P("/open.md"), b"# Open\n\nnotes\n")
+    await store.write(P("/secret.md"), b"---\nclassification: restricted\n---\n# S\n\nplans\n")
+    heard: list[tuple[int, int, str]] = []
+    await owner.with_principal(READER).rebuild_index(progress=lambda *a: heard.append(a))
+    assert heard == []  # the walk counted and named a file the reader may not see
+    await owner.rebuild_index(progress=lambda *a: heard.append(a))
+    assert heard[-1][:2] == (2, 2)
