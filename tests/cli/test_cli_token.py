@@ -45,5 +45,5 @@ def test_a_forged_token_is_an_authentication_error(served: Path, run: Run) -> No
     forged = _jwt("x" * 48, tenant="larkspur", clearance="restricted")
     result = run("cat", "--token", forged, "/larkspur/legal/project-heron.md", "--json")
     assert result.exit_code == 1 and result.stdout == ""
-    assert error_of(result)["error"] == "authentication"
+    assert error_of(result)["error"] == "unauthenticated"
     assert "signature" in error_of(result)["message"]

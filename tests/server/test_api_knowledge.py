@@ -108,4 +108,4 @@ def test_search_modes(client: httpx.Client, token: Token) -> None:
     vector = client.get(
         "/v1/search", params={"query": "x", "mode": "vector"}, headers=auth(token())
     )
-    assert vector.status_code == 409 and vector.json()["error"]["code"] == "not_configured"
+    assert vector.status_code == 409 and vector.json()["error"]["code"] == "configuration"

@@ -18,28 +18,7 @@ import click
 
 from bastion.cli.logs import reset_logging
 from bastion.core.errors import (
-    AccessDeniedError,
-    AlreadyExistsError,
     BastionError,
-    ConfigurationError,
-    ConflictError,
-    DirectoryNotEmptyError,
-    EditError,
-    IndexMismatchError,
-    InvalidPathError,
-    InvalidPatternError,
-    IsADirectoryError_,
-    LabelError,
-    LimitError,
-    NotADirectoryError_,
-    NotFoundError,
-    OperationError,
-    PolicyDeniedError,
-    RateLimitError,
-    ScopeError,
-    StoreError,
-    StoreUnavailableError,
-    UnsupportedFileError,
 )
 from bastion.core.extras import needs
 
@@ -68,46 +47,19 @@ EXIT_UNVERIFIED = 4
 """``bastion ask``: an answer came back but failed its verification."""
 
 ERROR_CODES: Mapping[type[BaseException], str] = {
-    InvalidPathError: "invalid_path",
-    NotFoundError: "not_found",  # NoMountError too: a hidden mount reads as no mount
-    AlreadyExistsError: "already_exists",
-    NotADirectoryError_: "not_a_directory",
-    IsADirectoryError_: "is_a_directory",
-    DirectoryNotEmptyError: "directory_not_empty",
-    ConflictError: "conflict",
-    EditError: "edit_failed",
-    ScopeError: "scope_denied",
-    PolicyDeniedError: "policy_denied",
-    LimitError: "limit_exceeded",
-    AccessDeniedError: "access_denied",
-    RateLimitError: "rate_limited",
-    UnsupportedFileError: "unsupported_file",
-    LabelError: "bad_labels",
-    InvalidPatternError: "invalid_pattern",
-    StoreUnavailableError: "store_unavailable",
-    StoreError: "store_failed",
-    OperationError: "operation_failed",
-    IndexMismatchError: "index_mismatch",  # an index folder built from other mounts
-    ConfigurationError: "configuration",
-    BastionError: "error",
     click.UsageError: "usage",
     click.ClickException: "error",
 }
-"""The stable ``error`` code of each error class; a class not named here takes the code of
-its nearest ancestor (``NoMountError`` is ``not_found``, every token refusal is
-``authentication`` through :func:`error_code`). Codes never change once published."""
-
-_AUTHENTICATION = "authentication"
-
-_AUTHENTICATION = "authentication"
+"""The codes of click's own errors; every Bastion error carries its stable ``code`` (the one
+table in :mod:`bastion.core.errors`, shared with the HTTP API). Codes never change once
+published."""
 
 
 def error_code(exc: BaseException) -> str:
-    """The stable code of ``exc`` (:data:`ERROR_CODES`), from its nearest listed class."""
-    from bastion.governance.errors import AuthenticationError
-
-    if isinstance(exc, AuthenticationError):
-        return _AUTHENTICATION
+    """The stable code of ``exc``: a Bastion error's ``code``, a command-line error's own, or
+    click's (:data:`ERROR_CODES`)."""
+    if isinstance(exc, BastionError):
+        return exc.code
     if isinstance(exc, CliError):
         return exc.code
     for cls in type(exc).__mro__:

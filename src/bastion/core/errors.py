@@ -29,12 +29,16 @@ and are raised while building things, not while serving requests.
     │       └── StoreUnavailableError   no answer within the mount's timeout, or down
     └── ConfigurationError          developer-facing: invalid mounts, policy or options
         └── IndexMismatchError      an index folder built from other mounts or embedder
+
+Every class carries a stable ``code`` (``not_found``, ``conflict``, ``policy_denied``...): the
+one table that the command line's ``--json`` errors and the HTTP API's error bodies both read.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from typing import ClassVar
 
 __all__ = [
     "AccessDeniedError",
@@ -72,6 +76,8 @@ class BastionError(Exception):
     cannot be split or forged by the input it reports.
     """
 
+    code: ClassVar[str] = "error"
+
     def __str__(self) -> str:
         text = super().__str__()
         if "\n" in text or "\r" in text:
@@ -82,63 +88,93 @@ class BastionError(Exception):
 class OperationError(BastionError):
     """A request that cannot be served; the message is meant for the agent."""
 
+    code: ClassVar[str] = "operation_failed"
+
 
 class SandboxError(OperationError):
     """The sandbox cannot run the command (bubblewrap missing or refused by the kernel, a view
     that cannot be built, no such background process); nothing was run, and nothing ever runs
     unsandboxed."""
 
+    code: ClassVar[str] = "sandbox_failed"
+
 
 class InvalidPathError(OperationError):
     """The path string is malformed or unsafe (NUL, traversal above '/', drive letter...)."""
+
+    code: ClassVar[str] = "invalid_path"
 
 
 class NotFoundError(OperationError):
     """No such file or directory, or one the caller may not see."""
 
+    code: ClassVar[str] = "not_found"
+
 
 class AlreadyExistsError(OperationError):
     """The target exists and the operation does not overwrite."""
+
+    code: ClassVar[str] = "already_exists"
 
 
 class NotADirectoryError_(OperationError):
     """A path component or target is a file where a directory is needed."""
 
+    code: ClassVar[str] = "not_a_directory"
+
 
 class IsADirectoryError_(OperationError):
     """The target is a directory where a file is needed."""
+
+    code: ClassVar[str] = "is_a_directory"
 
 
 class DirectoryNotEmptyError(OperationError):
     """Delete of a non-empty directory without ``recursive=True``."""
 
+    code: ClassVar[str] = "directory_not_empty"
+
 
 class ConflictError(OperationError):
     """The file changed since the version the caller expected."""
+
+    code: ClassVar[str] = "conflict"
 
 
 class EditError(OperationError):
     """The text to replace is absent, or present more than once without ``replace_all``."""
 
+    code: ClassVar[str] = "edit_failed"
+
 
 class AccessDeniedError(OperationError):
     """The guard refused the request."""
+
+    code: ClassVar[str] = "access_denied"
 
 
 class ScopeError(AccessDeniedError):
     """The mount's scope does not allow the action (e.g. a write to a read-only mount)."""
 
+    code: ClassVar[str] = "scope_denied"
+
 
 class PolicyDeniedError(AccessDeniedError):
     """A policy rule (or the default deny) refused the action."""
+
+    code: ClassVar[str] = "policy_denied"
 
 
 class LimitError(AccessDeniedError):
     """A file limit refused the request: size, extension or blocked path segment."""
 
+    code: ClassVar[str] = "limit_exceeded"
+
 
 class RateLimitError(OperationError):
     """The principal made too many requests in the rate-limit window."""
+
+    code: ClassVar[str] = "rate_limited"
 
 
 class NoMountError(NotFoundError):
@@ -153,31 +189,45 @@ class LabelError(OperationError):
     """A write whose document labels could not be read back (front matter or a sidecar that
     is not valid YAML, too large, of the wrong shape): refused, since the file would vanish."""
 
+    code: ClassVar[str] = "bad_labels"
+
 
 class UnsupportedFileError(OperationError):
     """A symbolic link, FIFO, socket or device: Bastion never follows or opens these."""
+
+    code: ClassVar[str] = "unsupported_file"
 
 
 class InvalidPatternError(OperationError):
     """A glob or regular expression that cannot be compiled."""
 
+    code: ClassVar[str] = "invalid_pattern"
+
 
 class StoreError(OperationError):
     """The storage backend failed; the message names the mount."""
+
+    code: ClassVar[str] = "store_failed"
 
 
 class StoreUnavailableError(StoreError):
     """The backend did not answer within the mount's timeout, or is down."""
 
+    code: ClassVar[str] = "store_unavailable"
+
 
 class ConfigurationError(BastionError):
     """A developer mistake: invalid mount table, policy, or options."""
+
+    code: ClassVar[str] = "configuration"
 
 
 class IndexMismatchError(ConfigurationError):
     """An index folder opened for other mounts or another embedder than it was built from
     (``bastion.knowledge.origin``). ``problem`` is the message without its fix: what differs
     (prefixes and embedder names, never a source)."""
+
+    code: ClassVar[str] = "index_mismatch"
 
     def __init__(self, message: str, *, problem: str | None = None) -> None:
         super().__init__(message)

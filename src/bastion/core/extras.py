@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import ClassVar
 
 from bastion.core.errors import ConfigurationError
 
@@ -50,6 +51,8 @@ EXTRAS: dict[str, str] = {
 
 class MissingExtraError(ConfigurationError):
     """A part of Bastion was used whose optional dependencies are not installed."""
+
+    code: ClassVar[str] = "missing_extra"
 
 
 def extra_for(module: str | None) -> str | None:

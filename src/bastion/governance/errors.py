@@ -22,6 +22,8 @@ Other governance modules add their own classes in their own modules.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from bastion.core.errors import OperationError
 
 __all__ = [
@@ -41,6 +43,8 @@ __all__ = [
 
 class AuthenticationError(OperationError):
     """The caller's credentials were refused; nothing was done on their behalf."""
+
+    code: ClassVar[str] = "unauthenticated"
 
 
 class MalformedTokenError(AuthenticationError):

@@ -44,30 +44,30 @@ __all__ = ["ApiError", "BodyTooLargeError", "describe", "error_response", "statu
 
 log = logging.getLogger("bastion.server")
 
-_TABLE: tuple[tuple[type[BaseException], int, str], ...] = (
-    # most specific first
-    (AuthenticationError, 401, "unauthenticated"),
-    (NotFoundError, 404, "not_found"),
-    (InvalidPathError, 400, "invalid_path"),
-    (InvalidPatternError, 400, "invalid_pattern"),
-    (AlreadyExistsError, 409, "already_exists"),
-    (ConflictError, 409, "conflict"),
-    (DirectoryNotEmptyError, 409, "directory_not_empty"),
-    (NotADirectoryError_, 409, "not_a_directory"),
-    (IsADirectoryError_, 409, "is_a_directory"),
-    (EditError, 422, "edit_failed"),
-    (LabelError, 422, "bad_labels"),
-    (UnsupportedFileError, 422, "unsupported_file"),
-    (ScopeError, 403, "scope_denied"),
-    (PolicyDeniedError, 403, "policy_denied"),
-    (LimitError, 413, "limit_exceeded"),
-    (AccessDeniedError, 403, "access_denied"),
-    (RateLimitError, 429, "rate_limited"),
-    (StoreUnavailableError, 503, "store_unavailable"),
-    (StoreError, 502, "store_failed"),
-    (ConfigurationError, 409, "not_configured"),
-    (OperationError, 400, "bad_request"),
-    (ValueError, 400, "bad_argument"),
+_STATUS: tuple[tuple[type[BaseException], int], ...] = (
+    # most specific first; the code is the error's own (``bastion.core.errors``: one table
+    # for the command line and the API)
+    (AuthenticationError, 401),
+    (NotFoundError, 404),
+    (InvalidPathError, 400),
+    (InvalidPatternError, 400),
+    (AlreadyExistsError, 409),
+    (ConflictError, 409),
+    (DirectoryNotEmptyError, 409),
+    (NotADirectoryError_, 409),
+    (IsADirectoryError_, 409),
+    (EditError, 422),
+    (LabelError, 422),
+    (UnsupportedFileError, 422),
+    (ScopeError, 403),
+    (PolicyDeniedError, 403),
+    (LimitError, 413),
+    (AccessDeniedError, 403),
+    (RateLimitError, 429),
+    (StoreUnavailableError, 503),
+    (StoreError, 502),
+    (ConfigurationError, 409),
+    (OperationError, 400),
 )
 
 
@@ -93,9 +93,11 @@ def status_of(exc: BaseException) -> tuple[int, str]:
     """The HTTP status and stable code of one exception."""
     if isinstance(exc, ApiError):
         return exc.status, exc.code
-    for cls, status, code in _TABLE:
-        if isinstance(exc, cls):
-            return status, code
+    if isinstance(exc, BastionError):
+        status = next((status for cls, status in _STATUS if isinstance(exc, cls)), 400)
+        return status, exc.code
+    if isinstance(exc, ValueError):
+        return 400, "bad_argument"
     return 500, "internal"
 
 

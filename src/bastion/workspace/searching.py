@@ -144,9 +144,17 @@ class Searching:
     def _progress(
         self, progress: Progress | None, segments: Segments | None
     ) -> tuple[Progress | None, Segments | None]:
-        """An operator's run walks every file as the system: its progress (paths, counts of
-        files it may not see) is told to the owner's view only; a principal hears the summary."""
-        return (progress, segments) if self._owner else (None, None)
+        """An operator's run walks every file as the system: its paths and counts (files it may
+        not see among them) are told to the owner's view only; a principal hears its progress
+        as a percentage (``progress(percent, 100, "")``) and no segments."""
+        if self._owner or progress is None:
+            return (progress, segments) if self._owner else (None, None)
+        told = progress
+
+        def share(done: int, total: int, _path: str) -> None:
+            told(done * 100 // total if total else 100, 100, "")
+
+        return share, None
 
     def _operator(self, op: Operation, action: Action, task: str) -> None:
         """Refuse ``task`` unless this view is the owner's or the policy grants the principal

@@ -372,8 +372,9 @@ class Workspace:
         """Throw the index away and index every file of every readable mount again (recovers
         an index that was lost or is stale). An operator's task: it reads as the system, and
         a principal needs the ``reindex`` action on ``/`` (:class:`PolicyDeniedError`
-        otherwise); the summary names only what the principal may read, and the progress
-        callbacks are told to the owner's view only."""
+        otherwise); the summary names only what the principal may read, and its progress is a
+        percentage (``progress(percent, 100, "")``, no segments): paths and counts of the walk
+        are told to the owner's view only."""
         return await self._searching.rebuild_index(progress=progress, segments=segments)
 
     async def reindex(
