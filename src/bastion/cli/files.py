@@ -309,19 +309,7 @@ def grep_command(
         )
         for skipped in result.skipped:
             note(f"skipped {skipped}")
-        data = {
-            "pattern": pattern,
-            "path": path,
-            "matches": [
-                {"path": m.path, "line": m.line, "text": m.text, "context": m.is_context}
-                for m in result.matches
-            ],
-            "files_searched": result.files_searched,
-            "files_matched": result.files_matched,
-            "truncated": result.truncated,
-            "skipped": list(result.skipped),
-            "hidden": hidden,
-        }
+        data = {"pattern": pattern, "path": path, **result.to_dict(), "hidden": hidden}
         emit(data, result.format)
 
 

@@ -148,18 +148,7 @@ async def grep(request: Request) -> Response:
         glob=q.get("glob") or None,
         max_total=integer(q, "max_total", 1000, low=1, high=_MAX_LIST) or 1000,
     )
-    return ok(
-        {
-            "matches": [
-                {"path": m.path, "line": m.line, "text": m.text, "context": m.is_context}
-                for m in result.matches
-            ],
-            "files_searched": result.files_searched,
-            "files_matched": result.files_matched,
-            "truncated": result.truncated,
-            "skipped": list(result.skipped),
-        }
-    )
+    return ok(result.to_dict())
 
 
 routes = [

@@ -86,6 +86,20 @@ class GrepResult:
     """True when matching stopped because the time budget ran out: files after the last
     match shown, and lines after it in its file, may hold matches that are not reported."""
 
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (the command line's ``--json`` and the HTTP API's body)."""
+        return {
+            "matches": [
+                {"path": m.path, "line": m.line, "text": m.text, "context": m.is_context}
+                for m in self.matches
+            ],
+            "files_searched": self.files_searched,
+            "files_matched": self.files_matched,
+            "truncated": self.truncated,
+            "budget_exhausted": self.budget_exhausted,
+            "skipped": list(self.skipped),
+        }
+
     def format(self) -> str:
         lines = [m.format() for m in self.matches]
         if self.budget_exhausted:
