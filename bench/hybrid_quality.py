@@ -21,8 +21,6 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-import numpy as np
-
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
@@ -64,28 +62,8 @@ def options() -> dict[str, Fuse]:
     }
     for alpha in (0.3, 0.4, 0.5, 0.6, 0.7):
         out[f"weighted alpha={alpha}"] = lambda kw, vec, a=alpha: fusion.weighted(kw, vec, alpha=a)
-    out["z-scores summed (no weight)"] = zscored
+    out["z-scores summed (no weight; fusion.zscore)"] = fusion.zscore
     return out
-
-
-def zscored(keyword: Sequence[IndexHit], vector: Sequence[IndexHit]) -> list[IndexHit]:
-    """Each list's scores as standard scores (mean 0, deviation 1 over the list), summed; a
-    hit missing from a list gets that list's lowest standard score."""
-    chunks: dict[str, IndexHit] = {}
-    lists: list[tuple[dict[str, float], float]] = []
-    for hits in (keyword, vector):
-        if not hits:
-            continue
-        values = np.array([h.score for h in hits], dtype=np.float64)
-        z = (values - values.mean()) / (values.std() or 1.0)
-        lists.append(
-            ({h.chunk.chunk_id: v for h, v in zip(hits, z.tolist(), strict=True)}, z.min())
-        )
-        for hit in hits:
-            chunks.setdefault(hit.chunk.chunk_id, hit)
-    scores = {key: sum(found.get(key, floor) for found, floor in lists) for key in chunks}
-    order = sorted(scores, key=lambda key: -scores[key])
-    return [IndexHit(chunks[key].chunk, scores[key]) for key in order]
 
 
 async def main() -> None:
