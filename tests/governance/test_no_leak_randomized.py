@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
+import numbers
 import posixpath
 import re
 from collections.abc import Awaitable, Callable, Iterable
@@ -600,25 +602,37 @@ async def check_noninterference(
         for mode, k in (("bm25", 100), ("vector", 100), ("hybrid", 100), ("hybrid", 3)):
             got = (await full.search(query, mode=mode, k=k)).hits
             want = (await bare.search(query, mode=mode, k=k)).hits
-            assert [_hit_key(h) for h in got] == [_hit_key(h) for h in want], (query, mode, who)
+            assert _same([_hit_key(h) for h in got], [_hit_key(h) for h in want]), (
+                query,
+                mode,
+                who,
+            )
         for mode in ("bm25", "hybrid"):
             answer = (await full.ask(query, mode=mode, k=6)).to_dict()
             expected = (await bare.ask(query, mode=mode, k=6)).to_dict()
-            assert _rounded(answer) == _rounded(expected), (query, mode, who)
+            assert _same(answer, expected), (query, mode, who)
 
 
-def _hit_key(hit: Any) -> tuple[Any, ...]:
-    return (hit.path, hit.chunk_id, hit.start_line, hit.end_line, hit.snippet, round(hit.score, 4))
+def _hit_key(hit: Any) -> list[Any]:
+    return [hit.path, hit.chunk_id, hit.start_line, hit.end_line, hit.snippet, hit.score]
 
 
-def _rounded(data: Any) -> Any:
-    if isinstance(data, float):
-        return round(data, 4)
-    if isinstance(data, dict):
-        return {key: _rounded(value) for key, value in data.items()}
-    if isinstance(data, list):
-        return [_rounded(value) for value in data]
-    return data
+def _real(value: Any) -> bool:
+    """A float of any width (numpy's float32 is not a Python float)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, int | bool)
+
+
+def _same(got: Any, want: Any) -> bool:
+    """Equal, floats within 1e-5: the two worlds compute float32 scores over tables of other
+    sizes, and hybrid's standard scores divide that last-bit noise by a small spread (seen:
+    1.1e-6), which is not a leak; a hidden document moves BM25 statistics far more."""
+    if _real(got) and _real(want):
+        return math.isclose(float(got), float(want), rel_tol=1e-5, abs_tol=1e-5)
+    if isinstance(got, dict) and isinstance(want, dict):
+        return got.keys() == want.keys() and all(_same(got[k], want[k]) for k in got)
+    if isinstance(got, list | tuple) and isinstance(want, list | tuple):
+        return len(got) == len(want) and all(_same(a, b) for a, b in zip(got, want, strict=True))
+    return bool(got == want)
 
 
 def scan(
