@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from bastion.cli.common import acting
@@ -39,14 +39,16 @@ class Session:
         principal: Principal | None,
         config: WorkspaceConfig,
         knowledge: Knowledge | None,
+        mounts: Sequence[Mount] = (),
     ) -> None:
         self.ws = ws
         self.principal = principal
         """Who asks; ``None`` for the workspace's owner (no ``--as``, no ``[principal]``)."""
         self.config = config
         self.knowledge = knowledge
+        self._mounts = tuple(mounts)
+        """The stores as opened, before the workspace wrapped them to read document labels."""
         self._everything: SyncWorkspace | None = None
-        self._everything_mounts: list[Mount] = []
 
     @property
     def who(self) -> str:
@@ -56,16 +58,16 @@ class Session:
         return f"some documents {scope}are not visible to {self.who}"
 
     def everything(self) -> SyncWorkspace:
-        """The same stores with every label, tenant and rule set aside (limits kept)."""
+        """The same stores (the session's, opened once) with every label, tenant and rule set
+        aside (limits kept)."""
         if self._everything is None:
             from bastion.core.audit import NullAuditSink
             from bastion.core.models import Labels
             from bastion.core.policy import Policy
             from bastion.workspace.workspace import Workspace
 
-            self._everything_mounts = self.config.open_mounts()
             policy = dataclasses.replace(self.config.policy, rules=Policy.allow_all().rules)
-            unlabelled = [dataclasses.replace(m, labels=Labels()) for m in self._everything_mounts]
+            unlabelled = [dataclasses.replace(m, labels=Labels()) for m in self._mounts]
             self._everything = Workspace(
                 unlabelled, policy=policy, audit=NullAuditSink(), document_labels=False
             ).sync()
@@ -100,11 +102,6 @@ class Session:
         others = {hit.chunk.doc.path for hit in raw} - shown
         return any(not self.ws.exists(path) for path in sorted(others))
 
-    def close(self) -> None:
-        from bastion.stores.mount_checks import close_now
-
-        close_now(self._everything_mounts)
-
 
 @contextlib.contextmanager
 def open_session(
@@ -127,7 +124,6 @@ def open_session(
     )
     mounts: list[Mount] = []
     knowledge: Knowledge | None = None
-    session: Session | None = None
     try:
         mounts = config.open_mounts()
         if index and config.knowledge is not None:
@@ -140,12 +136,9 @@ def open_session(
                 f"public), who may not see labelled documents; try --as USER ({names}, ...)"
             )
         ws = Workspace(mounts, policy=config.policy, principal=who, audit=sink, knowledge=knowledge)
-        session = Session(ws.sync(), who, config, knowledge)
-        yield session
+        yield Session(ws.sync(), who, config, knowledge, mounts)
     finally:
         try:
-            if session is not None:
-                session.close()
             if knowledge is not None:
                 knowledge.close()
         finally:
