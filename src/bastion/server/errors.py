@@ -116,7 +116,7 @@ def describe(exc: BaseException) -> tuple[int, str, str]:
     elif isinstance(exc, ValueError):
         message = "an argument is out of range; check the request's parameters"
     elif isinstance(exc, BastionError | ApiError):
-        message = str(exc).splitlines()[0] if str(exc) else code
+        message = str(exc) or code  # one line: the error root escapes line breaks
     else:  # pragma: no cover - every mapped class is one of the above
         message = code
     return status, code, message
