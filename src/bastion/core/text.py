@@ -12,7 +12,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-__all__ = ["TermAnalyzer", "TokenCounter", "Tokens"]
+__all__ = ["RELEVANCE_FLOOR", "TermAnalyzer", "TokenCounter", "Tokens"]
+
+RELEVANCE_FLOOR = 0.625
+"""Share of a question's topic terms a sentence must cover (itself or through its headings) for
+its chunk to enter an answer's context: the default of the answer workflow
+(``bastion.governance.answer.relevance``) and of ``Workspace.ask``, which may not import each
+other's layer, so it lives here."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from bastion.core.paths import VPath
+from bastion.core.text import RELEVANCE_FLOOR
 from bastion.workspace.routing import parse_in
 from bastion.workspace.searching import Searching
 
@@ -47,10 +48,9 @@ class SearchFunction(Protocol):
     ) -> SearchResult: ...
 
 
-ASK_RELEVANCE_FLOOR = 0.625
-"""``relevance_floor``'s default: :data:`bastion.governance.answer.relevance.RELEVANCE_FLOOR`
-(a test holds them equal; importing the answer package here would weigh on ``import
-bastion``)."""
+ASK_RELEVANCE_FLOOR = RELEVANCE_FLOOR
+"""``relevance_floor``'s default: the answer workflow's own
+(:data:`bastion.core.text.RELEVANCE_FLOOR`)."""
 
 
 class Asking:

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 
+from bastion.core.text import RELEVANCE_FLOOR
 from bastion.governance.answer.models import Context
 from bastion.governance.answer.text import Passage, chunk_passages, terms
 
@@ -43,8 +44,6 @@ __all__ = [
     "scored_passages",
 ]
 
-RELEVANCE_FLOOR = 0.625
-"""Share of a question's topic terms a sentence must cover (itself or through its headings)."""
 
 _QUESTION_WORDS = (
     "what which who whom whose when where why how whether "
