@@ -4,12 +4,14 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit bench clean
+.PHONY: demo test lint typecheck unit bench clean lock
 
-$(STAMP): pyproject.toml
+# constraints.txt pins every version the install resolves to: a fresh machine installs the same
+# tree in about a minute instead of letting pip backtrack through the whole [dev] graph.
+$(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -35,10 +37,23 @@ browser: $(STAMP)
 	command -v chromium >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q chromium; }
 
 bench: $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev,bench]'
 	$(BIN)/python bench/fs_ops.py
 	$(BIN)/python bench/search_scifact.py
 	$(BIN)/python bench/embed_scifact.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
+
+# Re-resolve constraints.txt after a change to the dependencies in pyproject.toml: start from the
+# pinned tree (fast), let pip add or move only what pyproject.toml now asks for, freeze the result.
+lock:
+	rm -rf .lock-venv
+	$(PYTHON) -m venv .lock-venv
+	.lock-venv/bin/python -m pip install --quiet --upgrade pip
+	.lock-venv/bin/python -m pip install --quiet -c constraints.txt -e '.[dev,bench]' || true
+	.lock-venv/bin/python -m pip install --quiet -e '.[dev,bench]'
+	.lock-venv/bin/python -m pip check
+	{ sed -n '1,3p' constraints.txt; .lock-venv/bin/python -m pip freeze --exclude-editable; } > constraints.txt.new
+	mv constraints.txt.new constraints.txt
+	rm -rf .lock-venv
