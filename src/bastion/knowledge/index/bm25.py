@@ -120,11 +120,13 @@ class _Documents:
     """The visible slots of a view grouped by document: ``local[slot]`` is the slot's
     document's position (``-1``: not visible), ``lengths`` each document's length."""
 
-    __slots__ = ("lengths", "local", "norm", "scored", "terms")
+    __slots__ = ("lengths", "local", "norm", "scored", "single", "terms")
 
-    def __init__(self, local: _I64, lengths: _F32) -> None:
+    def __init__(self, local: _I64, lengths: _F32, entries: int) -> None:
         self.local = local
         self.lengths = lengths
+        self.single = entries == len(lengths)
+        """Every document has one visible entry."""
         self.norm: _F32 | None = None
         """Length norms with this view's own average (computed when first needed)."""
         self.terms: dict[int, tuple[_I64, _F32]] = {}
@@ -301,7 +303,7 @@ class BM25:
             lengths = np.bincount(inverse, weights=p.lengths[visible]).astype(np.float32)
             local = np.full(p.slots, -1, dtype=np.int64)
             local[visible] = inverse
-            view.docs = _Documents(local, lengths)
+            view.docs = _Documents(local, lengths, len(visible))
         return view.docs
 
     def _document_term(self, view: _View, docs: _Documents, term: int) -> tuple[_I64, _F32]:
@@ -311,8 +313,17 @@ class BM25:
             slots, tfs = self._postings.postings(term)
             where = docs.local[slots]
             seen = where >= 0
-            ids, inverse = np.unique(where[seen], return_inverse=True)
-            sums = np.bincount(inverse, weights=tfs[seen], minlength=len(ids)).astype(np.float32)
+            where, tfs = where[seen], tfs[seen]
+            if not len(where):
+                ids, sums = where, tfs
+            elif bool((where[1:] >= where[:-1]).all()):
+                # documents numbered in slot order (always, until one is written again): each
+                # document's entries are a run, summed without a sort
+                starts = np.flatnonzero(np.r_[True, where[1:] != where[:-1]])
+                ids, sums = where[starts], np.add.reduceat(tfs, starts)
+            else:
+                ids, inverse = np.unique(where, return_inverse=True)
+                sums = np.bincount(inverse, weights=tfs, minlength=len(ids)).astype(np.float32)
             if view.cached + 2 * len(ids) > _CACHED:  # the view's bound covers both levels
                 view.terms.clear()
                 docs.terms.clear()
@@ -345,45 +356,54 @@ class BM25:
             slots, tfs = slots[keep], tfs[keep]
         return slots, tfs
 
-    def _entry_scores(self, query: str, view: _View, statistics: Statistics) -> _F32:
-        """:meth:`scores` with N, df and avgdl taken from ``statistics``."""
-        out = np.zeros(self._postings.slots, dtype=np.float32)
-        if view.n == 0:
-            return out
+    def _query_terms(self, query: str) -> list[tuple[str, int]]:
+        """The distinct analyzed terms of ``query`` this collection knows, with their ids."""
+        known = self._postings.term_id
+        pairs = ((term, known(term)) for term in dict.fromkeys(self.analyzer.analyze(query)))
+        return [(term, found) for term, found in pairs if found is not None]
+
+    def _entry_parts(
+        self, terms: list[tuple[str, int]], view: _View, statistics: Statistics | None
+    ) -> list[tuple[_I32, _F32]]:
+        """Per query term, the visible slots holding it and their entry-level scores: with
+        this view's own statistics (cached per term), or with ``statistics``."""
+        if statistics is None:
+            return [self._term(view, found) for _, found in terms]
         norm = self.scoring.length_norm(
             self._postings.lengths, statistics.length / max(statistics.entries, 1)
         )
-        for term in dict.fromkeys(self.analyzer.analyze(query)):
-            found = self._postings.term_id(term)
-            if found is None:
-                continue
+        parts: list[tuple[_I32, _F32]] = []
+        for term, found in terms:
             slots, tfs = self._visible(view, found)
             if len(slots):
                 df = max(statistics.entry_df.get(term, 0), len(slots))
                 idf = np.float32(self.scoring.idf(max(statistics.entries, view.n), df))
-                out[slots] += idf * self.scoring.weights(tfs, norm[slots])
-        return out
+                parts.append((slots, idf * self.scoring.weights(tfs, norm[slots])))
+        return parts
 
-    def ranked(
+    def matches(
         self, query: str, mask: _Bool | None = None, statistics: Statistics | None = None
-    ) -> _F32:
-        """One score per slot, documents first (see the module docstring): each matching entry
-        scores its document's BM25 times its own score over its document's best entry's; 0
-        where nothing matched, removed or masked out.
-
-        N, df and avgdl are those of the documents ``mask`` admits, or ``statistics`` (counted
-        by :meth:`statistics` over a wider collection this one is part of: several tables
-        searched as one)."""
-        if statistics is None:
-            entries = self.scores(query, mask)
-        elif self._postings.live_count == 0:
-            return np.zeros(self._postings.slots, dtype=np.float32)
-        else:
-            entries = self._entry_scores(query, self._view_of(mask), statistics)
-        matched = np.flatnonzero(entries > 0)
-        if not len(matched):
-            return entries
+    ) -> tuple[_I64, _F32]:
+        """The slots :meth:`ranked` scores above 0, increasing, and their scores: what a
+        top-k needs, without a pass over every slot of the collection."""
+        none = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
+        terms = self._query_terms(query)
+        if not terms or self._postings.live_count == 0:
+            return none
         view = self._view_of(mask)
+        if view.n == 0:
+            return none
+        parts = [part for part in self._entry_parts(terms, view, statistics) if len(part[0])]
+        if not parts:
+            return none
+        if len(parts) == 1:
+            matched, own = parts[0][0].astype(np.int64), parts[0][1]
+        else:
+            summed = np.zeros(self._postings.slots, dtype=np.float32)
+            for slots, scores in parts:
+                np.add.at(summed, slots, scores)  # the sums of ``summed[slots] += ``, faster
+            matched = np.flatnonzero(summed > 0)  # a comparison first: nonzero on floats is slow
+            own = summed[matched]
         docs = self._documents(view)
         if statistics is None:
             n = len(docs.lengths)
@@ -397,10 +417,7 @@ class BM25:
                 docs.lengths, statistics.length / max(statistics.documents, 1)
             )
         totals = np.zeros(len(docs.lengths), dtype=np.float32)
-        for term in dict.fromkeys(self.analyzer.analyze(query)):
-            found = self._postings.term_id(term)
-            if found is None:
-                continue
+        for term, found in terms:
             ids, tfs = self._document_term(view, docs, found)
             if not len(ids):
                 continue
@@ -411,13 +428,27 @@ class BM25:
                 weights = idf * self.scoring.weights(tfs, norm[ids])
                 if statistics is None:
                     docs.scored[found] = weights
-            totals[ids] += weights
+            np.add.at(totals, ids, weights)
         where = docs.local[matched]
-        own = entries[matched]
+        if docs.single:  # one visible entry per document: each is its document's best
+            return matched, totals[where]
         best = np.zeros(len(docs.lengths), dtype=np.float32)
         np.maximum.at(best, where, own)
-        out = np.zeros_like(entries)
-        out[matched] = totals[where] * (own / best[where])
+        return matched, totals[where] * (own / best[where])
+
+    def ranked(
+        self, query: str, mask: _Bool | None = None, statistics: Statistics | None = None
+    ) -> _F32:
+        """One score per slot, documents first (see the module docstring): each matching entry
+        scores its document's BM25 times its own score over its document's best entry's; 0
+        where nothing matched, removed or masked out.
+
+        N, df and avgdl are those of the documents ``mask`` admits, or ``statistics`` (counted
+        by :meth:`statistics` over a wider collection this one is part of: several tables
+        searched as one)."""
+        out = np.zeros(self._postings.slots, dtype=np.float32)
+        slots, scores = self.matches(query, mask, statistics)
+        out[slots] = scores
         return out
 
     def compact(self, keep: npt.NDArray[np.int64]) -> None:

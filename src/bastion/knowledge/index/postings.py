@@ -30,6 +30,8 @@ _F32 = npt.NDArray[np.float32]
 _MERGED = 1 << 20
 """Largest segment a merge makes, in postings: a merge holds a few copies of what it merges,
 so this bounds the memory one write can need (a large collection keeps a few big segments)."""
+_JOINED = 1 << 21
+"""Postings kept joined across segments for terms queried since the last write (16 MiB)."""
 _NO_TERM = -1
 """Term id of a word the analyzer drops (a stop word)."""
 
@@ -95,6 +97,10 @@ class Postings:
         """Word (as the analyzer splits it) -> term id, or ``_NO_TERM``: each distinct word is
         stemmed once."""
         self._segments: list[Segment] = []
+        self._joined: dict[int, tuple[_I32, _F32]] = {}
+        """Term -> its postings of every segment in one array (segments are never changed in
+        place: a new list of segments empties it)."""
+        self._joined_size = 0
         self._lengths = np.zeros(0, dtype=np.float32)
         self._alive = np.zeros(0, dtype=bool)
         self._count = 0
@@ -181,6 +187,8 @@ class Postings:
         self._lengths, self._alive = lengths, alive
 
     def _push(self, segment: Segment) -> None:
+        self._joined.clear()
+        self._joined_size = 0
         segments = self._segments
         segments.append(segment)
         while (
@@ -224,12 +232,21 @@ class Postings:
 
     def postings(self, term: int) -> tuple[_I32, _F32]:
         """Slots holding ``term`` (dead ones included), increasing, and its frequency in each."""
+        joined = self._joined.get(term)
+        if joined is not None:
+            return joined
         found = [hit for segment in self._segments if (hit := segment.find(term)) is not None]
         if len(found) == 1:
             return found[0]
         if not found:
             return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
-        return np.concatenate([s for s, _ in found]), np.concatenate([f for _, f in found])
+        joined = np.concatenate([s for s, _ in found]), np.concatenate([f for _, f in found])
+        if self._joined_size + len(joined[0]) > _JOINED:
+            self._joined.clear()
+            self._joined_size = 0
+        self._joined[term] = joined
+        self._joined_size += len(joined[0])
+        return joined
 
     @property
     def segments(self) -> int:
