@@ -259,8 +259,8 @@ class MemoryIndex(Index):
         statistics: Statistics | None = None,
     ) -> list[IndexHit]:
         with self._lock:
-            scores = self._bm25.ranked(query, self._slot_mask(flt), statistics)
-            return self._top(scores, k, positive_only=True)
+            slots, scores = self._bm25.matches(query, self._slot_mask(flt), statistics)
+            return self._best(slots, scores, k)
 
     def keyword_statistics(self, query: str, flt: IndexFilter | None = None) -> Statistics:
         with self._lock:
@@ -290,14 +290,26 @@ class MemoryIndex(Index):
         candidates = (
             np.flatnonzero(scores > 0) if positive_only else np.flatnonzero(np.isfinite(scores))
         )
-        values = scores[candidates]
+        return self._best(candidates, scores[candidates], k)
+
+    def _best(
+        self, candidates: npt.NDArray[np.int64], values: npt.NDArray[np.float32], k: int
+    ) -> list[IndexHit]:
+        """The ``k`` best of ``candidates`` (slots) by ``values``, ties by slot."""
+        if k <= 0 or not len(candidates):
+            return []
         if len(candidates) > k:
-            part = np.argpartition(values, len(values) - k)[len(values) - k :]
+            # the k best, back in slot order (``candidates`` increase): a stable sort by score
+            # then breaks ties by slot, as a two-key sort would, in a tenth of the time
+            part = np.sort(np.argpartition(values, len(values) - k)[len(values) - k :])
             candidates, values = candidates[part], values[part]
-        order = candidates[np.lexsort((candidates, -values))]
+        ranked = np.argsort(-values, kind="stable")
         chunks = self._chunks
+        hit = tuple.__new__  # IndexHit's own __new__ is a Python frame per hit
         return [
-            IndexHit(chunk, score)
-            for slot, score in zip(order.tolist(), scores[order].tolist(), strict=True)
+            hit(IndexHit, (chunk, score))
+            for slot, score in zip(
+                candidates[ranked].tolist(), values[ranked].tolist(), strict=True
+            )
             if (chunk := chunks[slot]) is not None
         ]
