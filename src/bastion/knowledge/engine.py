@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -137,10 +138,9 @@ class Knowledge:
             def table(table: str) -> Index:
                 return LanceIndex(tables / table, dim=dim, embedder=name)
 
-            def names() -> list[str]:
-                return [p.name for p in sorted(tables.iterdir()) if p.is_dir()]
-
-            index = PartitionedIndex(table, existing=[table(n) for n in names()], discover=names)
+            index = PartitionedIndex(
+                table, existing=[table(n) for n in _tables(tables)], discover=_Tables(tables)
+            )
         else:
             index = LanceIndex(root / "lance", dim=dim, embedder=name)
         return cls(index, embedder=model, **kwargs)  # type: ignore[arg-type]
@@ -302,3 +302,35 @@ class Knowledge:
 
     def close(self) -> None:
         self.index.close()
+
+
+def _tables(folder: Path) -> list[str]:
+    return [p.name for p in sorted(folder.iterdir()) if p.is_dir()]
+
+
+class _Tables:
+    """The table folders in ``folder``, listed again only when the folder changed: every
+    search first looks for tables other processes made, and one ``stat`` of the folder costs
+    a fraction of a listing (a ``stat`` per entry). A change shows in the folder's mtime; one made within the clock tick
+    of the last listing might not, so a listing is trusted only once the folder's mtime is
+    :data:`_SETTLED` older than the moment it was made (as git trusts its index)."""
+
+    def __init__(self, folder: Path) -> None:
+        self._folder = folder
+        self._seen: tuple[int, int, list[str]] | None = None
+        """(folder mtime, when listed, names), in nanoseconds."""
+
+    def __call__(self) -> list[str]:
+        stamp = self._folder.stat().st_mtime_ns
+        seen = self._seen
+        if seen is not None and seen[0] == stamp and seen[1] - stamp > _SETTLED:
+            return seen[2]
+        listed = time.time_ns()
+        names = _tables(self._folder)
+        self._seen = (stamp, listed, names)
+        return names
+
+
+_SETTLED = 1_000_000_000
+"""Nanoseconds between a folder's last change and its listing for the listing to be trusted
+while the folder's mtime stays the same."""

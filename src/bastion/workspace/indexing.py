@@ -42,6 +42,9 @@ __all__ = ["IndexFollower", "IndexSummary", "KnowledgeLink"]
 
 _SNIPPET = 300
 _MEMO = 200_000
+_WAIT = 0.0005
+"""A ``stat`` slower than this (seconds) waited for something (a server, a network): hit
+checks on that mount are then made concurrently (see :meth:`KnowledgeLink._currents`)."""
 _FILTER_KEYS = frozenset({"tags", "section", "date_from", "date_to", "doc_ids", "classifications"})
 
 
@@ -106,6 +109,10 @@ class KnowledgeLink:
         self._token = object()
         """Names this link's access checks in index mask caches: a live object, so a cache
         entry can never be matched by another workspace (``id()`` values can be reused)."""
+        self._places: dict[str, tuple[VPath, Mount | None]] = {}
+        """Indexed path -> (its parsed path, its mount): the mount table never changes."""
+        self._waiting: set[VPath] = set()
+        """Prefixes of the mounts whose ``stat`` waits (see :meth:`_currents`)."""
 
     # -- following the files -----------------------------------------------------------------
 
@@ -424,23 +431,60 @@ class KnowledgeLink:
     async def _verify(
         self, metas: Sequence[DocumentMeta], checked: dict[DocumentMeta, bool]
     ) -> dict[VPath, str]:
-        """Check each document against its file (one ``stat`` each, concurrently): record in
-        ``checked`` whether the hit may be shown; return the documents to repair (path ->
-        ``changed`` or ``gone``)."""
+        """Check each document against its file (one ``stat`` each): record in ``checked``
+        whether the hit may be shown; return the documents to repair (path -> ``changed`` or
+        ``gone``)."""
         todo = [meta for meta in dict.fromkeys(metas) if meta not in checked]
-        found = await asyncio.gather(*(self._current(meta) for meta in todo))
+        found = await self._currents(todo)
         repair: dict[VPath, str] = {}
         for meta, why in zip(todo, found, strict=True):
             checked[meta] = why is None
             if why in ("changed", "gone"):
-                repair[VPath.parse(meta.path)] = why
+                repair[self._place(meta.path)[0]] = why
         return repair
+
+    async def _currents(self, metas: Sequence[DocumentMeta]) -> list[str | None]:
+        """:meth:`_current` of each document. One after the other on a mount whose ``stat``
+        answers at once (memory, local disk: nothing to overlap, and a task per stat would cost
+        more than the stat); concurrently on a mount seen to wait (a database, object storage:
+        one round trip for all). A mount is seen to wait when a stat takes over
+        :data:`_WAIT`, and stops being so when all its stats of one search took less."""
+        out: list[str | None] = [None] * len(metas)
+        later: list[int] = []
+        for i, meta in enumerate(metas):
+            mount = self._place(meta.path)[1]
+            if mount is not None and mount.prefix in self._waiting:
+                later.append(i)
+                continue
+            started = time.perf_counter()
+            out[i] = await self._current(meta)
+            if mount is not None and time.perf_counter() - started > _WAIT:
+                self._waiting.add(mount.prefix)
+        if later:
+            started = time.perf_counter()
+            found = await asyncio.gather(*(self._current(metas[i]) for i in later))
+            for i, why in zip(later, found, strict=True):
+                out[i] = why
+            if time.perf_counter() - started <= _WAIT:  # answered at once: measure them again
+                for i in later:
+                    mount = self._place(metas[i].path)[1]
+                    self._waiting.discard(mount.prefix if mount is not None else VPath.ROOT)
+        return out
+
+    def _place(self, path: str) -> tuple[VPath, Mount | None]:
+        """The parsed ``path`` and its (readable) mount, remembered."""
+        place = self._places.get(path)
+        if place is None:
+            if len(self._places) > _MEMO:
+                self._places.clear()
+            vp = VPath.parse(path)
+            place = self._places[path] = (vp, self._mount(vp))
+        return place
 
     async def _current(self, meta: DocumentMeta) -> str | None:
         """``None`` when the file is still what ``meta`` was indexed from; else ``changed``,
         ``gone`` or ``unreachable`` (a store that fails now: the hit cannot be vouched for)."""
-        vp = VPath.parse(meta.path)
-        mount = self._mount(vp)
+        vp, mount = self._place(meta.path)
         if mount is None:  # not this workspace's to drop from a shared index
             return "unreachable"
         try:

@@ -1,0 +1,234 @@
+"""What ``Workspace.search`` adds to the engine call, per mode, on BEIR SciFact (issue 15).
+
+    .venv/bin/python bench/search_overhead.py [--baseline REV] [--rounds 3] [--quick]
+    .venv/bin/python bench/search_overhead.py --profile hybrid   # cProfile of the workspace call
+
+One workspace as a user builds it: the 5,183 SciFact documents as Markdown files in a memory
+store mounted at ``/scifact``, indexed by ``Workspace.index_directory`` into
+``Knowledge.open`` (LanceDB tables, the packaged int8 MiniLM; vectors from the embedding cache
+in ``bench/results/cache``). Then, for each mode (bm25, vector, hybrid) and each of the 300
+test queries, ``k=10``, two calls with the same query, interleaved (their order alternates
+query by query, so machine load and warm caches hit both alike):
+
+* **workspace**: ``Workspace.search`` in a view for a principal (``with_principal``, as an
+  agent's tools call it): operation and audit record, path parse, access filter pushed down,
+  post-check, one ``stat`` per hit document, snippets;
+* **engine**: ``Knowledge.search(query, mode=..., k=10)`` on the same knowledge, no filter.
+
+Every query is sent once through the engine before timing, so both calls find its vector in
+the embedding cache (a new query costs one model call, ~5 ms, in both alike; leaving it out
+shows the workspace's own cost at its largest). ``--rounds`` rounds; p50 / p99 over all
+calls, and the ratio of the p50s. The engine with the principal's filter is timed too (a
+third interleaved call): the share of the gap that is the access filter inside the index.
+
+``--baseline REV`` runs the same measuring child against ``git archive REV src`` first (the
+checkout is not touched), so a before/after pair comes from one command. The machine is
+shared: compare the ratios, not the milliseconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import json
+import os
+import platform
+import pstats
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+RESULTS = HERE / "results"
+MODES = ("bm25", "vector", "hybrid")
+
+
+def _p(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))] * 1e3
+
+
+async def _build(quick: bool, cache: Path) -> tuple[Any, Any, Any, dict[str, str], Path]:
+    sys.path.insert(0, str(HERE))
+    from _scifact import DEFAULT_DIR
+    from bastion import MemoryStore, Mount, Policy, Principal, Workspace
+    from bastion.knowledge.engine import Knowledge
+    from bastion.knowledge.eval import load_dataset
+
+    data = load_dataset(DEFAULT_DIR, split="test")
+    corpus = list(data.iter_corpus())[: 500 if quick else None]
+    queries = dict(data.queries)
+    store = MemoryStore()
+    writer = Workspace([Mount.of("/scifact", store, "read_write")], policy=Policy.allow_all())
+    for doc in corpus:
+        body = f"# {doc.title}\n\n{doc.text}\n" if doc.title else f"{doc.text}\n"
+        await writer.write(f"/scifact/{doc.doc_id}.md", body)
+    folder = Path(tempfile.mkdtemp(prefix="bastion-overhead-"))
+    cache.mkdir(parents=True, exist_ok=True)
+    kb = Knowledge.open(folder, embedder="local", embedding_cache=cache / "embeddings.sqlite")
+    owner = Workspace(
+        [Mount.of("/scifact", store, "read_write")], policy=Policy.allow_all(), knowledge=kb
+    )
+    summary = await owner.index_directory("/scifact")
+    assert summary.indexed == len(corpus), summary.format()[:300]
+    agent = owner.with_principal(Principal.of("agent", roles={"reader"}))
+    return agent, owner, kb, queries, folder
+
+
+async def _measure(quick: bool, rounds: int, cache: Path) -> dict[str, Any]:
+    agent, owner, kb, queries, folder = await _build(quick, cache)
+    link = owner._link()
+    texts = list(queries.values())
+    try:
+        out: dict[str, Any] = {"queries": len(texts), "rounds": rounds, "modes": {}}
+        for mode in MODES:
+            for text in texts:  # warm: query vectors cached, terms seen once
+                await kb.search(text, mode=mode, k=10)
+                await agent.search(text, mode=mode, k=10)
+            ws_t: list[float] = []
+            en_t: list[float] = []
+            fl_t: list[float] = []
+            same = 0
+            for r in range(rounds):
+                for i, text in enumerate(texts):
+                    flt = link.access_filter(agent._searching.ctx, _root(), None)
+                    order = (i + r) % 3
+                    for step in range(3):
+                        which = (order + step) % 3
+                        t0 = time.perf_counter()
+                        if which == 0:
+                            result = await agent.search(text, mode=mode, k=10)
+                            ws_t.append(time.perf_counter() - t0)
+                        elif which == 1:
+                            hits = await kb.search(text, mode=mode, k=10)
+                            en_t.append(time.perf_counter() - t0)
+                        else:
+                            await kb.search(text, mode=mode, k=10, flt=flt)
+                            fl_t.append(time.perf_counter() - t0)
+                    if r == 0:
+                        same += [h.chunk_id for h in result.hits] == [
+                            h.chunk.chunk_id for h in hits
+                        ]
+            out["modes"][mode] = {
+                "workspace_p50": _p(ws_t, 50),
+                "workspace_p99": _p(ws_t, 99),
+                "engine_p50": _p(en_t, 50),
+                "engine_p99": _p(en_t, 99),
+                "filtered_p50": _p(fl_t, 50),
+                "ratio_p50": statistics.median(ws_t) / statistics.median(en_t),
+                "same_hits": same,
+            }
+        return out
+    finally:
+        kb.close()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _root() -> Any:
+    from bastion.core.paths import VPath
+
+    return VPath.ROOT
+
+
+async def _profile(mode: str, quick: bool, cache: Path, rounds: int) -> None:
+    agent, _owner, kb, queries, folder = await _build(quick, cache)
+    texts = list(queries.values())
+    try:
+        for text in texts:
+            await kb.search(text, mode=mode, k=10)
+            await agent.search(text, mode=mode, k=10)
+        prof = cProfile.Profile()
+        prof.enable()
+        for _ in range(rounds):
+            for text in texts:
+                await agent.search(text, mode=mode, k=10)
+        prof.disable()
+        pstats.Stats(prof).sort_stats("cumulative").print_stats(45)
+        pstats.Stats(prof).sort_stats("tottime").print_stats(30)
+    finally:
+        kb.close()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+# -- parent ---------------------------------------------------------------------------------------
+
+
+def _run_child(src: Path, args: argparse.Namespace) -> dict[str, Any]:
+    env = dict(os.environ, PYTHONPATH=str(src))
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--rounds", str(args.rounds)]
+    cmd += ["--cache", str(args.cache)] + (["--quick"] if args.quick else [])
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"measuring child failed ({src}):\n{done.stderr[-3000:]}")
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def _export(rev: str, into: Path) -> Path:
+    archive = into / "src.tar"
+    with archive.open("wb") as fh:
+        subprocess.run(["git", "archive", rev, "src"], cwd=ROOT, stdout=fh, check=True)
+    with tarfile.open(archive) as tar:
+        tar.extractall(into, filter="data")
+    return into / "src"
+
+
+def _table(name: str, result: dict[str, Any]) -> list[str]:
+    lines = [
+        f"\n{name}\n",
+        "| mode | Workspace.search p50 / p99 ms | engine p50 / p99 ms | ratio (p50) | "
+        "engine + principal's filter p50 ms | same top 10 |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for mode, m in result["modes"].items():
+        lines.append(
+            f"| {mode} | {m['workspace_p50']:.2f} / {m['workspace_p99']:.2f} | "
+            f"{m['engine_p50']:.2f} / {m['engine_p99']:.2f} | **{m['ratio_p50']:.2f}x** | "
+            f"{m['filtered_p50']:.2f} | {m['same_hits']}/{result['queries']} |"
+        )
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--baseline", help="also measure git archive REV's src, first")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="500 documents")
+    parser.add_argument("--cache", type=Path, default=RESULTS / "cache")
+    parser.add_argument("--profile", choices=MODES)
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.profile:
+        asyncio.run(_profile(args.profile, args.quick, args.cache, args.rounds))
+        return
+    if args.child:
+        print(json.dumps(asyncio.run(_measure(args.quick, args.rounds, args.cache))))
+        return
+    head = (
+        f"SciFact {'500' if args.quick else '5,183'} documents, 300 test queries, k=10, "
+        f"{args.rounds} rounds; {platform.platform()}, {os.cpu_count()} CPUs, "
+        f"Python {platform.python_version()}"
+    )
+    lines = [head]
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.baseline:
+            before = _run_child(_export(args.baseline, Path(tmp)), args)
+            lines += _table(f"before ({args.baseline})", before)
+        after = _run_child(ROOT / "src", args)
+        lines += _table("this tree", after)
+    text = "\n".join(lines)
+    print(text)
+    RESULTS.mkdir(exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    (RESULTS / f"search_overhead-{stamp}.md").write_text(text + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
