@@ -171,21 +171,7 @@ class Chunker:
             ]
         layout = analyze(part, shifted, context=context)
         [(_, _, spans)] = self._verify([(part, layout, self._spans(part, layout, tokens))])
-        out = []
-        for c in self._records(part, doc_id, layout, spans):
-            a, b = c.char_start + start, c.char_end + start
-            out.append(
-                replace(
-                    c,
-                    chunk_id=chunk_id(doc_id, seq, a, b, c.text),
-                    seq=seq,
-                    char_start=a,
-                    char_end=b,
-                    start_line=c.start_line + line,
-                    end_line=c.end_line + line,
-                )
-            )
-            seq += 1
+        out = self._records(part, doc_id, layout, spans, at=(start, line, seq))
         return out, layout.end
 
     # -- spans ------------------------------------------------------------------------------
@@ -316,27 +302,39 @@ class Chunker:
 
     # -- records ----------------------------------------------------------------------------
 
-    def _records(self, text: str, doc_id: str, layout: Layout, spans: list[_Span]) -> list[Chunk]:
+    def _records(
+        self,
+        text: str,
+        doc_id: str,
+        layout: Layout,
+        spans: list[_Span],
+        *,
+        at: tuple[int, int, int] = (0, 0, 0),
+    ) -> list[Chunk]:
+        """The chunks of ``text``; ``at`` is where it lies in its document (character, line and
+        chunk number of its start: a segment of a long one)."""
         chunks: list[Chunk] = []
         special = self.counter.special_tokens
+        shift, lines, first = at
         for span in spans:
             start, end = _trim(text, span.start, span.end)
             own_start, own_end = _trim(text, max(span.own, start), end)
             if own_start >= own_end:
                 continue  # whitespace only: nothing to cover
             section = SECTION_SEPARATOR.join(layout.section_of(own_start, own_end))
-            seq = len(chunks)
+            seq = first + len(chunks)
             body = text[start:end]
+            a, b = start + shift, end + shift
             chunks.append(
                 Chunk(
-                    chunk_id=chunk_id(doc_id, seq, start, end, body),
+                    chunk_id=chunk_id(doc_id, seq, a, b, body),
                     doc_id=doc_id,
                     seq=seq,
                     text=body,
-                    start_line=layout.line_of(start),
-                    end_line=layout.line_of(end - 1),
-                    char_start=start,
-                    char_end=end,
+                    start_line=layout.line_of(start) + lines,
+                    end_line=layout.line_of(end - 1) + lines,
+                    char_start=a,
+                    char_end=b,
                     section=section,
                     token_count=span.tokens + special,
                 )

@@ -141,7 +141,16 @@ _ABBREVIATIONS = frozenset(
 )
 
 
+_MARK = re.compile(r"[.!?\u2026\u3002\uff01\uff1f]")
+"""A character that can end a sentence (both branches of ``_SENTENCE`` start with one)."""
+
+
 def _sentence_starts(line: str, offset: int) -> list[int]:
+    # A start needs a mark with more of the line after it: a line whose only mark is its last
+    # character (most lines of prose) is answered without ``_SENTENCE``, which costs ~12 µs a
+    # line of 80 characters.
+    if not _MARK.search(line, 0, max(0, len(line.rstrip()) - 1)):
+        return []
     starts = []
     for match in _SENTENCE.finditer(line):
         if match.group()[0] == ".":

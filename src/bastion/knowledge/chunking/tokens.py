@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from bastion.core.errors import ConfigurationError
 from bastion.core.text import TokenCounter, Tokens
+from bastion.knowledge.chunking.wordpiece import AsciiWordPiece
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -96,6 +97,7 @@ class HuggingFaceTokenCounter(BaseTokenCounter):
         tokenizer.no_padding()
         self._tokenizer = tokenizer
         self._special = len(tokenizer.encode("", add_special_tokens=True).ids)
+        self._fast = AsciiWordPiece.of(tokenizer)
 
     @classmethod
     def from_file(cls, path: str | Path) -> HuggingFaceTokenCounter:
@@ -112,18 +114,34 @@ class HuggingFaceTokenCounter(BaseTokenCounter):
         return self._special
 
     def tokenize_batch(self, texts: Sequence[str]) -> list[Tokens]:
+        fast = self._fast
+        out: list[Tokens | None] = [None] * len(texts)
+        rest: list[int] = []
+        for i, text in enumerate(texts):
+            if fast is not None and fast.covers(text):
+                out[i] = fast.tokenize(text)
+            else:
+                rest.append(i)
+        if rest:
+            encodings = self._tokenizer.encode_batch(
+                [texts[i] for i in rest], add_special_tokens=False
+            )
+            first = operator.itemgetter(0)
+            for i, enc in zip(rest, encodings, strict=True):
+                words: list[int | None] = enc.word_ids  # None only for special tokens (none here)
+                known: list[int] = words if None not in words else [w or 0 for w in words]  # type: ignore[assignment]
+                out[i] = Tokens(list(map(first, enc.offsets)), known)
+        return out  # type: ignore[return-value]  # every slot was filled
+
+    def tokenize_slow(self, texts: Sequence[str]) -> list[Tokens]:
+        """:meth:`tokenize_batch` by the tokenizer itself, never the ASCII fast path (the
+        reference the fast path is tested against)."""
         encodings = self._tokenizer.encode_batch(list(texts), add_special_tokens=False)
         first = operator.itemgetter(0)
-        out = []
-        for enc in encodings:
-            words: list[int | None] = enc.word_ids  # None only for special tokens (none here)
-            known: list[int] = words if None not in words else [w or 0 for w in words]  # type: ignore[assignment]
-            out.append(Tokens(list(map(first, enc.offsets)), known))
-        return out
-
-    def count_batch(self, texts: Sequence[str]) -> list[int]:
-        encodings = self._tokenizer.encode_batch(list(texts), add_special_tokens=True)
-        return [len(enc.ids) for enc in encodings]
+        return [
+            Tokens(list(map(first, enc.offsets)), [w or 0 for w in enc.word_ids])
+            for enc in encodings
+        ]
 
 
 def minilm_tokenizer_path() -> Path:
