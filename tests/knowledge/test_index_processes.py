@@ -51,7 +51,7 @@ if action == "die-before-index":  # the file is written; the process dies before
 
 if action == "die-holding-index-lock":  # killed in the middle of an index write
     from bastion.knowledge.index.lance import LanceIndex
-    def stuck(self, table):
+    def stuck(self, *args):
         print("locked", flush=True)
         time.sleep(600)
     LanceIndex._merge_rows = stuck
