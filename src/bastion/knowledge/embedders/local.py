@@ -194,7 +194,7 @@ def _nvidia_device() -> bool:
 
 
 class _Runner(Protocol):
-    def run(self, encodings: Sequence[Encoding]) -> Vectors: ...
+    def encode(self, texts: Sequence[str], tokenizer: Tokenizer) -> Vectors: ...
 
 
 class LocalEmbedder(Embedder):
@@ -294,9 +294,8 @@ class LocalEmbedder(Embedder):
         if not texts:
             return np.empty((0, self.dim), dtype=np.float32)
         runner = self._load()
-        encodings = self._tokenizer.encode_batch(list(texts))
         with self._run_lock:
-            return runner.run(encodings)
+            return runner.encode(texts, self._tokenizer)
 
     def load(self) -> None:
         """Build (once per machine) and open the model; later calls return at once."""
@@ -423,6 +422,9 @@ class _OnnxRunner:
         self.batch_tokens = batch_tokens
         self.max_batch = max_batch
         self.bucket = bucket
+
+    def encode(self, texts: Sequence[str], tokenizer: Tokenizer) -> Vectors:
+        return self.run(tokenizer.encode_batch(list(texts)))
 
     def run(self, encodings: Sequence[Encoding]) -> Vectors:
         out = np.empty((len(encodings), self.dim), dtype=np.float32)

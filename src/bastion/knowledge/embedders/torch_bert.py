@@ -20,8 +20,9 @@ Two ways to run a batch:
   CUDA with fp16/bf16). Elsewhere the same packed batch is padded just for the attention call,
   so every other step of this path also runs (and is tested) on CPU.
 
-Token ids go to the device once per call; batches are cut from them on the device and the
-vectors come back once at the end, so the host never waits on the GPU between batches.
+Token ids go to the device once per slice of texts; batches are cut from them on the device
+and the vectors come back once at the end, so the host never waits on the GPU between batches
+and tokenizes the next slice while the GPU embeds the last one.
 """
 
 from __future__ import annotations
@@ -32,10 +33,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import torch
 import torch.nn.functional as F
 from safetensors.numpy import load_file
-from tokenizers import Encoding
+from tokenizers import Encoding, Tokenizer
 from torch import Tensor
 
 from bastion.knowledge.embedders._batching import plan_batches
@@ -153,10 +155,13 @@ class TorchBert:
         batch = lengths.shape[0]
         ends = lengths.cumsum(0)
         starts = ends - lengths
-        row = torch.repeat_interleave(torch.arange(batch, device=ids.device), lengths)
-        positions = torch.arange(ids.shape[0], device=ids.device) - starts[row]
-        x = self._embed(ids, positions)
         tokens = ids.shape[0]
+        # output_size: the host knows the total, so the GPU need not be asked (no sync)
+        row = torch.repeat_interleave(
+            torch.arange(batch, device=ids.device), lengths, output_size=tokens
+        )
+        positions = torch.arange(tokens, device=ids.device) - starts[row]
+        x = self._embed(ids, positions)
         attend: Attend
         if _varlen_ok(x):
             from torch.nn.attention.varlen import varlen_attn
@@ -240,17 +245,42 @@ class TorchRunner:
         self.bucket = bucket
         self.attention = attention
 
-    @torch.inference_mode()
+    def encode(self, texts: Sequence[str], tokenizer: Tokenizer) -> Vectors:
+        """Tokenize and embed ``texts``, one unit-length float32 row each, in input order.
+
+        Texts are taken ``2 * max_batch`` at a time: on CUDA, kernels are queued without
+        waiting, so the CPU tokenizes the next slice while the GPU embeds this one; the host
+        waits once, at the end. Bucketing sorts within a slice.
+        """
+        out = np.empty((len(texts), self.model.shape.hidden_size), dtype=np.float32)
+        step = 2 * self.max_batch
+        pending: list[tuple[npt.NDArray[np.int64], Tensor]] = []
+        for first in range(0, len(texts), step):
+            encodings = tokenizer.encode_batch(list(texts[first : first + step]))
+            order, vectors = self._enqueue(encodings)
+            pending.append((order + first, vectors))
+        for order, vectors in pending:
+            out[order] = vectors.cpu().numpy()
+        return out
+
     def run(self, encodings: Sequence[Encoding]) -> Vectors:
-        """One unit-length float32 row per encoding, in input order."""
+        """One unit-length float32 row per tokenized text, in input order."""
+        out = np.empty((len(encodings), self.model.shape.hidden_size), dtype=np.float32)
+        order, vectors = self._enqueue(encodings)
+        out[order] = vectors.cpu().numpy()
+        return out
+
+    @torch.inference_mode()
+    def _enqueue(self, encodings: Sequence[Encoding]) -> tuple[npt.NDArray[np.int64], Tensor]:
+        """Queue the batches on the device; returns the embedding order and the vectors in
+        that order (on the device, maybe not computed yet)."""
         n = len(encodings)
-        out = np.empty((n, self.model.shape.hidden_size), dtype=np.float32)
-        if n == 0:
-            return out
         lengths = np.fromiter((len(e) for e in encodings), dtype=np.int64, count=n)
         plan = plan_batches(
             lengths, batch_tokens=self.batch_tokens, max_batch=self.max_batch, bucket=self.bucket
         )
+        if n == 0:
+            return plan.order, torch.empty(0, self.model.shape.hidden_size)
         sorted_lengths = lengths[plan.order]
         total = int(sorted_lengths.sum())
         flat_ids = np.fromiter(
@@ -279,8 +309,7 @@ class TorchRunner:
             index = (starts[:, None] + positions[None, :]).clamp_max(last - first - 1)
             ids = torch.where(mask, flat[first:last][index], 0)
             pieces.append(self.model.padded(ids, mask))
-        out[plan.order] = torch.cat(pieces).cpu().numpy()
-        return out
+        return plan.order, torch.cat(pieces)
 
 
 def _to_device(array: np.ndarray, device: torch.device) -> Tensor:

@@ -1,0 +1,399 @@
+"""Embedding on a GPU: plain sentence-transformers fp16 vs Bastion's PyTorch runtime, one run.
+
+    .venv/bin/python bench/embed_gpu.py                    # CUDA when PyTorch sees a GPU
+    .venv/bin/python bench/embed_gpu.py --limit 100        # CPU: a smoke run (says so)
+    python3 bench/embed_gpu.py --model-dir DIR --data DIR  # model and SciFact copies elsewhere
+
+Every engine embeds the same texts in the same process on the same device:
+
+On CPU the corpus is cut to ``--limit`` documents (100): those relevant to the first test
+queries, then others, and only those queries are asked.
+
+* **peer** — plain sentence-transformers, the packaged all-MiniLM-L6-v2 in fp16
+  (``model.half()``), ``batch_size=512``, max_seq_length 256 (on CPU: fp32, the same batch).
+* **reference** — sentence-transformers in fp32 on the same device (on CPU the peer is the
+  reference). Quality is measured against it.
+* **bastion ...** — :class:`bastion.knowledge.embedders.LocalEmbedder` with
+  ``runtime="torch"``: fp16 and bf16 (fp32 and bf16 on CPU); with and without length
+  bucketing; attention padded (``scaled_dot_product_attention`` with the kernel PyTorch picks,
+  or forced with :func:`torch.nn.attention.sdpa_kernel`: flash first, efficient, cuDNN, math)
+  or packed (``varlen_attn``); plus ONNX Runtime fp16 when ``onnxruntime-gpu`` is installed.
+
+Speed: the SciFact corpus (5,183 documents, title + " " + text as BEIR embeds them),
+embedded whole ``--repeats`` times per engine after a warm-up, engines interleaved, the
+median taken; docs/s and the ratio to the peer. Quality: each engine's
+document vectors from its last timed pass against the reference's (cosine, mean and min), and
+nDCG@10 of dense retrieval for the 300 SciFact test queries (embedded by the same engine)
+against the reference's nDCG@10. The goal (issue 15): >= 4x the peer's docs/s, cosine >= 0.999
+(min over documents), |nDCG@10 - reference| <= 0.005. An engine that fails (a kernel not
+available for these inputs) is reported as failed, not dropped silently.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import datetime as dt
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _scifact import DEFAULT_DIR, SciFact, dense_search, load_scifact, ndcg_at_k
+from bastion.knowledge.embedders.local import LocalEmbedder, cuda_available, packaged_model_dir
+
+Encode = Callable[[Sequence[str]], np.ndarray]
+GOAL_RATIO, GOAL_COS, GOAL_NDCG = 4.0, 0.999, 0.005
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+@dataclass
+class Engine:
+    label: str
+    encode: Encode
+    kernel: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext
+    times: list[float] = field(default_factory=list)
+    vectors: np.ndarray | None = None
+    result: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+
+    def run(self, texts: Sequence[str]) -> np.ndarray:
+        with self.kernel():
+            return np.asarray(self.encode(texts), dtype=np.float32)
+
+
+def st_engine(label: str, model_dir: Path, device: str, *, half: bool) -> Engine:
+    from sentence_transformers import SentenceTransformer
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = SentenceTransformer(str(model_dir), device=device)
+    if half:
+        model = model.half()
+    model.max_seq_length = 256
+
+    def encode(texts: Sequence[str]) -> np.ndarray:
+        return model.encode(list(texts), batch_size=512, show_progress_bar=False)
+
+    return Engine(label, encode)
+
+
+def sdpa(*names: str) -> Callable[[], contextlib.AbstractContextManager[Any]]:
+    """A context that lets scaled_dot_product_attention use only these kernels, in order."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    backends = [getattr(SDPBackend, n) for n in names]
+
+    def context() -> contextlib.AbstractContextManager[Any]:
+        try:
+            return sdpa_kernel(backends, set_priority=True)
+        except TypeError:  # an older PyTorch: no priority order
+            return sdpa_kernel(backends)
+
+    return context
+
+
+def bastion_engines(device: str, model_dir: Path) -> Iterator[tuple[str, Callable[[], Engine]]]:
+    def make(label: str, kernel: Any = None, **options: Any) -> tuple[str, Callable[[], Engine]]:
+        def build() -> Engine:
+            embedder = LocalEmbedder(device=device, model_dir=model_dir, **options)
+            embedder.load()
+            return Engine(label, embedder.encode, kernel or contextlib.nullcontext)
+
+        return label, build
+
+    if device == "cuda":
+        yield make("bastion fp16 (default: bucketed, SDPA auto)", runtime="torch", variant="fp16")
+        yield make("bastion fp16, no bucketing", runtime="torch", variant="fp16", bucket=False)
+        yield make(
+            "bastion fp16, SDPA flash first",
+            sdpa("FLASH_ATTENTION", "EFFICIENT_ATTENTION"),
+            runtime="torch",
+            variant="fp16",
+        )
+        yield make(
+            "bastion fp16, SDPA efficient",
+            sdpa("EFFICIENT_ATTENTION"),
+            runtime="torch",
+            variant="fp16",
+        )
+        yield make(
+            "bastion fp16, SDPA cuDNN", sdpa("CUDNN_ATTENTION"), runtime="torch", variant="fp16"
+        )
+        yield make("bastion fp16, SDPA math", sdpa("MATH"), runtime="torch", variant="fp16")
+        yield make(
+            "bastion fp16, packed (varlen)", runtime="torch", variant="fp16", attention="packed"
+        )
+        yield make("bastion bf16", runtime="torch", variant="bf16")
+        yield make(
+            "bastion bf16, packed (varlen)", runtime="torch", variant="bf16", attention="packed"
+        )
+        yield make("bastion fp32 (torch)", runtime="torch", variant="fp32")
+        if cuda_available():
+            yield make("bastion fp16 (ONNX Runtime CUDA)", runtime="onnx", variant="fp16")
+    else:
+        yield make("bastion fp32 (torch, bucketed)", runtime="torch", variant="fp32")
+        yield make("bastion fp32, no bucketing", runtime="torch", variant="fp32", bucket=False)
+        yield make("bastion fp32, SDPA math", sdpa("MATH"), runtime="torch", variant="fp32")
+        yield make(
+            "bastion fp32, SDPA flash (CPU)",
+            sdpa("FLASH_ATTENTION"),
+            runtime="torch",
+            variant="fp32",
+        )
+        yield make("bastion fp32, packed", runtime="torch", variant="fp32", attention="packed")
+        yield make("bastion bf16", runtime="torch", variant="bf16")
+        yield make("bastion int8 (ONNX, CPU default)", runtime="onnx", variant="int8")
+
+
+def subset(data: SciFact, limit: int) -> tuple[SciFact, list[str], list[str]]:
+    """``limit`` documents: those judged relevant to the first test queries (so that nDCG@10
+    still means something), then the rest in corpus order; only the queries fully covered."""
+    chosen: dict[str, None] = {}
+    queries: list[int] = []
+    for i, qid in enumerate(data.query_ids):
+        relevant = [d for d in data.qrels.get(qid, {}) if d not in chosen]
+        if len(chosen) + len(relevant) > limit // 2:
+            break
+        chosen.update(dict.fromkeys(relevant))
+        queries.append(i)
+    for doc_id in data.doc_ids:
+        if len(chosen) >= limit:
+            break
+        chosen.setdefault(doc_id)
+    index = {d: i for i, d in enumerate(data.doc_ids)}
+    rows = sorted(index[d] for d in chosen)
+    small = dataclasses.replace(
+        data,
+        doc_ids=[data.doc_ids[i] for i in rows],
+        titles=[data.titles[i] for i in rows],
+        texts=[data.texts[i] for i in rows],
+        query_ids=[data.query_ids[i] for i in queries],
+        queries=[data.queries[i] for i in queries],
+        qrels={data.query_ids[i]: data.qrels[data.query_ids[i]] for i in queries},
+    )
+    return small, small.documents(), small.doc_ids
+
+
+def tokenize_rate(model_dir: Path, docs: Sequence[str]) -> str:
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+    tokenizer.enable_truncation(256)
+    times = []
+    for _ in range(3):
+        started = time.perf_counter()
+        encodings = tokenizer.encode_batch(list(docs))
+        times.append(time.perf_counter() - started)
+    tokens = sum(len(e) for e in encodings)
+    return f"{len(docs) / statistics.median(times):.0f} docs/s ({tokens} tokens)"
+
+
+def machine(device: str) -> str:
+    if device == "cuda":
+        props = torch.cuda.get_device_properties(0)
+        return f"{props.name}, {props.total_memory / 2**30:.0f} GiB, {os.cpu_count()} CPUs"
+    cpu = platform.processor() or platform.machine()
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return f"{cpu}, {cores} cores available, no CUDA"
+
+
+def versions() -> str:
+    parts = [f"python {platform.python_version()}", f"torch {torch.__version__}"]
+    with contextlib.suppress(ImportError):
+        import sentence_transformers
+
+        parts.append(f"sentence-transformers {sentence_transformers.__version__}")
+    with contextlib.suppress(ImportError):
+        import onnxruntime
+
+        parts.append(f"onnxruntime {onnxruntime.__version__}")
+    return ", ".join(parts)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto")
+    parser.add_argument(
+        "--limit", type=int, help="embed only N documents (those relevant to the first queries)"
+    )
+    parser.add_argument("--repeats", type=int, help="timed passes per engine (5 CUDA, 2 CPU)")
+    parser.add_argument("--only", help="run only engines whose label contains this text")
+    parser.add_argument("--model-dir", type=Path, help="all-MiniLM-L6-v2 files (default: packaged)")
+    parser.add_argument("--data", type=Path, default=DEFAULT_DIR, help="SciFact (BEIR layout)")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="where the .md/.json go")
+    args = parser.parse_args(argv)
+
+    device = args.device
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    smoke = device != "cuda"
+    limit = args.limit or (100 if smoke else None)
+    repeats = args.repeats or (2 if smoke else 5)
+    model_dir = args.model_dir or packaged_model_dir()
+
+    lines: list[str] = []
+
+    def say(text: str = "") -> None:
+        print(text, flush=True)
+        lines.append(text)
+
+    if smoke:
+        say(
+            "# NO CUDA: a CPU smoke run (fp32 peer, small corpus). It checks that every engine "
+            "runs and agrees with the reference; its speeds say nothing about a GPU."
+        )
+    say(f"# machine: {machine(device)}")
+    say(f"# {versions()}")
+    if hasattr(os, "getloadavg"):
+        say(f"# load average at start: {os.getloadavg()[0]:.2f}")
+    data = load_scifact(args.data)
+    docs, doc_ids = data.documents(), data.doc_ids
+    if limit:
+        data, docs, doc_ids = subset(data, limit)
+    say(f"# corpus: {len(docs)} docs; {len(data.queries)} queries; {repeats} timed passes each")
+
+    peer_label = "peer: sentence-transformers fp16, batch 512"
+    ref_label = "reference: sentence-transformers fp32, batch 512"
+    if smoke:
+        peer_label = ref_label = "peer + reference: sentence-transformers fp32, batch 512"
+    builders: list[tuple[str, Callable[[], Engine]]] = [
+        (peer_label, lambda: st_engine(peer_label, model_dir, device, half=not smoke))
+    ]
+    if not smoke:
+        builders.append((ref_label, lambda: st_engine(ref_label, model_dir, device, half=False)))
+    builders += list(bastion_engines(device, model_dir))
+    if args.only:
+        builders = [b for b in builders if b[0] in (peer_label, ref_label) or args.only in b[0]]
+
+    say(f"# tokenize only (the CPU floor of every engine here): {tokenize_rate(model_dir, docs)}")
+    engines: list[Engine] = []
+    failed: list[Engine] = []
+    for label, build in builders:
+        try:
+            engine = build()
+            engine.run(docs[:64])  # warm-up: allocations, kernel selection, autotuning
+            engines.append(engine)
+        except Exception as exc:
+            failed.append(Engine(label, lambda _t: np.empty(0), error=_one_line(exc)))
+            say(f"  ! {label}: failed to start: {failed[-1].error}")
+
+    for rep in range(repeats):
+        for engine in engines:
+            if engine.error:
+                continue
+            try:
+                started = time.perf_counter()
+                engine.vectors = engine.run(docs)
+                engine.times.append(time.perf_counter() - started)
+            except Exception as exc:
+                engine.error = _one_line(exc)
+                say(f"  ! {engine.label}: failed: {engine.error}")
+                continue
+            print(f"  pass {rep + 1}: {engine.label}: {engine.times[-1]:.3f} s", flush=True)
+
+    peer = engines[0] if engines and engines[0].label == peer_label else None
+    reference = next((e for e in engines if e.label == ref_label), None)
+    ref_ndcg: float | None = None
+    for engine in engines:
+        if engine.error or not engine.times:
+            continue
+        t = statistics.median(engine.times)
+        engine.result["docs_per_s"] = len(docs) / t
+        if peer is not None and peer.times:
+            engine.result["ratio"] = statistics.median(peer.times) / t
+        queries = engine.run(data.queries)
+        run = dict(zip(data.query_ids, dense_search(queries, engine.vectors, doc_ids), strict=True))
+        engine.result["ndcg10"] = ndcg_at_k(run, data.qrels)
+        if engine is reference:
+            ref_ndcg = engine.result["ndcg10"]
+    for engine in engines:
+        if reference is None or reference.vectors is None or engine.vectors is None:
+            continue
+        if engine.error:
+            continue
+        cos = np.sum(engine.vectors * reference.vectors, axis=1)
+        engine.result["cos_mean"], engine.result["cos_min"] = float(cos.mean()), float(cos.min())
+        if ref_ndcg is not None and "ndcg10" in engine.result:
+            engine.result["ndcg_delta"] = engine.result["ndcg10"] - ref_ndcg
+
+    if hasattr(os, "getloadavg"):
+        say(f"# load average at end: {os.getloadavg()[0]:.2f}")
+    say()
+    say(
+        "| engine | docs/s (median) | x peer | cos to fp32 ref. (mean / min) | nDCG@10 | "
+        "Δ nDCG@10 | goal |"
+    )
+    say("|---|---:|---:|---|---:|---:|---|")
+    for engine in [*engines, *failed]:
+        r = engine.result
+        if engine.error:
+            say(f"| {engine.label} | failed: {engine.error} | | | | | |")
+            continue
+        cos = f"{r['cos_mean']:.5f} / {r['cos_min']:.5f}" if "cos_mean" in r else "—"
+        delta = f"{r['ndcg_delta']:+.4f}" if "ndcg_delta" in r else "—"
+        goal = "—"
+        if engine.label.startswith("bastion") and {"ratio", "cos_min", "ndcg_delta"} <= set(r):
+            quality = r["cos_min"] >= GOAL_COS and abs(r["ndcg_delta"]) <= GOAL_NDCG
+            if smoke:
+                goal = "quality met" if quality else "quality NOT met"
+            else:
+                goal = "met" if quality and r["ratio"] >= GOAL_RATIO else "NOT met"
+        say(
+            f"| {engine.label} | {r['docs_per_s']:.1f} | {r.get('ratio', float('nan')):.2f} | "
+            f"{cos} | {r['ndcg10']:.4f} | {delta} | {goal} |"
+        )
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
+    base = args.out / f"embed_gpu-{device}-{stamp}"
+    base.with_suffix(".md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    base.with_suffix(".json").write_text(
+        json.dumps(
+            {
+                "device": device,
+                "smoke": smoke,
+                "machine": machine(device),
+                "versions": versions(),
+                "argv": sys.argv[1:],
+                "corpus_docs": len(docs),
+                "engines": {
+                    e.label: {**e.result, "times": e.times, "error": e.error}
+                    for e in [*engines, *failed]
+                },
+            },
+            indent=2,
+        ),
+        encoding="utf-8",
+    )
+    print(f"\nwritten: {base}.md / .json")
+    return 0
+
+
+def _one_line(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}".splitlines()
+    return (text[0] if text else type(exc).__name__)[:160]
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
