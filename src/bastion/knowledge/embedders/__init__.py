@@ -1,13 +1,13 @@
 """Embedders: the port (:class:`Embedder`) and its adapters.
 
-* :class:`LocalEmbedder` — the packaged all-MiniLM-L6-v2 on ONNX Runtime (CPU int8 by default,
-  CUDA fp16 with ``onnxruntime-gpu``), offline.
+* :class:`LocalEmbedder` — the packaged all-MiniLM-L6-v2, offline: ONNX Runtime on CPU (int8
+  by default); on CUDA fp16 through ``onnxruntime-gpu`` or, without it, PyTorch.
 * :class:`HttpEmbedder` — any OpenAI-compatible ``/v1/embeddings`` endpoint.
 * :class:`HashingEmbedder` — deterministic feature hashing, for unit tests only.
 * :class:`CachedEmbedder` + :class:`EmbeddingCache` — never embed the same text twice.
 
 ``LocalEmbedder`` and ``HttpEmbedder`` are imported on first access, so importing this package
-does not load ONNX Runtime or httpx.
+does not load ONNX Runtime or httpx; torch is imported only when the PyTorch engine is chosen.
 """
 
 from __future__ import annotations

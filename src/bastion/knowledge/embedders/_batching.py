@@ -10,11 +10,22 @@ embed the batches in this order and write each row back to its input position
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Batch", "BatchPlan", "plan_batches"]
+__all__ = ["Attention", "Batch", "BatchPlan", "plan_batches"]
+
+
+class Attention(StrEnum):
+    """How the PyTorch runtime lays a batch out for attention (see :mod:`.torch_bert`)."""
+
+    PADDED = "padded"
+    """Rows padded to the batch's longest, ``scaled_dot_product_attention`` with a key mask."""
+    PACKED = "packed"
+    """No padding: the rows' tokens one after the other, variable-length flash attention
+    (``varlen_attn``) on CUDA."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -48,7 +48,7 @@ from tokenizers import Encoding, Tokenizer
 
 from bastion.core.errors import ConfigurationError
 from bastion.knowledge.embedders import _artifacts
-from bastion.knowledge.embedders._batching import plan_batches
+from bastion.knowledge.embedders._batching import Attention, plan_batches
 from bastion.knowledge.embedders._bert_graph import GRAPH_VERSION, BertShape, build_bert_graph
 from bastion.knowledge.embedders.base import Embedder, Vectors
 
@@ -89,15 +89,6 @@ class Device(StrEnum):
 class Runtime(StrEnum):
     ONNX = "onnx"
     TORCH = "torch"
-
-
-class Attention(StrEnum):
-    """How the PyTorch runtime runs a batch's attention (see :mod:`.torch_bert`)."""
-
-    PADDED = "padded"
-    """Rows padded to the batch's longest, ``scaled_dot_product_attention`` with a key mask."""
-    PACKED = "packed"
-    """No padding: variable-length flash attention (``varlen_attn``) on CUDA."""
 
 
 DEFAULT_VARIANT = {Device.CPU: Variant.INT8, Device.CUDA: Variant.FP16}

@@ -40,10 +40,9 @@ from safetensors.numpy import load_file
 from tokenizers import Encoding, Tokenizer
 from torch import Tensor
 
-from bastion.knowledge.embedders._batching import plan_batches
+from bastion.knowledge.embedders._batching import Attention, plan_batches
 from bastion.knowledge.embedders._bert_graph import BertShape
 from bastion.knowledge.embedders.base import Vectors
-from bastion.knowledge.embedders.local import Attention
 
 __all__ = ["TorchBert", "TorchRunner"]
 
