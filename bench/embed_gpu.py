@@ -41,6 +41,7 @@ import platform
 import statistics
 import sys
 import time
+import types
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -53,13 +54,30 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _scifact import DEFAULT_DIR, SciFact, dense_search, load_scifact, ndcg_at_k
-from bastion.knowledge.embedders.local import LocalEmbedder, cuda_available, packaged_model_dir
+HERE = Path(__file__).resolve().parent
+try:
+    import bastion  # noqa: F401
+except ImportError as exc:
+    # The GPU machine's image has PyTorch, tokenizers, safetensors, onnx(runtime) and
+    # sentence-transformers, but not Bastion's other dependencies, which `import bastion`
+    # loads: load the knowledge package from the source tree without the top-level one.
+    print(f"# note: import bastion failed ({exc}); loading its knowledge package alone")
+    sys.path.insert(0, str(HERE.parent / "src"))
+    _package = types.ModuleType("bastion")
+    _package.__path__ = [str(HERE.parent / "src" / "bastion")]
+    sys.modules["bastion"] = _package
+
+sys.path.insert(0, str(HERE))
+from _scifact import DEFAULT_DIR, SciFact, dense_search, load_scifact, ndcg_at_k  # noqa: E402
+from bastion.knowledge.embedders.local import (  # noqa: E402
+    LocalEmbedder,
+    cuda_available,
+    packaged_model_dir,
+)
 
 Encode = Callable[[Sequence[str]], np.ndarray]
 GOAL_RATIO, GOAL_COS, GOAL_NDCG = 4.0, 0.999, 0.005
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = HERE / "results"
 
 
 @dataclass
@@ -204,6 +222,14 @@ def tokenize_rate(model_dir: Path, docs: Sequence[str]) -> str:
     return f"{len(docs) / statistics.median(times):.0f} docs/s ({tokens} tokens)"
 
 
+def varlen_available() -> bool:
+    try:
+        from torch.nn.attention import varlen
+    except ImportError:
+        return False
+    return hasattr(varlen, "varlen_attn")
+
+
 def machine(device: str) -> str:
     if device == "cuda":
         props = torch.cuda.get_device_properties(0)
@@ -265,6 +291,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     say(f"# machine: {machine(device)}")
     say(f"# {versions()}")
+    if device == "cuda":
+        varlen = "yes" if varlen_available() else "NO (padded fallback)"
+        say(f"# varlen_attn for packed batches: {varlen}")
     if hasattr(os, "getloadavg"):
         say(f"# load average at start: {os.getloadavg()[0]:.2f}")
     data = load_scifact(args.data)
