@@ -42,6 +42,10 @@ _BIDI_CONTROLS = frozenset(
 # are plain names (no control character, backslash or colon, no leading dot, so never "." or
 # ".." or a drive), one slash between them, each name within MAX_NAME_BYTES. ASCII is already
 # NFC. Anything else takes the general path below, which decides it in full.
+_PARSED: dict[str, VPath] = {}
+"""Paths parsed lately (a path is immutable): a tool call, its approval, its scratch check and
+the workspace's operation each parse the same string."""
+_PARSED_KEPT = 1024
 _PLAIN_PATH = re.compile(r"(?:/[^\x00-\x1f\x7f\\/:.][^\x00-\x1f\x7f\\/:]{0,254})+")
 _PLAIN_NAME = re.compile(r"[^\x00-\x1f\x7f\\/:.][^\x00-\x1f\x7f\\/:]{0,254}")
 """One segment of the common case (see ``_PLAIN_PATH``): a child name taken as it is."""
@@ -77,9 +81,17 @@ class VPath:
             return raw
         if not isinstance(raw, str):
             raise InvalidPathError(f"path must be a string, got {type(raw).__name__}")
+        known = _PARSED.get(raw)
+        if known is not None:
+            return known
         if len(raw) <= MAX_PATH_BYTES and raw.isascii() and _PLAIN_PATH.fullmatch(raw):
-            return cls(tuple(raw[1:].split("/")))
-        return cls._parse_general(raw)
+            parsed = cls(tuple(raw[1:].split("/")))
+        else:
+            parsed = cls._parse_general(raw)
+        if len(_PARSED) >= _PARSED_KEPT:
+            _PARSED.clear()
+        _PARSED[raw] = parsed
+        return parsed
 
     @classmethod
     def _parse_general(cls, raw: str) -> VPath:
