@@ -156,6 +156,8 @@ def choose_runtime(
     """
     if runtime is None and variant is Variant.BF16:
         runtime = Runtime.TORCH
+    if runtime is Runtime.TORCH and importlib.util.find_spec("torch") is None:
+        raise ConfigurationError("runtime='torch' needs PyTorch; pip install torch or use 'onnx'")
     if device is Device.CPU:
         return device, runtime or Runtime.ONNX
     want_cuda = device is Device.CUDA
