@@ -92,3 +92,40 @@ def test_a_tokenizer_of_another_kind_has_no_fast_path() -> None:
     other = Tokenizer(models.WordLevel({"a": 0, "[UNK]": 1}, unk_token="[UNK]"))
     other.pre_tokenizer = pre_tokenizers.Whitespace()
     assert AsciiWordPiece.of(other) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a naïve café, then plain words after it",
+        "plain words first, then non\u00a0breaking and zero\u200bwidth inside, more words",
+        "日本語 beside English, and a “quoted” phrase — with a dash",
+        "line one\r\nnaïve line two\n\tstraße three",
+        "ends with an accent: é",
+        "é starts it",
+        "a plain start, then tab\u000bvertical and form\u000cfeed, and a plain end",
+    ],
+)
+def test_mostly_ascii_text_keeps_the_fast_path_around_its_other_runs(text: str) -> None:
+    assert FAST is not None
+    plan = FAST.plan(text)
+    assert plan is not None and any(plain for _, _, plain in plan)
+    assert [a for a, _, _ in plan] == [0, *(b for _, b, _ in plan[:-1])]  # contiguous
+    assert plan[-1][1] == len(text)
+    _same(text)
+
+
+_WORDS = st.sampled_from(["plain", "words", "Fig.", "e.g.", "(x)", "3.5", "naïve", "日本", "“q”"])
+_GAPS = st.sampled_from([" ", "  ", "\n", "\t", "\r\n", "\u00a0", "\u200b", "\x0b", ""])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_WORDS, _GAPS), max_size=40))
+def test_mixed_text_tokenizes_as_the_tokenizer_does(pairs: list[tuple[str, str]]) -> None:
+    _same("".join(word + gap for word, gap in pairs))
+
+
+def test_a_text_of_mostly_other_characters_goes_to_the_tokenizer_whole() -> None:
+    assert FAST is not None
+    assert FAST.plan("日本語のテキスト and") is None
+    assert FAST.plan("plain [SEP] text") is None

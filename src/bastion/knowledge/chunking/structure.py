@@ -139,27 +139,36 @@ _ABBREVIATIONS = frozenset(
     "al approx ca cf dept dr eq eqs fig figs inc jr ltd mr mrs ms mt no nos p pp prof ref refs "  # noqa: SIM905
     "resp sr st vol vs".split()
 )
+_ABBREVIATED = max(map(len, _ABBREVIATIONS))
 
 
 _MARK = re.compile(r"[.!?\u2026\u3002\uff01\uff1f]")
-"""A character that can end a sentence (both branches of ``_SENTENCE`` start with one)."""
+"""A character that can end a sentence: both branches of ``_SENTENCE`` start with one."""
 
 
 def _sentence_starts(line: str, offset: int) -> list[int]:
-    # A start needs a mark with more of the line after it: a line whose only mark is its last
-    # character (most lines of prose) is answered without ``_SENTENCE``, which costs ~12 µs a
-    # line of 80 characters.
-    if not _MARK.search(line, 0, max(0, len(line.rstrip()) - 1)):
-        return []
+    # Every match begins with a mark, so the expression is tried only where one is (found by
+    # a plain character class), from left to right past the last match: the matches
+    # ``finditer`` gives, without trying the expression at each of the line's characters
+    # (~150 ns each: 0.2 ms for a line of 1,500, a scientific abstract).
     starts = []
-    for match in _SENTENCE.finditer(line):
+    end = 0
+    for mark in _MARK.finditer(line):
+        if mark.start() < end:
+            continue
+        match = _SENTENCE.match(line, mark.start())
+        if match is None:
+            continue
+        end = match.end()
         if match.group()[0] == ".":
             dot = match.start()
-            word = _WORD_BEFORE.search(line, max(0, dot - 16), dot)
+            # the word before the dot, seen through a window one longer than the longest
+            # abbreviation: a word that fills it is no abbreviation and not one letter
+            word = _WORD_BEFORE.search(line, max(0, dot - _ABBREVIATED - 1), dot)
             if word and (len(word.group()) == 1 or word.group().lower() in _ABBREVIATIONS):
                 continue  # "e.g.", "J. Smith", "Fig. 2", "et al."
-        if match.end() < len(line):
-            starts.append(offset + match.end())
+        if end < len(line):
+            starts.append(offset + end)
     return starts
 
 

@@ -115,23 +115,34 @@ class HuggingFaceTokenCounter(BaseTokenCounter):
 
     def tokenize_batch(self, texts: Sequence[str]) -> list[Tokens]:
         fast = self._fast
-        out: list[Tokens | None] = [None] * len(texts)
-        rest: list[int] = []
-        for i, text in enumerate(texts):
-            if fast is not None and fast.covers(text):
-                out[i] = fast.tokenize(text)
+        if fast is None:
+            return self.tokenize_slow(texts)
+        plans = [fast.plan(text) for text in texts]
+        rest: list[str] = []  # what the tokenizer takes: whole texts, or runs of them
+        for text, plan in zip(texts, plans, strict=True):
+            if plan is None:
+                rest.append(text)
             else:
-                rest.append(i)
-        if rest:
-            encodings = self._tokenizer.encode_batch(
-                [texts[i] for i in rest], add_special_tokens=False
-            )
-            first = operator.itemgetter(0)
-            for i, enc in zip(rest, encodings, strict=True):
-                words: list[int | None] = enc.word_ids  # None only for special tokens (none here)
-                known: list[int] = words if None not in words else [w or 0 for w in words]  # type: ignore[assignment]
-                out[i] = Tokens(list(map(first, enc.offsets)), known)
-        return out  # type: ignore[return-value]  # every slot was filled
+                rest.extend(text[a:b] for a, b, plain in plan if not plain)
+        slow = iter(self.tokenize_slow(rest) if rest else ())
+        out: list[Tokens] = []
+        for text, plan in zip(texts, plans, strict=True):
+            if plan is None:
+                out.append(next(slow))
+            elif len(plan) == 1 and plan[0][2]:
+                out.append(fast.tokenize(text))
+            else:
+                starts: list[int] = []
+                words: list[int] = []
+                base = 0
+                for a, b, plain in plan:
+                    part = fast.tokenize(text[a:b]) if plain else next(slow)
+                    starts += map(a.__add__, part.starts)
+                    words += map(base.__add__, part.words)
+                    if len(part.words):
+                        base += part.words[-1] + 1
+                out.append(Tokens(starts, words))
+        return out
 
     def tokenize_slow(self, texts: Sequence[str]) -> list[Tokens]:
         """:meth:`tokenize_batch` by the tokenizer itself, never the ASCII fast path (the

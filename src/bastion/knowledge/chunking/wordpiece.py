@@ -33,6 +33,10 @@ _WORD = re.compile(r"[A-Za-z0-9]+|[!-/:-@\[-`{-~]")
 _OTHER = re.compile(r"[^\t\n\r -~]")
 """What the fast path does not handle: control characters (the normalizer drops them, joining
 the words around them), anything outside ASCII (accents, CJK spacing, other punctuation)."""
+_SPACES = " \t\n\r"
+"""The ASCII characters BERT's pre-tokenizer splits at (the other ASCII whitespace characters
+are control characters, which its normalizer drops)."""
+_SPACE = re.compile(r"[ \t\n\r]")
 _ONE = (0,)
 """The split of a word that is one token (shared: the common case is found by identity)."""
 _KEPT = 1 << 18
@@ -88,6 +92,35 @@ class AsciiWordPiece:
         if not text.isascii() or _OTHER.search(text):
             return False
         return self._added is None or self._added.search(text) is None
+
+    def plan(self, text: str) -> list[tuple[int, int, bool]] | None:
+        """``text`` cut into runs for :meth:`tokenize` (``True``) and for the tokenizer
+        (``False``: each run of non-space characters holding one :meth:`covers` refuses), in
+        order; ``None`` when the tokenizer should take all of it (an added token's name in it,
+        or mostly such runs). The pre-tokenizer always splits at ASCII spaces, tabs and line
+        breaks, and nothing joins across them, so the runs tokenize alone as they do in the
+        whole text: a text with a few accents or typographic quotes keeps the fast path."""
+        if self._added is not None and self._added.search(text):
+            return None
+        if text.isascii() and not _OTHER.search(text):
+            return [(0, len(text), True)]
+        parts: list[tuple[int, int, bool]] = []
+        done = odd = 0
+        for found in _OTHER.finditer(text):
+            at = found.start()
+            if at < done:
+                continue  # inside the run just taken
+            start = max(done, *(text.rfind(space, done, at) + 1 for space in _SPACES))
+            after = _SPACE.search(text, at)
+            end = len(text) if after is None else after.start()
+            if start > done:
+                parts.append((done, start, True))
+            parts.append((start, end, False))
+            odd += end - start
+            done = end
+        if done < len(text):
+            parts.append((done, len(text), True))
+        return None if 2 * odd > len(text) else parts
 
     def tokenize(self, text: str) -> Tokens:
         """Each token's start and word number, for a text :meth:`covers`."""
