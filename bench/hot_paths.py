@@ -15,7 +15,8 @@ public names that exist in both trees. Rows (median of rounds; µs per call unle
 3. The blocking facade ``SyncWorkspace.read_bytes`` against ``await Workspace.read_bytes``
    (ratio).
 4. BM25 query on SciFact test queries: ``MemoryIndex.search_keyword(k=100)`` against bm25s
-   (same queries, ms per query, ratio of medians).
+   (same queries, ms per query, ratio of medians): the first pass after indexing (each term
+   scored on first use) and the best of two more (terms seen; bm25s: the best of three).
 5. Index SciFact keyword-only: 5,183 Markdown files in a memory store, ``index_directory``
    (seconds), bm25s indexing the strings as the floor.
 6. Index one 50 MB text file keyword-only in a fresh process: seconds and peak RSS.
@@ -210,15 +211,19 @@ async def _index_rows(quick: bool) -> dict[str, Any]:
     summary = await ws.index_directory("/s")
     index_s = time.perf_counter() - t0
     assert summary.indexed == len(corpus)
-    lat = []
-    for text in queries.values():
-        t1 = time.perf_counter()
-        kb.index.search_keyword(text, 100)
-        lat.append(time.perf_counter() - t1)
+    passes = []
+    for _ in range(3):  # the first pass meets each term for the first time since the index
+        lat = []
+        for text in queries.values():
+            t1 = time.perf_counter()
+            kb.index.search_keyword(text, 100)
+            lat.append(time.perf_counter() - t1)
+        passes.append(statistics.median(lat) * 1000)
     return {
         "index_s": index_s,
         "docs": len(corpus),
-        "query_ms": statistics.median(lat) * 1000,
+        "query_ms": passes[0],
+        "query_warm_ms": min(passes[1:]),
         "queries": len(lat),
     }
 
@@ -241,13 +246,16 @@ def _peer_rows(quick: bool) -> dict[str, Any]:
     model = bm25s.BM25()
     model.index(tokens, show_progress=False)
     index_s = time.perf_counter() - t0
-    lat = []
-    for text in dict(dataset.queries).values():
-        t1 = time.perf_counter()
-        q = bm25s.tokenize([text], stopwords="en", stemmer=stemmer, show_progress=False)
-        model.retrieve(q, k=100, show_progress=False)
-        lat.append(time.perf_counter() - t1)
-    return {"index_s": index_s, "query_ms": statistics.median(lat) * 1000}
+    passes = []
+    for _ in range(3):
+        lat = []
+        for text in dict(dataset.queries).values():
+            t1 = time.perf_counter()
+            q = bm25s.tokenize([text], stopwords="en", stemmer=stemmer, show_progress=False)
+            model.retrieve(q, k=100, show_progress=False)
+            lat.append(time.perf_counter() - t1)
+        passes.append(statistics.median(lat) * 1000)
+    return {"index_s": index_s, "query_ms": min(passes)}
 
 
 async def _large_row(megabytes: int) -> dict[str, Any]:
@@ -348,8 +356,12 @@ def _report(before: dict, after: dict, peers: dict, args: argparse.Namespace) ->
                 f"{s['sync_us'] / s['async_us']:.2f}x "
                 f"({s['sync_us']:.0f} vs {s['async_us']:.0f} µs)"
             ),
-            "BM25 query vs bm25s (median)": (
+            "BM25 query vs bm25s, first pass (median)": (
                 f"{i['query_ms'] / peers['query_ms']:.2f}x ({i['query_ms']:.2f} vs "
+                f"{peers['query_ms']:.2f} ms)"
+            ),
+            "BM25 query vs bm25s, terms seen (median)": (
+                f"{i['query_warm_ms'] / peers['query_ms']:.2f}x ({i['query_warm_ms']:.2f} vs "
                 f"{peers['query_ms']:.2f} ms)"
             ),
             f"index SciFact keyword-only, {i['docs']} files": (
