@@ -311,9 +311,10 @@ def _tables(folder: Path) -> list[str]:
 class _Tables:
     """The table folders in ``folder``, listed again only when the folder changed: every
     search first looks for tables other processes made, and one ``stat`` of the folder costs
-    a fraction of a listing (a ``stat`` per entry). A change shows in the folder's mtime; one made within the clock tick
-    of the last listing might not, so a listing is trusted only once the folder's mtime is
-    :data:`_SETTLED` older than the moment it was made (as git trusts its index)."""
+    a fraction of a listing (a ``stat`` per entry). A change shows in the folder's mtime; one
+    made within the clock tick of the last listing might not, so a listing is trusted only
+    once the folder's mtime is :data:`_SETTLED` older than the moment it was made (as git
+    trusts its index)."""
 
     def __init__(self, folder: Path) -> None:
         self._folder = folder
