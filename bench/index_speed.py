@@ -35,13 +35,13 @@ import os
 import platform
 import resource
 import statistics
-import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from _children import export_src, run_child
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -236,23 +236,8 @@ def child(args: argparse.Namespace) -> None:
 
 
 def _run_child(src: Path, part: str, args: argparse.Namespace, folder: Path) -> dict[str, Any]:
-    env = dict(os.environ, PYTHONPATH=str(src))
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", part, "--folder", str(folder)]
-    cmd += ["--rounds", str(args.rounds)] + (["--quick"] if args.quick else [])
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise SystemExit(f"{part} failed ({src}):\n{done.stderr[-3000:]}")
-    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
-
-
-def _export(rev: str, into: Path) -> Path:
-    into.mkdir(parents=True, exist_ok=True)
-    archive = into / "src.tar"
-    with archive.open("wb") as fh:
-        subprocess.run(["git", "archive", rev, "src"], cwd=ROOT, stdout=fh, check=True)
-    with tarfile.open(archive) as tar:
-        tar.extractall(into, filter="data")
-    return into / "src"
+    flags = ["--child", part, "--folder", str(folder), "--rounds", str(args.rounds)]
+    return run_child(__file__, src, flags + (["--quick"] if args.quick else []), label=part)
 
 
 def main() -> None:
@@ -272,7 +257,7 @@ def main() -> None:
     size = 5 if args.quick else args.size_mb
     results: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="bastion-index-speed-") as tmp:
-        base_src = _export(args.baseline, Path(tmp) / "baseline")
+        base_src = export_src(args.baseline, Path(tmp) / "baseline")
         folder = Path(tmp) / "large"
         folder.mkdir()
         if not args.skip_large:

@@ -29,15 +29,15 @@ import functools
 import json
 import os
 import platform
-import subprocess
 import sys
-import tarfile
 import tempfile
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from _children import export_src, run_child
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -164,22 +164,8 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _run_child(src: Path, args: argparse.Namespace) -> dict[str, Any]:
-    env = dict(os.environ, PYTHONPATH=str(src))
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--child"]
-    cmd += (["--quick"] if args.quick else []) + (["--warm"] if args.warm else [])
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise SystemExit(f"measuring child failed ({src}):\n{done.stderr[-3000:]}")
-    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
-
-
-def _export(rev: str, into: Path) -> Path:
-    archive = into / "src.tar"
-    with archive.open("wb") as fh:
-        subprocess.run(["git", "archive", rev, "src"], cwd=ROOT, stdout=fh, check=True)
-    with tarfile.open(archive) as tar:
-        tar.extractall(into, filter="data")
-    return into / "src"
+    flags = ["--child", *(["--quick"] if args.quick else []), *(["--warm"] if args.warm else [])]
+    return run_child(__file__, src, flags, label="measuring child")
 
 
 def _table(name: str, r: dict[str, Any]) -> list[str]:
@@ -219,7 +205,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         if args.baseline:
             lines += _table(
-                f"before ({args.baseline})", _run_child(_export(args.baseline, Path(tmp)), args)
+                f"before ({args.baseline})", _run_child(export_src(args.baseline, Path(tmp)), args)
             )
         lines += _table("this tree", _run_child(ROOT / "src", args))
     text = "\n".join(lines)

@@ -37,13 +37,13 @@ import platform
 import pstats
 import shutil
 import statistics
-import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from _children import export_src, run_child
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -162,22 +162,10 @@ async def _profile(mode: str, quick: bool, cache: Path, rounds: int) -> None:
 
 
 def _run_child(src: Path, args: argparse.Namespace) -> dict[str, Any]:
-    env = dict(os.environ, PYTHONPATH=str(src))
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--rounds", str(args.rounds)]
-    cmd += ["--cache", str(args.cache)] + (["--quick"] if args.quick else [])
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise SystemExit(f"measuring child failed ({src}):\n{done.stderr[-3000:]}")
-    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
-
-
-def _export(rev: str, into: Path) -> Path:
-    archive = into / "src.tar"
-    with archive.open("wb") as fh:
-        subprocess.run(["git", "archive", rev, "src"], cwd=ROOT, stdout=fh, check=True)
-    with tarfile.open(archive) as tar:
-        tar.extractall(into, filter="data")
-    return into / "src"
+    flags = ["--child", "--rounds", str(args.rounds), "--cache", str(args.cache)]
+    return run_child(
+        __file__, src, flags + (["--quick"] if args.quick else []), label="measuring child"
+    )
 
 
 def _table(name: str, result: dict[str, Any]) -> list[str]:
@@ -219,7 +207,7 @@ def main() -> None:
     lines = [head]
     with tempfile.TemporaryDirectory() as tmp:
         if args.baseline:
-            before = _run_child(_export(args.baseline, Path(tmp)), args)
+            before = _run_child(export_src(args.baseline, Path(tmp)), args)
             lines += _table(f"before ({args.baseline})", before)
         after = _run_child(ROOT / "src", args)
         lines += _table("this tree", after)
