@@ -13,6 +13,7 @@ import threading
 from array import array
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 
 import numpy as np
 import numpy.typing as npt
@@ -74,6 +75,7 @@ class MemoryIndex(Index):
                 own_texts(chunks),
                 [numbers.setdefault(c.doc.doc_id, len(numbers)) for c in chunks],
             )
+            self._reserve(len(self._chunks) + len(chunks), chunks)
             for chunk in chunks:
                 old = self._slot_of.get(chunk.chunk_id)
                 if old is not None:
@@ -90,13 +92,13 @@ class MemoryIndex(Index):
     def _add(self, chunk: IndexedChunk) -> None:
         self._generation += 1
         slot = len(self._chunks)  # BM25 holds it already (``upsert``)
-        self._chunks.append(chunk)
-        self._slot_of[chunk.chunk_id] = slot
-        self._doc_slots.setdefault(chunk.doc.doc_id, set()).add(slot)
         code = self._meta_code.get(chunk.doc)
         if code is None:
             code = self._meta_code[chunk.doc] = len(self._metas)
             self._metas.append(chunk.doc)
+        self._chunks.append(_slim(chunk, self._metas[code]))
+        self._slot_of[chunk.chunk_id] = slot
+        self._doc_slots.setdefault(chunk.doc.doc_id, set()).add(slot)
         self._slot_meta.append(code)
         self._put_vector(slot, chunk.vector)
 
@@ -114,6 +116,22 @@ class MemoryIndex(Index):
                 raise ValueError(
                     f"chunk {chunk.chunk_id} has a vector of {size} dimensions in an index of {dim}"
                 )
+
+    def _reserve(self, slots: int, chunks: Sequence[IndexedChunk]) -> None:
+        """Room for ``slots`` rows in the vector matrix, made once for a batch: exactly what a
+        first load needs, and half as much again when it grows (not doubled row by row, which
+        left up to half the matrix empty)."""
+        if self._vectors is None:
+            first = next((c.vector for c in chunks if c.vector is not None), None)
+            if first is None:
+                return
+            self._vectors = np.zeros((max(64, slots), np.asarray(first).size), np.float32)
+            return
+        rows, dim = self._vectors.shape
+        if slots > rows:
+            grown = np.zeros((max(slots, rows + rows // 2), dim), np.float32)
+            grown[:rows] = self._vectors
+            self._vectors = grown
 
     def _put_vector(self, slot: int, vector: npt.NDArray[np.float32] | None) -> None:
         """Store the vector of ``slot``; once a vector exists, the matrix has a row per slot
@@ -203,9 +221,17 @@ class MemoryIndex(Index):
             return out
 
     def chunks_of(self, doc_id: str) -> list[IndexedChunk]:
+        """The chunks with their vectors (a search's hits carry none: the matrix holds them)."""
         with self._lock:
-            found = [self._chunks[s] for s in self._doc_slots.get(doc_id, ())]
-            return sorted((c for c in found if c is not None), key=lambda c: c.seq)
+            found = []
+            for slot in self._doc_slots.get(doc_id, ()):
+                chunk = self._chunks[slot]
+                if chunk is None:
+                    continue
+                if self._has_vector[slot] and self._vectors is not None:
+                    chunk = replace(chunk, vector=self._vectors[slot].copy())
+                found.append(chunk)
+            return sorted(found, key=lambda c: c.seq)
 
     def count(self) -> int:
         return len(self._slot_of)
@@ -313,3 +339,21 @@ class MemoryIndex(Index):
             )
             if (chunk := chunks[slot]) is not None
         ]
+
+
+def _slim(chunk: IndexedChunk, doc: DocumentMeta) -> IndexedChunk:
+    """The chunk as a slot keeps it: its document's metadata shared with every chunk of the
+    same labels (``doc``, equal to its own), and no vector (the matrix row holds it). A load
+    made a metadata record and a vector array per chunk: at 100,000 documents they were
+    about as large as the matrix itself (``bench/scale_corpus.py``)."""
+    if chunk.doc is doc and chunk.vector is None:
+        return chunk
+    return IndexedChunk(
+        chunk_id=chunk.chunk_id,
+        doc=doc,
+        seq=chunk.seq,
+        text=chunk.text,
+        start_line=chunk.start_line,
+        end_line=chunk.end_line,
+        section=chunk.section,
+    )
