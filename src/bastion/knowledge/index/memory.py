@@ -305,18 +305,8 @@ class MemoryIndex(Index):
             mask = self._slot_mask(flt)
             if mask is not None:
                 ok &= mask
-            scores[~ok] = -np.inf
-            return self._top(scores, k, positive_only=False)
-
-    def _top(
-        self, scores: npt.NDArray[np.float32], k: int, *, positive_only: bool
-    ) -> list[IndexHit]:
-        if k <= 0 or len(scores) == 0:
-            return []
-        candidates = (
-            np.flatnonzero(scores > 0) if positive_only else np.flatnonzero(np.isfinite(scores))
-        )
-        return self._best(candidates, scores[candidates], k)
+            candidates = np.flatnonzero(np.isfinite(scores))
+            return self._best(candidates, scores[candidates], k)
 
     def _best(
         self, candidates: npt.NDArray[np.int64], values: npt.NDArray[np.float32], k: int
@@ -348,12 +338,4 @@ def _slim(chunk: IndexedChunk, doc: DocumentMeta) -> IndexedChunk:
     about as large as the matrix itself (``bench/scale_corpus.py``)."""
     if chunk.doc is doc and chunk.vector is None:
         return chunk
-    return IndexedChunk(
-        chunk_id=chunk.chunk_id,
-        doc=doc,
-        seq=chunk.seq,
-        text=chunk.text,
-        start_line=chunk.start_line,
-        end_line=chunk.end_line,
-        section=chunk.section,
-    )
+    return replace(chunk, doc=doc, vector=None)  # every other field as it is
