@@ -305,6 +305,7 @@ class MemoryIndex(Index):
             mask = self._slot_mask(flt)
             if mask is not None:
                 ok &= mask
+            scores[~ok] = -np.inf
             candidates = np.flatnonzero(np.isfinite(scores))
             return self._best(candidates, scores[candidates], k)
 
@@ -338,4 +339,12 @@ def _slim(chunk: IndexedChunk, doc: DocumentMeta) -> IndexedChunk:
     about as large as the matrix itself (``bench/scale_corpus.py``)."""
     if chunk.doc is doc and chunk.vector is None:
         return chunk
-    return replace(chunk, doc=doc, vector=None)  # every other field as it is
+    return IndexedChunk(
+        chunk_id=chunk.chunk_id,
+        doc=doc,
+        seq=chunk.seq,
+        text=chunk.text,
+        start_line=chunk.start_line,
+        end_line=chunk.end_line,
+        section=chunk.section,
+    )
