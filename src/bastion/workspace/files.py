@@ -193,6 +193,13 @@ class FileOps:
         eof = len(page) < _LINE_CHUNK
         decoder = None if eof else codecs.getincrementaldecoder(encoding)("replace")
         pending = page.decode(encoding, "replace") if decoder is None else decoder.decode(page)
+        if (
+            eof
+            and offset == 0
+            and (limit is None or pending.count("\n", 0, -1) < limit)
+            and len(pending.encode("utf-8", "replace")) <= cap
+        ):  # the whole file is the page (a small file read from its start)
+            return TextPage(info.at(vp), pending, False)
         skipped = taken = size = 0
         kept: list[str] = []
         while True:

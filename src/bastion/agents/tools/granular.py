@@ -98,17 +98,21 @@ def _numbered(rows: list[str], offset: int, more: bool, s: ToolSession) -> dict[
     cap, width = s.limits.max_chars, s.limits.max_line_chars
     if "\r" in "".join(rows):
         rows = [row.rstrip("\r") for row in rows]
-    lengths = list(map(len, rows))
-    if rows and max(lengths) > width:
+    if rows and max(map(len, rows)) > width:
         rows = [_cut(row, width) for row in rows]
-        lengths = list(map(len, rows))
     first = offset + 1
     shown = len(rows)
-    if first + shown > _NUMBER_WIDTH_LIMIT or sum(lengths) + 8 * shown > cap:
+    if first + shown > _NUMBER_WIDTH_LIMIT or sum(map(len, rows)) + 8 * shown > cap:
         shown = _fitting(rows, first, cap)
-    if first + shown <= _COLUMN:
-        column = _number_column()[first : first + shown]
-        content = "\n".join(map(str.__add__, column, rows))
+    if not shown:
+        content = ""
+    elif first + shown <= _COLUMN:
+        # Numbers and lines interleaved in one list, joined once: no string per line made.
+        parts: list[str] = [""] * (2 * shown)
+        parts[0::2] = _number_column()[first : first + shown]
+        parts[1::2] = rows[:shown]
+        parts[0] = parts[0][1:]
+        content = "".join(parts)
     else:
         content = "\n".join(map("{:>6}\t{}".format, range(first, first + shown), rows))
     fields: dict[str, Any] = {"content": content}
@@ -120,14 +124,15 @@ def _numbered(rows: list[str], offset: int, more: bool, s: ToolSession) -> dict[
 
 
 _COLUMN = 10_000
-"""Line numbers whose column (``{:>6}`` and a tab) is made once and kept."""
+"""Line numbers whose column (a newline, ``{:>6}`` and a tab) is made once and kept."""
 
 
 @functools.cache
 def _number_column() -> tuple[str, ...]:
-    """The numbers column of lines 0 to ``_COLUMN - 1``, made on first use (about 0.6 MB):
-    joining kept strings is about twice as fast as formatting each line's number."""
-    return tuple(f"{n:>6}\t" for n in range(_COLUMN))
+    """The numbers column of lines 0 to ``_COLUMN - 1``, each after the newline that ends
+    the line before, made on first use (about 0.7 MB): joining kept strings is several times
+    faster than formatting each line's number."""
+    return tuple(f"\n{n:>6}\t" for n in range(_COLUMN))
 
 
 _NUMBER_WIDTH_LIMIT = 1_000_000
