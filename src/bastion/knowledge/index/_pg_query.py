@@ -9,8 +9,8 @@ term) with the term frequency and the chunk's length, each chunk holding only wh
 its document. N, df and the average lengths (of chunks and of documents) are those of the
 chunks the filter admits, as in memory: a score never depends on chunks the asker may not see
 (or one's own document's score would tell how many hidden ones hold a word). Unfiltered, the
-counts come from the registry row and the document index; filtered, from a pass over the
-admitted chunks' ``(rid, doc_id, length)``.
+counts come from the registry row and the documents' lengths from the ``$docs`` table;
+filtered, from a pass over the admitted chunks' ``(rid, doc_id, length)``.
 """
 
 from __future__ import annotations
@@ -202,9 +202,10 @@ def bm25_query(names: TableNames, flt: Where, *, shared: bool = False) -> sql.Co
     and avgdl over the documents the filter admits; each matching chunk scores its
     document's BM25 times its own chunk-level BM25 over its document's best chunk's.
 
-    Unfiltered, the chunk count and total length come from the registry row, the document
-    count from the ``(doc_id, seq)`` index, and only the matching documents' lengths are
-    summed; filtered, all of them are counted over the chunks the filter admits.
+    Unfiltered, the counts come from the registry row, the documents' lengths from the
+    ``$docs`` table (one probe per matching document) and the postings carry their document:
+    nothing is read but the query terms' postings. Filtered, every count is taken over the
+    chunks the filter admits, and so is each document's length.
 
     Parameters: ``name``, ``terms`` (distinct analyzed query terms), ``k1``, ``b``, ``k``, the
     filter's, and with ``shared`` the counts of a wider collection: ``n``, ``avgdl``, ``dfs``
@@ -213,31 +214,32 @@ def bm25_query(names: TableNames, flt: Where, *, shared: bool = False) -> sql.Co
     if flt.conditions:
         base = sql.SQL(
             """visible AS (
-                SELECT c.rid, c.doc_id, c.length FROM {chunks} c WHERE {cond}
-            ), docs AS (
-                SELECT doc_id, sum(length)::float8 AS dl FROM visible GROUP BY doc_id
-            ), own_chunks AS (
-                SELECT count(*)::float8 AS n, coalesce(sum(length), 0)::float8 AS total
+                SELECT c.rid, c.length, c.doc_id FROM {chunks} c WHERE {cond}
+            ), lengths AS (
+                SELECT doc_id, sum(length)::float8 AS length FROM visible GROUP BY doc_id
+            ), counts AS (
+                SELECT count(*)::float8 AS chunks,
+                       (SELECT count(*) FROM lengths)::float8 AS docs,
+                       coalesce(sum(length), 0)::float8 AS total
                 FROM visible
-            ), own_docs AS (
-                SELECT count(*)::float8 AS n FROM docs
+            ), matched AS (
+                SELECT p.rid, p.doc_id, p.term, p.tf, p.length
+                FROM {terms} p JOIN visible v ON v.rid = p.rid
+                WHERE p.term = ANY(%(terms)s::text[])
             )"""
-        ).format(chunks=names.chunks, cond=flt.clause())
+        ).format(chunks=names.chunks, terms=names.terms, cond=flt.clause())
+        lengths: sql.Composable = sql.Identifier("lengths")
     else:
         base = sql.SQL(
-            """visible AS (
-                SELECT c.rid, c.doc_id, c.length FROM {chunks} c
-                WHERE c.rid IN (SELECT p.rid FROM {terms} p WHERE p.term = ANY(%(terms)s::text[]))
-            ), docs AS (
-                SELECT c.doc_id, sum(c.length)::float8 AS dl FROM {chunks} c
-                WHERE c.doc_id IN (SELECT doc_id FROM visible) GROUP BY c.doc_id
-            ), own_chunks AS (
-                SELECT chunks::float8 AS n, total_len::float8 AS total
+            """counts AS (
+                SELECT chunks::float8 AS chunks, docs::float8 AS docs, total_len::float8 AS total
                 FROM {registry} WHERE name = %(name)s
-            ), own_docs AS (
-                SELECT count(*)::float8 AS n FROM (SELECT DISTINCT doc_id FROM {chunks}) d
+            ), matched AS (
+                SELECT p.rid, p.doc_id, p.term, p.tf, p.length
+                FROM {terms} p WHERE p.term = ANY(%(terms)s::text[])
             )"""
-        ).format(chunks=names.chunks, terms=names.terms, registry=names.registry)
+        ).format(terms=names.terms, registry=names.registry)
+        lengths = names.docs
     if shared:
         stats = sql.SQL(
             """cstats AS (SELECT %(entries)s::float8 AS n, %(entry_avgdl)s::float8 AS avgdl),
@@ -246,10 +248,8 @@ def bm25_query(names: TableNames, flt: Where, *, shared: bool = False) -> sql.Co
                 SELECT * FROM unnest(%(terms)s::text[], %(dfs)s::int8[], %(entry_dfs)s::int8[])
                     AS g(term, df, entry_df)
             ), postings AS (
-                SELECT p.rid, p.term, p.tf, p.length, v.doc_id,
-                       greatest(count(*) OVER (PARTITION BY p.term), g.entry_df) AS df
-                FROM {terms} p JOIN visible v ON v.rid = p.rid JOIN given g ON g.term = p.term
-                WHERE p.term = ANY(%(terms)s::text[])
+                SELECT m.*, greatest(count(*) OVER (PARTITION BY m.term), g.entry_df) AS df
+                FROM matched m JOIN given g ON g.term = m.term
             ), doc_terms AS (
                 SELECT doc_id, term, sum(tf)::float8 AS tf FROM postings GROUP BY doc_id, term
             ), doc_df AS (
@@ -258,25 +258,22 @@ def bm25_query(names: TableNames, flt: Where, *, shared: bool = False) -> sql.Co
                 LEFT JOIN (SELECT term, count(*) AS df FROM doc_terms GROUP BY term) l
                     ON l.term = g.term
             )"""
-        ).format(terms=names.terms)
+        )
     else:
         stats = sql.SQL(
             """cstats AS (
-                SELECT n, greatest(total / greatest(n, 1), 1e-9) AS avgdl FROM own_chunks
+                SELECT chunks AS n, greatest(total / greatest(chunks, 1), 1e-9) AS avgdl
+                FROM counts
             ), dstats AS (
-                SELECT d.n, greatest(c.total / greatest(d.n, 1), 1e-9) AS avgdl
-                FROM own_docs d CROSS JOIN own_chunks c
+                SELECT docs AS n, greatest(total / greatest(docs, 1), 1e-9) AS avgdl FROM counts
             ), postings AS (
-                SELECT p.rid, p.term, p.tf, p.length, v.doc_id,
-                       count(*) OVER (PARTITION BY p.term) AS df
-                FROM {terms} p JOIN visible v ON v.rid = p.rid
-                WHERE p.term = ANY(%(terms)s::text[])
+                SELECT m.*, count(*) OVER (PARTITION BY m.term) AS df FROM matched m
             ), doc_terms AS (
                 SELECT doc_id, term, sum(tf)::float8 AS tf FROM postings GROUP BY doc_id, term
             ), doc_df AS (
                 SELECT term, count(*)::float8 AS df FROM doc_terms GROUP BY term
             )"""
-        ).format(terms=names.terms)
+        )
     return sql.SQL(
         """WITH {base}, {stats}, chunk_scores AS (
             SELECT x.rid, x.doc_id,
@@ -287,9 +284,9 @@ def bm25_query(names: TableNames, flt: Where, *, shared: bool = False) -> sql.Co
         ), doc_scores AS (
             SELECT t.doc_id,
                    sum(ln(1 + (s.n - f.df + 0.5) / (f.df + 0.5)) * t.tf * (%(k1)s + 1)
-                       / (t.tf + %(k1)s * (1 - %(b)s + %(b)s * d.dl / s.avgdl))) AS score
+                       / (t.tf + %(k1)s * (1 - %(b)s + %(b)s * d.length / s.avgdl))) AS score
             FROM doc_terms t JOIN doc_df f ON f.term = t.term
-                JOIN docs d ON d.doc_id = t.doc_id CROSS JOIN dstats s
+                JOIN {lengths} d ON d.doc_id = t.doc_id CROSS JOIN dstats s
             GROUP BY t.doc_id
         ), top AS (
             SELECT c.rid,
@@ -300,13 +297,34 @@ def bm25_query(names: TableNames, flt: Where, *, shared: bool = False) -> sql.Co
         )
         SELECT {cols}, top.score FROM top JOIN {chunks} r ON r.rid = top.rid
         ORDER BY top.score DESC, top.rid"""
-    ).format(base=base, stats=stats, chunks=names.chunks, cols=columns(CHUNK_COLUMNS, "r"))
+    ).format(
+        base=base,
+        stats=stats,
+        lengths=lengths,
+        chunks=names.chunks,
+        cols=columns(CHUNK_COLUMNS, "r"),
+    )
 
 
 def bm25_statistics_query(names: TableNames, flt: Where) -> sql.Composed:
-    """The document-level counts of :func:`bm25_query` over what the filter admits.
-    Parameters: ``terms`` and the filter's. One row: documents, their total length, chunks,
-    then one ``(term, df, chunk df)`` triple per term that some admitted chunk holds."""
+    """The document-level counts of :func:`bm25_query` over what the filter admits (from the
+    registry row and the postings when it admits everything). Parameters: ``terms``, ``name``
+    and the filter's. One row: documents, their total length, chunks, then one ``(term, df,
+    chunk df)`` triple per term that some admitted chunk holds."""
+    per_term = sql.SQL(
+        """(SELECT coalesce(array_agg(ARRAY[term, df::text, entry_df::text]), '{{}}')
+            FROM (SELECT p.term, count(DISTINCT p.doc_id) AS df, count(*) AS entry_df
+                  FROM {terms} p {join}
+                  WHERE p.term = ANY(%(terms)s::text[]) GROUP BY p.term) t)"""
+    )
+    if not flt.conditions:
+        return sql.SQL(
+            """SELECT r.docs, r.total_len::float8, r.chunks, {per_term}
+            FROM {registry} r WHERE r.name = %(name)s"""
+        ).format(
+            registry=names.registry,
+            per_term=per_term.format(terms=names.terms, join=sql.SQL("")),
+        )
     return sql.SQL(
         """WITH visible AS (
             SELECT c.rid, c.doc_id, c.length FROM {chunks} c WHERE {cond}
@@ -314,11 +332,14 @@ def bm25_statistics_query(names: TableNames, flt: Where) -> sql.Composed:
         SELECT (SELECT count(DISTINCT doc_id) FROM visible),
                (SELECT coalesce(sum(length), 0)::float8 FROM visible),
                (SELECT count(*) FROM visible),
-               (SELECT coalesce(array_agg(ARRAY[term, df::text, entry_df::text]), '{{}}')
-                FROM (SELECT p.term, count(DISTINCT v.doc_id) AS df, count(*) AS entry_df
-                      FROM {terms} p JOIN visible v ON v.rid = p.rid
-                      WHERE p.term = ANY(%(terms)s::text[]) GROUP BY p.term) t)"""
-    ).format(chunks=names.chunks, terms=names.terms, cond=flt.clause())
+               {per_term}"""
+    ).format(
+        chunks=names.chunks,
+        cond=flt.clause(),
+        per_term=per_term.format(
+            terms=names.terms, join=sql.SQL("JOIN visible v ON v.rid = p.rid")
+        ),
+    )
 
 
 def fts_query(names: TableNames, flt: Where) -> sql.Composed:

@@ -10,9 +10,14 @@ bytes keep a prefix, a ``$`` and a hash of the full name. Every name reaches SQL
 
 The registry table ``bastion$indexes`` has a row per index: its format, vector size, embedder
 and analyzer (an index opened with other settings is refused), and the collection statistics
-BM25 needs (chunks, total length) with a generation number bumped by every write. Writers lock
-their index's row first, so the writes of one index are serialized (in every process) and the
-statistics stay exact.
+BM25 needs (chunks, documents, total length) with a generation number bumped by every write.
+Writers lock their index's row first, so the writes of one index are serialized (in every
+process) and the statistics stay exact.
+
+Besides its chunks, an index keeps the BM25 postings (``$terms``: a row per chunk and analyzed
+term, with the chunk's document and length, so a posting needs no join to its chunk) and each
+document's length (``$docs``: what its chunks add, refreshed for the documents a write touches,
+in the write's transaction).
 """
 
 from __future__ import annotations
@@ -37,9 +42,10 @@ __all__ = [
     "lock_schema",
 ]
 
-FORMAT = 2
+FORMAT = 3
 """Layout version of the tables; an index of another format must be rebuilt (2: the terms
-of a chunk are what it adds to its document, overlaps counted once)."""
+of a chunk are what it adds to its document, overlaps counted once; 3: the document count in
+the registry, ``doc_id`` in the postings, the ``$docs`` table of document lengths)."""
 
 REGISTRY = "bastion$indexes"
 _TABLE = re.compile(r"[a-z_][a-z0-9_]*\Z")
@@ -100,6 +106,11 @@ class TableNames:
     @property
     def terms(self) -> sql.Identifier:
         return sql.Identifier(_derived(self.physical, "terms"))
+
+    @property
+    def docs(self) -> sql.Identifier:
+        """The table of document lengths."""
+        return sql.Identifier(_derived(self.physical, "docs"))
 
     @property
     def rows(self) -> sql.Identifier:
@@ -164,14 +175,22 @@ def _ddl(
             """CREATE TABLE {terms} (
                 term text NOT NULL,
                 rid bigint NOT NULL,
+                doc_id text NOT NULL,
                 tf integer NOT NULL,
                 length integer NOT NULL,
                 CONSTRAINT {pk} PRIMARY KEY (rid, term)
             )"""
         ).format(terms=names.terms, pk=i("terms_pk")),
-        sql.SQL("CREATE INDEX {} ON {} (term) INCLUDE (rid, tf, length)").format(
+        sql.SQL("CREATE INDEX {} ON {} (term) INCLUDE (rid, doc_id, tf, length)").format(
             i("terms_term"), names.terms
         ),
+        sql.SQL(
+            """CREATE TABLE {docs} (
+                doc_id text NOT NULL,
+                length bigint NOT NULL,
+                CONSTRAINT {pk} PRIMARY KEY (doc_id) INCLUDE (length)
+            )"""
+        ).format(docs=names.docs, pk=i("docs_pk")),
     ]
     if dim and dim <= _PLAIN_DIM:
         # Vectors inline in the row, not in TOAST (pgvector's default): an exact scan (the
@@ -236,11 +255,13 @@ def create_or_check(
                     embedder text,
                     analyzer text NOT NULL,
                     chunks bigint NOT NULL DEFAULT 0,
+                    docs bigint NOT NULL DEFAULT 0,
                     total_len bigint NOT NULL DEFAULT 0,
                     generation bigint NOT NULL DEFAULT 0
                 )"""
             ).format(names.registry)
         )
+        _add_docs_column(cur, names)
         cur.execute(
             sql.SQL("SELECT format, dim, embedder, analyzer FROM {} WHERE name = %s").format(
                 names.registry
@@ -276,11 +297,30 @@ def create_or_check(
         )
 
 
+def _add_docs_column(cur: psycopg.Cursor[Any], names: TableNames) -> None:
+    """A registry made before format 3 gains its ``docs`` column (its format-2 rows keep being
+    refused until rebuilt). Checked first: ``ALTER TABLE`` would wait for every writer of every
+    index in the database, even with ``IF NOT EXISTS``."""
+    cur.execute(
+        "SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass(%s) AND attname = 'docs' "
+        "AND NOT attisdropped",
+        [names.registry.as_string()],
+    )
+    if cur.fetchone() is None:
+        cur.execute(
+            sql.SQL("ALTER TABLE {} ADD COLUMN docs bigint NOT NULL DEFAULT 0").format(
+                names.registry
+            )
+        )
+
+
 def drop_tables(cur: psycopg.Cursor[Any], names: TableNames) -> bool:
     """Drop the index's tables and its registry row (if the registry exists); True when the
     index was there."""
     existed = _exists(cur, names.chunks)
-    cur.execute(sql.SQL("DROP TABLE IF EXISTS {}, {}").format(names.chunks, names.terms))
+    cur.execute(
+        sql.SQL("DROP TABLE IF EXISTS {}, {}, {}").format(names.chunks, names.terms, names.docs)
+    )
     cur.execute(sql.SQL("DROP SEQUENCE IF EXISTS {}").format(names.rows))
     if _exists(cur, names.registry):
         cur.execute(sql.SQL("DELETE FROM {} WHERE name = %s").format(names.registry), [names.table])

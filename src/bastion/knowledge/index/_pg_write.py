@@ -1,5 +1,9 @@
 """Writes of the PostgreSQL index: chunks prepared before the transaction, deleted with their
-postings, copied in (binary ``COPY``), and the collection statistics kept exact.
+postings, copied in (binary ``COPY``), and the collection statistics kept exact: the chunk
+count and total length from what a write removes and adds, the lengths of the documents it
+touches summed again from their chunks, and the document count from how many of those were
+there before and are after. Writers of one index hold its registry row, so no two writes
+count at once.
 
 Each chunk gets a fresh ``rid`` from the table's sequence on every write, so the highest
 ``rid`` of a document is its latest write (what :meth:`Index.documents` reports).
@@ -8,7 +12,7 @@ Each chunk gets a fresh ``rid`` from the table's sequence on every write, so the
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -22,7 +26,16 @@ from bastion.knowledge.index.analysis import Analyzer
 from bastion.knowledge.index.models import IndexedChunk, source_of
 from bastion.knowledge.index.passages import own_texts
 
-__all__ = ["BULK", "Row", "bump", "delete_rows", "insert_rows", "prepare_rows"]
+__all__ = [
+    "BULK",
+    "Removed",
+    "Row",
+    "bump",
+    "delete_rows",
+    "insert_rows",
+    "prepare_rows",
+    "refresh_documents",
+]
 
 BULK = 1000
 """A batch of this many vectors, and at least as many as stay in the table, rebuilds the
@@ -94,38 +107,90 @@ def _refuse_nul(chunk: IndexedChunk) -> None:
         raise ValueError(f"chunk {chunk.chunk_id!r} holds a NUL character; PostgreSQL stores none")
 
 
+@dataclass(frozen=True, slots=True)
+class Removed:
+    """What :func:`delete_rows` took out."""
+
+    chunks: int = 0
+    length: int = 0
+    doc_ids: frozenset[str] = frozenset()
+    """The documents the removed chunks belonged to."""
+
+    def __add__(self, other: Removed) -> Removed:
+        return Removed(
+            self.chunks + other.chunks, self.length + other.length, self.doc_ids | other.doc_ids
+        )
+
+
 def delete_rows(
     cur: psycopg.Cursor[Any], names: TableNames, column: str, values: list[str]
-) -> tuple[int, int]:
-    """Delete the chunks whose ``column`` is in ``values``, and their postings; return how
-    many chunks went and their total length."""
+) -> Removed:
+    """Delete the chunks whose ``column`` is in ``values``, and their postings."""
     if not values:
-        return 0, 0
+        return Removed()
     cur.execute(
         sql.SQL(
             """WITH gone AS (
-                DELETE FROM {chunks} WHERE {column} = ANY(%s::text[]) RETURNING rid, length
+                DELETE FROM {chunks} WHERE {column} = ANY(%s::text[])
+                RETURNING rid, doc_id, length
             ), postings AS (
                 DELETE FROM {terms} WHERE rid IN (SELECT rid FROM gone)
             )
-            SELECT count(*), coalesce(sum(length), 0) FROM gone"""
+            SELECT count(*), coalesce(sum(length), 0),
+                   coalesce(array_agg(DISTINCT doc_id), '{{}}')
+            FROM gone"""
         ).format(chunks=names.chunks, terms=names.terms, column=sql.Identifier(column)),
         [values],
     )
     row = cur.fetchone()
     assert row is not None
-    return int(row[0]), int(row[1])
+    return Removed(int(row[0]), int(row[1]), frozenset(row[2]))
+
+
+def refresh_documents(
+    cur: psycopg.Cursor[Any], names: TableNames, doc_ids: Iterable[str], *, bulk: bool = False
+) -> int:
+    """Sum the lengths of documents ``doc_ids`` again from their chunks (after a write changed
+    them), drop the ones with no chunk left; return the change in the number of documents.
+    ``bulk`` (after a bulk load) refreshes the planner's statistics of the table."""
+    ids = sorted(set(doc_ids))
+    if not ids:
+        return 0
+    cur.execute(
+        sql.SQL(
+            """WITH now AS (
+                SELECT c.doc_id, sum(c.length) AS length FROM {chunks} c
+                WHERE c.doc_id = ANY(%(ids)s::text[]) GROUP BY c.doc_id
+            ), before AS (
+                SELECT count(*) AS n FROM {docs} d WHERE d.doc_id = ANY(%(ids)s::text[])
+            ), gone AS (
+                DELETE FROM {docs} d WHERE d.doc_id = ANY(%(ids)s::text[])
+                    AND NOT EXISTS (SELECT 1 FROM now WHERE now.doc_id = d.doc_id)
+            ), put AS (
+                INSERT INTO {docs} (doc_id, length) SELECT doc_id, length FROM now
+                ON CONFLICT (doc_id) DO UPDATE SET length = excluded.length
+            )
+            SELECT (SELECT count(*) FROM now) - (SELECT n FROM before)"""
+        ).format(chunks=names.chunks, docs=names.docs),
+        {"ids": ids},
+    )
+    row = cur.fetchone()
+    assert row is not None
+    if bulk:
+        cur.execute(sql.SQL("ANALYZE {}").format(names.docs))
+    return int(row[0])
 
 
 def insert_rows(
     cur: psycopg.Cursor[Any], names: TableNames, rows: list[Row], *, dim: int | None, present: int
-) -> None:
-    """Copy ``rows`` in, next to ``present`` chunks that stay. A batch of ``BULK`` vectors or
-    more, and no smaller than what stays, is a bulk load: the HNSW index is dropped and built
-    again over every row, an order of magnitude faster than inserting into the graph row by
-    row (measured here with pgvector 0.6: 2,000 vectors of 384 dimensions built in 2.8 s,
-    inserted in 29 s). Searches wait for the build: the transaction holds the table. Any bulk
-    load, with vectors or not, refreshes the planner's statistics."""
+) -> bool:
+    """Copy ``rows`` in, next to ``present`` chunks that stay; True for a bulk load. A batch
+    of ``BULK`` vectors or more, and no smaller than what stays, is a bulk load: the HNSW
+    index is dropped and built again over every row, an order of magnitude faster than
+    inserting into the graph row by row (measured here with pgvector 0.6: 2,000 vectors of
+    384 dimensions built in 2.8 s, inserted in 29 s). Searches wait for the build: the
+    transaction holds the table. Any bulk load, with vectors or not, refreshes the planner's
+    statistics (of ``$docs`` in :func:`refresh_documents`)."""
     rebuild = (
         _drop_hnsw(cur, names) if dim is not None and len(rows) >= max(BULK, present) else None
     )
@@ -158,20 +223,23 @@ def insert_rows(
                     None if vector is None else np.asarray(vector, dtype=np.float32).reshape(-1)
                 )
             copy.write_row(values)
-    statement = sql.SQL("COPY {} (term, rid, tf, length) FROM STDIN (FORMAT BINARY)").format(
-        names.terms
-    )
+    statement = sql.SQL(
+        "COPY {} (term, rid, doc_id, tf, length) FROM STDIN (FORMAT BINARY)"
+    ).format(names.terms)
     with cur.copy(statement) as copy:
-        copy.set_types(["text", "int8", "int4", "int4"])
+        copy.set_types(["text", "int8", "text", "int4", "int4"])
         for rid, row in zip(rids, rows, strict=True):
+            doc_id = row.chunk.doc.doc_id
             for term, tf in row.terms.items():
-                copy.write_row((term, rid, tf, row.length))
+                copy.write_row((term, rid, doc_id, tf, row.length))
     if rebuild is not None:
         cur.execute(sql.SQL(rebuild))  # the catalog's own statement
     if len(rows) >= max(BULK, present):
         # fresh statistics now, not when autovacuum comes by: the planner needs them to use
         # the posting index rather than scan every posting
         cur.execute(sql.SQL("ANALYZE {}, {}").format(names.chunks, names.terms))
+        return True
+    return False
 
 
 def _drop_hnsw(cur: psycopg.Cursor[Any], names: TableNames) -> str | None:
@@ -186,13 +254,13 @@ def _drop_hnsw(cur: psycopg.Cursor[Any], names: TableNames) -> str | None:
     return str(row[0])
 
 
-def bump(cur: psycopg.Cursor[Any], names: TableNames, chunks: int, length: int) -> None:
+def bump(cur: psycopg.Cursor[Any], names: TableNames, chunks: int, length: int, docs: int) -> None:
     """Apply a write to the statistics and advance the generation (which invalidates the
     cached answers of access checks)."""
     cur.execute(
         sql.SQL(
-            "UPDATE {} SET chunks = chunks + %s, total_len = total_len + %s, "
+            "UPDATE {} SET chunks = chunks + %s, total_len = total_len + %s, docs = docs + %s, "
             "generation = generation + 1 WHERE name = %s"
         ).format(names.registry),
-        [chunks, length, names.table],
+        [chunks, length, docs, names.table],
     )

@@ -45,10 +45,13 @@ from bastion.knowledge.index._pg_schema import (
     lock_schema,
 )
 from bastion.knowledge.index._pg_write import (
+    Removed,
+    Row,
     bump,
     delete_rows,
     insert_rows,
     prepare_rows,
+    refresh_documents,
 )
 from bastion.knowledge.index.analysis import Analyzer
 from bastion.knowledge.index.bm25 import Statistics
@@ -235,11 +238,8 @@ class PostgresIndex(Index):
         if not rows:
             return
         with self._write() as (cur, before):
-            gone, gone_len = delete_rows(
-                cur, self.names, "chunk_id", [r.chunk.chunk_id for r in rows]
-            )
-            insert_rows(cur, self.names, rows, dim=self.dim, present=before - gone)
-            bump(cur, self.names, len(rows) - gone, sum(r.length for r in rows) - gone_len)
+            gone = delete_rows(cur, self.names, "chunk_id", [r.chunk.chunk_id for r in rows])
+            self._insert(cur, rows, before, gone)
 
     def replace_documents(self, doc_ids: Sequence[str], chunks: Sequence[IndexedChunk]) -> None:
         """One transaction: a search sees the old chunks or the new ones, never a gap."""
@@ -248,32 +248,46 @@ class PostgresIndex(Index):
         if not rows and not ids:
             return
         with self._write() as (cur, before):
-            gone, gone_len = delete_rows(cur, self.names, "doc_id", ids)
+            gone = delete_rows(cur, self.names, "doc_id", ids)
             if rows:
-                more, more_len = delete_rows(
-                    cur, self.names, "chunk_id", [r.chunk.chunk_id for r in rows]
-                )
-                insert_rows(cur, self.names, rows, dim=self.dim, present=before - gone - more)
-                gone, gone_len = gone + more, gone_len + more_len
-            bump(cur, self.names, len(rows) - gone, sum(r.length for r in rows) - gone_len)
+                gone += delete_rows(cur, self.names, "chunk_id", [r.chunk.chunk_id for r in rows])
+            self._insert(cur, rows, before, gone)
 
     def delete_documents(self, doc_ids: Iterable[str]) -> int:
         ids = list(dict.fromkeys(doc_ids))
         if not ids:
             return 0
         with self._write() as (cur, _):
-            gone, gone_len = delete_rows(cur, self.names, "doc_id", ids)
-            if gone:
-                bump(cur, self.names, -gone, -gone_len)
-        return gone
+            gone = delete_rows(cur, self.names, "doc_id", ids)
+            if gone.chunks:
+                docs = refresh_documents(cur, self.names, gone.doc_ids)
+                bump(cur, self.names, -gone.chunks, -gone.length, docs)
+        return gone.chunks
+
+    def _insert(
+        self, cur: psycopg.Cursor[Any], rows: list[Row], before: int, gone: Removed
+    ) -> None:
+        """The rest of a write, after ``gone`` was deleted from the ``before`` chunks: ``rows``
+        copied in, the touched documents' lengths and every count brought up to date."""
+        bulk = bool(rows) and insert_rows(
+            cur, self.names, rows, dim=self.dim, present=before - gone.chunks
+        )
+        touched = gone.doc_ids | {r.chunk.doc.doc_id for r in rows}
+        docs = refresh_documents(cur, self.names, touched, bulk=bulk)
+        length = sum(r.length for r in rows) - gone.length
+        bump(cur, self.names, len(rows) - gone.chunks, length, docs)
 
     def clear(self) -> None:
         with self._write() as (cur, _):
-            cur.execute(sql.SQL("TRUNCATE {}, {}").format(self.names.chunks, self.names.terms))
+            cur.execute(
+                sql.SQL("TRUNCATE {}, {}, {}").format(
+                    self.names.chunks, self.names.terms, self.names.docs
+                )
+            )
             cur.execute(
                 sql.SQL(
-                    "UPDATE {} SET chunks = 0, total_len = 0, generation = generation + 1 "
-                    "WHERE name = %s"
+                    "UPDATE {} SET chunks = 0, docs = 0, total_len = 0, "
+                    "generation = generation + 1 WHERE name = %s"
                 ).format(self.names.registry),
                 [self.table],
             )
@@ -362,10 +376,14 @@ class PostgresIndex(Index):
             if where.empty:
                 return Statistics(0, 0.0, none, 0, none)
             cur.execute(
-                q.bm25_statistics_query(self.names, where), {**where.params, "terms": terms}
+                q.bm25_statistics_query(self.names, where),
+                {**where.params, "terms": terms, "name": self.table},
             )
             row = cur.fetchone()
-        assert row is not None
+        if row is None:  # no registry row: the index was dropped under this instance
+            raise StoreError(
+                f"the PostgreSQL index {self.table!r} was dropped; open it again to recreate it"
+            )
         df = none | {term: int(count) for term, count, _ in row[3]}
         entry_df = none | {term: int(count) for term, _, count in row[3]}
         return Statistics(int(row[0]), float(row[1]), df, int(row[2]), entry_df)
