@@ -246,3 +246,30 @@ def test_an_index_of_the_previous_format_is_refused(
     again.upsert([chunk("c", meta("d"), "rebuilt words")])
     assert ids(again.search_keyword("rebuilt", 5)) == ["c"]
     _assert_counts_exact(pg_dsn, again)
+
+
+def test_the_k_best_are_the_first_k_of_the_full_ranking_ties_included(
+    pg_dsn: str, opened: list[PostgresIndex]
+) -> None:
+    """Only the chunks of the best documents are scored; with documents scoring alike (ties
+    broken by write order) every k still gets the first k hits of the whole ranking."""
+    pg, memory = _open(opened, pg_dsn), MemoryIndex()
+    chunks = []
+    for i in range(6):  # six documents alike, then two that differ
+        chunks += [
+            chunk(f"t{i}-0", meta(f"t{i}"), "alpha beta", seq=0),
+            chunk(f"t{i}-1", meta(f"t{i}"), "alpha", seq=1),
+        ]
+    chunks += [chunk("u-0", meta("u"), "alpha alpha beta"), chunk("v-0", meta("v"), "beta")]
+    for index in (pg, memory):
+        index.upsert(chunks)
+    for text in ["alpha", "alpha beta", "beta"]:
+        whole = pg.search_keyword(text, 100)
+        want = {h.chunk.chunk_id: h.score for h in memory.search_keyword(text, 100)}
+        assert {h.chunk.chunk_id: h.score for h in whole} == pytest.approx(want, rel=1e-5)
+        for k in range(1, len(whole) + 1):
+            assert ids(pg.search_keyword(text, k)) == ids(whole[:k])
+            flt = IndexFilter(tenant="none")  # the filtered statement cuts alike
+            assert (
+                ids(pg.search_keyword(text, k, flt)) == ids(pg.search_keyword(text, 100, flt))[:k]
+            )

@@ -202,6 +202,11 @@ def bm25_query(names: TableNames, flt: Where, *, shared: bool = False) -> sql.Co
     and avgdl over the documents the filter admits; each matching chunk scores its
     document's BM25 times its own chunk-level BM25 over its document's best chunk's.
 
+    A chunk never outscores its document, whose best chunk carries exactly its score, so the
+    ``k`` best chunks belong to the documents scoring at least the ``k``-th best document's
+    score: only those documents' chunks are scored (with a margin of 1e-9 of that score, far
+    above the rounding of the division, so that ties and rounding keep every hit it ranks).
+
     Unfiltered, the counts come from the registry row, the documents' lengths from the
     ``$docs`` table (one probe per matching document) and the postings carry their document:
     nothing is read but the query terms' postings. Filtered, every count is taken over the
@@ -275,23 +280,29 @@ def bm25_query(names: TableNames, flt: Where, *, shared: bool = False) -> sql.Co
             )"""
         )
     return sql.SQL(
-        """WITH {base}, {stats}, chunk_scores AS (
-            SELECT x.rid, x.doc_id,
-                   sum(ln(1 + (s.n - x.df + 0.5) / (x.df + 0.5)) * x.tf * (%(k1)s + 1)
-                       / (x.tf + %(k1)s * (1 - %(b)s + %(b)s * x.length / s.avgdl))) AS score
-            FROM postings x CROSS JOIN cstats s
-            GROUP BY x.rid, x.doc_id
-        ), doc_scores AS (
+        """WITH {base}, {stats}, doc_scores AS (
             SELECT t.doc_id,
                    sum(ln(1 + (s.n - f.df + 0.5) / (f.df + 0.5)) * t.tf * (%(k1)s + 1)
                        / (t.tf + %(k1)s * (1 - %(b)s + %(b)s * d.length / s.avgdl))) AS score
             FROM doc_terms t JOIN doc_df f ON f.term = t.term
                 JOIN {lengths} d ON d.doc_id = t.doc_id CROSS JOIN dstats s
             GROUP BY t.doc_id
+        ), best_docs AS (
+            SELECT d.doc_id, d.score FROM doc_scores d
+            WHERE d.score >= coalesce(
+                (SELECT score - abs(score) * 1e-9 FROM doc_scores
+                 ORDER BY score DESC OFFSET %(k)s - 1 LIMIT 1),
+                '-Infinity'::float8)
+        ), chunk_scores AS (
+            SELECT x.rid, x.doc_id,
+                   sum(ln(1 + (s.n - x.df + 0.5) / (x.df + 0.5)) * x.tf * (%(k1)s + 1)
+                       / (x.tf + %(k1)s * (1 - %(b)s + %(b)s * x.length / s.avgdl))) AS score
+            FROM postings x JOIN best_docs b ON b.doc_id = x.doc_id CROSS JOIN cstats s
+            GROUP BY x.rid, x.doc_id
         ), top AS (
             SELECT c.rid,
                    d.score * c.score / max(c.score) OVER (PARTITION BY c.doc_id) AS score
-            FROM chunk_scores c JOIN doc_scores d ON d.doc_id = c.doc_id
+            FROM chunk_scores c JOIN best_docs d ON d.doc_id = c.doc_id
             ORDER BY score DESC, c.rid
             LIMIT %(k)s
         )
