@@ -69,7 +69,11 @@ class Segment:
     @staticmethod
     def build(terms: _I32, slots: _I32, tfs: _F32) -> Segment:
         """From postings sorted by term (then slot)."""
-        ids, first = np.unique(terms, return_index=True)
+        change = np.empty(len(terms), dtype=bool)
+        change[:1] = True
+        np.not_equal(terms[1:], terms[:-1], out=change[1:])
+        first = np.flatnonzero(change)
+        ids = terms[first]
         indptr = np.append(first, len(terms)).astype(np.int64)
         rows = np.full(int(ids[-1]) + 1 if len(ids) else 0, -1, dtype=np.int32)
         rows[ids] = np.arange(len(ids), dtype=np.int32)
@@ -247,6 +251,34 @@ class Postings:
         self._joined[term] = joined
         self._joined_size += len(joined[0])
         return joined
+
+    def merged(self) -> Segment:
+        """Every posting in one segment (dead slots included), sorted by term then slot; it
+        replaces the segments (a full merge, as a bulk load is followed by many reads)."""
+        if len(self._segments) == 1:
+            return self._segments[0]
+        if not self._segments:
+            empty_i, empty_f = np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
+            return Segment.build(empty_i, empty_i, empty_f)
+        parts = [segment.triplets() for segment in self._segments]
+        terms = np.concatenate([t for t, _, _ in parts])
+        order = np.argsort(terms, kind="stable")  # segments in slot order: slots stay increasing
+        slots = np.concatenate([s for _, s, _ in parts])[order]
+        merged = Segment.build(terms[order], slots, np.concatenate([f for _, _, f in parts])[order])
+        self._segments = [merged]
+        self._joined.clear()
+        self._joined_size = 0
+        return merged
+
+    @property
+    def postings_count(self) -> int:
+        """Postings held, dead slots' included."""
+        return sum(segment.size for segment in self._segments)
+
+    @property
+    def vocabulary(self) -> int:
+        """Term ids handed out (ids are ``0`` to ``vocabulary - 1``)."""
+        return len(self._vocab)
 
     @property
     def segments(self) -> int:

@@ -1,0 +1,111 @@
+"""After a bulk add, BM25 scores every term of the collection in one pass; the scores, the
+matches and the statistics are exactly (bit for bit) those of scoring each term on first use."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from bastion.knowledge.index.bm25 import BM25
+
+WORDS = [f"w{n}" for n in range(300)] + ["alpha", "beta", "gamma", "delta", "running", "runs"]
+
+
+def _corpus(seed: int, size: int) -> tuple[list[str], list[int]]:
+    rng = random.Random(seed)
+    weights = [1 / (rank + 1) for rank in range(len(WORDS))]  # Zipf-like: shared terms
+    texts = [" ".join(rng.choices(WORDS, weights, k=rng.randint(1, 40))) for _ in range(size)]
+    documents, doc = [], 0
+    for _ in range(size):  # runs of 1-4 entries per document, numbered in slot order
+        documents.append(doc)
+        if rng.random() < 0.45:
+            doc += 1
+    return texts, documents
+
+
+def _queries(seed: int) -> list[str]:
+    rng = random.Random(seed + 1)
+    return [" ".join(rng.sample(WORDS, rng.randint(1, 8))) for _ in range(60)] + [
+        "unknown words only",
+        "",
+        "w0 w0 w0",
+    ]
+
+
+def _bulk(texts: list[str], documents: list[int], removed: list[int]) -> BM25:
+    index = BM25()
+    index.add_many(0, texts, documents)
+    for slot in removed:
+        index.remove(slot)
+    return index
+
+
+def _lazy(texts: list[str], documents: list[int], removed: list[int]) -> BM25:
+    """The same collection, added in small batches with a search after each: no add is
+    large enough for the one-pass scoring."""
+    index = BM25()
+    for start in range(0, len(texts), 50):
+        index.add_many(start, texts[start : start + 50], documents[start : start + 50])
+        index.matches("w1")
+    for slot in removed:
+        index.remove(slot)
+    return index
+
+
+def _same(one: BM25, two: BM25, queries: list[str], mask: np.ndarray | None = None) -> None:
+    for query in queries:
+        slots_one, scores_one = one.matches(query, mask)
+        slots_two, scores_two = two.matches(query, mask)
+        assert np.array_equal(slots_one, slots_two), query
+        assert np.array_equal(scores_one, scores_two), query
+        assert np.array_equal(one.ranked(query, mask), two.ranked(query, mask)), query
+        assert one.statistics(query, mask) == two.statistics(query, mask), query
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("removals", [0, 40])
+def test_one_pass_scores_are_the_per_term_scores(seed: int, removals: int) -> None:
+    texts, documents = _corpus(seed, 700)
+    removed = random.Random(seed).sample(range(len(texts)), removals)
+    bulk, lazy = _bulk(texts, documents, removed), _lazy(texts, documents, removed)
+    queries = _queries(seed)
+    _same(bulk, lazy, queries)
+    view = bulk._view  # the test must cover the one-pass path it claims to
+    assert view is not None and view.bulk is not None and view.bulk.doc_indptr is not None
+    lazy_view = lazy._view
+    assert lazy_view is not None and lazy_view.bulk is None
+
+
+def test_documents_out_of_slot_order_keep_their_level_per_term() -> None:
+    texts, documents = _corpus(7, 600)
+    documents = [10_000 - doc for doc in documents]  # numbered against slot order
+    bulk, lazy = _bulk(texts, documents, []), _lazy(texts, documents, [])
+    _same(bulk, lazy, _queries(7))
+    view = bulk._view
+    assert view is not None and view.bulk is not None and view.bulk.doc_indptr is None
+
+
+def test_a_mask_that_hides_nothing_shares_the_scored_view_and_one_that_hides_some_does_not() -> (
+    None
+):
+    texts, documents = _corpus(11, 600)
+    bulk, lazy = _bulk(texts, documents, []), _lazy(texts, documents, [])
+    everything = np.ones(len(texts), dtype=bool)
+    some = np.arange(len(texts)) % 3 != 0
+    _same(bulk, lazy, _queries(11), everything)
+    _same(bulk, lazy, _queries(11), some)
+
+
+def test_a_write_after_the_bulk_add_is_scored_with_the_new_statistics() -> None:
+    texts, documents = _corpus(5, 600)
+    bulk, lazy = _bulk(texts, documents, []), _lazy(texts, documents, [])
+    queries = _queries(5)
+    _same(bulk, lazy, queries)
+    for index in (bulk, lazy):  # one small write: N, df and avgdl change for every term
+        index.add_many(len(texts), ["alpha beta w3 w3 w9"], [documents[-1] + 1])
+        index.remove(3)
+    _same(bulk, lazy, queries)
+    view = bulk._view
+    assert view is not None and view.bulk is None  # a small write: per term again
