@@ -11,7 +11,10 @@ The formula is a :class:`Scoring` (pluggable: another weighting only replaces it
 (:mod:`bastion.knowledge.index.postings`) keep raw term frequencies; the per-posting scores
 of a term are computed the first time a query needs them and kept until the collection
 changes (any add or remove), so a query repeats no arithmetic while N, df and avgdl stay the
-live collection's, or, for a filtered search, those of the entries the filter admits. Slots of
+live collection's, or, for a filtered search, those of the entries the filter admits. After a
+bulk add (many entries since the last search) the next unfiltered search scores every term in
+one vectorized pass instead, as bm25s does at index time: the same values, bit for bit, without
+a few dozen array calls per term on first use; a small write goes back to per term. Slots of
 removed entries stay in the arrays (masked out by ``alive``) until :meth:`BM25.compact`;
 ``bench/search_scifact.py`` checks the scores against bm25s and rank_bm25 on SciFact.
 
