@@ -28,8 +28,14 @@ For each size N (``--sizes``, default 10000,30000,100000):
   bulk upsert; then ``VACUUM ANALYZE`` outside the time, as autovacuum would), disk size of
   the tables and indexes, the same latencies.
 
+With ``--baseline REV`` the embedded index's folder is also opened, in its own fresh process,
+by revision ``REV``'s ``src`` (``git archive``), just before the working tree's: both rows
+come from the same folder and queries, and the hits of every query and mode are compared
+(chunk ids, scores, texts, line ranges: ``hits identical`` in the notes).
+
 Run: ``.venv/bin/python bench/scale_corpus.py`` (``--sizes 10000`` for one size,
-``--no-postgres``, ``--no-embedded``). Results go to ``bench/results/scale_corpus-*``.
+``--no-postgres``, ``--no-embedded``, ``--baseline HEAD``). Results go to
+``bench/results/scale_corpus-*``.
 """
 
 from __future__ import annotations
@@ -256,6 +262,11 @@ def rss_mb() -> float:
 
 
 def peak_mb() -> float:
+    """This process's peak resident set (``VmHWM``: ``ru_maxrss`` survives ``exec`` on Linux,
+    so a child started from the parent, which holds the corpus, reported the parent's)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
@@ -288,9 +299,9 @@ def latencies(
     return out
 
 
-def child_open(folder: Path, embedder: str) -> None:
+def child_open(folder: Path, embedder: str, hits_out: Path | None = None) -> None:
     """In a fresh process: open the embedded index, measure its memory, time the queries;
-    print one JSON line."""
+    print one JSON line. With ``hits_out``, write there every query's hits per mode."""
     import gc
 
     import lancedb  # noqa: F401 (imported before the baseline: its own memory is not the index's)
@@ -308,6 +319,8 @@ def child_open(folder: Path, embedder: str) -> None:
     after = rss_mb()
     peak = peak_mb()
     lat = latencies(index.search_keyword, index.search_vector, texts, vecs)
+    if hits_out is not None:
+        hits_out.write_text(json.dumps(all_hits(index, texts, vecs)))
     print(
         json.dumps(
             {
@@ -324,9 +337,53 @@ def child_open(folder: Path, embedder: str) -> None:
     index.close()
 
 
+def all_hits(index: Any, texts: list[str], vecs: np.ndarray) -> dict[str, list[list[Any]]]:
+    """Per mode, each query's hits as [chunk id, score, text, start line, end line]."""
+
+    def rows(hits: list[IndexHit]) -> list[Any]:
+        return [
+            [h.chunk.chunk_id, h.score, h.chunk.text, h.chunk.start_line, h.chunk.end_line]
+            for h in hits
+        ]
+
+    return {
+        "bm25": [rows(index.search_keyword(t, K)) for t in texts],
+        "vector": [rows(index.search_vector(v, K)) for v in vecs],
+        "hybrid": [
+            rows(
+                fusion.zscore(
+                    index.search_keyword(t, CANDIDATES), index.search_vector(v, CANDIDATES)
+                )[:K]
+            )
+            for t, v in zip(texts, vecs, strict=True)
+        ],
+    }
+
+
+def open_child(work: Path, name: str, src: Path | None, label: str) -> dict[str, Any]:
+    """:func:`child_open` in a fresh process, with ``src`` first on the path when given."""
+    env = dict(os.environ)
+    if src is not None:
+        env["PYTHONPATH"] = str(src)
+    args = ["--child-open", str(work), "--embedder-name", name]
+    args += ["--hits-out", str(work / f"hits-{label}.json")]
+    done = subprocess.run(
+        [sys.executable, __file__, *args], capture_output=True, text=True, check=False, env=env
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"{label} open failed:\n{done.stderr[-3000:]}")
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
 def run_embedded(
-    corpus: Corpus, encode: Callable[..., np.ndarray], name: str, work: Path
-) -> dict[str, Any]:
+    corpus: Corpus,
+    encode: Callable[..., np.ndarray],
+    name: str,
+    work: Path,
+    baseline: Path | None = None,
+) -> dict[str, dict[str, Any]]:
+    """The working tree's row, and with ``baseline`` (an exported ``src``) the baseline's,
+    opened on the same folder; the hits of both compared."""
     from bastion.knowledge.index.lance import LanceIndex
 
     folder = work / "index"
@@ -339,14 +396,20 @@ def run_embedded(
     index.close()
     del index
     size = disk_mb(folder)
-    done = subprocess.run(
-        [sys.executable, __file__, "--child-open", str(work), "--embedder-name", name],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    measured = json.loads(done.stdout.strip().splitlines()[-1])
-    return {"index_s": took, "disk_mb": size, **measured}
+    out: dict[str, dict[str, Any]] = {}
+    if baseline is not None:
+        out["embedded, baseline"] = {"index_s": took, "disk_mb": size}
+        out["embedded, baseline"].update(open_child(work, name, baseline, "baseline"))
+    out["embedded (LanceIndex)"] = {"index_s": took, "disk_mb": size}
+    out["embedded (LanceIndex)"].update(open_child(work, name, None, "tree"))
+    if baseline is not None:
+        before = json.loads((work / "hits-baseline.json").read_text())
+        after = json.loads((work / "hits-tree.json").read_text())
+        out["embedded (LanceIndex)"]["hits_identical"] = before == after
+        out["embedded (LanceIndex)"]["hits_compared"] = sum(
+            len(q) for per in before.values() for q in per
+        )
+    return out
 
 
 def run_postgres(
@@ -395,8 +458,9 @@ def start_postgres(folder: Path) -> Any:
 def table(results: dict[int, dict[str, dict[str, Any]]]) -> list[str]:
     out = [
         "| N docs | chunks | index | indexing s | disk MB | open s | memory MB (peak) | "
+        "held after queries MB | process RSS MB | "
         "bm25 p50/p99 ms | vector p50/p99 ms | hybrid p50/p99 ms |",
-        "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|",
+        "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for n, per in results.items():
         for kind, r in per.items():
@@ -407,9 +471,15 @@ def table(results: dict[int, dict[str, dict[str, Any]]]) -> list[str]:
                 else "server"
             )
             opened = f"{r['open_s']:.1f}" if "open_s" in r else "—"
+            later = (
+                f"{r['rss_after_queries_mb'] - r['rss_before_mb']:.0f} | "
+                f"{r['rss_after_queries_mb']:.0f}"
+                if "rss_after_mb" in r
+                else "— | —"
+            )
             out.append(
                 f"| {n:,} | {r['chunks']:,} | {kind} | {r['index_s']:.1f} | {r['disk_mb']:.0f} "
-                f"| {opened} | {memory} | "
+                f"| {opened} | {memory} | {later} | "
                 + " | ".join(
                     f"{lat[m][0]:.2f} / {lat[m][1]:.2f}" for m in ("bm25", "vector", "hybrid")
                 )
@@ -456,17 +526,24 @@ def main() -> None:
     )
     parser.add_argument("--no-postgres", action="store_true")
     parser.add_argument("--no-embedded", action="store_true")
+    parser.add_argument("--baseline", help="also open each embedded folder with this revision")
     parser.add_argument("--child-open", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--hits-out", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--embedder-name", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child_open is not None:
-        child_open(args.child_open, args.embedder_name)
+        child_open(args.child_open, args.embedder_name, args.hits_out)
         return
 
     started = time.perf_counter()
     load_start = os.getloadavg()[0]
     sizes = [int(s) for s in args.sizes.split(",")]
     work = Path(tempfile.mkdtemp(prefix="bastion-scale-"))
+    baseline = None
+    if args.baseline is not None:
+        from _children import export_src
+
+        baseline = export_src(args.baseline, work / "baseline")
     server = None if args.no_postgres else start_postgres(work)
     results: dict[int, dict[str, dict[str, Any]]] = {}
     notes: list[str] = []
@@ -484,7 +561,14 @@ def main() -> None:
                 folder.mkdir()
                 (folder / "queries.json").write_text(json.dumps(texts))
                 np.save(folder / "queries.npy", vecs)
-                results[n]["embedded (LanceIndex)"] = run_embedded(corpus, encode, name, folder)
+                results[n].update(run_embedded(corpus, encode, name, folder, baseline))
+                tree = results[n]["embedded (LanceIndex)"]
+                if "hits_identical" in tree:
+                    notes.append(
+                        f"N={n:,}: hits of {args.baseline} and the working tree identical "
+                        f"(ids, scores, texts, lines; {tree['hits_compared']:,} hits): "
+                        f"{tree['hits_identical']}"
+                    )
                 shutil.rmtree(folder, ignore_errors=True)
                 print(json.dumps({n: results[n]}), flush=True)
             if server is not None:

@@ -7,6 +7,13 @@ same machine, one run) LanceDB's own full-text search answered in 4.9 ms per que
 0.684, and its flat vector search in ~11 ms, against 0.3 ms for the in-memory BM25 at 0.689
 and under 1 ms for the in-memory dot product. See ``docs/decisions.md``.
 
+The mirror keeps no chunk texts (a third of what it held at 100,000 documents): a slot keeps
+the hash of its text, and a search fetches the texts of the hits it returns from the table,
+in one query by ``chunk_id`` (a B-tree index on it, made by the first write that finds none).
+A text whose hash differs from the scored one (another process replaced the chunk since this
+mirror took it in) or that is gone leaves its hit out of the results: the text shown is always
+the text that was scored, under the labels it was scored with.
+
 Several processes may share a folder. Writes take an ``flock`` on ``bastion-writes.lock`` in
 the folder (the kernel releases it when a process dies, even by ``kill -9``) and bump the
 write counter kept in that file; :meth:`LanceIndex.refresh` reads the counter (one ``pread``)
@@ -42,8 +49,9 @@ import pyarrow as pa  # type: ignore[import-untyped]  # no py.typed marker
 import pyarrow.compute as pc  # type: ignore[import-untyped]
 
 from bastion.core.errors import ConfigurationError, StoreError
+from bastion.knowledge.embedders.base import vector_space
 from bastion.knowledge.index.analysis import Analyzer
-from bastion.knowledge.index.memory import MemoryIndex
+from bastion.knowledge.index.memory import MemoryIndex, TextRef
 from bastion.knowledge.index.models import DocumentMeta, IndexedChunk
 
 __all__ = ["LanceIndex"]
@@ -53,8 +61,32 @@ _META = "bastion-index.json"
 _LOCK = "bastion-writes.lock"
 _SYNC_COLUMNS = ["chunk_id", "doc_id", "version", "tenant", "classification", "roles", "tags"]
 _BATCH = 500
+_TEXT = ["chunk_id", "text"]
+"""What a fetch of texts reads (with the row id)."""
 _LOAD = 20_000
-"""Rows converted to chunks at a time when an index opens."""
+"""Rows read and converted to chunks at a time when an index opens (whole documents: a
+slice ends at a document's last chunk)."""
+_MIRRORED = [
+    "chunk_id",
+    "doc_id",
+    "path",
+    "seq",
+    "text",
+    "start_line",
+    "end_line",
+    "section",
+    "title",
+    "date",
+    "tenant",
+    "classification",
+    "roles",
+    "tags",
+    "version",
+]
+"""Every column but the vector (read apart, as one array)."""
+_REINDEX = 20_000
+"""Rows a process writes before it builds the ``chunk_id`` index again (rows the index does
+not hold are scanned by each fetch of texts; a rebuild at 300,000 rows takes ~0.2 s)."""
 _FORMAT = 1
 _COMPACT_EVERY = 100
 """Writes (by all processes, counted in the lock file) between two compactions."""
@@ -94,6 +126,7 @@ class LanceIndex(MemoryIndex):
     """
 
     kind = "lancedb"
+    keeps_texts = False
 
     def __init__(
         self,
@@ -124,6 +157,10 @@ class LanceIndex(MemoryIndex):
         self._version = -1
         """The table version this mirror is in step with (a writer killed after its commit
         never bumped the counter: the version still tells)."""
+        self._indexed = False
+        """The table has its index on ``chunk_id`` (the texts of hits are fetched through it)."""
+        self._unindexed = 0
+        """Rows this process wrote since it last built that index."""
         try:
             with self._flocked():
                 self._check_meta(embedder)
@@ -144,6 +181,9 @@ class LanceIndex(MemoryIndex):
         except BaseException:
             os.close(self._lock_fd)
             raise
+        if not self._indexed and self.count():
+            with self._writing():  # a folder written before the index existed: made once
+                pass
 
     def _check_meta(self, embedder: str | None) -> None:
         path = self.folder / _META
@@ -155,6 +195,9 @@ class LanceIndex(MemoryIndex):
         }
         if path.exists():
             found = json.loads(path.read_text(encoding="utf-8"))
+            built_with = found.get("embedder")
+            if built_with and embedder and vector_space(built_with) == vector_space(embedder):
+                wanted["embedder"] = built_with  # the model in another number format: one space
             if found != wanted:
                 diff = ", ".join(
                     f"{k}: {found.get(k)!r} != {v!r}"
@@ -171,13 +214,34 @@ class LanceIndex(MemoryIndex):
         tmp.replace(path)
 
     def _load(self) -> None:
+        """The table into the mirror, in document order, whole documents :data:`_LOAD` rows
+        at a time: the keys first (ids and row ids), then each slice's rows by row id. The
+        table is never read whole (a ``to_arrow()`` of it held every text and vector at once,
+        and LanceDB kept much of it after); vectors go straight from Arrow's buffer."""
         self._version = self._table.version
-        # in document order, a slice at a time, vectors straight from Arrow's buffer: rows
-        # as Python lists held a float object per dimension (1.1 GB at 10,000 documents)
-        table = self._table.to_arrow()
-        order = pc.sort_indices(table, sort_keys=[("doc_id", "ascending"), ("seq", "ascending")])
-        for lo in range(0, len(order), _LOAD):
-            MemoryIndex.upsert(self, _from_arrow(table.take(order[lo : lo + _LOAD])))
+        keys = self._table.search().select(["doc_id", "seq"]).with_row_id(True).limit(None)
+        keys = keys.to_arrow()
+        order = pc.sort_indices(keys, sort_keys=[("doc_id", "ascending"), ("seq", "ascending")])
+        rowids = keys.column("_rowid").take(order).to_numpy()
+        doc_ids = keys.column("doc_id").take(order)
+        del keys
+        shared: dict[object, Any] = {}
+        columns = _MIRRORED if self.dim is None else [*_MIRRORED, "vector"]
+        for lo, hi in _slices(doc_ids, _LOAD):
+            part = self._table.take_row_ids(rowids[lo:hi].tolist()).select(columns)
+            part = part.with_row_id().to_arrow()
+            got = part.column("_rowid").to_numpy()
+            if len(got) != hi - lo:
+                raise StoreError(
+                    f"the index in {self.folder.name} changed while it was read; open it again"
+                )
+            sorter = np.argsort(got)  # LanceDB answers in row id order: back to document order
+            part = part.take(sorter[np.searchsorted(got, rowids[lo:hi], sorter=sorter)])
+            chunks = _from_arrow(part.drop_columns(["_rowid"]), shared)
+            if lo == 0:
+                self._reserve(len(rowids), chunks)  # the vector matrix made once, to size
+            self._put(chunks, rowids[lo:hi].astype(np.int64).tolist())
+        self._indexed = any(i.columns == ["chunk_id"] for i in self._table.list_indices())
 
     # -- sharing the folder between processes ------------------------------------------------
 
@@ -214,7 +278,9 @@ class LanceIndex(MemoryIndex):
                 yield
                 done = True
                 if (max(before, 0) + 1) % _COMPACT_EVERY == 0:
-                    self._compact()
+                    self._compact_table()
+                if not self._indexed or self._unindexed >= _REINDEX:
+                    self._index_ids()
             finally:
                 after = max(before, 0) + 1
                 try:
@@ -224,6 +290,84 @@ class LanceIndex(MemoryIndex):
                 if in_step and done:  # the mirror took the same change: still in step
                     self._seen = after
                     self._version = self._table.version
+
+    def _index_ids(self) -> None:
+        """The B-tree index on ``chunk_id`` that fetching the texts of hits goes through,
+        made once (by the first write of a process that finds none). Rows written after it
+        are searched without it until the next compaction folds them in. Best effort: the
+        fetch is right without it, only slower."""
+        from lancedb.index import BTree
+
+        with contextlib.suppress(Exception):
+            have = any(i.columns == ["chunk_id"] for i in self._table.list_indices())
+            if not have or self._unindexed >= _REINDEX:
+                if self._table.count_rows() == 0:
+                    return
+                self._table.create_index("chunk_id", config=BTree(), replace=True)
+            self._indexed = True
+            self._unindexed = 0
+
+    def _with_texts(
+        self, chunks: Sequence[IndexedChunk], refs: Sequence[TextRef]
+    ) -> list[IndexedChunk | None]:
+        """The chunks with their texts from the table: by row id where the mirror knows it
+        (one ``take``, ~2 ms), else, or when the row moved (a compaction, a rewrite), by
+        ``chunk_id`` (a query through the B-tree index), learning the row id. A text that is
+        gone or whose hash is not the one indexed (the chunk was written again since the
+        mirror took it in) gives ``None``."""
+        texts: dict[int, str] = {}
+        located = [ref for ref in refs if ref.location >= 0]
+        if located:
+            rowids = [r.location for r in located]
+            found = self._read(lambda t: t.take_row_ids(rowids).select(_TEXT).with_row_id())
+            at = dict(
+                zip(found.column("_rowid").to_pylist(), found["text"].to_pylist(), strict=True)
+            )
+            for ref in located:
+                text = at.get(ref.location)
+                if text is not None and hash(text) == ref.digest:
+                    texts[ref.slot] = text
+        missing = [
+            (chunk, ref) for chunk, ref in zip(chunks, refs, strict=True) if ref.slot not in texts
+        ]
+        if missing:
+            by_id: dict[str, list[tuple[str, int]]] = {}
+            ids = list(dict.fromkeys(chunk.chunk_id for chunk, _ in missing))
+            for lo in range(0, len(ids), _BATCH):
+                where = _is_in("chunk_id", ids[lo : lo + _BATCH])
+                found = self._read(
+                    lambda t, w=where: t.search().where(w).select(_TEXT).with_row_id(True)
+                )
+                for chunk_id, text, rowid in zip(
+                    found["chunk_id"].to_pylist(),
+                    found["text"].to_pylist(),
+                    found["_rowid"].to_pylist(),
+                    strict=True,
+                ):
+                    by_id.setdefault(chunk_id, []).append((text, rowid))
+            for chunk, ref in missing:
+                for text, rowid in by_id.get(chunk.chunk_id, ()):
+                    if hash(text) == ref.digest:
+                        texts[ref.slot] = text
+                        self._learn(ref, rowid)
+                        break
+        return [
+            None if (text := texts.get(ref.slot)) is None else replace(chunk, text=text)
+            for chunk, ref in zip(chunks, refs, strict=True)
+        ]
+
+    def _read(self, query: Any) -> pa.Table:
+        """``query(table).to_arrow()``; once more against the table's latest version if the
+        one this process read was removed (a compaction by another process)."""
+        for attempt in (1, 2):
+            try:
+                found: pa.Table = query(self._table).to_arrow()
+                return found
+            except Exception as exc:  # LanceDB raises plain exceptions
+                if attempt == 2:
+                    raise self._failed("search", exc) from exc
+                self._latest()
+        raise AssertionError("unreachable")
 
     def _latest(self) -> None:
         try:
@@ -275,21 +419,21 @@ class LanceIndex(MemoryIndex):
                 if (meta := mine.get(doc_id)) is None
                 or _doc_key(meta.version, meta.tenant, meta.classification, meta.roles, meta.tags)
                 != key
-                or {c.chunk_id for c in self.chunks_of(doc_id)} != chunk_ids[doc_id]
+                or self._chunk_ids(doc_id) != chunk_ids[doc_id]
             ]
             gone = [doc_id for doc_id in mine if doc_id not in stored]
-        fresh: list[IndexedChunk] = []
+        fresh: list[tuple[IndexedChunk, int]] = []
         for lo in range(0, len(differ), _BATCH):
-            ids = differ[lo : lo + _BATCH]
-            quoted = ", ".join("'" + v.replace("'", "''") + "'" for v in ids)
-            found = self._table.search().where(f"doc_id IN ({quoted})").limit(None).to_arrow()
-            fresh += _from_arrow(found)
-        fresh.sort(key=lambda c: (c.doc.doc_id, c.seq))
+            where = _is_in("doc_id", differ[lo : lo + _BATCH])
+            found = self._table.search().where(where).with_row_id(True).limit(None).to_arrow()
+            rowids = found.column("_rowid").to_pylist()
+            fresh += zip(_from_arrow(found.drop_columns(["_rowid"])), rowids, strict=True)
+        fresh.sort(key=lambda pair: (pair[0].doc.doc_id, pair[0].seq))
         if not differ and not gone:
             return False
         with self._lock:
             MemoryIndex.delete_documents(self, [*differ, *gone])
-            MemoryIndex.upsert(self, fresh)
+            self._put([c for c, _ in fresh], [r for _, r in fresh])
         return True
 
     # -- writes ------------------------------------------------------------------------------
@@ -301,6 +445,7 @@ class LanceIndex(MemoryIndex):
         table = self._arrow(chunks)
         with self._writing():
             self._merge_rows(table)
+            self._unindexed += len(chunks)
             super().upsert(chunks)
 
     def delete_documents(self, doc_ids: Iterable[str]) -> int:
@@ -323,6 +468,7 @@ class LanceIndex(MemoryIndex):
         with self._writing():
             if table is not None:
                 self._merge_rows(table, _is_in("doc_id", ids) if ids else None)
+                self._unindexed += len(chunks)
             elif ids:
                 self._delete_rows(_is_in("doc_id", ids))
             with self._lock:
@@ -375,6 +521,7 @@ class LanceIndex(MemoryIndex):
         with self._writing():
             self._db.drop_table(_TABLE)
             self._table = self._db.create_table(_TABLE, schema=_schema(self.dim))
+            self._indexed = False
             super().clear()
 
     def close(self) -> None:
@@ -383,14 +530,15 @@ class LanceIndex(MemoryIndex):
                 os.close(self._lock_fd)
                 self._lock_fd = -1
 
-    def _compact(self) -> None:
+    def _compact_table(self) -> None:
         """Every write adds a LanceDB version and a fragment: merge the fragments into few and
         drop the versions older than :data:`_KEEP` (left alone, 4,000 writes kept 4,041
         versions and 88 MB on disk for 1 MB of rows). Under the write lock, so no writer
         races it; a reader that loses the version it was reading reads again
         (:meth:`refresh`). Best effort: a failure leaves the table as it was."""
         with contextlib.suppress(Exception):
-            self._table.optimize(cleanup_older_than=_KEEP)
+            self._table.optimize(cleanup_older_than=_KEEP)  # indexes take in the new rows too
+            self._unindexed = 0
 
     def _row(self, chunk: IndexedChunk) -> dict[str, Any]:
         doc = chunk.doc
@@ -435,8 +583,27 @@ def _doc_key(
     return (version, tenant, classification, frozenset(roles), frozenset(tags))
 
 
-def _from_arrow(table: pa.Table) -> list[IndexedChunk]:
-    """Rows of the table as chunks; the vectors as rows of one array (no Python floats)."""
+def _slices(doc_ids: pa.ChunkedArray, size: int) -> Iterator[tuple[int, int]]:
+    """``[lo, hi)`` bounds of about ``size`` rows over ``doc_ids`` (sorted), each ending at a
+    document's end: a document's chunks are taken in together, as they were written (a chunk
+    indexes only what it adds to the one before, :func:`own_texts`)."""
+    n = len(doc_ids)
+    if n == 0:
+        return
+    ids = doc_ids.combine_chunks() if isinstance(doc_ids, pa.ChunkedArray) else doc_ids
+    change = pc.not_equal(ids.slice(1), ids.slice(0, n - 1)).to_numpy(zero_copy_only=False)
+    starts = np.append(np.flatnonzero(change) + 1, n)  # where each document after the first starts
+    lo = 0
+    while lo < n:
+        hi = int(starts[np.searchsorted(starts, min(lo + size, n))]) if lo + size < n else n
+        yield lo, hi
+        lo = hi
+
+
+def _from_arrow(table: pa.Table, shared: dict[object, Any] | None = None) -> list[IndexedChunk]:
+    """Rows of the table as chunks; the vectors as rows of one array (no Python floats).
+    ``shared`` keeps one copy of each label value, label set, section and document record
+    across calls (a document's chunks, and documents of the same labels, share them)."""
     vectors = None
     if "vector" in table.column_names:
         column = table.column("vector").combine_chunks()
@@ -445,22 +612,28 @@ def _from_arrow(table: pa.Table) -> list[IndexedChunk]:
             vectors = column.flatten().to_numpy(zero_copy_only=False).reshape(-1, dim)
             table = table.drop_columns(["vector"])
     rows = table.to_pylist()
+    one = {} if shared is None else shared
     if vectors is None:
-        return [_from_row(row) for row in rows]
-    return [_from_row(row, vector) for row, vector in zip(rows, vectors, strict=True)]
+        return [_from_row(row, None, one) for row in rows]
+    return [_from_row(row, vector, one) for row, vector in zip(rows, vectors, strict=True)]
 
 
-def _from_row(row: dict[str, Any], vector: Any = None) -> IndexedChunk:
-    doc = DocumentMeta(
-        doc_id=row["doc_id"],
-        path=row["path"],
-        title=row["title"],
-        date=row["date"],
-        tenant=row["tenant"],
-        classification=row["classification"],
-        roles=frozenset(row["roles"]),
-        tags=frozenset(row["tags"]),
-        version=row["version"],
+def _from_row(row: dict[str, Any], vector: Any, shared: dict[object, Any]) -> IndexedChunk:
+    def same(value: Any) -> Any:
+        return shared.setdefault(value, value)
+
+    doc = same(
+        DocumentMeta(
+            doc_id=row["doc_id"],
+            path=row["path"],
+            title=row["title"],
+            date=row["date"],
+            tenant=same(row["tenant"]),
+            classification=same(row["classification"]),
+            roles=same(frozenset(row["roles"])),
+            tags=same(frozenset(row["tags"])),
+            version=row["version"],
+        )
     )
     if vector is None:
         vector = row.get("vector")
@@ -471,6 +644,6 @@ def _from_row(row: dict[str, Any], vector: Any = None) -> IndexedChunk:
         text=row["text"],
         start_line=row["start_line"],
         end_line=row["end_line"],
-        section=row["section"],
+        section=same(row["section"]),
         vector=None if vector is None else np.asarray(vector, dtype=np.float32),
     )

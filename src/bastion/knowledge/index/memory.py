@@ -5,6 +5,12 @@ indexes only what it adds to its document (:func:`own_texts`), and its document 
 Filters are evaluated once per distinct document metadata and cached per filter, so a search
 costs the scoring only; the mask of a new document is added when it first matters. Removed
 chunks leave dead slots that are compacted away once they outnumber the live ones.
+
+A subclass that stores the texts elsewhere (:class:`LanceIndex`) sets
+:attr:`MemoryIndex.keeps_texts` to False: a slot then keeps its chunk with an empty text, the
+text's hash and where the store holds it (:class:`TextRef`), and the subclass's
+:meth:`MemoryIndex._with_texts` fetches the texts of the chunks a search returns, checked
+against the hashes of the versions that were scored.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from array import array
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -29,15 +36,30 @@ from bastion.knowledge.index.models import (
 from bastion.knowledge.index.passages import own_texts
 from bastion.knowledge.index.port import Index
 
-__all__ = ["MemoryIndex"]
+__all__ = ["MemoryIndex", "TextRef"]
 
 _MASK_CACHE = 256
+
+
+class TextRef(NamedTuple):
+    """Where a slot's text is, for an index that does not keep texts: taken under the lock
+    with the hits, so a fetch afterwards checks against the version that was scored."""
+
+    slot: int
+    held: IndexedChunk
+    """The slot's chunk as held (to tell that the slot still holds it)."""
+    digest: int
+    """``hash`` of the text indexed."""
+    location: int
+    """Where the store keeps the text (its row id), ``-1`` when not known."""
 
 
 class MemoryIndex(Index):
     """Everything in process memory; :class:`LanceIndex` adds persistence on top."""
 
     kind = "memory"
+    keeps_texts = True
+    """Slots hold their chunk's text; False: an empty text and its hash (see the module doc)."""
 
     def __init__(self, *, analyzer: Analyzer | None = None, k1: float = 1.5, b: float = 0.75):
         self._lock = threading.RLock()
@@ -57,6 +79,10 @@ class MemoryIndex(Index):
         self._slot_meta = array("i")
         self._vectors: npt.NDArray[np.float32] | None = None
         self._has_vector = array("b")
+        self._text_hash = array("q")
+        """Per slot, ``hash`` of its chunk's text (only when texts are not kept)."""
+        self._text_at = array("q")
+        """Per slot, where the store keeps its text (:attr:`TextRef.location`)."""
         self._masks: OrderedDict[IndexFilter, npt.NDArray[np.bool_]] = OrderedDict()
         self._slot_masks: dict[IndexFilter, tuple[int, npt.NDArray[np.bool_]]] = {}
         """Per-slot masks of the current generation: the same array for the same filter, so
@@ -66,6 +92,11 @@ class MemoryIndex(Index):
     # -- writes ------------------------------------------------------------------------------
 
     def upsert(self, chunks: Sequence[IndexedChunk]) -> None:
+        self._put(chunks)
+
+    def _put(self, chunks: Sequence[IndexedChunk], locations: Sequence[int] | None = None) -> None:
+        """:meth:`upsert` in the mirror only; ``locations``: where the store keeps each
+        chunk's text, when known (an index that does not keep texts)."""
         with self._lock:
             self._check_vectors(chunks)
             # one vectorized BM25 pass for the batch; the slots follow in the same order
@@ -76,11 +107,11 @@ class MemoryIndex(Index):
                 [numbers.setdefault(c.doc.doc_id, len(numbers)) for c in chunks],
             )
             self._reserve(len(self._chunks) + len(chunks), chunks)
-            for chunk in chunks:
+            for n, chunk in enumerate(chunks):
                 old = self._slot_of.get(chunk.chunk_id)
                 if old is not None:
                     self._drop_slot(old)
-                self._add(chunk)
+                self._add(chunk, -1 if locations is None else locations[n])
             self._maybe_compact()
 
     def replace_documents(self, doc_ids: Sequence[str], chunks: Sequence[IndexedChunk]) -> None:
@@ -89,14 +120,17 @@ class MemoryIndex(Index):
             self.delete_documents(doc_ids)
             self.upsert(chunks)
 
-    def _add(self, chunk: IndexedChunk) -> None:
+    def _add(self, chunk: IndexedChunk, location: int = -1) -> None:
         self._generation += 1
         slot = len(self._chunks)  # BM25 holds it already (``upsert``)
         code = self._meta_code.get(chunk.doc)
         if code is None:
             code = self._meta_code[chunk.doc] = len(self._metas)
             self._metas.append(chunk.doc)
-        self._chunks.append(_slim(chunk, self._metas[code]))
+        self._chunks.append(_slim(chunk, self._metas[code], self.keeps_texts))
+        if not self.keeps_texts:
+            self._text_hash.append(hash(chunk.text))
+            self._text_at.append(location)
         self._slot_of[chunk.chunk_id] = slot
         self._doc_slots.setdefault(chunk.doc.doc_id, set()).add(slot)
         self._slot_meta.append(code)
@@ -206,6 +240,10 @@ class MemoryIndex(Index):
         self._slot_meta = codes
         self._masks.clear()
         self._has_vector = array("b", np.frombuffer(self._has_vector, np.int8)[keep].tobytes())
+        if not self.keeps_texts:
+            hashes = np.frombuffer(self._text_hash, np.int64)[keep]
+            self._text_hash = array("q", hashes.tobytes())
+            self._text_at = array("q", np.frombuffer(self._text_at, np.int64)[keep].tobytes())
         if self._vectors is not None:
             self._vectors = np.ascontiguousarray(self._vectors[keep])
 
@@ -224,14 +262,49 @@ class MemoryIndex(Index):
         """The chunks with their vectors (a search's hits carry none: the matrix holds them)."""
         with self._lock:
             found = []
-            for slot in self._doc_slots.get(doc_id, ()):
+            slots = []
+            for slot in sorted(self._doc_slots.get(doc_id, ())):
                 chunk = self._chunks[slot]
                 if chunk is None:
                     continue
                 if self._has_vector[slot] and self._vectors is not None:
                     chunk = replace(chunk, vector=self._vectors[slot].copy())
                 found.append(chunk)
-            return sorted(found, key=lambda c: c.seq)
+                slots.append(slot)
+            refs = None if self.keeps_texts else self._refs(slots)
+        if refs is not None:
+            found = [c for c in self._with_texts(found, refs) if c is not None]
+        return sorted(found, key=lambda c: c.seq)
+
+    def _chunk_ids(self, doc_id: str) -> set[str]:
+        """The ids of a document's chunks (the mirror only: no text is fetched)."""
+        with self._lock:
+            return {
+                chunk.chunk_id
+                for slot in self._doc_slots.get(doc_id, ())
+                if (chunk := self._chunks[slot]) is not None
+            }
+
+    def _refs(self, slots: Sequence[int]) -> list[TextRef]:
+        """Where the texts of these (live) slots are; under the lock."""
+        chunks, digests, at = self._chunks, self._text_hash, self._text_at
+        return [TextRef(s, chunks[s], digests[s], at[s]) for s in slots]  # type: ignore[arg-type]
+
+    def _learn(self, ref: TextRef, location: int) -> None:
+        """Where the store keeps the text of ``ref``'s slot, found by a fetch (kept if the
+        slot still holds the same chunk)."""
+        with self._lock:
+            if ref.slot < len(self._chunks) and self._chunks[ref.slot] is ref.held:
+                self._text_at[ref.slot] = location
+
+    def _with_texts(
+        self, chunks: Sequence[IndexedChunk], refs: Sequence[TextRef]
+    ) -> list[IndexedChunk | None]:
+        """``chunks`` (held without their texts) with their texts, each checked against the
+        hash of the text that was indexed (``refs``, one per chunk); ``None`` for a chunk
+        whose text is gone or has changed since. Only called when :attr:`keeps_texts` is
+        False: a subclass that sets it implements this."""
+        raise NotImplementedError("an index that does not keep texts must fetch them")
 
     def count(self) -> int:
         return len(self._slot_of)
@@ -286,7 +359,8 @@ class MemoryIndex(Index):
     ) -> list[IndexHit]:
         with self._lock:
             slots, scores = self._bm25.matches(query, self._slot_mask(flt), statistics)
-            return self._best(slots, scores, k)
+            hits, refs = self._best(slots, scores, k)
+        return hits if refs is None else self._texted(hits, refs)
 
     def keyword_statistics(self, query: str, flt: IndexFilter | None = None) -> Statistics:
         with self._lock:
@@ -307,14 +381,28 @@ class MemoryIndex(Index):
                 ok &= mask
             scores[~ok] = -np.inf
             candidates = np.flatnonzero(np.isfinite(scores))
-            return self._best(candidates, scores[candidates], k)
+            hits, refs = self._best(candidates, scores[candidates], k)
+        return hits if refs is None else self._texted(hits, refs)
+
+    def _texted(self, hits: list[IndexHit], refs: list[TextRef]) -> list[IndexHit]:
+        """The hits with their chunks' texts (:meth:`_with_texts`); a hit whose text changed
+        or went after it was scored is left out (its text would not be the one scored)."""
+        if not hits:
+            return hits
+        chunks = self._with_texts([hit.chunk for hit in hits], refs)
+        return [
+            IndexHit(chunk, hit.score)
+            for chunk, hit in zip(chunks, hits, strict=True)
+            if chunk is not None
+        ]
 
     def _best(
         self, candidates: npt.NDArray[np.int64], values: npt.NDArray[np.float32], k: int
-    ) -> list[IndexHit]:
-        """The ``k`` best of ``candidates`` (slots) by ``values``, ties by slot."""
+    ) -> tuple[list[IndexHit], list[TextRef] | None]:
+        """The ``k`` best of ``candidates`` (slots) by ``values``, ties by slot; with where
+        their texts are when texts are not kept (``None`` when they are)."""
         if k <= 0 or not len(candidates):
-            return []
+            return [], None
         if len(candidates) > k:
             # the k best, back in slot order (``candidates`` increase): a stable sort by score
             # then breaks ties by slot, as a two-key sort would, in a tenth of the time
@@ -323,27 +411,30 @@ class MemoryIndex(Index):
         ranked = np.argsort(-values, kind="stable")
         chunks = self._chunks
         hit = tuple.__new__  # IndexHit's own __new__ is a Python frame per hit
-        return [
+        slots = candidates[ranked].tolist()
+        hits = [
             hit(IndexHit, (chunk, score))
-            for slot, score in zip(
-                candidates[ranked].tolist(), values[ranked].tolist(), strict=True
-            )
+            for slot, score in zip(slots, values[ranked].tolist(), strict=True)
             if (chunk := chunks[slot]) is not None
         ]
+        if self.keeps_texts:
+            return hits, None
+        return hits, self._refs([slot for slot in slots if chunks[slot] is not None])
 
 
-def _slim(chunk: IndexedChunk, doc: DocumentMeta) -> IndexedChunk:
+def _slim(chunk: IndexedChunk, doc: DocumentMeta, keep_text: bool = True) -> IndexedChunk:
     """The chunk as a slot keeps it: its document's metadata shared with every chunk of the
-    same labels (``doc``, equal to its own), and no vector (the matrix row holds it). A load
-    made a metadata record and a vector array per chunk: at 100,000 documents they were
-    about as large as the matrix itself (``bench/scale_corpus.py``)."""
-    if chunk.doc is doc and chunk.vector is None:
+    same labels (``doc``, equal to its own), no vector (the matrix row holds it), and, unless
+    ``keep_text``, no text. A load made a metadata record and a vector array per chunk: at
+    100,000 documents they were about as large as the matrix itself; the texts were a third
+    of the rest (``bench/scale_corpus.py``)."""
+    if chunk.doc is doc and chunk.vector is None and (keep_text or not chunk.text):
         return chunk
     return IndexedChunk(
         chunk_id=chunk.chunk_id,
         doc=doc,
         seq=chunk.seq,
-        text=chunk.text,
+        text=chunk.text if keep_text else "",
         start_line=chunk.start_line,
         end_line=chunk.end_line,
         section=chunk.section,
