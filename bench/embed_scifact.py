@@ -1,6 +1,6 @@
 """Embedding speed and quality on BEIR SciFact: sentence-transformers vs Bastion's variants.
 
-    .venv/bin/python bench/embed_scifact.py                       # CPU: baseline, fp32, int8
+    .venv/bin/python bench/embed_scifact.py                       # CPU: baseline, fp32, int8, bf16
     .venv/bin/python bench/embed_scifact.py --limit 300 --repeats 1   # a quick look
     .venv/bin/python bench/embed_scifact.py --device cuda         # GPU: fp16 (and fp32)
 
@@ -9,16 +9,19 @@ One run, one machine, one process; every engine sees the same texts:
 * **baseline** — plain sentence-transformers (the packaged all-MiniLM-L6-v2, fp32, batch 16,
   max_seq_length 256 as the model config says, offline). On CUDA a second reference row runs
   the same model in fp16 (``model.half()``).
-* **bastion:<variant>** — :class:`bastion.knowledge.embedders.LocalEmbedder` (ONNX Runtime).
+* **bastion:<variant>** — :class:`bastion.knowledge.embedders.LocalEmbedder` (ONNX Runtime for
+  fp32 and int8, PyTorch for bf16); ``default`` is whatever ``LocalEmbedder()`` picks here.
 
 Speed: the first ``--speed-docs`` documents (title + " " + text, as BEIR embeds them), timed
 ``--repeats`` times per engine with the engines interleaved (so background load hits all of
 them alike); the median is reported as docs/s and tokens/s (tokens the model sees, special
 tokens included, truncated at 256) and as a ratio to the baseline. Quality: the full corpus and
 the 300 test queries, dense retrieval by dot product, nDCG@10; plus the cosine of each engine's
-document vectors to the baseline's. ``--cache-db`` stores the quality-pass vectors in an
-:class:`~bastion.knowledge.embedders.EmbeddingCache` so a second run skips recomputing them
-(the timed speed passes never use it).
+document vectors to the baseline's. With two or more Bastion engines, a second table scores
+mixed-variant indexes: documents embedded by one variant, queries by another (what an index
+built on one machine and searched from another holds). ``--cache-db`` stores the quality-pass
+vectors in an :class:`~bastion.knowledge.embedders.EmbeddingCache` so a second run skips
+recomputing them (the timed speed passes never use it).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -61,6 +65,9 @@ class Engine:
     name: str  # cache key for --cache-db
     times: list[float] = field(default_factory=list)
     result: dict[str, float | str] = field(default_factory=dict)
+    bastion: bool = False
+    doc_vecs: np.ndarray | None = None
+    query_vecs: np.ndarray | None = None
 
 
 class _Adapter(Embedder):
@@ -104,11 +111,23 @@ def sentence_transformers_engine(device: str, *, fp16: bool = False) -> Engine:
 
 
 def bastion_engine(variant: str, device: str, cache_dir: Path | None) -> Engine:
-    embedder = LocalEmbedder(variant=variant, device=device, cache_dir=cache_dir)
+    asked = None if variant == "default" else variant
+    embedder = LocalEmbedder(variant=asked, device=device, cache_dir=cache_dir)
     started = time.perf_counter()
     embedder.load()
-    print(f"  bastion:{variant} ready in {time.perf_counter() - started:.1f} s", flush=True)
-    return Engine(f"bastion {variant} ({device})", embedder.encode, embedder.name + f":{device}")
+    what = f"{embedder.variant.value} {embedder.runtime.value}"
+    elapsed = time.perf_counter() - started
+    print(f"  bastion:{variant} ({what}) ready in {elapsed:.1f} s", flush=True)
+    label = f"bastion {what} ({device}{', the default' if asked is None else ''})"
+    return Engine(label, embedder.encode, embedder.name + f":{device}", bastion=True)
+
+
+def default_variants(device: str) -> str:
+    if device == "cuda":
+        return "fp16,fp32"
+    import importlib.util
+
+    return "fp32,int8,bf16" if importlib.util.find_spec("torch") else "fp32,int8"
 
 
 def machine() -> str:
@@ -119,7 +138,11 @@ def machine() -> str:
                 cpu = line.split(":", 1)[1].strip()
                 break
         flags = Path("/proc/cpuinfo").read_text()
-        extras = [f for f in ("avx512f", "avx512_vnni", "avx_vnni", "amx_int8") if f" {f}" in flags]
+        extras = [
+            f
+            for f in ("avx512f", "avx512_vnni", "avx_vnni", "amx_int8", "amx_bf16")
+            if f" {f}" in flags
+        ]
     except OSError:
         extras = []
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
@@ -147,7 +170,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     parser.add_argument(
-        "--variants", help="Bastion variants (default: cpu fp32,int8; cuda fp16,fp32)"
+        "--variants",
+        help="Bastion variants, 'default' = LocalEmbedder()'s choice "
+        "(default: cpu fp32,int8,bf16 (bf16 with torch installed); cuda fp16,fp32)",
     )
     parser.add_argument("--limit", type=int, help="use only the first N corpus documents")
     parser.add_argument("--speed-docs", type=int, default=500)
@@ -161,7 +186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args(argv)
 
-    variants = (args.variants or ("fp16,fp32" if args.device == "cuda" else "fp32,int8")).split(",")
+    variants = (args.variants or default_variants(args.device)).split(",")
     if args.device == "cuda" and not cuda_available():
         print(
             "! onnxruntime has no CUDA provider here (pip install onnxruntime-gpu): "
@@ -225,6 +250,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             doc_vecs = encode(docs)
             elapsed = time.perf_counter() - started
             query_vecs = encode(data.queries)
+            engine.doc_vecs, engine.query_vecs = doc_vecs, query_vecs
             run = dict(
                 zip(data.query_ids, dense_search(query_vecs, doc_vecs, doc_ids), strict=True)
             )
@@ -260,6 +286,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"| {e.label} | {r['docs_per_s']:.1f} | {r['tokens_per_s']:.0f} | "
             f"{r['ratio']:.2f} | {full} | {ndcg} | {cos} |"
         )
+    mixed = mixed_variants(engines, data, doc_ids)
     if args.json:
         args.json.write_text(
             json.dumps(
@@ -271,11 +298,30 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "speed_tokens": tokens,
                     "corpus_docs": len(docs),
                     "engines": {e.label: {**e.result, "times": e.times} for e in engines},
+                    "mixed": mixed,
                 },
                 indent=2,
             )
         )
     return 0
+
+
+def mixed_variants(engines: Sequence[Engine], data: Any, doc_ids: Sequence[str]) -> list[Any]:
+    """nDCG@10 of every pair of Bastion engines: documents by one, queries by the other."""
+    ours = [e for e in engines if e.bastion and e.doc_vecs is not None]
+    if len(ours) < 2:
+        return []
+    print("\n| documents embedded by | queries embedded by | nDCG@10 |")
+    print("|---|---|---:|")
+    rows = []
+    for docs_by in ours:
+        for queries_by in ours:
+            assert docs_by.doc_vecs is not None and queries_by.query_vecs is not None
+            hits = dense_search(queries_by.query_vecs, docs_by.doc_vecs, doc_ids)
+            ndcg = ndcg_at_k(dict(zip(data.query_ids, hits, strict=True)), data.qrels)
+            rows.append([docs_by.label, queries_by.label, ndcg])
+            print(f"| {docs_by.label} | {queries_by.label} | {ndcg:.4f} |")
+    return rows
 
 
 if __name__ == "__main__":

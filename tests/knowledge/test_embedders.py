@@ -292,8 +292,10 @@ def test_bad_options_are_configuration_errors() -> None:
         LocalEmbedder(device="cuda")
 
 
-def test_default_is_int8_on_cpu() -> None:
-    embedder = LocalEmbedder(device="cpu")
+def test_onnx_default_is_int8_on_cpu() -> None:
+    # The CPU default without a runtime asked follows the CPU (test_embedding_variants.py);
+    # ONNX Runtime's own default on CPU is int8.
+    embedder = LocalEmbedder(device="cpu", runtime="onnx")
     assert embedder.variant == "int8"
     assert embedder.name.endswith(":int8")
 

@@ -24,7 +24,13 @@ from test_embedders import EmbedderContract
 from bastion.core.errors import ConfigurationError
 from bastion.knowledge.embedders import Embedder, LocalEmbedder
 from bastion.knowledge.embedders._batching import plan_batches
-from bastion.knowledge.embedders.local import Device, Runtime, Variant, cuda_available
+from bastion.knowledge.embedders.local import (
+    Device,
+    Runtime,
+    Variant,
+    cpu_default,
+    cuda_available,
+)
 
 REFERENCE = json.loads((Path(__file__).with_name("embedders_reference.json")).read_text())
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -87,7 +93,7 @@ def test_matches_onnx_fp32_and_sentence_transformers(
 
 
 def test_close_to_the_onnx_default(torch_fp32: LocalEmbedder, model_cache: Path) -> None:
-    default = LocalEmbedder(device="cpu", cache_dir=model_cache)  # ONNX int8 on CPU
+    default = LocalEmbedder(device="cpu", runtime="onnx", cache_dir=model_cache)
     assert default.runtime is Runtime.ONNX and default.variant is Variant.INT8
     # int8 quantization itself costs this much (the bounds test_embedders.py holds int8 to)
     cos = _cos(torch_fp32.encode(TEXTS), default.encode(TEXTS))
@@ -178,20 +184,16 @@ def test_torch_cuda_is_chosen_when_pytorch_has_a_gpu(monkeypatch: pytest.MonkeyP
         assert embedder.name.endswith(":fp16")
         assert embedder.max_batch == 512
     assert LocalEmbedder(device="cuda", variant="bf16").runtime is Runtime.TORCH
-    # asking for the CPU keeps the ONNX path
+    # asking for the CPU gets the CPU default (int8 ONNX, or bf16 PyTorch on AMX)
     cpu = LocalEmbedder(device="cpu")
-    assert (cpu.device, cpu.runtime, cpu.variant) == (Device.CPU, Runtime.ONNX, Variant.INT8)
+    assert (cpu.device, (cpu.runtime, cpu.variant)) == (Device.CPU, cpu_default())
 
 
 @onnx_without_cuda
-def test_no_gpu_keeps_onnx_on_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_gpu_keeps_the_cpu_default(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     default = LocalEmbedder()
-    assert (default.device, default.runtime, default.variant) == (
-        Device.CPU,
-        Runtime.ONNX,
-        Variant.INT8,
-    )
+    assert (default.device, (default.runtime, default.variant)) == (Device.CPU, cpu_default())
     with pytest.raises(ConfigurationError, match="PyTorch with CUDA or the onnxruntime-gpu"):
         LocalEmbedder(device="cuda")
     with pytest.raises(ConfigurationError, match="CUDA build of PyTorch"):
@@ -208,7 +210,7 @@ def test_no_gpu_keeps_onnx_on_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
         ({"runtime": "torch", "device": "cpu", "variant": "fp16"}, "use one of bf16, fp32"),
         ({"runtime": "onnx", "variant": "bf16"}, "'bf16' does not run with onnx"),
         ({"device": "cpu", "variant": "fp16"}, "'fp16' does not run with onnx on cpu"),
-        ({"device": "cpu", "attention": "packed"}, "needs runtime='torch'"),
+        ({"runtime": "onnx", "attention": "packed"}, "needs runtime='torch'"),
         ({"runtime": "jax"}, "unknown embedder option"),
         ({"attention": "sparse"}, "unknown embedder option"),
     ],
@@ -225,8 +227,9 @@ def test_bastion_and_the_cpu_path_never_import_torch(model_cache: Path) -> None:
         "assert 'torch' not in sys.modules, 'import'\n"
         "LocalEmbedder(device='cpu', variant='fp32').encode(['a text'])\n"
         "assert 'torch' not in sys.modules, 'cpu path'\n"
-        "if not sys.argv[1:]:  # no NVIDIA device node: the automatic choice asks no torch\n"
-        "    assert LocalEmbedder().runtime == 'onnx'\n"
+        "if not sys.argv[1:]:  # no NVIDIA device node: the automatic choice imports no torch\n"
+        "    from bastion.knowledge.embedders.local import cpu_default\n"
+        "    assert LocalEmbedder().runtime == cpu_default()[0]  # bf16 torch on AMX: not loaded\n"
         "    assert 'torch' not in sys.modules, 'automatic choice'\n"
     )
     gpu_node = Path("/dev/nvidiactl").exists()

@@ -7,11 +7,16 @@ source itself: a URL may carry a host, a user or, expanded from a variable, a pa
 the embedder's name and vector size. Every later open compares (:func:`check_origin`):
 
 * a mount of the record that now reads another source, or is no longer mounted, and another
-  embedder (a keyword-only index opened with a model, or the reverse) are refused with
+  embedder (another model or vector size, a keyword-only index opened with a model, or the
+  reverse) are refused with
   :class:`IndexMismatchError`: one line naming the prefixes and the embedders that differ, and
   the fix (another folder, or ``bastion reindex --rebuild``, which is :func:`clear_index`);
 * a mount the record does not know yet is taken in and recorded: nothing indexed is lost or
-  replaced, and the next index run adds its files.
+  replaced, and the next index run adds its files;
+* the same model in another number format (``...:int8`` recorded, ``...:bf16`` now: the
+  default embedder follows the CPU) is accepted: variants of one model share a vector space
+  (:func:`~bastion.knowledge.embedders.base.vector_space`); the record keeps the name it was
+  built with.
 
 A source's digest is taken from a canonical spelling (:func:`source_key`): a folder or SQLite
 file by its path *relative to the index folder* (a project moved whole keeps its index; two
@@ -34,6 +39,7 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from bastion.core.errors import ConfigurationError, IndexMismatchError
+from bastion.knowledge.embedders.base import vector_space
 
 __all__ = [
     "ORIGIN_FILE",
@@ -42,6 +48,7 @@ __all__ = [
     "check_origin",
     "clear_index",
     "record_origin",
+    "same_vectors",
     "source_key",
 ]
 
@@ -73,7 +80,8 @@ class IndexOrigin:
     mounts: Mapping[str, str] = field(default_factory=dict)
     """Prefix -> digest of the mount's source (:func:`source_key`)."""
     embedder: str | None = None
-    """The embedder's name (model and variant); ``None`` for a keyword-only index."""
+    """The embedder's name (model and variant) the index was first built with; ``None`` for a
+    keyword-only index. Compared by vector space (another variant of the model is the same)."""
     dim: int | None = None
     """Its vector size; ``None`` for a keyword-only index."""
 
@@ -95,7 +103,7 @@ class IndexOrigin:
             for prefix, digest in sorted(self.mounts.items())
             if now.mounts.get(prefix) != digest
         ]
-        if (self.embedder, self.dim) != (now.embedder, now.dim):
+        if not same_vectors(self.embedder, self.dim, now.embedder, now.dim):
             out.append(
                 f"embedder: built with {_embedder_text(self.embedder, self.dim)}, "
                 f"now {_embedder_text(now.embedder, now.dim)}"
@@ -130,6 +138,14 @@ class IndexOrigin:
                 f"{where} cannot be read; if the index is intact delete that file (the next "
                 "open records the workspace again), else run `bastion reindex --rebuild`"
             ) from None
+
+
+def same_vectors(a: str | None, a_dim: int | None, b: str | None, b_dim: int | None) -> bool:
+    """Whether vectors of embedder ``a`` and embedder ``b`` (names, ``None`` for none) may
+    share an index: the same vector space and size, or both keyword-only."""
+    if a is None or b is None:
+        return a is b
+    return a_dim == b_dim and vector_space(a) == vector_space(b)
 
 
 def _digest(source: str) -> str:

@@ -15,7 +15,11 @@ Contract (checked by ``tests/knowledge/test_embedders.py`` for every embedder):
   one row per text in input order, each row of L2 norm 1. An empty input gives ``(0, dim)``.
 * The same text embeds to the same vector (to float tolerance) on every call.
 * ``name`` identifies the model *and* its variant (``fp32``, ``int8``...); two embedders
-  whose vectors may differ never share a name, since caches and indexes key on it.
+  whose vectors may differ never share a name, since caches key on it. A name ending in a
+  number format (``model:int8``, ``model:bf16``, see :data:`NUMBER_FORMATS`) says that the
+  vectors are the model's, computed in that format: variants of one model share a vector space
+  (:func:`vector_space`), so an index holds vectors of several of them and any of them
+  searches it.
 * ``count_tokens(text)`` counts the tokens the model would see for the whole text, special
   tokens (``[CLS]``, ``[SEP]``) included, before any truncation; ``max_tokens`` is the model's
   window in the same units. A text with ``count_tokens(text) <= max_tokens`` is embedded
@@ -31,10 +35,27 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Embedder", "Vectors", "l2_normalize"]
+__all__ = ["NUMBER_FORMATS", "Embedder", "Vectors", "l2_normalize", "vector_space"]
 
 Vectors = npt.NDArray[np.float32]
 """A ``(n, dim)`` float32 array of L2-normalized rows."""
+
+
+NUMBER_FORMATS = frozenset({"fp32", "fp16", "bf16", "int8"})
+"""Name suffixes (``:fp32``...) that mark one model computed in another number format."""
+
+
+def vector_space(name: str) -> str:
+    """The space an embedder's vectors live in: its name without a trailing ``:<format>`` of
+    :data:`NUMBER_FORMATS`, else the whole name.
+
+    ``all-MiniLM-L6-v2:int8`` and ``all-MiniLM-L6-v2:bf16`` are one model in two number
+    formats: their vectors agree to cosine >= 0.99 and retrieval across them scores as within
+    one (``bench/embed_scifact.py``'s mixed-variant table), so an index built with one is
+    searched and extended with the other. Indexes compare embedders by this, caches by name.
+    """
+    model, sep, fmt = name.rpartition(":")
+    return model if sep and model and fmt in NUMBER_FORMATS else name
 
 
 def l2_normalize(x: npt.ArrayLike, *, eps: float = 1e-12) -> Vectors:

@@ -31,6 +31,7 @@ import psycopg
 from psycopg import sql
 
 from bastion.core.errors import ConfigurationError
+from bastion.knowledge.embedders.base import vector_space
 
 __all__ = [
     "FORMAT",
@@ -271,6 +272,9 @@ def create_or_check(
         row = cur.fetchone()
         if row is not None:
             found = dict(zip(("format", "dim", "embedder", "analyzer"), row, strict=True))
+            built_with, embedder = found["embedder"], wanted["embedder"]
+            if built_with and embedder and vector_space(built_with) == vector_space(embedder):
+                wanted = {**wanted, "embedder": built_with}  # another number format: one space
             if found != wanted:
                 diff = ", ".join(
                     f"{k}: {found[k]!r} != {v!r}" for k, v in wanted.items() if found[k] != v
