@@ -73,7 +73,7 @@ def test_one_pass_scores_are_the_per_term_scores(seed: int, removals: int) -> No
     queries = _queries(seed)
     _same(bulk, lazy, queries)
     view = bulk._view  # the test must cover the one-pass path it claims to
-    assert view is not None and view.bulk is not None and view.bulk.doc_indptr is not None
+    assert view is not None and view.bulk is not None and view.bulk.documented
     lazy_view = lazy._view
     assert lazy_view is not None and lazy_view.bulk is None
 
@@ -84,7 +84,7 @@ def test_documents_out_of_slot_order_keep_their_level_per_term() -> None:
     bulk, lazy = _bulk(texts, documents, []), _lazy(texts, documents, [])
     _same(bulk, lazy, _queries(7))
     view = bulk._view
-    assert view is not None and view.bulk is not None and view.bulk.doc_indptr is None
+    assert view is not None and view.bulk is not None and not view.bulk.documented
 
 
 def test_a_mask_that_hides_nothing_shares_the_scored_view_and_one_that_hides_some_does_not() -> (

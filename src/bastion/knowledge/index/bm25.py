@@ -152,35 +152,57 @@ class _Documents:
 
 
 class _Bulk:
-    """Every term's scores in one view, from one vectorized pass: rows by term id (CSR), the
-    entry level and, where documents are numbered in slot order, the document level."""
+    """Every term's scores in one view, from one vectorized pass: rows by term id (CSR) of
+    the entry level (``slots``) and, where documents are numbered in slot order, of the
+    document level (``places``: ``offset + document``, a document's place in the sums of
+    :meth:`BM25._summed`)."""
 
-    __slots__ = ("doc_ids", "doc_indptr", "doc_scores", "doc_sums", "indptr", "scores", "slots")
+    __slots__ = (
+        "doc_indptr", "doc_scores", "doc_sums", "indptr", "offset", "places", "scores", "slots",
+    )  # fmt: skip
 
-    def __init__(self, indptr: _I64, slots: _I32, scores: _F32) -> None:
+    def __init__(self, indptr: _I64, slots: _I64, scores: _F32, offset: int) -> None:
         self.indptr = indptr
         self.slots = slots
         self.scores = scores
+        self.offset = offset
         self.doc_indptr: _I64 | None = None
-        self.doc_ids = np.zeros(0, dtype=np.int64)
+        self.places = np.zeros(0, dtype=np.int64)
         self.doc_sums = np.zeros(0, dtype=np.float32)
         self.doc_scores = np.zeros(0, dtype=np.float32)
 
-    def entries(self, term: int) -> tuple[_I32, _F32]:
+    @property
+    def documented(self) -> bool:
+        """The document level is here too (documents numbered in slot order)."""
+        return self.doc_indptr is not None
+
+    def entries(self, term: int) -> tuple[_I64, _F32]:
         lo, hi = int(self.indptr[term]), int(self.indptr[term + 1])
         return self.slots[lo:hi], self.scores[lo:hi]
 
     def documents(self, term: int) -> tuple[_I64, _F32, _F32]:
         """The documents holding ``term``, its summed frequency and its score in each."""
+        lo, hi = self._documents(term)
+        return self.places[lo:hi] - self.offset, self.doc_sums[lo:hi], self.doc_scores[lo:hi]
+
+    def row(self, term: int) -> tuple[_I64, _F32]:
+        """The entries' slots then the documents' places, and the scores at each."""
+        lo, hi = int(self.indptr[term]), int(self.indptr[term + 1])
+        dlo, dhi = self._documents(term)
+        return (
+            np.concatenate((self.slots[lo:hi], self.places[dlo:dhi])),
+            np.concatenate((self.scores[lo:hi], self.doc_scores[dlo:dhi])),
+        )
+
+    def _documents(self, term: int) -> tuple[int, int]:
         assert self.doc_indptr is not None
-        lo, hi = int(self.doc_indptr[term]), int(self.doc_indptr[term + 1])
-        return self.doc_ids[lo:hi], self.doc_sums[lo:hi], self.doc_scores[lo:hi]
+        return int(self.doc_indptr[term]), int(self.doc_indptr[term + 1])
 
 
 class _View:
     """The statistics of the entries one search may see, and the term scores they give."""
 
-    __slots__ = ("bulk", "cached", "docs", "n", "norm", "size", "terms", "visible")
+    __slots__ = ("bulk", "cached", "combined", "docs", "n", "norm", "size", "terms", "visible")
 
     def __init__(self, visible: _Bool | None, n: int, norm: _F32) -> None:
         self.visible = visible
@@ -193,6 +215,18 @@ class _View:
         self.docs: _Documents | None = None
         self.bulk: _Bulk | None = None
         """Every term scored at once (after a bulk add), or ``None``: each term on first use."""
+        self.combined: dict[int, tuple[_I64, _F32]] = {}
+        """Term -> its entry scores and its document scores as one pair of arrays: positions
+        ``slot`` and ``slots + document`` of one sum (one ``add.at`` a term, not two)."""
+
+    def forget(self) -> None:
+        """Drop the per-term scores kept (over the :data:`_CACHED` bound)."""
+        self.terms.clear()
+        self.combined.clear()
+        if self.docs is not None:
+            self.docs.terms.clear()
+            self.docs.scored.clear()
+        self.cached = 0
 
 
 class BM25:
@@ -288,11 +322,10 @@ class BM25:
             terms, slots, tfs = terms[keep], slots[keep], tfs[keep]
         vocabulary = p.vocabulary
         counts = np.bincount(terms, minlength=vocabulary)
-        indptr = np.zeros(vocabulary + 1, dtype=np.int64)
-        np.cumsum(counts, out=indptr[1:])
-        idf = self.scoring.idfs(view.n, counts)
-        bulk = _Bulk(indptr, slots, idf[terms] * self.scoring.weights(tfs, view.norm[slots]))
-        view.bulk = bulk
+        scores = self.scoring.idfs(view.n, counts)[terms] * self.scoring.weights(
+            tfs, view.norm[slots]
+        )
+        bulk = view.bulk = _Bulk(_offsets(counts), slots.astype(np.int64), scores, p.slots)
         docs = self._documents(view)
         where = docs.local[slots]
         same_term = terms[1:] == terms[:-1]
@@ -304,17 +337,14 @@ class BM25:
         first[1:] |= ~same_term
         starts = np.flatnonzero(first)
         run_terms = terms[starts]
-        bulk.doc_ids = where[starts]
+        doc_ids = where[starts]
         bulk.doc_sums = np.add.reduceat(tfs, starts)
         doc_counts = np.bincount(run_terms, minlength=vocabulary)
-        doc_indptr = np.zeros(vocabulary + 1, dtype=np.int64)
-        np.cumsum(doc_counts, out=doc_indptr[1:])
-        doc_idf = self.scoring.idfs(len(docs.lengths), doc_counts)
-        norm = self._document_norm(docs)
-        bulk.doc_scores = doc_idf[run_terms] * self.scoring.weights(
-            bulk.doc_sums, norm[bulk.doc_ids]
+        bulk.doc_scores = self.scoring.idfs(len(docs.lengths), doc_counts)[run_terms] * (
+            self.scoring.weights(bulk.doc_sums, self._document_norm(docs)[doc_ids])
         )
-        bulk.doc_indptr = doc_indptr
+        bulk.places = doc_ids + p.slots
+        bulk.doc_indptr = _offsets(doc_counts)
 
     def _document_norm(self, docs: _Documents) -> _F32:
         if docs.norm is None:
@@ -343,7 +373,7 @@ class BM25:
         self._masked[id(mask)] = (mask, view)  # holds the mask: ids stay unique
         return view
 
-    def _term(self, view: _View, term: int) -> tuple[_I32, _F32]:
+    def _term(self, view: _View, term: int) -> tuple[_I32 | _I64, _F32]:
         """The visible slots holding ``term`` and their scores (idf included)."""
         if view.bulk is not None:
             return view.bulk.entries(term)
@@ -360,11 +390,7 @@ class BM25:
         else:
             found = (slots, tfs)
         if view.cached + len(slots) > _CACHED:
-            view.terms.clear()
-            if view.docs is not None:
-                view.docs.terms.clear()
-                view.docs.scored.clear()
-            view.cached = 0
+            view.forget()
         view.terms[term] = found
         view.cached += len(slots)
         return found
@@ -406,7 +432,7 @@ class BM25:
 
     def _document_term(self, view: _View, docs: _Documents, term: int) -> tuple[_I64, _F32]:
         """The visible documents holding ``term`` and its frequency in each."""
-        if view.bulk is not None and view.bulk.doc_indptr is not None:
+        if view.bulk is not None and view.bulk.documented:
             return view.bulk.documents(term)[:2]
         found = docs.terms.get(term)
         if found is None:
@@ -425,10 +451,7 @@ class BM25:
                 ids, inverse = np.unique(where, return_inverse=True)
                 sums = np.bincount(inverse, weights=tfs, minlength=len(ids)).astype(np.float32)
             if view.cached + 2 * len(ids) > _CACHED:  # the view's bound covers both levels
-                view.terms.clear()
-                docs.terms.clear()
-                docs.scored.clear()
-                view.cached = 0
+                view.forget()
             view.cached += 2 * len(ids)  # its frequencies, and its scores once computed
             found = docs.terms[term] = (ids, sums)
         return found
@@ -463,12 +486,10 @@ class BM25:
         return [(term, found) for term, found in pairs if found is not None]
 
     def _entry_parts(
-        self, terms: list[tuple[str, int]], view: _View, statistics: Statistics | None
+        self, terms: list[tuple[str, int]], view: _View, statistics: Statistics
     ) -> list[tuple[_I32, _F32]]:
-        """Per query term, the visible slots holding it and their entry-level scores: with
-        this view's own statistics (cached per term), or with ``statistics``."""
-        if statistics is None:
-            return [self._term(view, found) for _, found in terms]
+        """Per query term, the visible slots holding it and their entry-level scores with
+        ``statistics``."""
         norm = self.scoring.length_norm(
             self._postings.lengths, statistics.length / max(statistics.entries, 1)
         )
@@ -493,53 +514,100 @@ class BM25:
         view = self._view_of(mask)
         if view.n == 0:
             return none
-        parts = [part for part in self._entry_parts(terms, view, statistics) if len(part[0])]
-        if not parts:
-            return none
-        if len(parts) == 1:
-            matched, own = parts[0][0].astype(np.int64), parts[0][1]
-        else:
-            summed = np.zeros(self._postings.slots, dtype=np.float32)
-            for slots, scores in parts:
-                np.add.at(summed, slots, scores)  # the sums of ``summed[slots] += ``, faster
-            matched = np.flatnonzero(summed > 0)  # a comparison first: nonzero on floats is slow
-            own = summed[matched]
-        docs = self._documents(view)
-        bulk = view.bulk if statistics is None else None
-        if bulk is not None and bulk.doc_indptr is None:
-            bulk = None
         if statistics is None:
-            n = len(docs.lengths)
-            norm = self._document_norm(docs)
+            summed = self._summed(terms, view)
+            if summed is None:
+                return none
+            matched, own, totals, docs = summed
         else:
-            n = statistics.documents
-            norm = self.scoring.length_norm(
-                docs.lengths, statistics.length / max(statistics.documents, 1)
-            )
-        totals = np.zeros(len(docs.lengths), dtype=np.float32)
-        for term, found in terms:
-            if bulk is not None:
-                ids, _, known = bulk.documents(found)
-                if len(ids):
-                    np.add.at(totals, ids, known)
-                continue
-            ids, tfs = self._document_term(view, docs, found)
-            if not len(ids):
-                continue
-            weights = docs.scored.get(found) if statistics is None else None
-            if weights is None:
-                df = len(ids) if statistics is None else max(statistics.df.get(term, 0), len(ids))
-                idf = np.float32(self.scoring.idf(n, df))
-                weights = idf * self.scoring.weights(tfs, norm[ids])
-                if statistics is None:
-                    docs.scored[found] = weights
-            np.add.at(totals, ids, weights)
+            shared = self._shared_sums(terms, view, statistics)
+            if shared is None:
+                return none
+            matched, own, totals, docs = shared
         where = docs.local[matched]
         if docs.single:  # one visible entry per document: each is its document's best
             return matched, totals[where]
         best = np.zeros(len(docs.lengths), dtype=np.float32)
         np.maximum.at(best, where, own)
         return matched, totals[where] * (own / best[where])
+
+    def _summed(
+        self, terms: list[tuple[str, int]], view: _View
+    ) -> tuple[_I64, _F32, _F32, _Documents] | None:
+        """With the view's own statistics: each matched slot and its entry-level sum, each
+        document's total, from one ``add.at`` a term over entries and documents together
+        (the same float32 sums, in the same order, as one array for each level)."""
+        docs = self._documents(view)
+        size = self._postings.slots
+        sums = np.zeros(size + len(docs.lengths), dtype=np.float32)
+        hit = False
+        for _, found in terms:
+            where, scores = self._combined(view, docs, found)
+            if len(where):
+                np.add.at(sums, where, scores)
+                hit = True
+        if not hit:
+            return None
+        entries = sums[:size]
+        matched = np.flatnonzero(entries > 0)  # a comparison first: nonzero on floats is slow
+        return matched, entries[matched], sums[size:], docs
+
+    def _combined(self, view: _View, docs: _Documents, term: int) -> tuple[_I64, _F32]:
+        """``term``'s entry scores at their slots and document scores at ``slots +
+        document``, kept per view (see :attr:`_View.combined`)."""
+        found = view.combined.get(term)
+        if found is not None:
+            return found
+        if view.bulk is not None and view.bulk.documented:
+            found = view.combined[term] = view.bulk.row(term)  # within the bulk's own bound
+            return found
+        slots, scores = self._term(view, term)
+        ids, tfs = self._document_term(view, docs, term)
+        weights = docs.scored.get(term)
+        if weights is None:
+            idf = np.float32(self.scoring.idf(len(docs.lengths), len(ids)))
+            norm = self._document_norm(docs)
+            weights = docs.scored[term] = idf * self.scoring.weights(tfs, norm[ids])
+        found = (
+            np.concatenate([slots.astype(np.int64), ids + self._postings.slots]),
+            np.concatenate([scores, weights]),
+        )
+        if view.cached + len(found[0]) > _CACHED:
+            view.forget()
+        view.combined[term] = found
+        view.cached += len(found[0])
+        return found
+
+    def _shared_sums(
+        self, terms: list[tuple[str, int]], view: _View, statistics: Statistics
+    ) -> tuple[_I64, _F32, _F32, _Documents] | None:
+        """:meth:`_summed` with ``statistics`` counted over several tables (nothing kept:
+        the scores hold for this query's statistics only)."""
+        parts = [part for part in self._entry_parts(terms, view, statistics) if len(part[0])]
+        if not parts:
+            return None
+        if len(parts) == 1:
+            matched, own = parts[0][0].astype(np.int64), parts[0][1]
+        else:
+            summed = np.zeros(self._postings.slots, dtype=np.float32)
+            for slots, scores in parts:
+                np.add.at(summed, slots, scores)  # the sums of ``summed[slots] += ``, faster
+            matched = np.flatnonzero(summed > 0)
+            own = summed[matched]
+        docs = self._documents(view)
+        n = statistics.documents
+        norm = self.scoring.length_norm(
+            docs.lengths, statistics.length / max(statistics.documents, 1)
+        )
+        totals = np.zeros(len(docs.lengths), dtype=np.float32)
+        for term, found in terms:
+            ids, tfs = self._document_term(view, docs, found)
+            if not len(ids):
+                continue
+            df = max(statistics.df.get(term, 0), len(ids))
+            idf = np.float32(self.scoring.idf(n, df))
+            np.add.at(totals, ids, idf * self.scoring.weights(tfs, norm[ids]))
+        return matched, own, totals, docs
 
     def ranked(
         self, query: str, mask: _Bool | None = None, statistics: Statistics | None = None
@@ -561,3 +629,10 @@ class BM25:
         self._postings.compact(keep)
         self._groups = np.ascontiguousarray(self._groups[keep])
         self._changed()
+
+
+def _offsets(counts: npt.NDArray[np.int64]) -> _I64:
+    """Row starts of rows of ``counts`` items (CSR ``indptr``: one more than ``counts``)."""
+    out = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=out[1:])
+    return out
