@@ -372,6 +372,13 @@ class LocalEmbedder(Embedder):
         return session
 
     def _torch_runner(self) -> TorchRunner:
+        if self.device is Device.CPU and "torch" not in sys.modules:
+            # OpenMP threads that spin while they wait keep their core from other processes
+            # and stall the whole parallel region when descheduled: on a shared 2-core VM at
+            # load 6, bf16 embedded 100 SciFact documents in 5-8 s with passive waiting and
+            # 16-17 s spinning (libgomp's default). Read once, when torch loads OpenMP; a
+            # value the operator set wins, and a process that loaded torch first keeps its own.
+            os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         import torch
 
         from bastion.knowledge.embedders.torch_bert import TorchBert, TorchRunner
