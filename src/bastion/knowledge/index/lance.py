@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import json
 import os
 import threading
@@ -217,7 +218,9 @@ class LanceIndex(MemoryIndex):
         """The table into the mirror, in document order, whole documents :data:`_LOAD` rows
         at a time: the keys first (ids and row ids), then each slice's rows by row id. The
         table is never read whole (a ``to_arrow()`` of it held every text and vector at once,
-        and LanceDB kept much of it after); vectors go straight from Arrow's buffer."""
+        and LanceDB kept much of it after); vectors go straight from Arrow's buffer, and
+        nothing large is made in Arrow's own memory pool (which keeps what it frees)."""
+        trim = _malloc()
         self._version = self._table.version
         keys = self._table.search().select(["doc_id", "seq"]).with_row_id(True).limit(None)
         keys = keys.to_arrow()
@@ -236,12 +239,15 @@ class LanceIndex(MemoryIndex):
                     f"the index in {self.folder.name} changed while it was read; open it again"
                 )
             sorter = np.argsort(got)  # LanceDB answers in row id order: back to document order
-            part = part.take(sorter[np.searchsorted(got, rowids[lo:hi], sorter=sorter)])
-            chunks = _from_arrow(part.drop_columns(["_rowid"]), shared)
+            back = sorter[np.searchsorted(got, rowids[lo:hi], sorter=sorter)]
+            chunks = _from_arrow(part.drop_columns(["_rowid"]), shared, back)
             if lo == 0:
                 self._reserve(len(rowids), chunks)  # the vector matrix made once, to size
             self._put(chunks, rowids[lo:hi].astype(np.int64).tolist())
         self._indexed = any(i.columns == ["chunk_id"] for i in self._table.list_indices())
+        pa.default_memory_pool().release_unused()
+        if trim is not None:  # the pages of what the slices freed (~60 MB at 100k)
+            trim(0)
 
     # -- sharing the folder between processes ------------------------------------------------
 
@@ -583,6 +589,29 @@ def _doc_key(
     return (version, tenant, classification, frozenset(roles), frozenset(tags))
 
 
+@functools.cache
+def _malloc() -> Any:
+    """Keep glibc's ``malloc`` from serving large blocks from its heap (once per process);
+    its ``malloc_trim``, or ``None`` where the C library is not glibc.
+
+    By default glibc raises its mmap threshold to the size of each large block freed (up to
+    32 MiB), so after the first few numpy arrays are freed, arrays of up to 32 MiB come from
+    the heap; an open makes and frees many (each slice's rows, postings being merged) between
+    the arrays it keeps, and the heap it leaves is full of holes it cannot give back: 280 MB
+    of 1.4 GB at 100,000 documents (``bench/scale_corpus.py``, ``docs/decisions.md``).
+    Setting the threshold (to its default, 128 KiB) turns the adjustment off: each large
+    block is its own mapping, returned to the system when freed."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None)
+        mallopt, trim = libc.mallopt, libc.malloc_trim
+    except (OSError, AttributeError):
+        return None
+    mallopt(-3, 128 * 1024)  # M_MMAP_THRESHOLD
+    return trim
+
+
 def _slices(doc_ids: pa.ChunkedArray, size: int) -> Iterator[tuple[int, int]]:
     """``[lo, hi)`` bounds of about ``size`` rows over ``doc_ids`` (sorted), each ending at a
     document's end: a document's chunks are taken in together, as they were written (a chunk
@@ -600,18 +629,29 @@ def _slices(doc_ids: pa.ChunkedArray, size: int) -> Iterator[tuple[int, int]]:
         lo = hi
 
 
-def _from_arrow(table: pa.Table, shared: dict[object, Any] | None = None) -> list[IndexedChunk]:
-    """Rows of the table as chunks; the vectors as rows of one array (no Python floats).
-    ``shared`` keeps one copy of each label value, label set, section and document record
-    across calls (a document's chunks, and documents of the same labels, share them)."""
+def _from_arrow(
+    table: pa.Table, shared: dict[object, Any] | None = None, order: Any = None
+) -> list[IndexedChunk]:
+    """Rows of the table as chunks, in ``order`` (row positions) when given; the vectors as
+    rows of one array (no Python floats). ``shared`` keeps one copy of each label value,
+    label set, section and document record across calls (a document's chunks, and documents
+    of the same labels, share them)."""
     vectors = None
     if "vector" in table.column_names:
-        column = table.column("vector").combine_chunks()
+        column = table.column("vector")
         if column.null_count == 0:
             dim = column.type.list_size
-            vectors = column.flatten().to_numpy(zero_copy_only=False).reshape(-1, dim)
+            parts = [
+                part.flatten().to_numpy(zero_copy_only=False).reshape(-1, dim)
+                for part in column.chunks
+            ]
+            vectors = np.concatenate(parts) if parts else np.zeros((0, dim), np.float32)
+            if order is not None:
+                vectors = vectors[order]
             table = table.drop_columns(["vector"])
     rows = table.to_pylist()
+    if order is not None:
+        rows = [rows[i] for i in order]
     one = {} if shared is None else shared
     if vectors is None:
         return [_from_row(row, None, one) for row in rows]
@@ -626,7 +666,7 @@ def _from_row(row: dict[str, Any], vector: Any, shared: dict[object, Any]) -> In
         DocumentMeta(
             doc_id=row["doc_id"],
             path=row["path"],
-            title=row["title"],
+            title=same(row["title"]),  # often a section's name too
             date=row["date"],
             tenant=same(row["tenant"]),
             classification=same(row["classification"]),
