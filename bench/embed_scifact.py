@@ -11,6 +11,9 @@ One run, one machine, one process; every engine sees the same texts:
   the same model in fp16 (``model.half()``).
 * **bastion:<variant>** — :class:`bastion.knowledge.embedders.LocalEmbedder` (ONNX Runtime for
   fp32 and int8, PyTorch for bf16); ``default`` is whatever ``LocalEmbedder()`` picks here.
+  sentence-transformers loads torch first, so the process's OpenMP wait policy is whatever it
+  started with: run with ``OMP_WAIT_POLICY=PASSIVE`` to time bf16 as ``LocalEmbedder`` loads
+  it in a process of its own (the peer then waits passively too).
 
 Speed: the first ``--speed-docs`` documents (title + " " + text, as BEIR embeds them), timed
 ``--repeats`` times per engine with the engines interleaved (so background load hits all of
