@@ -526,7 +526,10 @@ def main() -> None:
     )
     parser.add_argument("--no-postgres", action="store_true")
     parser.add_argument("--no-embedded", action="store_true")
-    parser.add_argument("--baseline", help="also open each embedded folder with this revision")
+    parser.add_argument(
+        "--baseline",
+        help="also open each embedded folder with this revision (or a folder to import it from)",
+    )
     parser.add_argument("--child-open", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--hits-out", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--embedder-name", help=argparse.SUPPRESS)
@@ -543,7 +546,8 @@ def main() -> None:
     if args.baseline is not None:
         from _children import export_src
 
-        baseline = export_src(args.baseline, work / "baseline")
+        given = Path(args.baseline)
+        baseline = given if given.is_dir() else export_src(args.baseline, work / "baseline")
     server = None if args.no_postgres else start_postgres(work)
     results: dict[int, dict[str, dict[str, Any]]] = {}
     notes: list[str] = []

@@ -8,9 +8,11 @@ same machine, one run) LanceDB's own full-text search answered in 4.9 ms per que
 and under 1 ms for the in-memory dot product. See ``docs/decisions.md``.
 
 The mirror keeps no chunk texts (a third of what it held at 100,000 documents): a slot keeps
-the hash of its text, and a search fetches the texts of the hits it returns from the table,
-in one query by ``chunk_id`` (a B-tree index on it, made by the first write that finds none).
-A text whose hash differs from the scored one (another process replaced the chunk since this
+the hash of its text and the row id LanceDB gave its row, and a search fetches the texts of
+the hits it returns from the table, with one ``take`` by row id; rows whose id the mirror does
+not know (written by this process since the open) or that moved (a compaction rewrites rows)
+are found by ``chunk_id`` instead, through a B-tree index on it, and their row ids learned. A
+text whose hash differs from the scored one (another process replaced the chunk since this
 mirror took it in) or that is gone leaves its hit out of the results: the text shown is always
 the text that was scored, under the labels it was scored with.
 
