@@ -27,9 +27,9 @@ EMBEDDER = "test-embedder"
 
 
 class TestLanceIndex(IndexContract):
-    @pytest.fixture
-    def index(self, tmp_path: Path) -> LanceIndex:
-        return LanceIndex(tmp_path / "index", dim=DIM, embedder=EMBEDDER)
+    @pytest.fixture(params=[True, False], ids=["texts-kept", "texts-fetched"])
+    def index(self, tmp_path: Path, request: pytest.FixtureRequest) -> LanceIndex:
+        return LanceIndex(tmp_path / "index", dim=DIM, embedder=EMBEDDER, keep_texts=request.param)
 
 
 def _open(folder: Path, **options: object) -> LanceIndex:

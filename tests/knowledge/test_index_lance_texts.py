@@ -19,7 +19,7 @@ EMBEDDER = "test-embedder"
 
 
 def _open(folder: Path, dim: int | None = DIM) -> LanceIndex:
-    return LanceIndex(folder, dim=dim, embedder=EMBEDDER)
+    return LanceIndex(folder, dim=dim, embedder=EMBEDDER, keep_texts=False)
 
 
 def _texts(hits: list[IndexHit]) -> list[str]:
@@ -159,3 +159,21 @@ def test_opening_a_folder_makes_the_chunk_id_index(tmp_path: Path) -> None:
     _open(folder).upsert([chunk("a0", meta("a"), "apple")])
     table = _open(folder)._table
     assert any(i.columns == ["chunk_id"] for i in table.list_indices())
+
+
+def test_by_default_a_small_index_keeps_its_texts_and_a_large_one_fetches_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "index"
+    written = [chunk(f"a{i}", meta("a"), f"apple pie number {i}", seq=i) for i in range(6)]
+    new = LanceIndex(folder, dim=DIM, embedder=EMBEDDER)  # a new index starts small
+    new.upsert(written)
+    assert new.keeps_texts
+    for limit, kept in ((6, True), (5, False)):
+        monkeypatch.setattr(lance, "_KEEP_TEXTS", limit)
+        opened = LanceIndex(folder, dim=DIM, embedder=EMBEDDER)
+        assert opened.keeps_texts is kept
+        held = sorted(c.text for c in opened._chunks if c is not None)
+        assert held == (sorted(c.text for c in written) if kept else [""] * 6)
+        hits = opened.search_keyword("apple", 10)  # either way a hit carries its text
+        assert sorted(_texts(hits)) == sorted(c.text for c in written)

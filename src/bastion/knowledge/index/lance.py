@@ -66,6 +66,11 @@ _SYNC_COLUMNS = ["chunk_id", "doc_id", "version", "tenant", "classification", "r
 _BATCH = 500
 _TEXT = ["chunk_id", "text"]
 """What a fetch of texts reads (with the row id)."""
+_KEEP_TEXTS = 50_000
+"""Chunks up to which an opened index keeps their texts in its mirror (by default): below,
+a search returns its hits' texts from memory (~0.3 ms for a BM25 search of 10,000 documents);
+above, it fetches them from the table (~1-3 ms more a search) and the mirror stays small
+(under 1 GB at 100,000 documents, ``docs/benchmarks.md``)."""
 _LOAD = 20_000
 """Rows read and converted to chunks at a time when an index opens (whole documents: a
 slice ends at a document's last chunk)."""
@@ -126,10 +131,15 @@ class LanceIndex(MemoryIndex):
     ``dim`` is the embedder's vector size (``None`` for a keyword-only index); ``embedder`` its
     name. Opening a folder built with another embedder or analyzer raises
     :class:`ConfigurationError`: rebuild it (``bastion index --rebuild``).
+
+    ``keep_texts``: whether the in-memory mirror holds the chunks' texts (``True``) or only
+    their hashes, a search fetching its hits' texts from the table (``False``). ``None``
+    (default) decides when the index opens: kept for a table of up to :data:`_KEEP_TEXTS`
+    chunks. The choice holds until the index is opened again: a process that grows a small
+    index past that size keeps its texts until then.
     """
 
     kind = "lancedb"
-    keeps_texts = False
 
     def __init__(
         self,
@@ -138,9 +148,12 @@ class LanceIndex(MemoryIndex):
         dim: int | None,
         embedder: str | None = None,
         analyzer: Analyzer | None = None,
+        keep_texts: bool | None = None,
     ) -> None:
         super().__init__(analyzer=analyzer)
         import lancedb
+
+        self.keeps_texts = bool(keep_texts)
 
         self.folder = Path(folder)
         self.dim = dim
@@ -171,8 +184,11 @@ class LanceIndex(MemoryIndex):
                 self._seen = self._counter()
                 if _TABLE in self._db.list_tables().tables:
                     self._table = self._db.open_table(_TABLE)
+                    if keep_texts is None:
+                        self.keeps_texts = self._table.count_rows() <= _KEEP_TEXTS
                     self._load()
                 else:
+                    self.keeps_texts = keep_texts is not False
                     self._table = self._db.create_table(_TABLE, schema=_schema(dim))
                     self._version = self._table.version
         except OSError as exc:
