@@ -136,7 +136,7 @@ class _Documents:
     """The visible slots of a view grouped by document: ``local[slot]`` is the slot's
     document's position (``-1``: not visible), ``lengths`` each document's length."""
 
-    __slots__ = ("lengths", "local", "norm", "scored", "single", "terms")
+    __slots__ = ("lengths", "local", "norm", "single", "terms")
 
     def __init__(self, local: _I64, lengths: _F32, entries: int) -> None:
         self.local = local
@@ -146,9 +146,8 @@ class _Documents:
         self.norm: _F32 | None = None
         """Length norms with this view's own average (computed when first needed)."""
         self.terms: dict[int, tuple[_I64, _F32]] = {}
-        """Term -> (documents holding it, their summed frequencies): statistics-free."""
-        self.scored: dict[int, _F32] = {}
-        """Term -> its score in each of those documents, with this view's own statistics."""
+        """Term -> (documents holding it, their summed frequencies): statistics-free (the
+        document counts and the scores with other tables' statistics use them)."""
 
 
 class _Bulk:
@@ -225,7 +224,6 @@ class _View:
         self.combined.clear()
         if self.docs is not None:
             self.docs.terms.clear()
-            self.docs.scored.clear()
         self.cached = 0
 
 
@@ -380,20 +378,23 @@ class BM25:
         found = view.terms.get(term)
         if found is not None:
             return found
+        found = self._scored(view, term)
+        if view.cached + len(found[0]) > _CACHED:
+            view.forget()
+        view.terms[term] = found
+        view.cached += len(found[0])
+        return found
+
+    def _scored(self, view: _View, term: int) -> tuple[_I32, _F32]:
+        """:meth:`_term`, computed (nothing kept)."""
         slots, tfs = self._postings.postings(term)
         if view.visible is not None:
             keep = view.visible[slots]
             slots, tfs = slots[keep], tfs[keep]
-        if len(slots):
-            idf = np.float32(self.scoring.idf(view.n, len(slots)))
-            found = (slots, idf * self.scoring.weights(tfs, view.norm[slots]))
-        else:
-            found = (slots, tfs)
-        if view.cached + len(slots) > _CACHED:
-            view.forget()
-        view.terms[term] = found
-        view.cached += len(slots)
-        return found
+        if not len(slots):
+            return slots, tfs
+        idf = np.float32(self.scoring.idf(view.n, len(slots)))
+        return slots, idf * self.scoring.weights(tfs, view.norm[slots])
 
     def scores(self, query: str, mask: _Bool | None = None) -> _F32:
         """One score per slot (0 where nothing matched, removed or masked out).
@@ -436,25 +437,28 @@ class BM25:
             return view.bulk.documents(term)[:2]
         found = docs.terms.get(term)
         if found is None:
-            slots, tfs = self._postings.postings(term)
-            where = docs.local[slots]
-            seen = where >= 0
-            where, tfs = where[seen], tfs[seen]
-            if not len(where):
-                ids, sums = where, tfs
-            elif bool((where[1:] >= where[:-1]).all()):
-                # documents numbered in slot order (always, until one is written again): each
-                # document's entries are a run, summed without a sort
-                starts = np.flatnonzero(np.r_[True, where[1:] != where[:-1]])
-                ids, sums = where[starts], np.add.reduceat(tfs, starts)
-            else:
-                ids, inverse = np.unique(where, return_inverse=True)
-                sums = np.bincount(inverse, weights=tfs, minlength=len(ids)).astype(np.float32)
-            if view.cached + 2 * len(ids) > _CACHED:  # the view's bound covers both levels
+            found = self._summed_by_document(docs, term)
+            if view.cached + len(found[0]) > _CACHED:  # the view's bound covers both levels
                 view.forget()
-            view.cached += 2 * len(ids)  # its frequencies, and its scores once computed
-            found = docs.terms[term] = (ids, sums)
+            view.cached += len(found[0])
+            docs.terms[term] = found
         return found
+
+    def _summed_by_document(self, docs: _Documents, term: int) -> tuple[_I64, _F32]:
+        """:meth:`_document_term`, computed (nothing kept)."""
+        slots, tfs = self._postings.postings(term)
+        where = docs.local[slots]
+        seen = where >= 0
+        where, tfs = where[seen], tfs[seen]
+        if not len(where):
+            return where, tfs
+        if bool((where[1:] >= where[:-1]).all()):
+            # documents numbered in slot order (always, until one is written again): each
+            # document's entries are a run, summed without a sort
+            starts = np.flatnonzero(np.r_[True, where[1:] != where[:-1]])
+            return where[starts], np.add.reduceat(tfs, starts)
+        ids, inverse = np.unique(where, return_inverse=True)
+        return ids, np.bincount(inverse, weights=tfs, minlength=len(ids)).astype(np.float32)
 
     def statistics(self, query: str, mask: _Bool | None = None) -> Statistics:
         """The document-level counts :meth:`ranked` uses for ``query``, over the live entries
@@ -561,13 +565,10 @@ class BM25:
         if view.bulk is not None and view.bulk.documented:
             found = view.combined[term] = view.bulk.row(term)  # within the bulk's own bound
             return found
-        slots, scores = self._term(view, term)
-        ids, tfs = self._document_term(view, docs, term)
-        weights = docs.scored.get(term)
-        if weights is None:
-            idf = np.float32(self.scoring.idf(len(docs.lengths), len(ids)))
-            norm = self._document_norm(docs)
-            weights = docs.scored[term] = idf * self.scoring.weights(tfs, norm[ids])
+        slots, scores = self._scored(view, term)
+        ids, tfs = self._summed_by_document(docs, term)  # the pair alone is kept: no copies
+        idf = np.float32(self.scoring.idf(len(docs.lengths), len(ids)))
+        weights = idf * self.scoring.weights(tfs, self._document_norm(docs)[ids])
         found = (
             np.concatenate([slots.astype(np.int64), ids + self._postings.slots]),
             np.concatenate([scores, weights]),
