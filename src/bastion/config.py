@@ -82,8 +82,9 @@ _MOUNT_KEYS = frozenset({"prefix", "url", "scope", "labels", "description", "tim
 _LABEL_KEYS = frozenset({"tenant", "classification", "roles", "tags"})
 _PRINCIPAL_KEYS = frozenset({"id", "tenant", "roles", "clearance", "tags"})
 _USER_KEYS = frozenset({"id", "tenant", "roles", "clearance", "tags", "about"})
-_KNOWLEDGE_KEYS = frozenset({"folder", "embedder", "index_on_open"})
+_KNOWLEDGE_KEYS = frozenset({"folder", "embedder", "variant", "index_on_open"})
 _EMBEDDERS = ("local", "none")
+_VARIANTS = ("fp32", "int8", "fp16", "bf16")
 _MOVED = {
     "index": '"index" is now [knowledge] folder = "..."',
     "keyword_only": '"keyword_only" is now [knowledge] embedder = "none"',
@@ -202,6 +203,10 @@ class KnowledgeConfig:
     index_on_open: bool = True
     """Bring the index in step with the mounts whenever the workspace is built (only what
     changed since the last run: :meth:`Workspace.reindex`)."""
+    variant: str | None = None
+    """The local model's number format (``"int8"``, ``"bf16"``, ...; ``None``: chosen for the
+    machine, :func:`bastion.knowledge.embedders.local.cpu_default`). Variants of the model
+    share one vector space: an index built with one opens with another."""
 
     def open(self, mounts: Iterable[MountConfig], *, base: Path) -> Knowledge:
         """The index, refused when it was built from other mounts or another embedder than
@@ -216,7 +221,7 @@ class KnowledgeConfig:
             with needs("the local embedder (embedder = 'local')"):
                 from bastion.knowledge.embedders.local import LocalEmbedder
 
-                model = LocalEmbedder()
+                model = LocalEmbedder(variant=self.variant)
         sources = [
             (m.prefix, source_key(m.url, m.options, relative_to=base, index_folder=self.folder))
             for m in mounts
@@ -591,8 +596,15 @@ def _knowledge(raw: Any, folder: Path, env: Mapping[str, str]) -> KnowledgeConfi
     on_open = data.get("index_on_open", True)
     if not isinstance(on_open, bool):
         raise ConfigurationError("knowledge: index_on_open must be true or false")
+    variant = data.get("variant")
+    if variant is not None and (embedder != "local" or variant not in _VARIANTS):
+        raise ConfigurationError(
+            f"knowledge: variant must be one of {', '.join(_VARIANTS)}, with embedder = 'local'"
+        )
     path = Path(where).expanduser()
-    return KnowledgeConfig(path if path.is_absolute() else folder / path, embedder, on_open)
+    return KnowledgeConfig(
+        path if path.is_absolute() else folder / path, embedder, on_open, variant
+    )
 
 
 def folder_config(

@@ -484,3 +484,30 @@ def test_mount_prefixes_are_paths_in_one_spelling(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError) as caught:
         IdentityConfig.from_dict(claims)
     assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "knowledge",
+    [
+        'folder = "i"\nvariant = "int4"\n',
+        'folder = "i"\nvariant = 8\n',
+        'folder = "i"\nembedder = "none"\nvariant = "int8"\n',
+    ],
+)
+def test_a_variant_is_one_of_the_local_models(tmp_path: Path, knowledge: str) -> None:
+    error = _file_error(tmp_path, f"{MOUNT}{ALLOW}[knowledge]\n{knowledge}")
+    assert "knowledge: variant must be one of fp32, int8, fp16, bf16, with embedder = 'local'" in (
+        error
+    )
+
+
+def test_the_variant_reaches_the_local_model(tmp_path: Path) -> None:
+    file = tmp_path / "bastion.toml"
+    file.write_text(f'{MOUNT}{ALLOW}[knowledge]\nfolder = "i"\nvariant = "int8"\n', "utf-8")
+    config = WorkspaceConfig.from_file(file, env={})
+    assert config.knowledge is not None and config.knowledge.variant == "int8"
+    knowledge = config.knowledge.open(config.mounts, base=tmp_path)
+    try:
+        assert knowledge.embedder is not None and knowledge.embedder.name.endswith(":int8")
+    finally:
+        knowledge.close()
