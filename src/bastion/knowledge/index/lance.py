@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import functools
 import json
 import os
 import threading
@@ -54,8 +53,9 @@ import pyarrow.compute as pc  # type: ignore[import-untyped]
 from bastion.core.errors import ConfigurationError, StoreError
 from bastion.knowledge.embedders.base import vector_space
 from bastion.knowledge.index.analysis import Analyzer
+from bastion.knowledge.index.lance_rows import from_arrow, malloc_trim, schema, slices
 from bastion.knowledge.index.memory import MemoryIndex, TextRef
-from bastion.knowledge.index.models import DocumentMeta, IndexedChunk
+from bastion.knowledge.index.models import IndexedChunk
 
 __all__ = ["LanceIndex"]
 
@@ -100,29 +100,6 @@ _COMPACT_EVERY = 100
 """Writes (by all processes, counted in the lock file) between two compactions."""
 _KEEP = timedelta(minutes=1)
 """Old table versions younger than this survive a compaction (a process may be reading one)."""
-
-
-def _schema(dim: int | None) -> pa.Schema:
-    fields = [
-        pa.field("chunk_id", pa.string(), nullable=False),
-        pa.field("doc_id", pa.string(), nullable=False),
-        pa.field("path", pa.string(), nullable=False),
-        pa.field("seq", pa.int32(), nullable=False),
-        pa.field("text", pa.string(), nullable=False),
-        pa.field("start_line", pa.int32(), nullable=False),
-        pa.field("end_line", pa.int32(), nullable=False),
-        pa.field("section", pa.string(), nullable=False),
-        pa.field("title", pa.string()),
-        pa.field("date", pa.string()),
-        pa.field("tenant", pa.string()),
-        pa.field("classification", pa.string(), nullable=False),
-        pa.field("roles", pa.list_(pa.string()), nullable=False),
-        pa.field("tags", pa.list_(pa.string()), nullable=False),
-        pa.field("version", pa.string()),
-    ]
-    if dim is not None:
-        fields.append(pa.field("vector", pa.list_(pa.float32(), dim)))
-    return pa.schema(fields)
 
 
 class LanceIndex(MemoryIndex):
@@ -189,7 +166,7 @@ class LanceIndex(MemoryIndex):
                     self._load()
                 else:
                     self.keeps_texts = keep_texts is not False
-                    self._table = self._db.create_table(_TABLE, schema=_schema(dim))
+                    self._table = self._db.create_table(_TABLE, schema=schema(dim))
                     self._version = self._table.version
         except OSError as exc:
             os.close(self._lock_fd)
@@ -238,7 +215,7 @@ class LanceIndex(MemoryIndex):
         table is never read whole (a ``to_arrow()`` of it held every text and vector at once,
         and LanceDB kept much of it after); vectors go straight from Arrow's buffer, and
         nothing large is made in Arrow's own memory pool (which keeps what it frees)."""
-        trim = _malloc()
+        trim = malloc_trim()
         self._version = self._table.version
         keys = self._table.search().select(["doc_id", "seq"]).with_row_id(True).limit(None)
         keys = keys.to_arrow()
@@ -248,7 +225,7 @@ class LanceIndex(MemoryIndex):
         del keys
         shared: dict[object, Any] = {}
         columns = _MIRRORED if self.dim is None else [*_MIRRORED, "vector"]
-        for lo, hi in _slices(doc_ids, _LOAD):
+        for lo, hi in slices(doc_ids, _LOAD):
             part = self._table.take_row_ids(rowids[lo:hi].tolist()).select(columns)
             part = part.with_row_id().to_arrow()
             got = part.column("_rowid").to_numpy()
@@ -258,7 +235,7 @@ class LanceIndex(MemoryIndex):
                 )
             sorter = np.argsort(got)  # LanceDB answers in row id order: back to document order
             back = sorter[np.searchsorted(got, rowids[lo:hi], sorter=sorter)]
-            chunks = _from_arrow(part.drop_columns(["_rowid"]), shared, back)
+            chunks = from_arrow(part.drop_columns(["_rowid"]), shared, back)
             if lo == 0:
                 self._reserve(len(rowids), chunks)  # the vector matrix made once, to size
             self._put(chunks, rowids[lo:hi].astype(np.int64).tolist())
@@ -451,7 +428,7 @@ class LanceIndex(MemoryIndex):
             where = _is_in("doc_id", differ[lo : lo + _BATCH])
             found = self._table.search().where(where).with_row_id(True).limit(None).to_arrow()
             rowids = found.column("_rowid").to_pylist()
-            fresh += zip(_from_arrow(found.drop_columns(["_rowid"])), rowids, strict=True)
+            fresh += zip(from_arrow(found.drop_columns(["_rowid"])), rowids, strict=True)
         fresh.sort(key=lambda pair: (pair[0].doc.doc_id, pair[0].seq))
         if not differ and not gone:
             return False
@@ -510,7 +487,7 @@ class LanceIndex(MemoryIndex):
         return unique
 
     def _arrow(self, chunks: Sequence[IndexedChunk]) -> pa.Table:
-        return pa.Table.from_pylist([self._row(c) for c in chunks], schema=_schema(self.dim))
+        return pa.Table.from_pylist([self._row(c) for c in chunks], schema=schema(self.dim))
 
     def _merge_rows(self, table: pa.Table, replacing: str | None = None) -> None:
         """Insert or update ``table``'s rows by chunk id; with ``replacing`` (a filter), also
@@ -544,7 +521,7 @@ class LanceIndex(MemoryIndex):
     def clear(self) -> None:
         with self._writing():
             self._db.drop_table(_TABLE)
-            self._table = self._db.create_table(_TABLE, schema=_schema(self.dim))
+            self._table = self._db.create_table(_TABLE, schema=schema(self.dim))
             self._indexed = False
             super().clear()
 
@@ -605,103 +582,3 @@ def _doc_key(
 ) -> tuple[object, ...]:
     """What tells one indexing of a document from another (same version, same chunks)."""
     return (version, tenant, classification, frozenset(roles), frozenset(tags))
-
-
-@functools.cache
-def _malloc() -> Any:
-    """Keep glibc's ``malloc`` from serving large blocks from its heap (once per process);
-    its ``malloc_trim``, or ``None`` where the C library is not glibc.
-
-    By default glibc raises its mmap threshold to the size of each large block freed (up to
-    32 MiB), so after the first few numpy arrays are freed, arrays of up to 32 MiB come from
-    the heap; an open makes and frees many (each slice's rows, postings being merged) between
-    the arrays it keeps, and the heap it leaves is full of holes it cannot give back: 280 MB
-    of 1.4 GB at 100,000 documents (``bench/scale_corpus.py``, ``docs/decisions.md``).
-    Setting the threshold (to its default, 128 KiB) turns the adjustment off: each large
-    block is its own mapping, returned to the system when freed."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None)
-        mallopt, trim = libc.mallopt, libc.malloc_trim
-    except (OSError, AttributeError):
-        return None
-    mallopt(-3, 128 * 1024)  # M_MMAP_THRESHOLD
-    return trim
-
-
-def _slices(doc_ids: pa.ChunkedArray, size: int) -> Iterator[tuple[int, int]]:
-    """``[lo, hi)`` bounds of about ``size`` rows over ``doc_ids`` (sorted), each ending at a
-    document's end: a document's chunks are taken in together, as they were written (a chunk
-    indexes only what it adds to the one before, :func:`own_texts`)."""
-    n = len(doc_ids)
-    if n == 0:
-        return
-    ids = doc_ids.combine_chunks() if isinstance(doc_ids, pa.ChunkedArray) else doc_ids
-    change = pc.not_equal(ids.slice(1), ids.slice(0, n - 1)).to_numpy(zero_copy_only=False)
-    starts = np.append(np.flatnonzero(change) + 1, n)  # where each document after the first starts
-    lo = 0
-    while lo < n:
-        hi = int(starts[np.searchsorted(starts, min(lo + size, n))]) if lo + size < n else n
-        yield lo, hi
-        lo = hi
-
-
-def _from_arrow(
-    table: pa.Table, shared: dict[object, Any] | None = None, order: Any = None
-) -> list[IndexedChunk]:
-    """Rows of the table as chunks, in ``order`` (row positions) when given; the vectors as
-    rows of one array (no Python floats). ``shared`` keeps one copy of each label value,
-    label set, section and document record across calls (a document's chunks, and documents
-    of the same labels, share them)."""
-    vectors = None
-    if "vector" in table.column_names:
-        column = table.column("vector")
-        if column.null_count == 0:
-            dim = column.type.list_size
-            parts = [
-                part.flatten().to_numpy(zero_copy_only=False).reshape(-1, dim)
-                for part in column.chunks
-            ]
-            vectors = np.concatenate(parts) if parts else np.zeros((0, dim), np.float32)
-            if order is not None:
-                vectors = vectors[order]
-            table = table.drop_columns(["vector"])
-    rows = table.to_pylist()
-    if order is not None:
-        rows = [rows[i] for i in order]
-    one = {} if shared is None else shared
-    if vectors is None:
-        return [_from_row(row, None, one) for row in rows]
-    return [_from_row(row, vector, one) for row, vector in zip(rows, vectors, strict=True)]
-
-
-def _from_row(row: dict[str, Any], vector: Any, shared: dict[object, Any]) -> IndexedChunk:
-    def same(value: Any) -> Any:
-        return shared.setdefault(value, value)
-
-    doc = same(
-        DocumentMeta(
-            doc_id=row["doc_id"],
-            path=row["path"],
-            title=same(row["title"]),  # often a section's name too
-            date=row["date"],
-            tenant=same(row["tenant"]),
-            classification=same(row["classification"]),
-            roles=same(frozenset(row["roles"])),
-            tags=same(frozenset(row["tags"])),
-            version=row["version"],
-        )
-    )
-    if vector is None:
-        vector = row.get("vector")
-    return IndexedChunk(
-        chunk_id=row["chunk_id"],
-        doc=doc,
-        seq=row["seq"],
-        text=row["text"],
-        start_line=row["start_line"],
-        end_line=row["end_line"],
-        section=same(row["section"]),
-        vector=None if vector is None else np.asarray(vector, dtype=np.float32),
-    )
