@@ -84,7 +84,6 @@ _PRINCIPAL_KEYS = frozenset({"id", "tenant", "roles", "clearance", "tags"})
 _USER_KEYS = frozenset({"id", "tenant", "roles", "clearance", "tags", "about"})
 _KNOWLEDGE_KEYS = frozenset({"folder", "embedder", "variant", "index_on_open"})
 _EMBEDDERS = ("local", "none")
-_VARIANTS = ("fp32", "int8", "fp16", "bf16")
 _MOVED = {
     "index": '"index" is now [knowledge] folder = "..."',
     "keyword_only": '"keyword_only" is now [knowledge] embedder = "none"',
@@ -596,10 +595,13 @@ def _knowledge(raw: Any, folder: Path, env: Mapping[str, str]) -> KnowledgeConfi
     on_open = data.get("index_on_open", True)
     if not isinstance(on_open, bool):
         raise ConfigurationError("knowledge: index_on_open must be true or false")
+    from bastion.knowledge.embedders.base import NUMBER_FORMATS
+
     variant = data.get("variant")
-    if variant is not None and (embedder != "local" or variant not in _VARIANTS):
+    if variant is not None and (embedder != "local" or variant not in NUMBER_FORMATS):
         raise ConfigurationError(
-            f"knowledge: variant must be one of {', '.join(_VARIANTS)}, with embedder = 'local'"
+            f"knowledge: variant must be one of {', '.join(NUMBER_FORMATS)}, "
+            "with embedder = 'local'"
         )
     path = Path(where).expanduser()
     return KnowledgeConfig(

@@ -39,7 +39,7 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from bastion.core.errors import ConfigurationError, IndexMismatchError
-from bastion.knowledge.embedders.base import vector_space
+from bastion.knowledge.embedders.base import same_space
 
 __all__ = [
     "ORIGIN_FILE",
@@ -145,7 +145,7 @@ def same_vectors(a: str | None, a_dim: int | None, b: str | None, b_dim: int | N
     share an index: the same vector space and size, or both keyword-only."""
     if a is None or b is None:
         return a is b
-    return a_dim == b_dim and vector_space(a) == vector_space(b)
+    return a_dim == b_dim and same_space(a, b)
 
 
 def _digest(source: str) -> str:

@@ -35,14 +35,15 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["NUMBER_FORMATS", "Embedder", "Vectors", "l2_normalize", "vector_space"]
+__all__ = ["NUMBER_FORMATS", "Embedder", "Vectors", "l2_normalize", "same_space", "vector_space"]
 
 Vectors = npt.NDArray[np.float32]
 """A ``(n, dim)`` float32 array of L2-normalized rows."""
 
 
-NUMBER_FORMATS = frozenset({"fp32", "fp16", "bf16", "int8"})
-"""Name suffixes (``:fp32``...) that mark one model computed in another number format."""
+NUMBER_FORMATS = ("fp32", "int8", "fp16", "bf16")
+"""Name suffixes (``:fp32``...) that mark one model computed in another number format (the
+local model's variants, in the order its options list them)."""
 
 
 def vector_space(name: str) -> str:
@@ -56,6 +57,14 @@ def vector_space(name: str) -> str:
     """
     model, sep, fmt = name.rpartition(":")
     return model if sep and model and fmt in NUMBER_FORMATS else name
+
+
+def same_space(built_with: str | None, now: str | None) -> bool:
+    """Whether two embedders (names; ``None``: none) are variants of one model: an index
+    built with ``built_with`` takes ``now``'s vectors and keeps the name it was built with."""
+    if not built_with or not now:
+        return False
+    return vector_space(built_with) == vector_space(now)
 
 
 def l2_normalize(x: npt.ArrayLike, *, eps: float = 1e-12) -> Vectors:

@@ -147,7 +147,7 @@ def torch_cuda_available(*, may_import: bool = False) -> bool:
     if "torch" not in sys.modules:
         if not (may_import or _nvidia_device()):
             return False
-        if importlib.util.find_spec("torch") is None:
+        if not _installed("torch"):
             return False
     import torch
 
@@ -166,7 +166,7 @@ def choose_runtime(
     """
     if runtime is None and variant is Variant.BF16:
         runtime = Runtime.TORCH
-    if runtime is Runtime.TORCH and importlib.util.find_spec("torch") is None:
+    if runtime is Runtime.TORCH and not _installed("torch"):
         raise ConfigurationError("runtime='torch' needs PyTorch; pip install torch or use 'onnx'")
     if device is Device.CPU:
         return device, runtime or Runtime.ONNX

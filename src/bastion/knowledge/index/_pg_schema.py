@@ -31,7 +31,7 @@ import psycopg
 from psycopg import sql
 
 from bastion.core.errors import ConfigurationError
-from bastion.knowledge.embedders.base import vector_space
+from bastion.knowledge.embedders.base import same_space
 
 __all__ = [
     "FORMAT",
@@ -273,7 +273,7 @@ def create_or_check(
         if row is not None:
             found = dict(zip(("format", "dim", "embedder", "analyzer"), row, strict=True))
             built_with, embedder = found["embedder"], wanted["embedder"]
-            if built_with and embedder and vector_space(built_with) == vector_space(embedder):
+            if same_space(built_with, embedder):
                 wanted = {**wanted, "embedder": built_with}  # another number format: one space
             if found != wanted:
                 diff = ", ".join(

@@ -186,11 +186,11 @@ class _Bulk:
 
     def row(self, term: int) -> tuple[_I64, _F32]:
         """The entries' slots then the documents' places, and the scores at each."""
-        lo, hi = int(self.indptr[term]), int(self.indptr[term + 1])
-        dlo, dhi = self._documents(term)
+        slots, scores = self.entries(term)
+        lo, hi = self._documents(term)
         return (
-            np.concatenate((self.slots[lo:hi], self.places[dlo:dhi])),
-            np.concatenate((self.scores[lo:hi], self.doc_scores[dlo:dhi])),
+            np.concatenate((slots, self.places[lo:hi])),
+            np.concatenate((scores, self.doc_scores[lo:hi])),
         )
 
     def _documents(self, term: int) -> tuple[int, int]:
@@ -565,8 +565,10 @@ class BM25:
         if view.bulk is not None and view.bulk.documented:
             found = view.combined[term] = view.bulk.row(term)  # within the bulk's own bound
             return found
-        slots, scores = self._scored(view, term)
-        ids, tfs = self._summed_by_document(docs, term)  # the pair alone is kept: no copies
+        # the pair alone is kept: its parts are computed, or taken from the bulk, not cached
+        bulk = view.bulk
+        slots, scores = bulk.entries(term) if bulk is not None else self._scored(view, term)
+        ids, tfs = self._summed_by_document(docs, term)
         idf = np.float32(self.scoring.idf(len(docs.lengths), len(ids)))
         weights = idf * self.scoring.weights(tfs, self._document_norm(docs)[ids])
         found = (

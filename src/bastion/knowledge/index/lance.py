@@ -51,7 +51,7 @@ import pyarrow as pa  # type: ignore[import-untyped]  # no py.typed marker
 import pyarrow.compute as pc  # type: ignore[import-untyped]
 
 from bastion.core.errors import ConfigurationError, StoreError
-from bastion.knowledge.embedders.base import vector_space
+from bastion.knowledge.embedders.base import same_space
 from bastion.knowledge.index.analysis import Analyzer
 from bastion.knowledge.index.lance_rows import from_arrow, malloc_trim, schema, slices
 from bastion.knowledge.index.memory import MemoryIndex, TextRef
@@ -177,7 +177,7 @@ class LanceIndex(MemoryIndex):
         except BaseException:
             os.close(self._lock_fd)
             raise
-        if not self._indexed and self.count():
+        if not self.keeps_texts and not self._indexed and self.count():
             with self._writing():  # a folder written before the index existed: made once
                 pass
 
@@ -192,7 +192,7 @@ class LanceIndex(MemoryIndex):
         if path.exists():
             found = json.loads(path.read_text(encoding="utf-8"))
             built_with = found.get("embedder")
-            if built_with and embedder and vector_space(built_with) == vector_space(embedder):
+            if same_space(built_with, embedder):
                 wanted["embedder"] = built_with  # the model in another number format: one space
             if found != wanted:
                 diff = ", ".join(
@@ -280,7 +280,7 @@ class LanceIndex(MemoryIndex):
                 done = True
                 if (max(before, 0) + 1) % _COMPACT_EVERY == 0:
                     self._compact_table()
-                if not self._indexed or self._unindexed >= _REINDEX:
+                if not self.keeps_texts and (not self._indexed or self._unindexed >= _REINDEX):
                     self._index_ids()
             finally:
                 after = max(before, 0) + 1
@@ -296,7 +296,9 @@ class LanceIndex(MemoryIndex):
         """The B-tree index on ``chunk_id`` that fetching the texts of hits goes through,
         made once (by the first write of a process that finds none). Rows written after it
         are searched without it until the next compaction folds them in. Best effort: the
-        fetch is right without it, only slower."""
+        fetch is right without it, only slower. Only a mirror that fetches texts builds and
+        keeps it up: one that keeps them would make its open a write (which every other
+        process then notices) for an index it never reads."""
         from lancedb.index import BTree
 
         with contextlib.suppress(Exception):

@@ -257,18 +257,18 @@ class PostgresIndex(Index):
         ids = list(dict.fromkeys(doc_ids))
         if not ids:
             return 0
-        with self._write() as (cur, _):
+        with self._write() as (cur, before):
             gone = delete_rows(cur, self.names, "doc_id", ids)
             if gone.chunks:
-                docs = refresh_documents(cur, self.names, gone.doc_ids)
-                bump(cur, self.names, -gone.chunks, -gone.length, docs)
+                self._insert(cur, [], before, gone)
         return gone.chunks
 
     def _insert(
         self, cur: psycopg.Cursor[Any], rows: list[Row], before: int, gone: Removed
     ) -> None:
         """The rest of a write, after ``gone`` was deleted from the ``before`` chunks: ``rows``
-        copied in, the touched documents' lengths and every count brought up to date."""
+        (if any) copied in, the touched documents' lengths and every count brought up to
+        date."""
         bulk = bool(rows) and insert_rows(
             cur, self.names, rows, dim=self.dim, present=before - gone.chunks
         )

@@ -80,14 +80,13 @@ class Segment:
         return Segment(ids.astype(np.int32), indptr, slots.astype(np.int32), tfs, rows)
 
     @staticmethod
-    def merge(older: Segment, newer: Segment) -> Segment:
-        t1, s1, f1 = older.triplets()
-        t2, s2, f2 = newer.triplets()
-        terms = np.concatenate([t1, t2])
+    def merge(*segments: Segment) -> Segment:
+        """One segment of ``segments``' postings (given oldest first: lower slots)."""
+        parts = [segment.triplets() for segment in segments]
+        terms = np.concatenate([t for t, _, _ in parts])
         order = np.argsort(terms, kind="stable")  # older slots first: slots stay increasing
-        return Segment.build(
-            terms[order], np.concatenate([s1, s2])[order], np.concatenate([f1, f2])[order]
-        )
+        slots = np.concatenate([s for _, s, _ in parts])[order]
+        return Segment.build(terms[order], slots, np.concatenate([f for _, _, f in parts])[order])
 
 
 class Postings:
@@ -260,11 +259,7 @@ class Postings:
         if not self._segments:
             empty_i, empty_f = np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
             return Segment.build(empty_i, empty_i, empty_f)
-        parts = [segment.triplets() for segment in self._segments]
-        terms = np.concatenate([t for t, _, _ in parts])
-        order = np.argsort(terms, kind="stable")  # segments in slot order: slots stay increasing
-        slots = np.concatenate([s for _, s, _ in parts])[order]
-        merged = Segment.build(terms[order], slots, np.concatenate([f for _, _, f in parts])[order])
+        merged = Segment.merge(*self._segments)  # the list is in slot order
         self._segments = [merged]
         self._joined.clear()
         self._joined_size = 0
