@@ -20,10 +20,12 @@ import numpy as np
 import pytest
 import torch
 from test_embedders import EmbedderContract
+from tokenizers import Tokenizer
 
 from bastion.core.errors import ConfigurationError
-from bastion.knowledge.embedders import Embedder, LocalEmbedder
+from bastion.knowledge.embedders import Embedder, LocalEmbedder, torch_bert
 from bastion.knowledge.embedders._batching import plan_batches
+from bastion.knowledge.embedders._bert_graph import BertShape
 from bastion.knowledge.embedders.local import (
     Device,
     Runtime,
@@ -31,6 +33,7 @@ from bastion.knowledge.embedders.local import (
     cpu_default,
     cuda_available,
 )
+from bastion.knowledge.embedders.torch_bert import TorchBert, TorchRunner, _slices
 
 REFERENCE = json.loads((Path(__file__).with_name("embedders_reference.json")).read_text())
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -113,6 +116,31 @@ def test_empty_and_long_inputs_truncate_like_onnx(
     np.testing.assert_allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
 
 
+def test_prefetching_the_tokenizer_changes_nothing(
+    torch_fp32: LocalEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    texts = [*TEXTS, LONG] * 3
+    shape = BertShape.from_config(json.loads((torch_fp32.model_dir / "config.json").read_text()))
+    model = TorchBert.from_file(
+        torch_fp32.model_dir / "model.safetensors",
+        shape,
+        device=torch.device("cpu"),
+        dtype=torch.float32,
+    )
+    tokenizer = Tokenizer.from_file(str(torch_fp32.model_dir / "tokenizer.json"))
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(torch_fp32.max_tokens)
+    expected = torch_fp32.encode(texts)
+    monkeypatch.setattr(torch_bert, "_FIRST_SLICE", 1)
+    for prefetch in (True, False):
+        # max_batch 4: slices of at most 8 texts; tokenized ahead, they start at 1 text
+        runner = TorchRunner(model, batch_tokens=4096, max_batch=4, prefetch=prefetch)
+        np.testing.assert_allclose(runner.encode(texts, tokenizer), expected, atol=2e-5)
+    assert _slices(21, 8, 1) == [(0, 1), (1, 3), (3, 7), (7, 15), (15, 21)]
+    assert _slices(16, 8, 8) == [(0, 8), (8, 16)]
+    assert _slices(0, 8, 1) == []
+
+
 # -- bucketing and batching ----------------------------------------------------------------------
 
 
@@ -182,7 +210,7 @@ def test_torch_cuda_is_chosen_when_pytorch_has_a_gpu(monkeypatch: pytest.MonkeyP
         assert (embedder.device, embedder.runtime) == (Device.CUDA, Runtime.TORCH)
         assert embedder.variant is Variant.FP16
         assert embedder.name.endswith(":fp16")
-        assert embedder.max_batch == 512
+        assert (embedder.max_batch, embedder.batch_tokens) == (1024, 262144)
     assert LocalEmbedder(device="cuda", variant="bf16").runtime is Runtime.TORCH
     # asking for the CPU gets the CPU default (int8 ONNX, or bf16 PyTorch on AMX)
     cpu = LocalEmbedder(device="cpu")

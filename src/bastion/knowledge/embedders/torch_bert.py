@@ -28,7 +28,8 @@ and tokenizes the next slice while the GPU embeds the last one.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -237,30 +238,53 @@ class TorchRunner:
         max_batch: int,
         bucket: bool = True,
         attention: Attention = Attention.PADDED,
+        prefetch: bool | None = None,
     ) -> None:
         self.model = model
         self.batch_tokens = batch_tokens
         self.max_batch = max_batch
         self.bucket = bucket
         self.attention = attention
+        self.prefetch = model.device.type == "cuda" if prefetch is None else prefetch
+        """Tokenize the next slice in a worker thread while this one is laid out and queued
+        (on CUDA by default: there the host's work, not the GPU's, sets the pace)."""
 
     def encode(self, texts: Sequence[str], tokenizer: Tokenizer) -> Vectors:
         """Tokenize and embed ``texts``, one unit-length float32 row each, in input order.
 
-        Texts are taken ``2 * max_batch`` at a time: on CUDA, kernels are queued without
+        Texts are taken up to ``2 * max_batch`` at a time: on CUDA, kernels are queued without
         waiting, so the CPU tokenizes the next slice while the GPU embeds this one; the host
-        waits once, at the end. Bucketing sorts within a slice.
+        waits once, at the end. With :attr:`prefetch`, the tokenizer (which lets go of the
+        GIL) works on the next slice in a worker thread while this thread lays out and queues
+        the current one, and the slices start small and double, so that the GPU starts early.
+        Bucketing sorts within a slice.
         """
         out = np.empty((len(texts), self.model.shape.hidden_size), dtype=np.float32)
         step = 2 * self.max_batch
+        bounds = _slices(len(texts), step, _FIRST_SLICE if self.prefetch else step)
+        slices = [list(texts[start:end]) for start, end in bounds]
         pending: list[tuple[npt.NDArray[np.int64], Tensor]] = []
-        for first in range(0, len(texts), step):
-            encodings = tokenizer.encode_batch(list(texts[first : first + step]))
+        for (first, _), encodings in zip(bounds, self._tokenized(slices, tokenizer), strict=True):
             order, vectors = self._enqueue(encodings)
             pending.append((order + first, vectors))
         for order, vectors in pending:
             out[order] = vectors.cpu().numpy()
         return out
+
+    def _tokenized(
+        self, slices: Sequence[list[str]], tokenizer: Tokenizer
+    ) -> Iterator[list[Encoding]]:
+        if not self.prefetch or len(slices) < 2:
+            for piece in slices:
+                yield tokenizer.encode_batch_fast(piece)
+            return
+        with ThreadPoolExecutor(1, thread_name_prefix="bastion-tokenize") as pool:
+            ahead = pool.submit(tokenizer.encode_batch_fast, slices[0])
+            for following in [*slices[1:], None]:
+                encodings = ahead.result()
+                if following is not None:
+                    ahead = pool.submit(tokenizer.encode_batch_fast, following)
+                yield encodings
 
     def run(self, encodings: Sequence[Encoding]) -> Vectors:
         """One unit-length float32 row per tokenized text, in input order."""
@@ -309,6 +333,22 @@ class TorchRunner:
             ids = torch.where(mask, flat[first:last][index], 0)
             pieces.append(self.model.padded(ids, mask))
         return plan.order, torch.cat(pieces)
+
+
+_FIRST_SLICE = 256
+"""Texts in the first slice when tokenizing ahead: the GPU waits only for these."""
+
+
+def _slices(n: int, step: int, first: int) -> list[tuple[int, int]]:
+    """``(start, end)`` of slices of ``n`` texts: ``first`` texts, then twice as many each
+    time, up to ``step``."""
+    bounds: list[tuple[int, int]] = []
+    start, size = 0, max(1, min(first, step))
+    while start < n:
+        end = min(n, start + size)
+        bounds.append((start, end))
+        start, size = end, min(step, size * 2)
+    return bounds
 
 
 def _to_device(array: np.ndarray, device: torch.device) -> Tensor:
