@@ -96,6 +96,16 @@ class Store(ABC):
 
     # -- derived -----------------------------------------------------------------------------
 
+    def change_mark(self) -> object | None:
+        """A value that is different after anything in this store changed, whoever changed
+        it — or ``None`` where the store cannot tell without looking (the default: files on a
+        disk or a server change under other processes). A store whose every change passes
+        through this object (:class:`~bastion.stores.memory.MemoryStore`) returns a counter;
+        a search then vouches for a hit's file without a ``stat`` while the mark is the same.
+        Wrappers return their inner store's mark only when their own answers derive from the
+        inner store's contents alone."""
+        return None
+
     async def exists(self, path: VPath) -> bool:
         try:
             await self.stat(path)

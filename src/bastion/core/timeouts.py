@@ -43,6 +43,9 @@ class TimedStore(Store):
     def __getattr__(self, attr: str) -> Any:
         return getattr(self.inner, attr)
 
+    def change_mark(self) -> object | None:
+        return self.inner.change_mark()
+
     async def _bounded(self, call: Awaitable[T]) -> T:
         try:
             async with asyncio.timeout(self.timeout):

@@ -44,6 +44,8 @@ class MemoryStore(Store):
         self._root = _Dir(time.time())
         self._lock = threading.Lock()
         self._versions = itertools.count(1)
+        self._changes = 0
+        """Bumped under the lock by every change (write, delete, mkdir, rename)."""
 
     # -- helpers (call with the lock held) ---------------------------------------------------
 
@@ -73,6 +75,10 @@ class MemoryStore(Store):
         return FileInfo(path, EntryKind.DIRECTORY, 0, node.mtime, None)
 
     # -- primitives --------------------------------------------------------------------------
+
+    def change_mark(self) -> int:
+        """Every change goes through this object: the count of changes so far."""
+        return self._changes
 
     async def stat(self, path: VPath) -> FileInfo:
         with self._lock:
@@ -132,6 +138,7 @@ class MemoryStore(Store):
             node = _File(payload, now, str(next(self._versions)))
             parent.children[path.name] = node
             parent.mtime = now
+            self._changes += 1
             return self._info(path, node)
 
     async def delete(self, path: VPath, *, recursive: bool = False) -> None:
@@ -146,6 +153,7 @@ class MemoryStore(Store):
                 raise not_empty(path)
             del parent.children[path.name]
             parent.mtime = time.time()
+            self._changes += 1
 
     async def list(self, path: VPath) -> list[FileInfo]:
         with self._lock:
@@ -164,6 +172,7 @@ class MemoryStore(Store):
             now = time.time()
             parent.children[path.name] = _Dir(now)
             parent.mtime = now
+            self._changes += 1
 
     async def rename(self, src: VPath, dst: VPath) -> None:
         if src.is_root or dst.is_root:
@@ -182,3 +191,4 @@ class MemoryStore(Store):
             dst_parent.children[dst.name] = node
             now = time.time()
             src_parent.mtime = dst_parent.mtime = now
+            self._changes += 1

@@ -97,6 +97,10 @@ class DocumentLabels(Store):
     def describe(self) -> str:
         return self.inner.describe()
 
+    def change_mark(self) -> object | None:
+        # the labels derive from the inner store's files (heads, sidecars) and fixed settings
+        return self.inner.change_mark()
+
     # -- labels ------------------------------------------------------------------------------
 
     async def _labelled(

@@ -42,6 +42,7 @@ __all__ = ["IndexFollower", "IndexSummary", "KnowledgeLink"]
 
 _SNIPPET = 300
 _MEMO = 200_000
+_FILTERS = 256
 _WAIT = 0.0005
 """A ``stat`` slower than this (seconds) waited for something (a server, a network): hit
 checks on that mount are then made concurrently (see :meth:`KnowledgeLink._currents`)."""
@@ -118,6 +119,12 @@ class KnowledgeLink:
         """Indexed path -> (its parsed path, its mount): the mount table never changes."""
         self._waiting: set[VPath] = set()
         """Prefixes of the mounts whose ``stat`` waits (see :meth:`_currents`)."""
+        self._filters: dict[tuple[GuardContext, VPath], IndexFilter] = {}
+        """:meth:`access_filter` without options, per principal view and path: a pure function
+        of the two (the view's policy and principal never change)."""
+        self._vouched: dict[DocumentMeta, object] = {}
+        """Document -> its store's :meth:`~bastion.core.ports.Store.change_mark` when its file
+        was last found to be what the document was indexed from (stores that have a mark)."""
 
     # -- following the files -----------------------------------------------------------------
 
@@ -338,6 +345,19 @@ class KnowledgeLink:
         """The filter for one principal: labels as columns (tenant, clearance, roles), the
         path policy and mount scopes as a cached per-document check, plus the caller's own
         conditions (``tags``, ``section``, ``date_from``, ``date_to``, ``doc_ids``)."""
+        if not options:
+            key = (ctx, path)
+            known = self._filters.get(key)
+            if known is None:
+                if len(self._filters) >= _FILTERS:
+                    self._filters.clear()
+                known = self._filters[key] = self._access_filter(ctx, path, None)
+            return known
+        return self._access_filter(ctx, path, options)
+
+    def _access_filter(
+        self, ctx: GuardContext, path: VPath, options: Mapping[str, Any] | None
+    ) -> IndexFilter:
         from bastion.knowledge.index.models import IndexFilter
 
         order = ctx.policy.classifications.order
@@ -455,8 +475,24 @@ class KnowledgeLink:
         """Check each document against its file (one ``stat`` each): record in ``checked``
         whether the hit may be shown; return the documents to repair (path -> ``changed`` or
         ``gone``)."""
-        todo = [meta for meta in dict.fromkeys(metas) if meta not in checked]
-        found = await self._currents(todo)
+        todo: list[DocumentMeta] = []
+        marks: dict[int, object | None] = {}
+        vouched = self._vouched
+        for meta in metas:
+            if meta in checked:
+                continue
+            mount = self._place(meta.path)[1]
+            if mount is not None:
+                # Read before any stat: a change after this read makes the next mark differ.
+                mark = marks.get(id(mount), _UNREAD)
+                if mark is _UNREAD:
+                    mark = marks[id(mount)] = mount.store.change_mark()
+                if mark is not None and vouched.get(meta, _UNREAD) == mark:
+                    checked[meta] = True  # nothing in its store changed since it was current
+                    continue
+            checked[meta] = False  # decided below; also marks it seen
+            todo.append(meta)
+        found = await self._currents(todo, marks)
         repair: dict[VPath, str] = {}
         for meta, why in zip(todo, found, strict=True):
             checked[meta] = why is None
@@ -464,33 +500,49 @@ class KnowledgeLink:
                 repair[self._place(meta.path)[0]] = why
         return repair
 
-    async def _currents(self, metas: Sequence[DocumentMeta]) -> list[str | None]:
+    async def _currents(
+        self, metas: Sequence[DocumentMeta], marks: Mapping[int, object | None]
+    ) -> list[str | None]:
         """:meth:`_current` of each document. One after the other on a mount whose ``stat``
         answers at once (memory, local disk: nothing to overlap, and a task per stat would cost
         more than the stat); concurrently on a mount seen to wait (a database, object storage:
         one round trip for all). A mount is seen to wait when a stat takes over
-        :data:`_WAIT`, and stops being so when all its stats of one search took less."""
+        :data:`_WAIT`, and stops being so when all its stats of one search took less. A
+        document found current is vouched for under its store's mark in ``marks`` (by mount
+        ``id``), read before the stat."""
         out: list[str | None] = [None] * len(metas)
         later: list[int] = []
         for i, meta in enumerate(metas):
             mount = self._place(meta.path)[1]
-            if mount is not None and mount.prefix in self._waiting:
+            if mount is None:
+                out[i] = "unreachable"  # not this workspace's to drop from a shared index
+                continue
+            if mount.prefix in self._waiting:
                 later.append(i)
                 continue
             started = time.perf_counter()
-            out[i] = await self._current(meta)
-            if mount is not None and time.perf_counter() - started > _WAIT:
+            out[i] = why = await self._current(meta)
+            if time.perf_counter() - started > _WAIT:
                 self._waiting.add(mount.prefix)
+            self._vouch(meta, why, marks.get(id(mount)))
         if later:
             started = time.perf_counter()
             found = await asyncio.gather(*(self._current(metas[i]) for i in later))
             for i, why in zip(later, found, strict=True):
                 out[i] = why
+                self._vouch(metas[i], why, marks.get(id(self._place(metas[i].path)[1])))
             if time.perf_counter() - started <= _WAIT:  # answered at once: measure them again
                 for i in later:
                     mount = self._place(metas[i].path)[1]
                     self._waiting.discard(mount.prefix if mount is not None else VPath.ROOT)
         return out
+
+    def _vouch(self, meta: DocumentMeta, why: str | None, mark: object | None) -> None:
+        if why is not None or mark is None:
+            return
+        if len(self._vouched) > _MEMO:
+            self._vouched.clear()
+        self._vouched[meta] = mark
 
     def _place(self, path: str) -> tuple[VPath, Mount | None]:
         """The parsed ``path`` and its (readable) mount, remembered."""
@@ -553,6 +605,10 @@ class KnowledgeLink:
                     hit = replace(_hit(chunks[0], 0.0), related_to=source)
                     extra.append((hit, chunks[0].doc))
         return extra
+
+
+_UNREAD = object()
+"""No value yet (``None`` is a store's answer: it has no change mark)."""
 
 
 class IndexFollower:

@@ -18,6 +18,7 @@ counts (:meth:`Index.keyword_statistics` is ``None``: PostgreSQL) score with the
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import heapq
 import re
@@ -55,6 +56,7 @@ def _slug(text: str) -> str:
     return f"{slug[:32]}_{hashlib.blake2b(text.encode(), digest_size=4).hexdigest()}".lstrip("_")
 
 
+@functools.lru_cache(maxsize=4096)  # every search names each table: two regex passes
 def table_name(tenant: str | None, source: str) -> str:
     """``chunks__tenant_{t}__src_{s}`` with both parts reduced to ``[a-z0-9_]`` (a short hash
     keeps names distinct when that loses information)."""
