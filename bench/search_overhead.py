@@ -56,24 +56,31 @@ def _p(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))] * 1e3
 
 
-async def _build(quick: bool, cache: Path) -> tuple[Any, Any, Any, dict[str, str], Path]:
+async def _build(
+    quick: bool, cache: Path, store_kind: str = "memory"
+) -> tuple[Any, Any, Any, dict[str, str], Path]:
     sys.path.insert(0, str(HERE))
     from _scifact import DEFAULT_DIR
-    from bastion import MemoryStore, Mount, Policy, Principal, Workspace
+    from bastion import LocalStore, MemoryStore, Mount, Policy, Principal, Workspace
     from bastion.knowledge.engine import Knowledge
     from bastion.knowledge.eval import load_dataset
 
     data = load_dataset(DEFAULT_DIR, split="test")
     corpus = list(data.iter_corpus())[: 500 if quick else None]
     queries = dict(data.queries)
-    store = MemoryStore()
+    folder = Path(tempfile.mkdtemp(prefix="bastion-overhead-"))
+    if store_kind == "local":
+        (folder / "files").mkdir()
+        store: Any = LocalStore(folder / "files")
+    else:
+        store = MemoryStore()
     writer = Workspace([Mount.of("/scifact", store, "read_write")], policy=Policy.allow_all())
     for doc in corpus:
         body = f"# {doc.title}\n\n{doc.text}\n" if doc.title else f"{doc.text}\n"
         await writer.write(f"/scifact/{doc.doc_id}.md", body)
-    folder = Path(tempfile.mkdtemp(prefix="bastion-overhead-"))
     cache.mkdir(parents=True, exist_ok=True)
-    kb = Knowledge.open(folder, embedder="local", embedding_cache=cache / "embeddings.sqlite")
+    embeddings = cache / "embeddings.sqlite"
+    kb = Knowledge.open(folder / "index", embedder="local", embedding_cache=embeddings)
     owner = Workspace(
         [Mount.of("/scifact", store, "read_write")], policy=Policy.allow_all(), knowledge=kb
     )
@@ -83,13 +90,15 @@ async def _build(quick: bool, cache: Path) -> tuple[Any, Any, Any, dict[str, str
     return agent, owner, kb, queries, folder
 
 
-async def _measure(quick: bool, rounds: int, cache: Path) -> dict[str, Any]:
-    agent, owner, kb, queries, folder = await _build(quick, cache)
+async def _measure(
+    quick: bool, rounds: int, cache: Path, store_kind: str, modes: tuple[str, ...]
+) -> dict[str, Any]:
+    agent, owner, kb, queries, folder = await _build(quick, cache, store_kind)
     link = owner._link()
     texts = list(queries.values())
     try:
         out: dict[str, Any] = {"queries": len(texts), "rounds": rounds, "modes": {}}
-        for mode in MODES:
+        for mode in modes:
             for text in texts:  # warm: query vectors cached, terms seen once
                 await kb.search(text, mode=mode, k=10)
                 await agent.search(text, mode=mode, k=10)
@@ -138,8 +147,8 @@ def _root() -> Any:
     return VPath.ROOT
 
 
-async def _profile(mode: str, quick: bool, cache: Path, rounds: int) -> None:
-    agent, _owner, kb, queries, folder = await _build(quick, cache)
+async def _profile(mode: str, quick: bool, cache: Path, rounds: int, store_kind: str) -> None:
+    agent, _owner, kb, queries, folder = await _build(quick, cache, store_kind)
     texts = list(queries.values())
     try:
         for text in texts:
@@ -163,6 +172,7 @@ async def _profile(mode: str, quick: bool, cache: Path, rounds: int) -> None:
 
 def _run_child(src: Path, args: argparse.Namespace) -> dict[str, Any]:
     flags = ["--child", "--rounds", str(args.rounds), "--cache", str(args.cache)]
+    flags += ["--store", args.store, "--modes", args.modes]
     return run_child(
         __file__, src, flags + (["--quick"] if args.quick else []), label="measuring child"
     )
@@ -191,18 +201,24 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="500 documents")
     parser.add_argument("--cache", type=Path, default=RESULTS / "cache")
     parser.add_argument("--profile", choices=MODES)
+    parser.add_argument(
+        "--store", choices=["memory", "local"], default="memory", help="where the files are"
+    )
+    parser.add_argument("--modes", default=",".join(MODES), help="comma-separated modes")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.profile:
-        asyncio.run(_profile(args.profile, args.quick, args.cache, args.rounds))
+        asyncio.run(_profile(args.profile, args.quick, args.cache, args.rounds, args.store))
         return
     if args.child:
-        print(json.dumps(asyncio.run(_measure(args.quick, args.rounds, args.cache))))
+        modes = tuple(m for m in args.modes.split(",") if m)
+        result = _measure(args.quick, args.rounds, args.cache, args.store, modes)
+        print(json.dumps(asyncio.run(result)))
         return
     head = (
         f"SciFact {'500' if args.quick else '5,183'} documents, 300 test queries, k=10, "
-        f"{args.rounds} rounds; {platform.platform()}, {os.cpu_count()} CPUs, "
-        f"Python {platform.python_version()}"
+        f"{args.rounds} rounds; files in a {args.store} store; {platform.platform()}, "
+        f"{os.cpu_count()} CPUs, Python {platform.python_version()}"
     )
     lines = [head]
     with tempfile.TemporaryDirectory() as tmp:
