@@ -197,7 +197,7 @@ class FileOps:
             eof
             and offset == 0
             and (limit is None or pending.count("\n", 0, -1) < limit)
-            and len(pending.encode("utf-8", "replace")) <= cap
+            and (_within(page, encoding, cap) or len(pending.encode("utf-8", "replace")) <= cap)
         ):  # the whole file is the page (a small file read from its start)
             return TextPage(info.at(vp), pending, False)
         skipped = taken = size = 0
@@ -414,6 +414,14 @@ def _encoded(content: str | bytes) -> bytes:
             f"the text holds a character UTF-8 cannot store (a lone surrogate at {exc.start}); "
             "remove it and write again"
         ) from None
+
+
+def _within(data: bytes, encoding: str, cap: int) -> bool:
+    """True when ``data`` decoded from UTF-8 (errors replaced) is sure to be at most ``cap``
+    bytes in UTF-8 again, without encoding it: a valid sequence of ``n`` bytes is one
+    character of ``n`` bytes, an invalid one (one byte or more) one replacement character of
+    three. Other encodings: ``False`` (then the text is measured)."""
+    return encoding == "utf-8" and 3 * len(data) <= cap
 
 
 def _nth_newline(text: str, n: int) -> int:

@@ -9,6 +9,7 @@ refused for a path the principal may not use.
 from __future__ import annotations
 
 import functools
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -69,14 +70,13 @@ async def read_file(
     limit: Annotated[int | None, Field(ge=1, le=5000, description="Most lines to return")] = None,
 ) -> Output:
     """Read a text file as numbered lines. A long file comes in pages: call again with
-    offset=next_offset to go on."""
-    return await read_page(s, path, offset, limit)
+    offset=next_offset to go on.
 
-
-async def read_page(s: ToolSession, path: str | VPath, offset: int, limit: int | None) -> Output:
-    """The numbered page of ``path`` (a file, or a scratch result) both read tools return."""
+    The numbered page of ``path`` (a file, or a scratch result): what both read tools
+    return (``access`` calls it as :func:`read_page`)."""
     count = limit or s.limits.read_lines
     vp = VPath.parse(path)
+    text: str | None = None
     if s.scratch.owns(vp):
         everything = split_lines(s.scratch.get(str(path)))
         lines, more = everything[offset : offset + count], len(everything) > offset + count
@@ -85,24 +85,39 @@ async def read_page(s: ToolSession, path: str | VPath, offset: int, limit: int |
         text, more = await s.read_lines(vp, offset, count)
         if "\x00" in text:
             return fail(f"{vp} is a binary file; it cannot be shown as text")
-        rows = (text[:-1] if text.endswith("\n") else text).split("\n") if text else []
+        rows = text.split("\n")
+        if not rows[-1]:  # the end of the last line, or an empty page
+            rows.pop()
     if not rows and offset > 0:
         return fail(f"{vp}: offset {offset} is past the end of the file; read from offset 0")
-    return ok(path=str(vp), **_numbered(rows, offset, more, s))
+    return {"success": True, "path": str(vp), **_numbered(rows, offset, more, s, text)}
 
 
-def _numbered(rows: list[str], offset: int, more: bool, s: ToolSession) -> dict[str, Any]:
-    """``cat -n`` style lines (``rows``: the lines without their ``\\n``) within the
-    character cap, and where to resume. Line by line only where a line is cut or the cap
-    is reached; else a few calls over the whole page."""
+read_page: Callable[[ToolSession, str | VPath, int, int | None], Awaitable[Output]] = read_file.fn
+"""The numbered page of a path: the read tool's own function (one coroutine, no wrapper)."""
+
+
+def _numbered(
+    rows: list[str], offset: int, more: bool, s: ToolSession, text: str | None = None
+) -> dict[str, Any]:
+    """``cat -n`` style lines (``rows``: the lines without their ``\\n``; ``text``: the
+    same lines joined by ``\\n``, with or without a last ``\\n``, when the caller has it)
+    within the character cap, and where to resume. Line by line only where a line is cut
+    or the cap is reached; else a few calls over the whole page."""
     cap, width = s.limits.max_chars, s.limits.max_line_chars
-    if "\r" in "".join(rows):
-        rows = [row.rstrip("\r") for row in rows]
-    if rows and max(map(len, rows)) > width:
-        rows = [_cut(row, width) for row in rows]
+    if text is None:
+        text = "\n".join(rows)
+    # Characters in the rows: the text less its newlines (one between two rows, and a last).
+    total: int | None = len(text) - len(rows) + 1 - text.endswith("\n") if rows else 0
+    if "\r" in text:
+        rows, total = [row.rstrip("\r") for row in rows], None
+    if rows and _may_be_longer(text, width) and max(map(len, rows)) > width:
+        rows, total = [_cut(row, width) for row in rows], None
+    if total is None:
+        total = sum(map(len, rows))
     first = offset + 1
     shown = len(rows)
-    if first + shown > _NUMBER_WIDTH_LIMIT or sum(map(len, rows)) + 8 * shown > cap:
+    if first + shown > _NUMBER_WIDTH_LIMIT or total + 8 * shown > cap:
         shown = _fitting(rows, first, cap)
     if not shown:
         content = ""
@@ -110,17 +125,34 @@ def _numbered(rows: list[str], offset: int, more: bool, s: ToolSession) -> dict[
         # Numbers and lines interleaved in one list, joined once: no string per line made.
         parts: list[str] = [""] * (2 * shown)
         parts[0::2] = _number_column()[first : first + shown]
-        parts[1::2] = rows[:shown]
+        parts[1::2] = rows if shown == len(rows) else rows[:shown]
         parts[0] = parts[0][1:]
         content = "".join(parts)
     else:
         content = "\n".join(map("{:>6}\t{}".format, range(first, first + shown), rows))
-    fields: dict[str, Any] = {"content": content}
     if shown < len(rows) or more:
         resume = offset + shown
-        fields["content"] += f"\n[... more lines: call again with offset={resume}]"
-        fields["next_offset"] = resume
-    return fields
+        return {
+            "content": f"{content}\n[... more lines: call again with offset={resume}]",
+            "next_offset": resume,
+        }
+    return {"content": content}
+
+
+def _may_be_longer(text: str, width: int) -> bool:
+    """False when no line of ``text`` is longer than ``width`` characters, known from a few
+    ``str.find`` calls (in C): a line of ``2 * half - 1`` characters or more holds a whole
+    window ``[k * half, (k + 1) * half)`` with no newline, so when every whole window has one,
+    no line reaches ``width``. True when it cannot be told that way (then measure)."""
+    if len(text) <= width:
+        return False
+    half = (width + 1) // 2
+    if half < 64:
+        return True
+    find = text.find
+    return any(
+        find("\n", start, start + half) < 0 for start in range(0, len(text) - half + 1, half)
+    )
 
 
 _COLUMN = 10_000

@@ -123,11 +123,13 @@ class Toolset:
         found = self._by_name.get(name)
         if found is None:
             return fail(f"unknown tool {name!r}; use one of: {', '.join(self.names)}")
+        session = self.session
         try:
             args = found.parse(arguments)
             paths = [VPath.parse(args[p]) for p in found.paths if isinstance(args.get(p), str)]
-            await self.session.approve(found, args, paths)
-            return await found.fn(self.session, **args)
+            if session.approval is not None:  # else nothing to ask (no coroutine made)
+                await session.approve(found, args, paths)
+            return await found.fn(session, **args)
         except BastionError as exc:
             return fail(str(exc))
         except Exception:
