@@ -299,11 +299,14 @@ async def test_hooks_and_arguments_reach_the_wrapped_store(name: str) -> None:
     store = wrap(inner)
     assert store.kind == "recording"
     assert store.describe() == "recording store"
+    mark = store.change_mark()  # the wrapped store's: every wrapper answers from it alone
+    assert mark is not None and mark == inner.change_mark()
 
     first = await store.write(P("/f.md"), b"one")
     await store.write(P("/f.md"), b"+two", mode=WriteMode.APPEND, if_version=first.version)
     writes = [c for c in inner.calls if c[0] == "write"]
     assert writes[-1] == ("write", root / "f.md", WriteMode.APPEND, first.version)
+    assert store.change_mark() != mark
 
     seen: list[FileInfo] = []
     info, data = await store.read_file(P("/f.md"), 1, 4, check=seen.append)

@@ -70,6 +70,9 @@ class GuardedStore(Store):
     def describe(self) -> str:
         return self.inner.describe()
 
+    def change_mark(self) -> object | None:
+        return self.inner.change_mark()
+
     # -- checks ------------------------------------------------------------------------------
 
     def _full(self, path: VPath) -> VPath:

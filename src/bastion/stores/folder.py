@@ -49,6 +49,9 @@ class FolderStore(Store):
     def describe(self) -> str:
         return self.inner.describe()
 
+    def change_mark(self) -> object | None:
+        return self.inner.change_mark()
+
     def _in(self, path: VPath) -> VPath:
         return self.folder.join(path)
 
