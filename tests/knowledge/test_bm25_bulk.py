@@ -109,3 +109,70 @@ def test_a_write_after_the_bulk_add_is_scored_with_the_new_statistics() -> None:
     _same(bulk, lazy, queries)
     view = bulk._view
     assert view is not None and view.bulk is None  # a small write: per term again
+
+
+def test_a_bulk_add_ends_scored_and_a_query_term_reads_slices_of_its_pass() -> None:
+    texts, documents = _corpus(13, 700)
+    bulk = BM25()
+    bulk.add_many(0, texts, documents)
+    view = bulk._view  # scored by the add itself (at index time), before any search
+    assert view is not None and view.bulk is not None and view.bulk.documented
+    lazy = _lazy(texts, documents, [])
+    _same(bulk, lazy, _queries(13))
+    assert bulk._view is view  # the searches used the add's pass: nothing scored again
+    docs = bulk._documents(view)
+    for word in ("w0", "w7", "alpha"):
+        term = bulk._postings.term_id(word)
+        assert term is not None
+        where, scores = bulk._combined(view, docs, term)
+        assert where.base is view.bulk.where and scores.base is view.bulk.scores  # no copy
+        slots, entry_scores = bulk._term(view, term)
+        assert np.array_equal(where[: len(slots)], slots)
+        assert np.array_equal(scores[: len(slots)], entry_scores)
+
+
+def test_a_load_in_batches_is_scored_by_its_batches_and_matches_the_per_term_scores() -> None:
+    texts, documents = _corpus(17, 2100)
+    loaded = BM25()
+    passes = 0
+    for start in range(0, len(texts), 300):  # each batch a bulk add: no search in between
+        loaded.add_many(start, texts[start : start + 300], documents[start : start + 300])
+        view = loaded._view
+        passes += view is not None and view.bulk is not None
+    assert passes >= 2
+    view = loaded._view
+    assert view is not None and view.bulk is not None  # the last batch ended scored
+    _same(loaded, _lazy(texts, documents, []), _queries(17))
+
+
+def test_a_small_write_after_a_bulk_add_rescores_nothing_at_once() -> None:
+    texts, documents = _corpus(19, 700)
+    index, lazy = _bulk(texts, documents, []), _lazy(texts, documents, [])
+    _same(index, lazy, _queries(19))
+    for one in (index, lazy):
+        one.add_many(len(texts), ["gamma delta w5"], [documents[-1] + 1])
+    assert index._view is None  # the write scored nothing
+    _same(index, lazy, _queries(19))
+    view = index._view
+    assert view is not None and view.bulk is None  # per term, on first use
+
+
+@pytest.mark.parametrize("change", ["remove", "small add", "compact"])
+def test_a_bulk_pass_dropped_before_any_search_is_made_again_by_the_first_search(
+    change: str,
+) -> None:
+    texts, documents = _corpus(23, 700)
+    index, lazy = BM25(), _lazy(texts, documents, [])
+    index.add_many(0, texts, documents)
+    for one in (index, lazy):
+        if change == "remove":
+            one.remove(5)
+        elif change == "small add":
+            one.add_many(len(texts), ["beta w2 w2"], [documents[-1] + 1])
+        else:
+            one.remove(5)
+            one.compact(np.array([s for s in range(len(texts)) if s != 5], dtype=np.int64))
+    assert index._view is None
+    _same(index, lazy, _queries(23))
+    view = index._view  # the load was never searched: its first search scores it at once
+    assert view is not None and view.bulk is not None

@@ -11,10 +11,11 @@ The formula is a :class:`Scoring` (pluggable: another weighting only replaces it
 (:mod:`bastion.knowledge.index.postings`) keep raw term frequencies; the per-posting scores
 of a term are computed the first time a query needs them and kept until the collection
 changes (any add or remove), so a query repeats no arithmetic while N, df and avgdl stay the
-live collection's, or, for a filtered search, those of the entries the filter admits. After a
-bulk add (many entries since the last search) the next unfiltered search scores every term in
-one vectorized pass instead, as bm25s does at index time: the same values, bit for bit, without
-a few dozen array calls per term on first use; a small write goes back to per term. Slots of
+live collection's, or, for a filtered search, those of the entries the filter admits. A bulk
+add (many entries since the last unfiltered view) ends instead by scoring every term in one
+vectorized pass, as bm25s does at index time: the same values, bit for bit, laid out so that
+a query term's scores are slices of the pass's arrays (nothing computed or joined in the
+search); a small write goes back to per term, with no full rescoring. Slots of
 removed entries stay in the arrays (masked out by ``alive``) until :meth:`BM25.compact`;
 ``bench/search_scifact.py`` checks the scores against bm25s and rank_bm25 on SciFact.
 
@@ -33,6 +34,7 @@ over several indexes (tables of one tenant and source each) and handed back to
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -52,12 +54,17 @@ _I64 = npt.NDArray[np.int64]
 _MASKED = 16
 """Statistics kept for this many masks (one per principal view and filter in use)."""
 _CACHED = 1 << 22
-"""Postings whose scores a view keeps between queries (32 MiB of slots and scores)."""
+"""Postings up to which a bulk add scores every term at once (32 MiB of slots and scores)."""
+_KEPT = 1 << 20
+"""Per-term scores a view keeps between queries, in entries (a combined pair's entry is 12
+bytes: 12 MiB; ``_CACHED`` of them held 48 MiB at 100,000 documents)."""
 _BULK_ADDED = 256
 _BULK_SHARE = 0.1
-"""Entries added since the last search (at least this many, and this share of the slots)
-that make the next unfiltered view score every term in one pass instead of each term on
-first use: a bulk load is followed by many searches."""
+"""Entries added since the last unfiltered view (at least this many, and this share of the
+slots) that make the add end by scoring every term in one pass (a new view) instead of each
+term on first use: a bulk load is followed by many searches. The share bounds what a long
+load pays: a pass scores the whole collection, and one comes only after the collection grew
+by a tenth since the last (in all at most about eleven times one pass of the final size)."""
 
 
 class Scoring(Protocol):
@@ -151,57 +158,63 @@ class _Documents:
 
 
 class _Bulk:
-    """Every term's scores in one view, from one vectorized pass: rows by term id (CSR) of
-    the entry level (``slots``) and, where documents are numbered in slot order, of the
-    document level (``places``: ``offset + document``, a document's place in the sums of
-    :meth:`BM25._summed`)."""
+    """Every term's scores in one view, from one vectorized pass, laid out so that a term's
+    arrays are slices (no copy, no join on first use): one row per term id (CSR), the entries
+    holding the term (their slots) then, where documents are numbered in slot order, the
+    documents holding it (their places, ``offset + document``, in the sums of
+    :meth:`BM25._summed`), with the score at each. A term's row is the pair one ``add.at``
+    adds; its first part what :meth:`BM25.scores` adds."""
 
     __slots__ = (
-        "doc_indptr", "doc_scores", "doc_sums", "indptr", "offset", "places", "scores", "slots",
+        "doc_starts", "doc_sums", "documented", "middle", "offset", "scores", "starts", "where",
     )  # fmt: skip
 
-    def __init__(self, indptr: _I64, slots: _I64, scores: _F32, offset: int) -> None:
-        self.indptr = indptr
-        self.slots = slots
+    def __init__(
+        self,
+        indptr: _I64,
+        middle: _I64,
+        where: _I64,
+        scores: _F32,
+        offset: int,
+        doc_indptr: _I64 | None = None,
+        doc_sums: _F32 | None = None,
+    ) -> None:
+        self.starts = array("q", indptr.tobytes())
+        """Row starts (one more than terms; an ``array``: a Python int per look-up, the
+        fastest slice bounds)."""
+        self.middle = array("q", middle.tobytes())
+        """Per term, where its document part starts (its row's end when there is none)."""
+        self.where = where
         self.scores = scores
         self.offset = offset
-        self.doc_indptr: _I64 | None = None
-        self.places = np.zeros(0, dtype=np.int64)
-        self.doc_sums = np.zeros(0, dtype=np.float32)
-        self.doc_scores = np.zeros(0, dtype=np.float32)
-
-    @property
-    def documented(self) -> bool:
+        self.documented = doc_indptr is not None
         """The document level is here too (documents numbered in slot order)."""
-        return self.doc_indptr is not None
+        self.doc_starts = array("q", b"" if doc_indptr is None else doc_indptr.tobytes())
+        self.doc_sums = np.zeros(0, dtype=np.float32) if doc_sums is None else doc_sums
+        """Per (term, document), the term's summed frequency (rows of ``doc_starts``)."""
 
     def entries(self, term: int) -> tuple[_I64, _F32]:
-        lo, hi = int(self.indptr[term]), int(self.indptr[term + 1])
-        return self.slots[lo:hi], self.scores[lo:hi]
+        lo, hi = self.starts[term], self.middle[term]
+        return self.where[lo:hi], self.scores[lo:hi]
 
     def documents(self, term: int) -> tuple[_I64, _F32, _F32]:
         """The documents holding ``term``, its summed frequency and its score in each."""
-        lo, hi = self._documents(term)
-        return self.places[lo:hi] - self.offset, self.doc_sums[lo:hi], self.doc_scores[lo:hi]
+        lo, hi = self.middle[term], self.starts[term + 1]
+        sums = self.doc_sums[self.doc_starts[term] : self.doc_starts[term + 1]]
+        return self.where[lo:hi] - self.offset, sums, self.scores[lo:hi]
 
     def row(self, term: int) -> tuple[_I64, _F32]:
         """The entries' slots then the documents' places, and the scores at each."""
-        slots, scores = self.entries(term)
-        lo, hi = self._documents(term)
-        return (
-            np.concatenate((slots, self.places[lo:hi])),
-            np.concatenate((scores, self.doc_scores[lo:hi])),
-        )
-
-    def _documents(self, term: int) -> tuple[int, int]:
-        assert self.doc_indptr is not None
-        return int(self.doc_indptr[term]), int(self.doc_indptr[term + 1])
+        lo, hi = self.starts[term], self.starts[term + 1]
+        return self.where[lo:hi], self.scores[lo:hi]
 
 
 class _View:
     """The statistics of the entries one search may see, and the term scores they give."""
 
-    __slots__ = ("bulk", "cached", "combined", "docs", "n", "norm", "size", "terms", "visible")
+    __slots__ = (
+        "bulk", "cached", "combined", "docs", "n", "norm", "owed", "size", "terms", "visible",
+    )  # fmt: skip
 
     def __init__(self, visible: _Bool | None, n: int, norm: _F32) -> None:
         self.visible = visible
@@ -214,12 +227,15 @@ class _View:
         self.docs: _Documents | None = None
         self.bulk: _Bulk | None = None
         """Every term scored at once (after a bulk add), or ``None``: each term on first use."""
+        self.owed = False
+        """Scored at the end of a bulk add and not yet used by a search: dropped unused (an
+        entry removed), the next unfiltered view scores every term at once again."""
         self.combined: dict[int, tuple[_I64, _F32]] = {}
         """Term -> its entry scores and its document scores as one pair of arrays: positions
         ``slot`` and ``slots + document`` of one sum (one ``add.at`` a term, not two)."""
 
     def forget(self) -> None:
-        """Drop the per-term scores kept (over the :data:`_CACHED` bound)."""
+        """Drop the per-term scores kept (over the :data:`_KEPT` bound)."""
         self.terms.clear()
         self.combined.clear()
         if self.docs is not None:
@@ -247,6 +263,9 @@ class BM25:
         """Per slot, its document's number (the caller's; ``-1 - slot`` when none was given)."""
         self._added = 0
         """Entries added since the last unfiltered view was made (a bulk load when many)."""
+        self._due = False
+        """The next unfiltered view scores every term at once whatever :attr:`_added` says
+        (a view scored after a bulk add was dropped before any search used it)."""
 
     def __len__(self) -> int:
         return self._postings.live_count
@@ -283,6 +302,9 @@ class BM25:
         )
         self._added += len(texts)
         self._changed()
+        if self._bulk_due():  # score now, at index time, as bm25s does: not in the next search
+            self._view = self._new_view()
+            self._view.owed = True
 
     def remove(self, slot: int) -> None:
         """Take ``slot`` out of scoring (idempotent)."""
@@ -290,45 +312,69 @@ class BM25:
             self._changed()
 
     def _changed(self) -> None:
+        view = self._view
+        if view is not None and view.owed:
+            self._due = True
         self._view = None
         self._masked = {}
 
+    def _bulk_due(self) -> bool:
+        """A bulk add since the last unfiltered view: enough entries added (see
+        :data:`_BULK_ADDED`) that scoring every term at once pays."""
+        return self._added >= max(_BULK_ADDED, _BULK_SHARE * self._postings.slots)
+
     def _unmasked(self) -> _View:
-        if self._view is None:
-            p = self._postings
-            avgdl = p.live_length / max(p.live_count, 1)
-            complete = p.live_count == p.slots
-            self._view = _View(
-                None if complete else p.alive.copy(),
-                p.live_count,
-                self.scoring.length_norm(p.lengths, avgdl),
-            )
-            added, self._added = self._added, 0
-            bulk = added >= max(_BULK_ADDED, _BULK_SHARE * p.slots)
-            if bulk and p.postings_count <= _CACHED:
-                self._score_all(self._view)
-        return self._view
+        view = self._view
+        if view is None:
+            view = self._view = self._new_view()
+        view.owed = False
+        return view
+
+    def _new_view(self) -> _View:
+        """The unfiltered view of the live entries; every term scored in it at once after a
+        bulk add (once per bulk add, at its end; or here, in the first search, where it was
+        not, or its view was dropped before any search used it)."""
+        p = self._postings
+        avgdl = p.live_length / max(p.live_count, 1)
+        complete = p.live_count == p.slots
+        view = _View(
+            None if complete else p.alive.copy(),
+            p.live_count,
+            self.scoring.length_norm(p.lengths, avgdl),
+        )
+        bulk = self._due or self._bulk_due()
+        self._added, self._due = 0, False
+        if bulk and p.postings_count <= _CACHED:
+            self._score_all(view)
+        return view
 
     def _score_all(self, view: _View) -> None:
         """Score every term of ``view`` in one pass (:class:`_Bulk`): the same float32 values
-        as scoring each term on first use, without a few dozen array calls per term. About
-        30 ms at SciFact's size, paid by the first search after a bulk add."""
+        as scoring each term on first use, without a few dozen array calls per term."""
         p = self._postings
-        terms, slots, tfs = p.merged().triplets()
-        if view.visible is not None:
+        merged = p.merged()
+        terms, slots, tfs = merged.triplets()
+        vocabulary = p.vocabulary
+        if view.visible is None:
+            counts = np.zeros(vocabulary, dtype=np.int64)
+            counts[merged.terms] = np.diff(merged.indptr)
+        else:
             keep = view.visible[slots]
             terms, slots, tfs = terms[keep], slots[keep], tfs[keep]
-        vocabulary = p.vocabulary
-        counts = np.bincount(terms, minlength=vocabulary)
+            counts = np.bincount(terms, minlength=vocabulary)
         scores = self.scoring.idfs(view.n, counts)[terms] * self.scoring.weights(
             tfs, view.norm[slots]
         )
-        bulk = view.bulk = _Bulk(_offsets(counts), slots.astype(np.int64), scores, p.slots)
+        entry_indptr = _offsets(counts)
         docs = self._documents(view)
         where = docs.local[slots]
         same_term = terms[1:] == terms[:-1]
         if not len(where) or bool((same_term & (where[1:] < where[:-1])).any()):
-            return  # documents not numbered in slot order: their level stays per term
+            # documents not numbered in slot order: their level stays per term
+            view.bulk = _Bulk(
+                entry_indptr, entry_indptr[1:], slots.astype(np.int64), scores, p.slots
+            )
+            return
         first = np.empty(len(where), dtype=bool)
         first[0] = True
         np.not_equal(where[1:], where[:-1], out=first[1:])
@@ -336,13 +382,32 @@ class BM25:
         starts = np.flatnonzero(first)
         run_terms = terms[starts]
         doc_ids = where[starts]
-        bulk.doc_sums = np.add.reduceat(tfs, starts)
+        doc_sums = np.add.reduceat(tfs, starts)
         doc_counts = np.bincount(run_terms, minlength=vocabulary)
-        bulk.doc_scores = self.scoring.idfs(len(docs.lengths), doc_counts)[run_terms] * (
-            self.scoring.weights(bulk.doc_sums, self._document_norm(docs)[doc_ids])
+        doc_scores = self.scoring.idfs(len(docs.lengths), doc_counts)[run_terms] * (
+            self.scoring.weights(doc_sums, self._document_norm(docs)[doc_ids])
         )
-        bulk.places = doc_ids + p.slots
-        bulk.doc_indptr = _offsets(doc_counts)
+        # one row per term: its entries, then its documents (each part keeps its order)
+        doc_indptr = _offsets(doc_counts)
+        parts = np.empty(2 * vocabulary, dtype=np.int64)
+        parts[0::2], parts[1::2] = counts, doc_counts
+        at_doc = np.repeat(np.tile(np.array([False, True]), vocabulary), parts)
+        at_entry = ~at_doc
+        places = np.empty(len(at_doc), dtype=np.int64)
+        places[at_entry] = slots
+        places[at_doc] = doc_ids + p.slots
+        row_scores = np.empty(len(at_doc), dtype=np.float32)
+        row_scores[at_entry] = scores
+        row_scores[at_doc] = doc_scores
+        view.bulk = _Bulk(
+            entry_indptr + doc_indptr,
+            entry_indptr[1:] + doc_indptr[:-1],
+            places,
+            row_scores,
+            p.slots,
+            doc_indptr,
+            doc_sums,
+        )
 
     def _document_norm(self, docs: _Documents) -> _F32:
         if docs.norm is None:
@@ -379,7 +444,7 @@ class BM25:
         if found is not None:
             return found
         found = self._scored(view, term)
-        if view.cached + len(found[0]) > _CACHED:
+        if view.cached + len(found[0]) > _KEPT:
             view.forget()
         view.terms[term] = found
         view.cached += len(found[0])
@@ -438,7 +503,7 @@ class BM25:
         found = docs.terms.get(term)
         if found is None:
             found = self._summed_by_document(docs, term)
-            if view.cached + len(found[0]) > _CACHED:  # the view's bound covers both levels
+            if view.cached + len(found[0]) > _KEPT:  # the view's bound covers both levels
                 view.forget()
             view.cached += len(found[0])
             docs.terms[term] = found
@@ -559,14 +624,13 @@ class BM25:
     def _combined(self, view: _View, docs: _Documents, term: int) -> tuple[_I64, _F32]:
         """``term``'s entry scores at their slots and document scores at ``slots +
         document``, kept per view (see :attr:`_View.combined`)."""
+        bulk = view.bulk
+        if bulk is not None and bulk.documented:
+            return bulk.row(term)  # two slices of the bulk's arrays: nothing copied or kept
         found = view.combined.get(term)
         if found is not None:
             return found
-        if view.bulk is not None and view.bulk.documented:
-            found = view.combined[term] = view.bulk.row(term)  # within the bulk's own bound
-            return found
         # the pair alone is kept: its parts are computed, or taken from the bulk, not cached
-        bulk = view.bulk
         slots, scores = bulk.entries(term) if bulk is not None else self._scored(view, term)
         ids, tfs = self._summed_by_document(docs, term)
         idf = np.float32(self.scoring.idf(len(docs.lengths), len(ids)))
@@ -575,7 +639,7 @@ class BM25:
             np.concatenate([slots.astype(np.int64), ids + self._postings.slots]),
             np.concatenate([scores, weights]),
         )
-        if view.cached + len(found[0]) > _CACHED:
+        if view.cached + len(found[0]) > _KEPT:
             view.forget()
         view.combined[term] = found
         view.cached += len(found[0])
