@@ -204,6 +204,13 @@ class MemoryIndex(Index):
         self._bm25.remove(slot)
         self._has_vector[slot] = 0
 
+    def _settle(self) -> None:
+        """After a bulk load: the keyword postings merged into one segment (a load adds one a
+        slice), so a query term's postings are one slice of one array, not one part per
+        segment joined and kept in a cache. One copy of the postings, once."""
+        with self._lock:
+            self._bm25._postings.merged()
+
     def delete_documents(self, doc_ids: Iterable[str]) -> int:
         removed = 0
         with self._lock:

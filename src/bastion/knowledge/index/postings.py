@@ -8,6 +8,10 @@ segment is merged into the one before while that one is less than twice its size
 a few times in all. A removed entry only clears its ``alive`` flag; :meth:`compact`
 drops the dead slots and renumbers. No per-posting Python object exists at any time.
 
+Term frequencies are counts: a segment keeps them in the narrowest unsigned type that holds
+its largest (``uint8`` for almost every text: 5 bytes a posting instead of 8, ~100 MB less at
+100,000 documents), and hands them out as ``float32``, the values scoring reads.
+
 This module only stores; scoring (:mod:`bastion.knowledge.index.bm25`) reads the arrays.
 """
 
@@ -45,7 +49,9 @@ class Segment:
     indptr: _I64
     slots: _I32
     """Increasing within each term."""
-    tfs: _F32
+    counts: npt.NDArray[np.unsignedinteger] | _F32
+    """Each posting's term frequency, in the narrowest type that holds them (:func:`_narrow`);
+    :meth:`find` and :meth:`triplets` give them as ``float32``."""
 
     @property
     def size(self) -> int:
@@ -60,15 +66,16 @@ class Segment:
         if i < 0:
             return None
         lo, hi = self.indptr[i], self.indptr[i + 1]
-        return self.slots[lo:hi], self.tfs[lo:hi]
+        return self.slots[lo:hi], self.counts[lo:hi].astype(np.float32)
 
     def triplets(self) -> tuple[_I32, _I32, _F32]:
         """(term of each posting, slot, frequency)."""
-        return np.repeat(self.terms, np.diff(self.indptr)), self.slots, self.tfs
+        terms = np.repeat(self.terms, np.diff(self.indptr))
+        return terms, self.slots, self.counts.astype(np.float32)
 
     @staticmethod
-    def build(terms: _I32, slots: _I32, tfs: _F32) -> Segment:
-        """From postings sorted by term (then slot)."""
+    def build(terms: _I32, slots: _I32, tfs: npt.NDArray[np.number]) -> Segment:
+        """From postings sorted by term (then slot); ``tfs``: their counts."""
         change = np.empty(len(terms), dtype=bool)
         change[:1] = True
         np.not_equal(terms[1:], terms[:-1], out=change[1:])
@@ -77,16 +84,49 @@ class Segment:
         indptr = np.append(first, len(terms)).astype(np.int64)
         rows = np.full(int(ids[-1]) + 1 if len(ids) else 0, -1, dtype=np.int32)
         rows[ids] = np.arange(len(ids), dtype=np.int32)
-        return Segment(ids.astype(np.int32), indptr, slots.astype(np.int32), tfs, rows)
+        return Segment(ids.astype(np.int32), indptr, slots.astype(np.int32), _narrow(tfs), rows)
 
     @staticmethod
     def merge(*segments: Segment) -> Segment:
-        """One segment of ``segments``' postings (given oldest first: lower slots)."""
-        parts = [segment.triplets() for segment in segments]
-        terms = np.concatenate([t for t, _, _ in parts])
-        order = np.argsort(terms, kind="stable")  # older slots first: slots stay increasing
-        slots = np.concatenate([s for _, s, _ in parts])[order]
-        return Segment.build(terms[order], slots, np.concatenate([f for _, _, f in parts])[order])
+        """One segment of ``segments``' postings, given in slot order (each segment's slots
+        above the one before's, as they are added): a term's postings are its postings of
+        each segment in turn, so each segment's rows are copied straight to their places (no
+        sort, and nothing larger than one segment's positions made besides the result)."""
+        size = max((len(segment.rows) for segment in segments), default=0)
+        per_term = np.zeros(size, dtype=np.int64)
+        for segment in segments:
+            per_term[segment.terms] += np.diff(segment.indptr)
+        starts = np.zeros(size + 1, dtype=np.int64)
+        np.cumsum(per_term, out=starts[1:])
+        total = int(starts[-1])
+        slots = np.empty(total, dtype=np.int32)
+        counts = np.empty(total, dtype=np.result_type(*(s.counts for s in segments)))
+        fill = starts[:-1].copy()
+        for segment in segments:
+            sizes = np.diff(segment.indptr)
+            shift = np.repeat(fill[segment.terms] - segment.indptr[:-1], sizes)
+            places = shift + np.arange(segment.size, dtype=np.int64)
+            slots[places] = segment.slots
+            counts[places] = segment.counts
+            fill[segment.terms] += sizes
+        present = np.flatnonzero(per_term).astype(np.int32)
+        indptr = np.append(starts[present], total).astype(np.int64)
+        rows = np.full(int(present[-1]) + 1 if len(present) else 0, -1, dtype=np.int32)
+        rows[present] = np.arange(len(present), dtype=np.int32)
+        return Segment(present, indptr, slots, counts, rows)
+
+
+def _narrow(tfs: npt.NDArray[np.number]) -> npt.NDArray[np.unsignedinteger] | _F32:
+    """Counts in ``uint8`` or ``uint16`` when they fit (and are whole), else ``float32``."""
+    top = float(tfs.max()) if len(tfs) else 0.0
+    narrow: npt.NDArray[np.unsignedinteger] | None = None
+    if top <= 255:
+        narrow = tfs.astype(np.uint8)
+    elif top <= 65535:
+        narrow = tfs.astype(np.uint16)
+    if narrow is not None and np.array_equal(narrow, tfs):
+        return narrow
+    return tfs.astype(np.float32)
 
 
 class Postings:
@@ -156,7 +196,7 @@ class Postings:
         keys, tfs = np.unique(flat * len(texts) + local, return_counts=True)
         terms = (keys // len(texts)).astype(np.int32)
         slots = (keys % len(texts) + first).astype(np.int32)
-        self._push(Segment.build(terms, slots, tfs.astype(np.float32)))
+        self._push(Segment.build(terms, slots, tfs))
 
     def _term_ids(self, text: str) -> list[int]:
         known = self._word_terms
