@@ -11,13 +11,14 @@ __all__ = ["SearchHit", "SearchResult"]
 _PUBLIC = Labels()
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(slots=True)
 class SearchHit:
     """One chunk that answers a query.
 
     Not frozen, unlike most records here: a search builds up to ``k`` of them per call and a
-    frozen dataclass costs twice as much to build (``docs/decisions.md``). A hit is a copy;
-    changing it changes nothing in the index.
+    frozen dataclass costs twice as much to build (``docs/decisions.md``); for the same reason
+    the fields may be given in order (a positional call costs half a keyword one). A hit is a
+    copy; changing it changes nothing in the index.
     """
 
     path: str

@@ -653,15 +653,16 @@ class _TooLarge(Exception):
 def _hit(chunk: IndexedChunk, score: float) -> SearchHit:
     doc = chunk.doc
     text = chunk.text if len(chunk.text) <= _SNIPPET else chunk.text[: _SNIPPET - 3] + "..."
+    # in field order: path, lines, snippet, score, ids, section, title, labels
     return SearchHit(
-        path=doc.path,
-        start_line=chunk.start_line,
-        end_line=chunk.end_line,
-        snippet=text,
-        score=score,
-        chunk_id=chunk.chunk_id,
-        doc_id=doc.doc_id,
-        section=chunk.section,
-        title=doc.title,
-        labels=doc.labels,
+        doc.path,
+        chunk.start_line,
+        chunk.end_line,
+        text,
+        score,
+        chunk.chunk_id,
+        doc.doc_id,
+        chunk.section,
+        doc.title,
+        doc.labels,
     )
