@@ -4,15 +4,13 @@ A request is allowed only if the mount's scope allows the action, the policy all
 principal on the full workspace path, no path segment is blocked, and the document's labels
 admit the principal. What the principal may not read is reported as *not found*, with the same
 message as a missing entry, and never appears in a listing; a scope refusal is reported
-plainly, since the agent needs to know.
+plainly, since the agent needs to know. Every operation is rate-limited and audited once
+(:mod:`bastion.core.operation`).
 
 The guard is the edge between store paths and workspace paths: a store's errors name store
 paths, so every error that leaves the guard is re-worded to name the workspace path asked for.
 A failure that could only happen because something hidden is there (a path *below* a hidden
-file, a hidden link) is reported as not found too.
-
-Every operation is rate-limited and audited once (:mod:`bastion.core.operation`).
-"""
+file, a hidden link) is reported as not found too."""
 
 from __future__ import annotations
 
@@ -166,8 +164,7 @@ class GuardedStore(Store):
     async def _check_tree(self, path: VPath, verb: str) -> bool:
         """Refuse when an entry under ``path`` that the principal sees may not be deleted;
         ``True`` when hidden entries are under it. Those are not there for the principal: they
-        are neither told nor touched (the folder stays, holding only them, so it is not shown).
-        """
+        are neither told nor touched (the folder stays, holding only them: it is not shown)."""
         hidden_inside = False
         async for info in self.inner.walk(path):
             if self._visibility(info.path, info.kind, info) is not None:
