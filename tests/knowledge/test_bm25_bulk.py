@@ -176,3 +176,13 @@ def test_a_bulk_pass_dropped_before_any_search_is_made_again_by_the_first_search
     _same(index, lazy, _queries(23))
     view = index._view  # the load was never searched: its first search scores it at once
     assert view is not None and view.bulk is not None
+
+
+def test_a_query_word_an_entry_had_finds_the_term_its_stem_does() -> None:
+    index = BM25()
+    index.add_many(0, ["runs quickly", "The runner ran", "Café naïve résumé", "w1 w2"])
+    analyzer = index.analyzer
+    for query in ["running runs RUN the a", "runner ran unknownword", "cafe café naïve", ""]:
+        by_stem = [index._postings.term_id(term) for term in dict.fromkeys(analyzer.analyze(query))]
+        expected = [found for found in by_stem if found is not None]
+        assert index._postings.query_terms(query) == expected, query

@@ -577,18 +577,22 @@ class BM25:
         """The slots :meth:`ranked` scores above 0, increasing, and their scores: what a
         top-k needs, without a pass over every slot of the collection."""
         none = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
-        terms = self._query_terms(query)
-        if not terms or self._postings.live_count == 0:
-            return none
-        view = self._view_of(mask)
-        if view.n == 0:
+        if self._postings.live_count == 0:
             return none
         if statistics is None:
-            summed = self._summed(terms, view)
+            ids = self._postings.query_terms(query)  # no term strings: the own counts only
+            if not ids:
+                return none
+            view = self._view_of(mask)
+            summed = self._summed(ids, view) if view.n else None
             if summed is None:
                 return none
             matched, own, totals, docs = summed
         else:
+            terms = self._query_terms(query)
+            view = self._view_of(mask)
+            if not terms or view.n == 0:
+                return none
             shared = self._shared_sums(terms, view, statistics)
             if shared is None:
                 return none
@@ -600,9 +604,7 @@ class BM25:
         np.maximum.at(best, where, own)
         return matched, totals[where] * (own / best[where])
 
-    def _summed(
-        self, terms: list[tuple[str, int]], view: _View
-    ) -> tuple[_I64, _F32, _F32, _Documents] | None:
+    def _summed(self, terms: list[int], view: _View) -> tuple[_I64, _F32, _F32, _Documents] | None:
         """With the view's own statistics: each matched slot and its entry-level sum, each
         document's total, from one ``add.at`` a term over entries and documents together
         (the same float32 sums, in the same order, as one array for each level)."""
@@ -610,7 +612,7 @@ class BM25:
         size = self._postings.slots
         sums = np.zeros(size + len(docs.lengths), dtype=np.float32)
         hit = False
-        for _, found in terms:
+        for found in terms:
             where, scores = self._combined(view, docs, found)
             if len(where):
                 np.add.at(sums, where, scores)

@@ -167,9 +167,19 @@ class Postings:
         return self._vocab.get(term)
 
     def query_terms(self, text: str) -> list[int]:
-        """The distinct known term ids of ``text`` (unknown terms match nothing)."""
-        ids = (self._vocab.get(t) for t in dict.fromkeys(self.analyzer.analyze(text)))
-        return [i for i in ids if i is not None]
+        """The distinct known term ids of ``text`` (unknown terms match nothing), in order of
+        first use. A word some entry had is not stemmed again: its term was found when the
+        entry was added (a query's first search pays no stemming for it)."""
+        known = self._word_terms
+        ids: dict[int, None] = {}
+        for word in self.analyzer.words(text):
+            found = known.get(word)
+            if found is None:  # a word no entry had: its term, if the collection knows it
+                term = self.analyzer.term(word)
+                found = _NO_TERM if term is None else self._vocab.get(term, _NO_TERM)
+            if found != _NO_TERM:
+                ids[found] = None
+        return list(ids)
 
     # -- writes ------------------------------------------------------------------------------
 
