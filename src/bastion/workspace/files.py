@@ -9,7 +9,7 @@ rate-limited and audited like any other. One read returns at most the policy's
 from __future__ import annotations
 
 import codecs
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from bastion.core.errors import (
     AlreadyExistsError,
@@ -30,7 +30,7 @@ from bastion.workspace.indexing import IndexFollower
 from bastion.workspace.routing import Router, parse_in
 from bastion.workspace.writing import carry_labels, make_dirs, write_file
 
-__all__ = ["EditResult", "FileOps", "TextPage"]
+__all__ = ["EditResult", "FileOps", "TextPage", "rows_of"]
 
 _LINE_CHUNK = 64 * 1024
 
@@ -57,6 +57,22 @@ class TextPage:
     """The lines, each ending with ``\\n`` (the file's last line may not)."""
     more: bool
     """Lines follow the page."""
+    split: tuple[str, ...] | None = field(default=None, repr=False, compare=False)
+    """:attr:`rows`, when the read already split the text (else made on demand)."""
+
+    @property
+    def rows(self) -> tuple[str, ...]:
+        """The lines without their ``\\n`` (none for an empty page)."""
+        return self.split if self.split is not None else rows_of(self.text)
+
+
+def rows_of(text: str) -> tuple[str, ...]:
+    """The lines of ``text`` without their ``\\n``: a last ``\\n`` ends the last line, and
+    an empty text has none."""
+    rows = text.split("\n")
+    if not rows[-1]:  # the end of the last line, or an empty text
+        rows.pop()
+    return tuple(rows)
 
 
 class FileOps:
@@ -129,7 +145,8 @@ class FileOps:
             if offset == 0 and limit is None:
                 _, data = await self._read_whole(guarded, rel, vp)
                 return data.decode(encoding, "replace")
-            return (await self._page(guarded, rel, vp, offset, limit, encoding)).text
+            page = await self._page(guarded, rel, vp, offset, limit, encoding, split=False)
+            return page.text
 
     async def read_lines(
         self,
@@ -146,7 +163,7 @@ class FileOps:
             if offset < 0 or (limit is not None and limit < 0):
                 raise ValueError("offset and limit must be non-negative")
             guarded, rel = self._router.route(vp)
-            return await self._page(guarded, rel, vp, offset, limit, encoding)
+            return await self._page(guarded, rel, vp, offset, limit, encoding, split=True)
 
     async def _read(
         self,
@@ -182,24 +199,27 @@ class FileOps:
         offset: int,
         limit: int | None,
         encoding: str,
+        *,
+        split: bool,
     ) -> TextPage:
         """Lines ``offset`` to ``offset + limit`` streamed in pages: the first page comes with
         the file's info from one read (the guard checks the labels on that info), the next
         ones are read only while lines are still wanted. Lines are found with ``str.count``
-        and ``str.find``, not one by one."""
+        and ``str.find``, not one by one. A small file read from its start with ``split`` is
+        split into its rows once, which both tells whether it fits in ``limit`` lines and
+        gives :attr:`TextPage.rows` (one pass over the text, not two)."""
         cap = self._ctx.policy.limits.max_file_bytes
         info, page = await self._read(guarded, rel, vp, 0, _LINE_CHUNK, None)
         position = len(page)
         eof = len(page) < _LINE_CHUNK
         decoder = None if eof else codecs.getincrementaldecoder(encoding)("replace")
         pending = page.decode(encoding, "replace") if decoder is None else decoder.decode(page)
-        if (
+        if (  # a small file read from its start: maybe the whole page
             eof
             and offset == 0
-            and (limit is None or pending.count("\n", 0, -1) < limit)
-            and (_within(page, encoding, cap) or len(pending.encode("utf-8", "replace")) <= cap)
-        ):  # the whole file is the page (a small file read from its start)
-            return TextPage(info.at(vp), pending, False)
+            and (whole := _whole_page(info, vp, page, pending, limit, encoding, cap, split=split))
+        ):
+            return whole
         skipped = taken = size = 0
         kept: list[str] = []
         while True:
@@ -414,6 +434,31 @@ def _encoded(content: str | bytes) -> bytes:
             f"the text holds a character UTF-8 cannot store (a lone surrogate at {exc.start}); "
             "remove it and write again"
         ) from None
+
+
+def _whole_page(
+    info: FileInfo,
+    vp: VPath,
+    data: bytes,
+    text: str,
+    limit: int | None,
+    encoding: str,
+    cap: int,
+    *,
+    split: bool,
+) -> TextPage | None:
+    """The whole file ``text`` (decoded from ``data``) as one page at ``vp``, when it has at
+    most ``limit`` lines and is within the read limit; ``None`` otherwise (then it is paged).
+    With ``split``, the lines are counted by splitting them, and the page keeps its rows."""
+    if not (_within(data, encoding, cap) or len(text.encode("utf-8", "replace")) <= cap):
+        return None
+    if split:
+        rows = rows_of(text)
+        if limit is None or len(rows) <= limit:
+            return TextPage(info.at(vp), text, False, rows)
+    elif limit is None or text.count("\n", 0, -1) < limit:
+        return TextPage(info.at(vp), text, False)
+    return None
 
 
 def _within(data: bytes, encoding: str, cap: int) -> bool:

@@ -9,7 +9,7 @@ refused for a path the principal may not use.
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -77,17 +77,17 @@ async def read_file(
     count = limit or s.limits.read_lines
     vp = VPath.parse(path)
     text: str | None = None
+    rows: Sequence[str]
     if s.scratch.owns(vp):
         everything = split_lines(s.scratch.get(str(path)))
         lines, more = everything[offset : offset + count], len(everything) > offset + count
         rows = [line[:-1] if line.endswith("\n") else line for line in lines]
     else:
-        text, more = await s.read_lines(vp, offset, count)
+        page = await s.read_page(vp, offset, count)
+        text, more = page.text, page.more
         if "\x00" in text:
             return fail(f"{vp} is a binary file; it cannot be shown as text")
-        rows = text.split("\n")
-        if not rows[-1]:  # the end of the last line, or an empty page
-            rows.pop()
+        rows = page.rows
     if not rows and offset > 0:
         return fail(f"{vp}: offset {offset} is past the end of the file; read from offset 0")
     return {"success": True, "path": str(vp), **_numbered(rows, offset, more, s, text)}
@@ -98,7 +98,7 @@ read_page: Callable[[ToolSession, str | VPath, int, int | None], Awaitable[Outpu
 
 
 def _numbered(
-    rows: list[str], offset: int, more: bool, s: ToolSession, text: str | None = None
+    rows: Sequence[str], offset: int, more: bool, s: ToolSession, text: str | None = None
 ) -> dict[str, Any]:
     """``cat -n`` style lines (``rows``: the lines without their ``\\n``; ``text``: the
     same lines joined by ``\\n``, with or without a last ``\\n``, when the caller has it)
@@ -150,9 +150,10 @@ def _may_be_longer(text: str, width: int) -> bool:
     if half < 64:
         return True
     find = text.find
-    return any(
-        find("\n", start, start + half) < 0 for start in range(0, len(text) - half + 1, half)
-    )
+    for start in range(0, len(text) - half + 1, half):
+        if find("\n", start, start + half) < 0:
+            return True
+    return False
 
 
 _COLUMN = 10_000
@@ -177,7 +178,7 @@ def _cut(line: str, width: int) -> str:
     return f"{line[:width]} [... line cut: {len(line) - width} more characters]"
 
 
-def _fitting(rows: list[str], first: int, cap: int) -> int:
+def _fitting(rows: Sequence[str], first: int, cap: int) -> int:
     """How many numbered rows fit in ``cap`` characters (at least one)."""
     size = 0
     for i, row in enumerate(rows):

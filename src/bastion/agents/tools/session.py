@@ -53,7 +53,7 @@ from bastion.core.globs import Glob
 from bastion.core.models import Action, FileInfo, WriteMode
 from bastion.core.mounts import MountTable
 from bastion.core.paths import VPath
-from bastion.workspace.workspace import EditResult, Workspace
+from bastion.workspace.workspace import EditResult, TextPage, Workspace
 
 if TYPE_CHECKING:
     from bastion.agents.tools.spec import Tool
@@ -314,11 +314,11 @@ class ToolSession:
 
     # -- reads -------------------------------------------------------------------------------
 
-    async def read_lines(self, path: VPath, offset: int, limit: int) -> tuple[str, bool]:
-        """Up to ``limit`` lines after ``offset`` and whether more follow; the file's state
-        is recorded as read. One workspace read: the state recorded is the one the first page
-        came from, so a change before a later page makes the next write refused as stale (the
-        safe side), never accepted blindly."""
+    async def read_page(self, path: VPath, offset: int, limit: int) -> TextPage:
+        """Up to ``limit`` lines after ``offset``, whether more follow and the file they came
+        from; the file's state is recorded as read. One workspace read: the state recorded is
+        the one the first page came from, so a change before a later page makes the next
+        write refused as stale (the safe side), never accepted blindly."""
         try:
             page = await self.workspace.read_lines(path, offset=offset, limit=limit)
         except IsADirectoryError_:
@@ -326,6 +326,12 @@ class ToolSession:
                 f"{path} is a directory; list it instead of reading it"
             ) from None
         self.reads.record(path, page.info)
+        return page
+
+    async def read_lines(self, path: VPath, offset: int, limit: int) -> tuple[str, bool]:
+        """Up to ``limit`` lines after ``offset`` and whether more follow (see
+        :meth:`read_page`)."""
+        page = await self.read_page(path, offset, limit)
         return page.text, page.more
 
     # -- writes ------------------------------------------------------------------------------

@@ -23,16 +23,14 @@ from __future__ import annotations
 import copy
 import inspect
 import re
-import types
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Any, Literal, Union, get_args, get_origin, get_type_hints, overload
+from typing import Any, Literal, get_type_hints, overload
 
-import annotated_types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
-from pydantic.fields import FieldInfo
 
+from bastion.agents.tools.plainargs import MAX_INT, PlainArgs
 from bastion.core.errors import OperationError
 
 __all__ = [
@@ -51,9 +49,6 @@ ToolFn = Callable[..., Awaitable[Output]]
 
 _NAME = re.compile(r"^[a-zA-Z][a-zA-Z0-9_-]{0,63}$")
 _MAX_ARGUMENT_ERROR = 300
-_MAX_INT = 2**63 - 1
-"""Integer arguments beyond a 64-bit integer are refused: no tool means them, and numbers of
-thousands of digits cannot even be written back in an error message."""
 
 
 class Capability(StrEnum):
@@ -106,13 +101,13 @@ class Tool:
     """Name of the argument that holds a command to run (approval command rules)."""
 
     _schema: dict[str, Any] = field(init=False, repr=False, compare=False)
-    _plain: _PlainArgs | None = field(init=False, repr=False, compare=False)
+    _plain: PlainArgs | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):
             raise ValueError(f"tool name {self.name!r} must match {_NAME.pattern}")
         object.__setattr__(self, "_schema", compact_schema(self.args))
-        object.__setattr__(self, "_plain", _PlainArgs.of(self.args))
+        object.__setattr__(self, "_plain", PlainArgs.of(self.args))
 
     def schema(self) -> dict[str, Any]:
         """The input model's JSON schema, compact (see :func:`compact_schema`); a copy."""
@@ -122,7 +117,7 @@ class Tool:
         """Validated arguments, or :class:`ToolArgumentError` with a one-line reason.
 
         Plain arguments (a ``dict`` of ASCII strings, ``int`` and ``bool`` values within
-        their bounds) are checked without building the input model (see :class:`_PlainArgs`);
+        their bounds) are checked without building the input model (see :class:`PlainArgs`);
         anything else goes through the model, which gives the same values or the error."""
         plain = self._plain
         if plain is not None:
@@ -144,7 +139,7 @@ class Tool:
             ) from None
         values = {name: getattr(model, name) for name in type(model).model_fields}
         for name, value in values.items():
-            if isinstance(value, int) and not -_MAX_INT <= value <= _MAX_INT:
+            if isinstance(value, int) and not -MAX_INT <= value <= MAX_INT:
                 raise ToolArgumentError(
                     f"invalid arguments for {self.name}: {name}: the number is out of range; "
                     "fix it and call again"
@@ -180,138 +175,6 @@ class Tool:
 
 
 _CONFIG = ConfigDict(extra="forbid")
-
-_ABSENT: Any = object()
-
-
-@dataclass(frozen=True, slots=True)
-class _PlainField:
-    """What an argument accepts without the model: a value of exactly ``kind`` (``str``,
-    ``int`` or ``bool``) within the bounds, or ``None`` when ``optional``. ``kind`` is
-    ``None`` for an argument of another type: only its absence is handled here."""
-
-    name: str
-    kind: type | None
-    required: bool
-    default: Any
-    optional: bool = False
-    low: int = -_MAX_INT
-    high: int = _MAX_INT
-    min_length: int = 0
-    max_length: int | None = None
-    choices: frozenset[str] | None = None
-
-
-class _PlainArgs:
-    """The input model's checks for plain values, without building the model (about ten
-    times faster than ``model_validate`` for a few arguments).
-
-    :meth:`check` answers only when the outcome is certain: every value is exactly a
-    ``str`` (ASCII, so no lone surrogate and one character per code point), an ``int`` (not a
-    ``bool``) or a ``bool`` that the model would take unchanged, every required argument is
-    there and no unknown one; the absent ones take their defaults, as the model gives them
-    (defaults are not validated). Anything else (a string of digits for an integer, a value
-    out of bounds, a float, a non-ASCII string) returns ``None``, and the model decides:
-    the values or the error are then the model's own. Made only for a model with
-    ``extra="forbid"``, no validators and arguments whose defaults are plain constants."""
-
-    def __init__(self, fields: tuple[_PlainField, ...]) -> None:
-        self.fields = fields
-        self.names = frozenset(f.name for f in fields)
-
-    @classmethod
-    def of(cls, model: type[BaseModel]) -> _PlainArgs | None:
-        """The plain checks of ``model``, or ``None`` when it has anything they do not
-        cover (a configuration or a validator of its own, a default made by a factory)."""
-        decorators = model.__pydantic_decorators__
-        if dict(model.model_config) != {"extra": "forbid"} or any(
-            (
-                decorators.validators,
-                decorators.field_validators,
-                decorators.root_validators,
-                decorators.model_validators,
-            )
-        ):
-            return None
-        fields = []
-        for name, info in model.model_fields.items():
-            plain = _plain_field(name, info)
-            if plain is None:
-                return None
-            fields.append(plain)
-        return cls(tuple(fields))
-
-    def check(self, arguments: Mapping[str, Any] | None) -> dict[str, Any] | None:
-        """The validated values of plain ``arguments``, or ``None`` (let the model decide)."""
-        if arguments is None:
-            arguments = {}
-        elif type(arguments) is not dict or not arguments.keys() <= self.names:
-            return None
-        values: dict[str, Any] = {}
-        for f in self.fields:
-            value = arguments.get(f.name, _ABSENT)
-            if value is _ABSENT:
-                if f.required:
-                    return None
-                value = f.default
-            elif value is None:
-                if not f.optional:
-                    return None
-            elif (kind := type(value)) is not f.kind:
-                return None
-            elif kind is str:
-                if not value.isascii() or len(value) < f.min_length:
-                    return None
-                if f.max_length is not None and len(value) > f.max_length:
-                    return None
-                if f.choices is not None and value not in f.choices:
-                    return None
-            elif kind is int and not f.low <= value <= f.high:
-                return None
-            values[f.name] = value
-        return values
-
-
-def _plain_field(name: str, info: FieldInfo) -> _PlainField | None:
-    """How ``info`` is checked for plain values; ``None`` when its default is not a
-    plain constant (then the model always decides)."""
-    default = info.default
-    required = info.is_required()
-    if info.default_factory is not None or not (
-        required or default is None or type(default) in (str, int, bool)
-    ):
-        return None
-    absent_only = _PlainField(name, None, required, default)
-    annotation: Any = info.annotation
-    optional = False
-    if get_origin(annotation) in (Union, types.UnionType):
-        members = [a for a in get_args(annotation) if a is not type(None)]
-        if len(members) != 1 or len(members) == len(get_args(annotation)):
-            return absent_only
-        annotation, optional = members[0], True
-    choices: frozenset[str] | None = None
-    if get_origin(annotation) is Literal:
-        values = get_args(annotation)
-        if not all(type(v) is str for v in values):
-            return absent_only
-        annotation, choices = str, frozenset(values)
-    if annotation not in (str, int, bool):
-        return absent_only
-    bounds: dict[str, Any] = {}
-    for meta in info.metadata:
-        if isinstance(meta, annotated_types.Ge) and annotation is int and type(meta.ge) is int:
-            bounds["low"] = max(meta.ge, -_MAX_INT)
-        elif isinstance(meta, annotated_types.Le) and annotation is int and type(meta.le) is int:
-            bounds["high"] = min(meta.le, _MAX_INT)
-        elif isinstance(meta, annotated_types.MinLen) and annotation is str:
-            bounds["min_length"] = meta.min_length
-        elif isinstance(meta, annotated_types.MaxLen) and annotation is str:
-            bounds["max_length"] = meta.max_length
-        else:  # a bound or a validator the plain checks do not know
-            return absent_only
-    return _PlainField(
-        name, annotation, required, default, optional=optional, choices=choices, **bounds
-    )
 
 
 @overload
