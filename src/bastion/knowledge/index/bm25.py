@@ -35,15 +35,14 @@ over several indexes (tables of one tenant and source each) and handed back to
 from __future__ import annotations
 
 from array import array
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Protocol
+from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
 
 from bastion.knowledge.index.analysis import Analyzer
 from bastion.knowledge.index.postings import Postings
+from bastion.knowledge.index.scoring import LuceneBM25, Scoring, Statistics
 
 __all__ = ["BM25", "LuceneBM25", "Scoring", "Statistics"]
 
@@ -65,78 +64,6 @@ slots) that make the add end by scoring every term in one pass (a new view) inst
 term on first use: a bulk load is followed by many searches. The share bounds what a long
 load pays: a pass scores the whole collection, and one comes only after the collection grew
 by a tenth since the last (in all at most about eleven times one pass of the final size)."""
-
-
-class Scoring(Protocol):
-    """A term weighting over term frequencies and entry lengths (``BM25``'s pluggable part)."""
-
-    def length_norm(self, lengths: _F32, avgdl: float) -> _F32:
-        """A per-entry factor computed once per collection state (``k1 * (1 - b + b *
-        dl / avgdl)`` for BM25)."""
-        ...
-
-    def idf(self, n: int, df: int) -> float: ...
-
-    def idfs(self, n: int, dfs: _I64) -> _F32:
-        """:meth:`idf` of each of ``dfs``, as float32 (the same values, for every term at
-        once)."""
-        ...
-
-    def weights(self, tfs: _F32, norm: _F32) -> _F32:
-        """Each posting's score before ``idf``, from its frequency and its entry's norm."""
-        ...
-
-
-@dataclass(frozen=True, slots=True)
-class LuceneBM25:
-    """The formula of the module docstring."""
-
-    k1: float = 1.5
-    b: float = 0.75
-
-    def length_norm(self, lengths: _F32, avgdl: float) -> _F32:
-        return (self.k1 * (1.0 - self.b + self.b * lengths / max(avgdl, 1e-9))).astype(np.float32)
-
-    def idf(self, n: int, df: int) -> float:
-        return float(np.log1p((n - df + 0.5) / (df + 0.5)))
-
-    def idfs(self, n: int, dfs: _I64) -> _F32:
-        return np.log1p((n - dfs + 0.5) / (dfs + 0.5)).astype(np.float32)
-
-    def weights(self, tfs: _F32, norm: _F32) -> _F32:
-        return (np.float32(self.k1 + 1.0) * tfs / (tfs + norm)).astype(np.float32, copy=False)
-
-
-@dataclass(frozen=True, slots=True)
-class Statistics:
-    """What document-level BM25 counts for one query over the documents a search may see."""
-
-    documents: int
-    """Documents with at least one visible entry (N)."""
-    length: float
-    """Their total length in terms (avgdl = length / documents; the entries' total too)."""
-    df: Mapping[str, int] = field(default_factory=dict)
-    """Analyzed query term -> documents holding it."""
-    entries: int = 0
-    """Visible entries (chunks), for the entry-level scores that order a document's chunks."""
-    entry_df: Mapping[str, int] = field(default_factory=dict)
-    """Analyzed query term -> entries holding it."""
-
-    def __add__(self, other: Statistics) -> Statistics:
-        return Statistics(
-            self.documents + other.documents,
-            self.length + other.length,
-            _added(self.df, other.df),
-            self.entries + other.entries,
-            _added(self.entry_df, other.entry_df),
-        )
-
-
-def _added(one: Mapping[str, int], two: Mapping[str, int]) -> dict[str, int]:
-    out = dict(one)
-    for term, count in two.items():
-        out[term] = out.get(term, 0) + count
-    return out
 
 
 class _Documents:
@@ -305,6 +232,11 @@ class BM25:
         if self._bulk_due():  # score now, at index time, as bm25s does: not in the next search
             self._view = self._new_view()
             self._view.owed = True
+
+    def merge_segments(self) -> None:
+        """Merge the postings into one segment (after a bulk load, which adds one a slice):
+        a query term's postings become one slice of one array. Scores do not change."""
+        self._postings.merged()
 
     def remove(self, slot: int) -> None:
         """Take ``slot`` out of scoring (idempotent)."""
