@@ -177,3 +177,26 @@ def test_by_default_a_small_index_keeps_its_texts_and_a_large_one_fetches_them(
         assert held == (sorted(c.text for c in written) if kept else [""] * 6)
         hits = opened.search_keyword("apple", 10)  # either way a hit carries its text
         assert sorted(_texts(hits)) == sorted(c.text for c in written)
+
+
+def test_every_few_fetches_the_heap_is_given_back_and_searches_go_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "index"
+    _open(folder).upsert([chunk(f"a{i}", meta(f"a{i}"), f"apple tart {i}") for i in range(4)])
+    opened = _open(folder)
+    given: list[int] = []
+    real = lance._give_back
+    monkeypatch.setattr(lance, "_TRIM_EVERY", 3)
+    monkeypatch.setattr(lance, "_give_back", lambda: (given.append(1), real())[1])
+    for _ in range(7):
+        assert sorted(_texts(opened.search_keyword("apple", 10))) == [
+            f"apple tart {i}" for i in range(4)
+        ]
+    assert len(given) == 2  # fetches 3 and 6
+
+    kept = LanceIndex(folder, dim=DIM, embedder=EMBEDDER, keep_texts=True)
+    given.clear()  # its open gave back what the load freed
+    for _ in range(7):  # a mirror that keeps its texts never fetches, so never trims
+        assert len(kept.search_keyword("apple", 10)) == 4
+    assert not given
