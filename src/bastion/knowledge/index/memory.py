@@ -209,7 +209,7 @@ class MemoryIndex(Index):
         slice), so a query term's postings are one slice of one array, not one part per
         segment joined and kept in a cache. One copy of the postings, once."""
         with self._lock:
-            self._bm25._postings.merged()
+            self._bm25.merge_segments()
 
     def delete_documents(self, doc_ids: Iterable[str]) -> int:
         removed = 0
