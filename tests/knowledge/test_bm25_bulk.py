@@ -111,11 +111,13 @@ def test_a_write_after_the_bulk_add_is_scored_with_the_new_statistics() -> None:
     assert view is not None and view.bulk is None  # a small write: per term again
 
 
-def test_a_bulk_add_ends_scored_and_a_query_term_reads_slices_of_its_pass() -> None:
+def test_a_prepared_bulk_add_is_scored_and_a_query_term_reads_slices_of_its_pass() -> None:
     texts, documents = _corpus(13, 700)
     bulk = BM25()
     bulk.add_many(0, texts, documents)
-    view = bulk._view  # scored by the add itself (at index time), before any search
+    assert bulk._view is None  # the add itself scores nothing: the load may go on
+    bulk.prepare()
+    view = bulk._view  # scored when the load ended (at index time), before any search
     assert view is not None and view.bulk is not None and view.bulk.documented
     lazy = _lazy(texts, documents, [])
     _same(bulk, lazy, _queries(13))
@@ -131,18 +133,19 @@ def test_a_bulk_add_ends_scored_and_a_query_term_reads_slices_of_its_pass() -> N
         assert np.array_equal(scores[: len(slots)], entry_scores)
 
 
-def test_a_load_in_batches_is_scored_by_its_batches_and_matches_the_per_term_scores() -> None:
+def test_a_load_in_batches_is_scored_once_when_it_ends_and_matches_the_per_term_scores() -> None:
     texts, documents = _corpus(17, 2100)
     loaded = BM25()
-    passes = 0
     for start in range(0, len(texts), 300):  # each batch a bulk add: no search in between
         loaded.add_many(start, texts[start : start + 300], documents[start : start + 300])
-        view = loaded._view
-        passes += view is not None and view.bulk is not None
-    assert passes >= 2
+        assert loaded._view is None  # no pass per batch
+    loaded.prepare()
     view = loaded._view
-    assert view is not None and view.bulk is not None  # the last batch ended scored
+    assert view is not None and view.bulk is not None  # one pass, for the whole load
+    loaded.prepare()
+    assert loaded._view is view  # prepared already: nothing scored again
     _same(loaded, _lazy(texts, documents, []), _queries(17))
+    assert loaded._view is view  # the searches used the load's pass
 
 
 def test_a_small_write_after_a_bulk_add_rescores_nothing_at_once() -> None:
@@ -164,6 +167,8 @@ def test_a_bulk_pass_dropped_before_any_search_is_made_again_by_the_first_search
     texts, documents = _corpus(23, 700)
     index, lazy = BM25(), _lazy(texts, documents, [])
     index.add_many(0, texts, documents)
+    index.prepare()
+    assert index._view is not None
     for one in (index, lazy):
         if change == "remove":
             one.remove(5)
@@ -186,3 +191,24 @@ def test_a_query_word_an_entry_had_finds_the_term_its_stem_does() -> None:
         by_stem = [index._postings.term_id(term) for term in dict.fromkeys(analyzer.analyze(query))]
         expected = [found for found in by_stem if found is not None]
         assert index._postings.query_terms(query) == expected, query
+
+
+async def test_a_workspace_load_ends_with_every_term_scored_once() -> None:
+    from bastion import MemoryStore, Mount, Policy, VPath, Workspace
+    from bastion.knowledge.engine import Knowledge
+    from bastion.knowledge.index.memory import MemoryIndex
+
+    store = MemoryStore()
+    texts, _ = _corpus(29, 600)
+    for i, text in enumerate(texts):
+        await store.write(VPath.parse(f"/d{i}.md"), f"# {i}\n\n{text} w{i % 7}\n".encode())
+    index = MemoryIndex()
+    ws = Workspace(
+        [Mount.of("/docs", store)], policy=Policy.allow_all(), knowledge=Knowledge(index)
+    )
+    summary = await ws.index_directory("/docs")
+    assert summary.indexed == len(texts)
+    view = index._bm25._view  # the load ended: scored then, before any search
+    assert view is not None and view.bulk is not None
+    hits = (await ws.search("w3", mode="bm25", k=5)).hits
+    assert hits and index._bm25._view is view  # the search used the load's pass

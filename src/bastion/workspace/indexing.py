@@ -200,6 +200,8 @@ class KnowledgeLink:
             todo, dropped, size = [], [], 0
             if progress is not None:
                 progress(done, len(paths), str(vp))
+        if len(paths) > 1:  # a load: the work its first search would do, done now, once
+            await asyncio.to_thread(self.knowledge.index.prepare)
         summary.seconds = time.perf_counter() - started
         return summary
 

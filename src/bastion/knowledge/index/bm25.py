@@ -229,7 +229,11 @@ class BM25:
         )
         self._added += len(texts)
         self._changed()
-        if self._bulk_due():  # score now, at index time, as bm25s does: not in the next search
+
+    def prepare(self) -> None:
+        """A load ended: when it was a bulk add, score every term now, at index time, as
+        bm25s does, rather than in the next search. One pass for a load of many batches."""
+        if self._view is None and self._bulk_due():
             self._view = self._new_view()
             self._view.owed = True
 
@@ -264,8 +268,8 @@ class BM25:
 
     def _new_view(self) -> _View:
         """The unfiltered view of the live entries; every term scored in it at once after a
-        bulk add (once per bulk add, at its end; or here, in the first search, where it was
-        not, or its view was dropped before any search used it)."""
+        bulk add (once per load, when it ends: :meth:`prepare`; or here, in the first search,
+        where it was not, or its view was dropped before any search used it)."""
         p = self._postings
         avgdl = p.live_length / max(p.live_count, 1)
         complete = p.live_count == p.slots

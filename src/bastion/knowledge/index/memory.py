@@ -204,12 +204,18 @@ class MemoryIndex(Index):
         self._bm25.remove(slot)
         self._has_vector[slot] = 0
 
+    def prepare(self) -> None:
+        with self._lock:
+            self._bm25.prepare()
+
     def _settle(self) -> None:
         """After a bulk load: the keyword postings merged into one segment (a load adds one a
         slice), so a query term's postings are one slice of one array, not one part per
-        segment joined and kept in a cache. One copy of the postings, once."""
+        segment joined and kept in a cache. One copy of the postings, once; then, as after
+        any bulk load, every term scored (:meth:`prepare`)."""
         with self._lock:
             self._bm25.merge_segments()
+            self._bm25.prepare()
 
     def delete_documents(self, doc_ids: Iterable[str]) -> int:
         removed = 0

@@ -208,6 +208,12 @@ class PartitionedIndex(Index):
                 index.clear()
             self._where.clear()
 
+    def prepare(self) -> None:
+        with self._lock:
+            parts = list(self._parts.values())
+        for index in parts:
+            index.prepare()
+
     def close(self) -> None:
         with self._lock:
             for index in [*self._parts.values(), *self._empty.values()]:

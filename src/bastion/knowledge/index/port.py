@@ -94,5 +94,9 @@ class Index(ABC):
         anything changed. Cheap when nothing did: the workspace calls it before every search."""
         return False
 
+    def prepare(self) -> None:  # noqa: B027 (optional hook)
+        """A bulk load ended (the workspace calls it after indexing many files): do now the
+        work the first search would otherwise do (BM25 scores every term at once)."""
+
     def close(self) -> None:  # noqa: B027 (optional hook)
         """Release resources."""
