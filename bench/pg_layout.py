@@ -34,12 +34,11 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-
 import scale_corpus as sc  # noqa: E402
+from _report import save_report  # noqa: E402
 from bastion.knowledge.eval import describe_machine  # noqa: E402
 from bastion.knowledge.index import fusion  # noqa: E402
 
-RESULTS = HERE / "results"
 TABLE = "scale"
 MODES = ("bm25", "vector", "hybrid")
 
@@ -227,10 +226,7 @@ def main() -> None:
     )
     text = "\n".join([*lines, "", *notes])
     print(text)
-    RESULTS.mkdir(exist_ok=True)
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    (RESULTS / f"pg_layout-{stamp}.md").write_text(text + "\n", encoding="utf-8")
-    (RESULTS / f"pg_layout-{stamp}.json").write_text(json.dumps(results, indent=1))
+    save_report("pg_layout", text, results)
 
 
 if __name__ == "__main__":

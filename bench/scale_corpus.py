@@ -60,12 +60,12 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from _report import save_report  # noqa: E402
 from _scifact import p50_p99_ms  # noqa: E402
 from bastion.knowledge.eval import describe_machine  # noqa: E402
 from bastion.knowledge.index import fusion  # noqa: E402
 from bastion.knowledge.index.models import DocumentMeta, IndexedChunk, IndexHit  # noqa: E402
 
-RESULTS = HERE / "results"
 DIM = 384
 K = 10
 CANDIDATES = 100  # as Knowledge.search's hybrid mode
@@ -596,10 +596,7 @@ def main() -> None:
     )
     text = "\n".join(head + table(results) + growth(results) + [""] + notes)
     print(text)
-    RESULTS.mkdir(exist_ok=True)
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    (RESULTS / f"scale_corpus-{stamp}.md").write_text(text + "\n", encoding="utf-8")
-    (RESULTS / f"scale_corpus-{stamp}.json").write_text(json.dumps(results, indent=1))
+    save_report("scale_corpus", text, results)
 
 
 if __name__ == "__main__":

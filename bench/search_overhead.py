@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from _children import export_src, run_child
+from _report import save_report
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -229,9 +230,7 @@ def main() -> None:
         lines += _table("this tree", after)
     text = "\n".join(lines)
     print(text)
-    RESULTS.mkdir(exist_ok=True)
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    (RESULTS / f"search_overhead-{stamp}.md").write_text(text + "\n", encoding="utf-8")
+    save_report("search_overhead", text)
 
 
 if __name__ == "__main__":

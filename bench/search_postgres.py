@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import shutil
 import sys
@@ -42,6 +41,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from _report import save_report  # noqa: E402
 from _scifact import CORPUS_FILE, DEFAULT_DIR, doc_scores, p50_p99_ms  # noqa: E402
 from bastion.knowledge.engine import FileToIndex, Knowledge  # noqa: E402
 from bastion.knowledge.eval import describe_machine, evaluate, load_dataset  # noqa: E402
@@ -282,12 +282,7 @@ def main() -> None:
     )
     text = "\n".join(out + notes)
     print(text)
-    RESULTS.mkdir(exist_ok=True)
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    (RESULTS / f"search_postgres-{stamp}.md").write_text(text + "\n", encoding="utf-8")
-    (RESULTS / f"search_postgres-{stamp}.json").write_text(
-        json.dumps({"table": out, "notes": notes})
-    )
+    save_report("search_postgres", text, {"table": out, "notes": notes})
 
 
 if __name__ == "__main__":

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import shutil
 import statistics
 import sys
@@ -36,6 +35,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from _report import save_report  # noqa: E402
 from _scifact import DEFAULT_DIR, doc_scores, p50_p99_ms  # noqa: E402
 from bastion import MemoryStore, Mount, Policy, Principal, Workspace  # noqa: E402
 from bastion.knowledge.engine import Knowledge  # noqa: E402
@@ -329,12 +329,7 @@ def main() -> None:
     )
     text = "\n".join(out + notes)
     print(text)
-    RESULTS.mkdir(exist_ok=True)
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    (RESULTS / f"search_scifact-{stamp}.md").write_text(text + "\n", encoding="utf-8")
-    (RESULTS / f"search_scifact-{stamp}.json").write_text(
-        json.dumps({"table": out, "notes": notes})
-    )
+    save_report("search_scifact", text, {"table": out, "notes": notes})
 
 
 if __name__ == "__main__":

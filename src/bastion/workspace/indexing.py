@@ -516,17 +516,15 @@ class KnowledgeLink:
         later: list[int] = []
         for i, meta in enumerate(metas):
             mount = self._place(meta.path)[1]
-            if mount is None:
-                out[i] = "unreachable"  # not this workspace's to drop from a shared index
-                continue
-            if mount.prefix in self._waiting:
+            if mount is not None and mount.prefix in self._waiting:
                 later.append(i)
                 continue
             started = time.perf_counter()
             out[i] = why = await self._current(meta)
-            if time.perf_counter() - started > _WAIT:
-                self._waiting.add(mount.prefix)
-            self._vouch(meta, why, marks.get(id(mount)))
+            if mount is not None:
+                if time.perf_counter() - started > _WAIT:
+                    self._waiting.add(mount.prefix)
+                self._vouch(meta, why, marks.get(id(mount)))
         if later:
             started = time.perf_counter()
             found = await asyncio.gather(*(self._current(metas[i]) for i in later))

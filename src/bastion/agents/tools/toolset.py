@@ -126,11 +126,7 @@ class Toolset:
         session = self.session
         try:
             args = found.parse(arguments)
-            paths: list[VPath] = []
-            for name_of_path in found.paths:
-                value = args.get(name_of_path)
-                if isinstance(value, str):
-                    paths.append(VPath.parse(value))
+            paths = [VPath.parse(args[p]) for p in found.paths if isinstance(args.get(p), str)]
             if session.approval is not None:  # else nothing to ask (no coroutine made)
                 await session.approve(found, args, paths)
             return await found.fn(session, **args)

@@ -12,10 +12,11 @@ The formula is a :class:`Scoring` (pluggable: another weighting only replaces it
 of a term are computed the first time a query needs them and kept until the collection
 changes (any add or remove), so a query repeats no arithmetic while N, df and avgdl stay the
 live collection's, or, for a filtered search, those of the entries the filter admits. A bulk
-add (many entries since the last unfiltered view) ends instead by scoring every term in one
-vectorized pass, as bm25s does at index time: the same values, bit for bit, laid out so that
-a query term's scores are slices of the pass's arrays (nothing computed or joined in the
-search); a small write goes back to per term, with no full rescoring. Slots of
+load (many entries since the last unfiltered view) is instead scored in one vectorized pass
+over every term, as bm25s does at index time, when the load ends (:meth:`BM25.prepare`; else
+by the first search): the same values, bit for bit, laid out so that a query term's scores
+are slices of the pass's arrays (nothing computed or joined in the search); a small write
+goes back to per term, with no full rescoring. Slots of
 removed entries stay in the arrays (masked out by ``alive``) until :meth:`BM25.compact`;
 ``bench/search_scifact.py`` checks the scores against bm25s and rank_bm25 on SciFact.
 
@@ -60,10 +61,10 @@ bytes: 12 MiB; ``_CACHED`` of them held 48 MiB at 100,000 documents)."""
 _BULK_ADDED = 256
 _BULK_SHARE = 0.1
 """Entries added since the last unfiltered view (at least this many, and this share of the
-slots) that make the add end by scoring every term in one pass (a new view) instead of each
-term on first use: a bulk load is followed by many searches. The share bounds what a long
-load pays: a pass scores the whole collection, and one comes only after the collection grew
-by a tenth since the last (in all at most about eleven times one pass of the final size)."""
+slots) that make the next view (:meth:`BM25.prepare` at the end of a load, else the first
+search) score every term in one pass instead of each term on first use: a bulk load is
+followed by many searches. The share keeps searches between small writes per term: a pass
+scores the whole collection, so one comes only once the collection grew by a tenth."""
 
 
 class _Documents:
@@ -155,8 +156,9 @@ class _View:
         self.bulk: _Bulk | None = None
         """Every term scored at once (after a bulk add), or ``None``: each term on first use."""
         self.owed = False
-        """Scored at the end of a bulk add and not yet used by a search: dropped unused (an
-        entry removed), the next unfiltered view scores every term at once again."""
+        """Scored when a load ended (:meth:`BM25.prepare`) and not yet used by a search:
+        dropped unused (an entry removed), the next unfiltered view scores every term at once
+        again."""
         self.combined: dict[int, tuple[_I64, _F32]] = {}
         """Term -> its entry scores and its document scores as one pair of arrays: positions
         ``slot`` and ``slots + document`` of one sum (one ``add.at`` a term, not two)."""

@@ -74,24 +74,6 @@ above, it fetches them from the table (~1-3 ms more a search) and the mirror sta
 _LOAD = 20_000
 """Rows read and converted to chunks at a time when an index opens (whole documents: a
 slice ends at a document's last chunk)."""
-_MIRRORED = [
-    "chunk_id",
-    "doc_id",
-    "path",
-    "seq",
-    "text",
-    "start_line",
-    "end_line",
-    "section",
-    "title",
-    "date",
-    "tenant",
-    "classification",
-    "roles",
-    "tags",
-    "version",
-]
-"""Every column but the vector (read apart, as one array)."""
 _REINDEX = 20_000
 """Rows a process writes before it builds the ``chunk_id`` index again (rows the index does
 not hold are scanned by each fetch of texts; a rebuild at 300,000 rows takes ~0.2 s)."""
@@ -230,7 +212,7 @@ class LanceIndex(MemoryIndex):
         doc_ids = keys.column("doc_id").take(order)
         del keys
         shared: dict[object, Any] = {}
-        columns = _MIRRORED if self.dim is None else [*_MIRRORED, "vector"]
+        columns = schema(self.dim).names  # the table's own columns, the vector's with them
         for lo, hi in slices(doc_ids, _LOAD):
             part = self._table.take_row_ids(rowids[lo:hi].tolist()).select(columns)
             part = part.with_row_id().to_arrow()

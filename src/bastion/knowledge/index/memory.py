@@ -215,7 +215,7 @@ class MemoryIndex(Index):
         any bulk load, every term scored (:meth:`prepare`)."""
         with self._lock:
             self._bm25.merge_segments()
-            self._bm25.prepare()
+            self.prepare()
 
     def delete_documents(self, doc_ids: Iterable[str]) -> int:
         removed = 0

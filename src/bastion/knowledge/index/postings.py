@@ -80,11 +80,9 @@ class Segment:
         change[:1] = True
         np.not_equal(terms[1:], terms[:-1], out=change[1:])
         first = np.flatnonzero(change)
-        ids = terms[first]
+        ids = terms[first].astype(np.int32)
         indptr = np.append(first, len(terms)).astype(np.int64)
-        rows = np.full(int(ids[-1]) + 1 if len(ids) else 0, -1, dtype=np.int32)
-        rows[ids] = np.arange(len(ids), dtype=np.int32)
-        return Segment(ids.astype(np.int32), indptr, slots.astype(np.int32), _narrow(tfs), rows)
+        return Segment(ids, indptr, slots.astype(np.int32), _narrow(tfs), _rows(ids))
 
     @staticmethod
     def merge(*segments: Segment) -> Segment:
@@ -111,9 +109,14 @@ class Segment:
             fill[segment.terms] += sizes
         present = np.flatnonzero(per_term).astype(np.int32)
         indptr = np.append(starts[present], total).astype(np.int64)
-        rows = np.full(int(present[-1]) + 1 if len(present) else 0, -1, dtype=np.int32)
-        rows[present] = np.arange(len(present), dtype=np.int32)
-        return Segment(present, indptr, slots, counts, rows)
+        return Segment(present, indptr, slots, counts, _rows(present))
+
+
+def _rows(terms: _I32) -> _I32:
+    """Term id -> its row in a segment holding ``terms`` (increasing), -1 for the others."""
+    rows = np.full(int(terms[-1]) + 1 if len(terms) else 0, -1, dtype=np.int32)
+    rows[terms] = np.arange(len(terms), dtype=np.int32)
+    return rows
 
 
 def _narrow(tfs: npt.NDArray[np.number]) -> npt.NDArray[np.unsignedinteger] | _F32:
