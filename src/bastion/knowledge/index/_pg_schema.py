@@ -40,7 +40,9 @@ __all__ = [
     "check_table_name",
     "create_or_check",
     "drop_tables",
+    "drop_terms_indexes",
     "lock_schema",
+    "terms_indexes",
 ]
 
 FORMAT = 3
@@ -173,18 +175,15 @@ def _ddl(
         sql.SQL("CREATE INDEX {} ON {} USING gin (roles, tags)").format(i("labels"), t),
         sql.SQL("CREATE INDEX {} ON {} USING gin (keywords)").format(i("keywords"), t),
         sql.SQL(
-            """CREATE TABLE {terms} (
+            """CREATE TABLE {} (
                 term text NOT NULL,
                 rid bigint NOT NULL,
                 doc_id text NOT NULL,
                 tf integer NOT NULL,
-                length integer NOT NULL,
-                CONSTRAINT {pk} PRIMARY KEY (rid, term)
+                length integer NOT NULL
             )"""
-        ).format(terms=names.terms, pk=i("terms_pk")),
-        sql.SQL("CREATE INDEX {} ON {} (term) INCLUDE (rid, doc_id, tf, length)").format(
-            i("terms_term"), names.terms
-        ),
+        ).format(names.terms),
+        *terms_indexes(names),
         sql.SQL(
             """CREATE TABLE {docs} (
                 doc_id text NOT NULL,
@@ -207,6 +206,42 @@ def _ddl(
             ).format(i("hnsw"), t, sql.Literal(hnsw_m), sql.Literal(ef_construction))
         )
     return statements
+
+
+def terms_indexes(names: TableNames) -> list[sql.Composed]:
+    """The postings' two B-tree indexes: the primary key ``(rid, term)`` (a chunk's postings,
+    for deletes; no posting twice) and the covering ``(term) INCLUDE (...)`` the BM25 query
+    reads. Built with the table, and again after a bulk load (:func:`drop_terms_indexes`)."""
+    return [
+        sql.SQL("ALTER TABLE {} ADD CONSTRAINT {} PRIMARY KEY (rid, term)").format(
+            names.terms, names.index("terms_pk")
+        ),
+        sql.SQL("CREATE INDEX {} ON {} (term) INCLUDE (rid, doc_id, tf, length)").format(
+            names.index("terms_term"), names.terms
+        ),
+    ]
+
+
+def drop_terms_indexes(cur: psycopg.Cursor[Any], names: TableNames) -> None:
+    """Drop the postings' indexes for a bulk load, which builds them again after its ``COPY``
+    (:func:`terms_indexes`) in the same transaction: PostgreSQL's DDL is transactional, so a
+    load that fails or dies rolls the drop back with the rows, and no committed state ever
+    lacks the primary key."""
+    cur.execute(
+        sql.SQL("ALTER TABLE {} DROP CONSTRAINT IF EXISTS {}").format(
+            names.terms, names.index("terms_pk")
+        )
+    )
+    cur.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(names.index("terms_term")))
+
+
+def _missing_terms_indexes(cur: psycopg.Cursor[Any], names: TableNames) -> list[sql.Composed]:
+    """The statements of :func:`terms_indexes` whose index is not there (dropped by hand):
+    opening the index builds them again, before any write could add a duplicate posting."""
+    wanted = zip(
+        (names.index("terms_pk"), names.index("terms_term")), terms_indexes(names), strict=True
+    )
+    return [statement for index, statement in wanted if not _exists(cur, index)]
 
 
 def _exists(cur: psycopg.Cursor[Any], name: sql.Identifier) -> bool:
@@ -285,6 +320,8 @@ def create_or_check(
                     "another table"
                 )
             if _exists(cur, names.chunks):
+                for statement in _missing_terms_indexes(cur, names):
+                    cur.execute(statement)  # a duplicate posting would fail here, loudly
                 return
             drop_tables(cur, names)  # the table was dropped by hand: start afresh
         elif _exists(cur, names.chunks):

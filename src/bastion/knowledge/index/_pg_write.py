@@ -21,7 +21,7 @@ import psycopg
 from psycopg import sql
 
 from bastion.knowledge.index._pg_query import meta_key
-from bastion.knowledge.index._pg_schema import TableNames
+from bastion.knowledge.index._pg_schema import TableNames, drop_terms_indexes, terms_indexes
 from bastion.knowledge.index.analysis import Analyzer
 from bastion.knowledge.index.models import IndexedChunk, source_of
 from bastion.knowledge.index.passages import own_texts
@@ -185,15 +185,19 @@ def insert_rows(
     cur: psycopg.Cursor[Any], names: TableNames, rows: list[Row], *, dim: int | None, present: int
 ) -> bool:
     """Copy ``rows`` in, next to ``present`` chunks that stay; True for a bulk load. A batch
-    of ``BULK`` vectors or more, and no smaller than what stays, is a bulk load: the HNSW
+    of ``BULK`` chunks or more, and no smaller than what stays, is a bulk load: the HNSW
     index is dropped and built again over every row, an order of magnitude faster than
     inserting into the graph row by row (measured here with pgvector 0.6: 2,000 vectors of
-    384 dimensions built in 2.8 s, inserted in 29 s). Searches wait for the build: the
-    transaction holds the table. Any bulk load, with vectors or not, refreshes the planner's
-    statistics (of ``$docs`` in :func:`refresh_documents`)."""
-    rebuild = (
-        _drop_hnsw(cur, names) if dim is not None and len(rows) >= max(BULK, present) else None
-    )
+    384 dimensions built in 2.8 s, inserted in 29 s), and so are the postings' two B-tree
+    indexes (one sorted build each, where the ``COPY`` kept them up row by row in random term
+    order: at 100,000 documents that was most of the load). All in the write's transaction: a
+    load that fails or dies leaves the table as it was, indexes included. Searches wait for
+    the builds: the transaction holds the tables. Any bulk load, with vectors or not,
+    refreshes the planner's statistics (of ``$docs`` in :func:`refresh_documents`)."""
+    bulk = len(rows) >= max(BULK, present)
+    rebuild = _drop_hnsw(cur, names) if dim is not None and bulk else None
+    if bulk:
+        drop_terms_indexes(cur, names)
     cur.execute(
         "SELECT nextval(%s::regclass) FROM generate_series(1, %s)",
         [names.rows.as_string(), len(rows)],
@@ -232,9 +236,12 @@ def insert_rows(
             doc_id = row.chunk.doc.doc_id
             for term, tf in row.terms.items():
                 copy.write_row((term, rid, doc_id, tf, row.length))
+    if bulk:
+        for statement in terms_indexes(names):
+            cur.execute(statement)
     if rebuild is not None:
         cur.execute(sql.SQL(rebuild))  # the catalog's own statement
-    if len(rows) >= max(BULK, present):
+    if bulk:
         # fresh statistics now, not when autovacuum comes by: the planner needs them to use
         # the posting index rather than scan every posting
         cur.execute(sql.SQL("ANALYZE {}, {}").format(names.chunks, names.terms))
