@@ -75,16 +75,16 @@ async def read_file(
     The numbered page of ``path`` (a file, or a scratch result): what both read tools
     return (``access`` calls it as :func:`read_page`)."""
     count = limit or s.limits.read_lines
-    vp = VPath.parse(path)
     text: str | None = None
     rows: Sequence[str]
-    if s.scratch.owns(vp):
-        everything = split_lines(s.scratch.get(str(path)))
+    if s.scratch.owns(path):
+        vp = VPath.parse(path)
+        everything = split_lines(s.scratch.get(str(vp)))
         lines, more = everything[offset : offset + count], len(everything) > offset + count
         rows = [line[:-1] if line.endswith("\n") else line for line in lines]
     else:
-        page = await s.read_page(vp, offset, count)
-        text, more = page.text, page.more
+        page = await s.read_page(path, offset, count)  # the one parse, route, guard and read
+        vp, text, more = page.info.path, page.text, page.more
         if "\x00" in text:
             return fail(f"{vp} is a binary file; it cannot be shown as text")
         rows = page.rows

@@ -314,21 +314,22 @@ class ToolSession:
 
     # -- reads -------------------------------------------------------------------------------
 
-    async def read_page(self, path: VPath, offset: int, limit: int) -> TextPage:
+    async def read_page(self, path: str | VPath, offset: int, limit: int) -> TextPage:
         """Up to ``limit`` lines after ``offset``, whether more follow and the file they came
-        from; the file's state is recorded as read. One workspace read: the state recorded is
-        the one the first page came from, so a change before a later page makes the next
-        write refused as stale (the safe side), never accepted blindly."""
+        from (its :attr:`~FileInfo.path` the path parsed, once, by the read); the file's state
+        is recorded as read. One workspace read: the state recorded is the one the first page
+        came from, so a change before a later page makes the next write refused as stale (the
+        safe side), never accepted blindly."""
         try:
             page = await self.workspace.read_lines(path, offset=offset, limit=limit)
         except IsADirectoryError_:
             raise IsADirectoryError_(
-                f"{path} is a directory; list it instead of reading it"
+                f"{VPath.parse(path)} is a directory; list it instead of reading it"
             ) from None
-        self.reads.record(path, page.info)
+        self.reads.record(page.info.path, page.info)
         return page
 
-    async def read_lines(self, path: VPath, offset: int, limit: int) -> tuple[str, bool]:
+    async def read_lines(self, path: str | VPath, offset: int, limit: int) -> tuple[str, bool]:
         """Up to ``limit`` lines after ``offset`` and whether more follow (see
         :meth:`read_page`)."""
         page = await self.read_page(path, offset, limit)

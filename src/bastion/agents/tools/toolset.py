@@ -126,8 +126,8 @@ class Toolset:
         session = self.session
         try:
             args = found.parse(arguments)
-            paths = [VPath.parse(args[p]) for p in found.paths if isinstance(args.get(p), str)]
-            if session.approval is not None:  # else nothing to ask (no coroutine made)
+            if session.approval is not None:  # else nothing to ask: the paths are the tool's
+                paths = [VPath.parse(args[p]) for p in found.paths if isinstance(args.get(p), str)]
                 await session.approve(found, args, paths)
             return await found.fn(session, **args)
         except BastionError as exc:
