@@ -118,25 +118,28 @@ class HuggingFaceTokenCounter(BaseTokenCounter):
         if fast is None:
             return self.tokenize_slow(texts)
         plans = [fast.plan(text) for text in texts]
+        plain: list[str] = []  # what the fast path takes: whole texts, or runs of them
         rest: list[str] = []  # what the tokenizer takes: whole texts, or runs of them
         for text, plan in zip(texts, plans, strict=True):
             if plan is None:
                 rest.append(text)
             else:
-                rest.extend(text[a:b] for a, b, plain in plan if not plain)
+                for a, b, is_plain in plan:
+                    (plain if is_plain else rest).append(text[a:b])
+        quick = iter(fast.tokenize_many(plain))
         slow = iter(self.tokenize_slow(rest) if rest else ())
         out: list[Tokens] = []
-        for text, plan in zip(texts, plans, strict=True):
+        for plan in plans:
             if plan is None:
                 out.append(next(slow))
             elif len(plan) == 1 and plan[0][2]:
-                out.append(fast.tokenize(text))
+                out.append(next(quick))
             else:
                 starts: list[int] = []
                 words: list[int] = []
                 base = 0
-                for a, b, plain in plan:
-                    part = fast.tokenize(text[a:b]) if plain else next(slow)
+                for a, _, is_plain in plan:
+                    part = next(quick) if is_plain else next(slow)
                     starts += map(a.__add__, part.starts)
                     words += map(base.__add__, part.words)
                     if len(part.words):
