@@ -73,6 +73,17 @@ def _assert_counts_exact(dsn: str, index: PostgresIndex) -> None:
             ).format(n.terms, n.chunks)
         ).fetchone()
         assert astray == (0,)  # every posting names its chunk's document, no orphan posting
+        df = conn.execute(
+            sql.SQL("SELECT term, docs, chunks FROM {} WHERE chunks > 0 ORDER BY term").format(
+                n.df
+            )
+        ).fetchall()
+        recounted = conn.execute(
+            sql.SQL(
+                "SELECT term, count(DISTINCT doc_id), count(*) FROM {} GROUP BY term ORDER BY term"
+            ).format(n.terms)
+        ).fetchall()
+        assert df == recounted  # each term's documents and chunks, kept by the writes
     assert set(index.documents()) == set(lengths)
 
 
@@ -235,7 +246,7 @@ def test_an_index_of_the_previous_format_is_refused(
     with psycopg.connect(pg_dsn) as conn:
         conn.execute('ALTER TABLE "bastion$indexes" DROP COLUMN docs')
         conn.execute('UPDATE "bastion$indexes" SET format = 2')
-    with pytest.raises(ConfigurationError, match="format: 2 != 3") as err:
+    with pytest.raises(ConfigurationError, match="format: 2 != 4") as err:
         _open(opened, pg_dsn)
     assert "rebuild" in str(err.value)
     other = _open(opened, pg_dsn, table="other")

@@ -280,23 +280,50 @@ def bm25_query(names: TableNames, flt: Where, *, shared: bool = False) -> sql.Co
             )"""
         )
     return sql.SQL(
-        """WITH {base}, {stats}, doc_scores AS (
-            SELECT t.doc_id,
-                   sum(ln(1 + (s.n - f.df + 0.5) / (f.df + 0.5)) * t.tf * (%(k1)s + 1)
-                       / (t.tf + %(k1)s * (1 - %(b)s + %(b)s * d.length / s.avgdl))) AS score
-            FROM doc_terms t JOIN doc_df f ON f.term = t.term
-                JOIN {lengths} d ON d.doc_id = t.doc_id CROSS JOIN dstats s
-            GROUP BY t.doc_id
-        ), best_docs AS (
+        """WITH {base}, {stats}, doc_scores AS ({doc_scores}), best_docs AS (
             SELECT d.doc_id, d.score FROM doc_scores d
             WHERE d.score >= coalesce(
                 (SELECT score - abs(score) * 1e-9 FROM doc_scores
                  ORDER BY score DESC OFFSET %(k)s - 1 LIMIT 1),
                 '-Infinity'::float8)
-        ), chunk_scores AS (
-            SELECT x.rid, x.doc_id,
-                   sum(ln(1 + (s.n - x.df + 0.5) / (x.df + 0.5)) * x.tf * (%(k1)s + 1)
-                       / (x.tf + %(k1)s * (1 - %(b)s + %(b)s * x.length / s.avgdl))) AS score
+        ), {best_chunks}"""
+    ).format(
+        base=base,
+        stats=stats,
+        doc_scores=doc_scores(lengths, sql.Identifier("doc_df")),
+        best_chunks=best_chunks(names),
+    )
+
+
+def weight(df: str, tf: str, length: str) -> sql.SQL:
+    """What a term adds to a score (Lucene's BM25), over the statistics row ``s`` (``n``,
+    ``avgdl``) and the parameters ``k1`` and ``b``: one expression for every query, so the
+    same counts give the same float."""
+    return sql.SQL(
+        f"ln(1 + (s.n - {df} + 0.5) / ({df} + 0.5)) * {tf} * (%(k1)s + 1) "
+        f"/ ({tf} + %(k1)s * (1 - %(b)s + %(b)s * {length} / s.avgdl))"
+    )
+
+
+def doc_scores(lengths: sql.Composable, dfs: sql.Composable) -> sql.Composed:
+    """The documents' scores from ``doc_terms (doc_id, term, tf)``, ``dfs (term, df)``, the
+    documents' ``lengths (doc_id, length)`` and ``dstats``. Each sum adds its terms in term
+    order: the float does not depend on the order the rows come in."""
+    return sql.SQL(
+        """SELECT t.doc_id, sum({weight} ORDER BY t.term) AS score
+        FROM doc_terms t JOIN {dfs} f ON f.term = t.term
+            JOIN {lengths} d ON d.doc_id = t.doc_id CROSS JOIN dstats s
+        GROUP BY t.doc_id"""
+    ).format(weight=weight("f.df", "t.tf", "d.length"), dfs=dfs, lengths=lengths)
+
+
+def best_chunks(names: TableNames) -> sql.Composed:
+    """The end of a BM25 query: the ``k`` best chunks of ``best_docs (doc_id, score)``, each
+    its document's score times its own over its document's best chunk's, from ``postings
+    (rid, doc_id, term, tf, length, df)`` (``df``: the term's chunk count) and ``cstats``."""
+    return sql.SQL(
+        """chunk_scores AS (
+            SELECT x.rid, x.doc_id, sum({weight} ORDER BY x.term) AS score
             FROM postings x JOIN best_docs b ON b.doc_id = x.doc_id CROSS JOIN cstats s
             GROUP BY x.rid, x.doc_id
         ), top AS (
@@ -309,9 +336,7 @@ def bm25_query(names: TableNames, flt: Where, *, shared: bool = False) -> sql.Co
         SELECT {cols}, top.score FROM top JOIN {chunks} r ON r.rid = top.rid
         ORDER BY top.score DESC, top.rid"""
     ).format(
-        base=base,
-        stats=stats,
-        lengths=lengths,
+        weight=weight("x.df", "x.tf", "x.length"),
         chunks=names.chunks,
         cols=columns(CHUNK_COLUMNS, "r"),
     )

@@ -15,9 +15,11 @@ Writers lock their index's row first, so the writes of one index are serialized 
 process) and the statistics stay exact.
 
 Besides its chunks, an index keeps the BM25 postings (``$terms``: a row per chunk and analyzed
-term, with the chunk's document and length, so a posting needs no join to its chunk) and each
+term, with the chunk's document and length, so a posting needs no join to its chunk), each
 document's length (``$docs``: what its chunks add, refreshed for the documents a write touches,
-in the write's transaction).
+in the write's transaction) and each term's counts (``$df``: how many documents and how many
+chunks hold it, changed by every write in its transaction), which bound what a term can add
+to a score without reading its postings.
 """
 
 from __future__ import annotations
@@ -45,10 +47,12 @@ __all__ = [
     "terms_indexes",
 ]
 
-FORMAT = 3
+FORMAT = 4
 """Layout version of the tables; an index of another format must be rebuilt (2: the terms
 of a chunk are what it adds to its document, overlaps counted once; 3: the document count in
-the registry, ``doc_id`` in the postings, the ``$docs`` table of document lengths)."""
+the registry, ``doc_id`` in the postings, the ``$docs`` table of document lengths; 4: the
+``$df`` table of each term's document and chunk counts), but for format 3, which an open
+brings to 4 (:func:`_upgrade_from_3`)."""
 
 REGISTRY = "bastion$indexes"
 _TABLE = re.compile(r"[a-z_][a-z0-9_]*\Z")
@@ -114,6 +118,11 @@ class TableNames:
     def docs(self) -> sql.Identifier:
         """The table of document lengths."""
         return sql.Identifier(_derived(self.physical, "docs"))
+
+    @property
+    def df(self) -> sql.Identifier:
+        """The table of each term's document and chunk counts."""
+        return sql.Identifier(_derived(self.physical, "df"))
 
     @property
     def rows(self) -> sql.Identifier:
@@ -191,6 +200,7 @@ def _ddl(
                 CONSTRAINT {pk} PRIMARY KEY (doc_id) INCLUDE (length)
             )"""
         ).format(docs=names.docs, pk=i("docs_pk")),
+        *_df_ddl(names),
     ]
     if dim and dim <= _PLAIN_DIM:
         # Vectors inline in the row, not in TOAST (pgvector's default): an exact scan (the
@@ -206,6 +216,35 @@ def _ddl(
             ).format(i("hnsw"), t, sql.Literal(hnsw_m), sql.Literal(ef_construction))
         )
     return statements
+
+
+def _df_ddl(names: TableNames) -> list[sql.Composed]:
+    return [
+        sql.SQL(
+            """CREATE TABLE {df} (
+                term text NOT NULL,
+                docs bigint NOT NULL,
+                chunks bigint NOT NULL,
+                CONSTRAINT {pk} PRIMARY KEY (term) INCLUDE (docs, chunks)
+            )"""
+        ).format(df=names.df, pk=names.index("df_pk"))
+    ]
+
+
+def _upgrade_from_3(cur: psycopg.Cursor[Any], names: TableNames) -> None:
+    """Bring a format-3 index to format 4: its ``$df`` table counted once from the postings."""
+    for statement in _df_ddl(names):
+        cur.execute(statement)
+    cur.execute(
+        sql.SQL(
+            "INSERT INTO {} (term, docs, chunks) "
+            "SELECT term, count(DISTINCT doc_id), count(*) FROM {} GROUP BY term"
+        ).format(names.df, names.terms)
+    )
+    cur.execute(
+        sql.SQL("UPDATE {} SET format = %s WHERE name = %s").format(names.registry),
+        [FORMAT, names.table],
+    )
 
 
 def terms_indexes(names: TableNames) -> list[sql.Composed]:
@@ -307,6 +346,9 @@ def create_or_check(
         row = cur.fetchone()
         if row is not None:
             found = dict(zip(("format", "dim", "embedder", "analyzer"), row, strict=True))
+            upgrade = found["format"] == 3 and _exists(cur, names.chunks)
+            if upgrade:
+                found["format"] = FORMAT
             built_with, embedder = found["embedder"], wanted["embedder"]
             if same_space(built_with, embedder):
                 wanted = {**wanted, "embedder": built_with}  # another number format: one space
@@ -322,6 +364,8 @@ def create_or_check(
             if _exists(cur, names.chunks):
                 for statement in _missing_terms_indexes(cur, names):
                     cur.execute(statement)  # a duplicate posting would fail here, loudly
+                if upgrade:
+                    _upgrade_from_3(cur, names)
                 return
             drop_tables(cur, names)  # the table was dropped by hand: start afresh
         elif _exists(cur, names.chunks):
@@ -360,7 +404,9 @@ def drop_tables(cur: psycopg.Cursor[Any], names: TableNames) -> bool:
     index was there."""
     existed = _exists(cur, names.chunks)
     cur.execute(
-        sql.SQL("DROP TABLE IF EXISTS {}, {}, {}").format(names.chunks, names.terms, names.docs)
+        sql.SQL("DROP TABLE IF EXISTS {}, {}, {}, {}").format(
+            names.chunks, names.terms, names.docs, names.df
+        )
     )
     cur.execute(sql.SQL("DROP SEQUENCE IF EXISTS {}").format(names.rows))
     if _exists(cur, names.registry):

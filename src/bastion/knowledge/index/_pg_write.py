@@ -1,9 +1,11 @@
 """Writes of the PostgreSQL index: chunks prepared before the transaction, deleted with their
 postings, copied in (binary ``COPY``), and the collection statistics kept exact: the chunk
 count and total length from what a write removes and adds, the lengths of the documents it
-touches summed again from their chunks, and the document count from how many of those were
-there before and are after. Writers of one index hold its registry row, so no two writes
-count at once.
+touches summed again from their chunks, the document count from how many of those were
+there before and are after, and each term's counts (``$df``) from the postings a write
+removes and adds, a document counted when it gains its first posting of the term and
+uncounted when it loses its last. Writers of one index hold its registry row, so no two
+writes count at once.
 
 Each chunk gets a fresh ``rid`` from the table's sequence on every write, so the highest
 ``rid`` of a document is its latest write (what :meth:`Index.documents` reports).
@@ -125,7 +127,10 @@ class Removed:
 def delete_rows(
     cur: psycopg.Cursor[Any], names: TableNames, column: str, values: list[str]
 ) -> Removed:
-    """Delete the chunks whose ``column`` is in ``values``, and their postings."""
+    """Delete the chunks whose ``column`` is in ``values``, and their postings; take what
+    they held off the terms' counts (a document off a term's when none of its other chunks
+    holds the term: the statement sees the rows as they were before it, the deleted ones
+    left out by ``rid``)."""
     if not values:
         return Removed()
     cur.execute(
@@ -134,12 +139,26 @@ def delete_rows(
                 DELETE FROM {chunks} WHERE {column} = ANY(%s::text[])
                 RETURNING rid, doc_id, length
             ), postings AS (
-                DELETE FROM {terms} WHERE rid IN (SELECT rid FROM gone)
+                DELETE FROM {terms} WHERE rid IN (SELECT rid FROM gone) RETURNING term, doc_id
+            ), pairs AS (
+                SELECT term, doc_id, count(*) AS n FROM postings GROUP BY term, doc_id
+            ), lost AS (
+                SELECT x.term, sum(x.n) AS chunks,
+                       count(*) FILTER (WHERE NOT EXISTS (
+                           SELECT 1 FROM {chunks} c JOIN {terms} p ON p.rid = c.rid
+                           WHERE c.doc_id = x.doc_id AND p.term = x.term
+                               AND c.rid NOT IN (SELECT rid FROM gone))) AS docs
+                FROM pairs x GROUP BY x.term
+            ), counted AS (
+                UPDATE {df} f SET docs = f.docs - l.docs, chunks = f.chunks - l.chunks
+                FROM lost l WHERE f.term = l.term
             )
             SELECT count(*), coalesce(sum(length), 0),
                    coalesce(array_agg(DISTINCT doc_id), '{{}}')
             FROM gone"""
-        ).format(chunks=names.chunks, terms=names.terms, column=sql.Identifier(column)),
+        ).format(
+            chunks=names.chunks, terms=names.terms, df=names.df, column=sql.Identifier(column)
+        ),
         [values],
     )
     row = cur.fetchone()
@@ -236,6 +255,7 @@ def insert_rows(
             doc_id = row.chunk.doc.doc_id
             for term, tf in row.terms.items():
                 copy.write_row((term, rid, doc_id, tf, row.length))
+    _count_terms(cur, names, rows, rids[0])
     if bulk:
         for statement in terms_indexes(names):
             cur.execute(statement)
@@ -247,6 +267,50 @@ def insert_rows(
         cur.execute(sql.SQL("ANALYZE {}, {}").format(names.chunks, names.terms))
         return True
     return False
+
+
+def _count_terms(cur: psycopg.Cursor[Any], names: TableNames, rows: list[Row], first: int) -> None:
+    """Add the postings just copied in (``rid`` from ``first`` on) to the terms' counts: a
+    chunk per posting, a document per term it did not hold before this write. Counted here
+    from ``rows``; only the documents that keep chunks of earlier writes (``rid`` below
+    ``first``) are looked up, for the terms they held already."""
+    chunks: Counter[str] = Counter()
+    held: dict[str, set[str]] = {}
+    for row in rows:
+        chunks.update(row.terms.keys())
+        held.setdefault(row.chunk.doc.doc_id, set()).update(row.terms.keys())
+    cur.execute(
+        sql.SQL(
+            "SELECT DISTINCT doc_id FROM {} WHERE doc_id = ANY(%s::text[]) AND rid < %s"
+        ).format(names.chunks),
+        [list(held), first],
+    )
+    older = [str(r[0]) for r in cur.fetchall()]
+    docs: Counter[str] = Counter()
+    for held_terms in held.values():
+        docs.update(held_terms)
+    if older:
+        pairs = [(t, d) for d in older for t in held[d]]
+        cur.execute(
+            sql.SQL(
+                """SELECT g.term FROM unnest(%s::text[], %s::text[]) AS g(term, doc_id)
+                WHERE EXISTS (
+                    SELECT 1 FROM {chunks} c JOIN {terms} p ON p.rid = c.rid
+                    WHERE c.doc_id = g.doc_id AND p.term = g.term AND c.rid < %s)"""
+            ).format(chunks=names.chunks, terms=names.terms),
+            [[t for t, _ in pairs], [d for _, d in pairs], first],
+        )
+        docs.subtract(str(r[0]) for r in cur.fetchall())
+    terms = list(chunks)
+    cur.execute(
+        sql.SQL(
+            """INSERT INTO {df} AS f (term, docs, chunks)
+            SELECT * FROM unnest(%s::text[], %s::int8[], %s::int8[])
+            ON CONFLICT (term) DO UPDATE
+                SET docs = f.docs + excluded.docs, chunks = f.chunks + excluded.chunks"""
+        ).format(df=names.df),
+        [terms, [docs[t] for t in terms], [chunks[t] for t in terms]],
+    )
 
 
 def _drop_hnsw(cur: psycopg.Cursor[Any], names: TableNames) -> str | None:

@@ -36,6 +36,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from bastion.core.errors import ConfigurationError, StoreError, StoreUnavailableError
 from bastion.knowledge.index import _pg_query as q
 from bastion.knowledge.index._pg_access import AccessCache
+from bastion.knowledge.index._pg_prune import search as pruned_search
 from bastion.knowledge.index._pg_schema import (
     FORMAT,
     REGISTRY,
@@ -280,8 +281,8 @@ class PostgresIndex(Index):
     def clear(self) -> None:
         with self._write() as (cur, _):
             cur.execute(
-                sql.SQL("TRUNCATE {}, {}, {}").format(
-                    self.names.chunks, self.names.terms, self.names.docs
+                sql.SQL("TRUNCATE {}, {}, {}, {}").format(
+                    self.names.chunks, self.names.terms, self.names.docs, self.names.df
                 )
             )
             cur.execute(
@@ -336,12 +337,18 @@ class PostgresIndex(Index):
         terms = list(dict.fromkeys(self._analyzer.analyze(query)))
         if not terms:
             return []
-        with self._read(snapshot=_needs_snapshot(flt)) as cur:
+        bm25 = self.keyword_scoring is KeywordScoring.BM25
+        prunable = bm25 and statistics is None and _unfiltered(flt)
+        with self._read(snapshot=prunable or _needs_snapshot(flt)) as cur:
             where = self._where(cur, flt)
             if where.empty:
                 return []
             params = {**where.params, "k": k}
-            if self.keyword_scoring is KeywordScoring.BM25:
+            if prunable:
+                params |= {"name": self.table, "terms": terms, "k1": self._k1, "b": self._b}
+                rows = pruned_search(cur, self.names, params)
+                return [IndexHit(q.chunk_from_row(row[:-1]), float(row[-1])) for row in rows]
+            if bm25:
                 statement = q.bm25_query(self.names, where, shared=statistics is not None)
                 params |= {"name": self.table, "terms": terms, "k1": self._k1, "b": self._b}
                 if statistics is not None:
@@ -445,6 +452,14 @@ def _translated(table: str) -> Iterator[None]:
             f"the PostgreSQL index {table!r} failed ({type(exc).__name__}); "
             "retry, or rebuild the index if it keeps failing"
         ) from exc
+
+
+def _unfiltered(flt: IndexFilter | None) -> bool:
+    """True when ``flt`` admits every chunk (its counts are the index's own)."""
+    if flt is None:
+        return True
+    where = q.where(flt)
+    return flt.access is None and not where.conditions and not where.empty
 
 
 def _needs_snapshot(flt: IndexFilter | None) -> bool:
