@@ -344,9 +344,9 @@ def best_chunks(names: TableNames) -> sql.Composed:
 
 def bm25_statistics_query(names: TableNames, flt: Where) -> sql.Composed:
     """The document-level counts of :func:`bm25_query` over what the filter admits (from the
-    registry row and the postings when it admits everything). Parameters: ``terms``, ``name``
-    and the filter's. One row: documents, their total length, chunks, then one ``(term, df,
-    chunk df)`` triple per term that some admitted chunk holds."""
+    registry row and the terms' counts kept in ``$df`` when it admits everything). Parameters:
+    ``terms``, ``name`` and the filter's. One row: documents, their total length, chunks, then
+    one ``(term, df, chunk df)`` triple per term that some admitted chunk holds."""
     per_term = sql.SQL(
         """(SELECT coalesce(array_agg(ARRAY[term, df::text, entry_df::text]), '{{}}')
             FROM (SELECT p.term, count(DISTINCT p.doc_id) AS df, count(*) AS entry_df
@@ -355,12 +355,11 @@ def bm25_statistics_query(names: TableNames, flt: Where) -> sql.Composed:
     )
     if not flt.conditions:
         return sql.SQL(
-            """SELECT r.docs, r.total_len::float8, r.chunks, {per_term}
+            """SELECT r.docs, r.total_len::float8, r.chunks,
+                (SELECT coalesce(array_agg(ARRAY[term, docs::text, chunks::text]), '{{}}')
+                 FROM {df} WHERE term = ANY(%(terms)s::text[]) AND chunks > 0)
             FROM {registry} r WHERE r.name = %(name)s"""
-        ).format(
-            registry=names.registry,
-            per_term=per_term.format(terms=names.terms, join=sql.SQL("")),
-        )
+        ).format(registry=names.registry, df=names.df)
     return sql.SQL(
         """WITH visible AS (
             SELECT c.rid, c.doc_id, c.length FROM {chunks} c WHERE {cond}
