@@ -255,10 +255,10 @@ def insert_rows(
             doc_id = row.chunk.doc.doc_id
             for term, tf in row.terms.items():
                 copy.write_row((term, rid, doc_id, tf, row.length))
-    _count_terms(cur, names, rows, rids[0])
     if bulk:
         for statement in terms_indexes(names):
             cur.execute(statement)
+    _count_terms(cur, names, rows, rids[0] if present else None)  # after: it probes the keys
     if rebuild is not None:
         cur.execute(sql.SQL(rebuild))  # the catalog's own statement
     if bulk:
@@ -269,23 +269,28 @@ def insert_rows(
     return False
 
 
-def _count_terms(cur: psycopg.Cursor[Any], names: TableNames, rows: list[Row], first: int) -> None:
-    """Add the postings just copied in (``rid`` from ``first`` on) to the terms' counts: a
-    chunk per posting, a document per term it did not hold before this write. Counted here
-    from ``rows``; only the documents that keep chunks of earlier writes (``rid`` below
-    ``first``) are looked up, for the terms they held already."""
+def _count_terms(
+    cur: psycopg.Cursor[Any], names: TableNames, rows: list[Row], first: int | None
+) -> None:
+    """Add the postings of ``rows``, just copied in (``rid`` from ``first`` on), to the terms'
+    counts: a chunk per posting, a document per term it did not hold before this write.
+    Counted here from ``rows``; only the documents that keep chunks of earlier writes (``rid``
+    below ``first``) are looked up, for the terms they held already (none when ``first`` is
+    ``None``: no chunk stayed)."""
     chunks: Counter[str] = Counter()
     held: dict[str, set[str]] = {}
     for row in rows:
         chunks.update(row.terms.keys())
         held.setdefault(row.chunk.doc.doc_id, set()).update(row.terms.keys())
-    cur.execute(
-        sql.SQL(
-            "SELECT DISTINCT doc_id FROM {} WHERE doc_id = ANY(%s::text[]) AND rid < %s"
-        ).format(names.chunks),
-        [list(held), first],
-    )
-    older = [str(r[0]) for r in cur.fetchall()]
+    older: list[str] = []
+    if first is not None:
+        cur.execute(
+            sql.SQL(
+                "SELECT DISTINCT doc_id FROM {} WHERE doc_id = ANY(%s::text[]) AND rid < %s"
+            ).format(names.chunks),
+            [list(held), first],
+        )
+        older = [str(r[0]) for r in cur.fetchall()]
     docs: Counter[str] = Counter()
     for held_terms in held.values():
         docs.update(held_terms)
