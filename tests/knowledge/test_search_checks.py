@@ -84,11 +84,11 @@ def _age(folder: Path, stamp: int) -> None:
 def test_table_folders_are_listed_again_when_the_folder_changes(tmp_path: Path) -> None:
     tables = _Tables(tmp_path)
     (tmp_path / "chunks__a").mkdir()
-    assert tables() == ["chunks__a"]
+    assert tables() == ("chunks__a",)
     (tmp_path / "chunks__b").mkdir()  # within the clock tick of the listing: looked at again
-    assert tables() == ["chunks__a", "chunks__b"]
+    assert tables() == ("chunks__a", "chunks__b")
     (tmp_path / "note.txt").write_text("not a table")
-    assert tables() == ["chunks__a", "chunks__b"]
+    assert tables() == ("chunks__a", "chunks__b")
 
 
 def test_a_settled_listing_is_kept_until_the_folder_mtime_moves(tmp_path: Path) -> None:
@@ -96,9 +96,9 @@ def test_a_settled_listing_is_kept_until_the_folder_mtime_moves(tmp_path: Path) 
     old = os.stat(tmp_path).st_mtime_ns - 10_000_000_000
     _age(tmp_path, old)
     tables = _Tables(tmp_path)
-    assert tables() == ["chunks__a"]
+    assert tables() == ("chunks__a",)
     (tmp_path / "chunks__b").mkdir()
     _age(tmp_path, old)  # a change that left the mtime as it was: the listing is trusted
-    assert tables() == ["chunks__a"]
+    assert tables() == ("chunks__a",)
     _age(tmp_path, old + 1)  # any move of the mtime: listed again
-    assert tables() == ["chunks__a", "chunks__b"]
+    assert tables() == ("chunks__a", "chunks__b")

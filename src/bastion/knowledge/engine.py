@@ -304,8 +304,8 @@ class Knowledge:
         self.index.close()
 
 
-def _tables(folder: Path) -> list[str]:
-    return [p.name for p in sorted(folder.iterdir()) if p.is_dir()]
+def _tables(folder: Path) -> tuple[str, ...]:
+    return tuple(p.name for p in sorted(folder.iterdir()) if p.is_dir())
 
 
 class _Tables:
@@ -319,10 +319,11 @@ class _Tables:
     def __init__(self, folder: Path) -> None:
         self._folder = folder
         self._name = os.fspath(folder)  # os.stat of a str: a third of pathlib's cost
-        self._seen: tuple[int, int, list[str]] | None = None
-        """(folder mtime, when listed, names), in nanoseconds."""
+        self._seen: tuple[int, int, tuple[str, ...]] | None = None
+        """(folder mtime, when listed, names), in nanoseconds; the same names tuple is given
+        again while the folder is unchanged (:class:`PartitionedIndex` then skips them)."""
 
-    def __call__(self) -> list[str]:
+    def __call__(self) -> tuple[str, ...]:
         stamp = os.stat(self._name).st_mtime_ns  # noqa: PTH116 - measured: 1.8 vs 2.6 µs
         seen = self._seen
         if seen is not None and seen[0] == stamp and seen[1] - stamp > _SETTLED:

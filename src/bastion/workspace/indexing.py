@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +35,12 @@ if TYPE_CHECKING:
     from bastion.core.principal import Classifications, Principal
     from bastion.knowledge.engine import FileToIndex, Knowledge
     from bastion.knowledge.hits import SearchResult
-    from bastion.knowledge.index.models import DocumentMeta, IndexedChunk, IndexFilter
+    from bastion.knowledge.index.models import (
+        DocumentMeta,
+        IndexedChunk,
+        IndexFilter,
+        IndexHit,
+    )
     from bastion.knowledge.indexer import IndexProgress
 
 __all__ = ["IndexFollower", "IndexSummary", "KnowledgeLink"]
@@ -122,9 +127,14 @@ class KnowledgeLink:
         self._filters: dict[tuple[GuardContext, VPath], IndexFilter] = {}
         """:meth:`access_filter` without options, per principal view and path: a pure function
         of the two (the view's policy and principal never change)."""
-        self._vouched: dict[DocumentMeta, object] = {}
-        """Document -> its store's :meth:`~bastion.core.ports.Store.change_mark` when its file
-        was last found to be what the document was indexed from (stores that have a mark)."""
+        self._cleared: dict[Principal, dict[int, tuple[DocumentMeta, Mount, object]]] = {}
+        """Principal -> ``id`` of a document it may read -> (the document, its mount, the
+        mark its file was vouched for under): the two answers a search needs of every hit,
+        in one lookup (see :meth:`_vouched_hits`)."""
+        self._vouched: dict[DocumentMeta, tuple[Mount, object]] = {}
+        """Document -> its mount and its store's :meth:`~bastion.core.ports.Store.change_mark`
+        when its file was last found to be what the document was indexed from (stores that
+        have a mark)."""
 
     # -- following the files -----------------------------------------------------------------
 
@@ -447,13 +457,107 @@ class KnowledgeLink:
         from bastion.knowledge.hits import SearchResult
 
         flt = self.access_filter(ctx, path, options)
-        may_read = self._reader(ctx)
         self.follow()
+        found = await self.knowledge.search(query, mode=mode, k=k, flt=flt)
         checked: dict[DocumentMeta, bool] = {}
+        out = self._vouched_hits(ctx, found, min_score)
+        if out is None:  # some hit's file must be looked at
+            out = await self._checked_hits(ctx, found, checked, query, mode, k, flt, min_score)
+        if related and out:
+            extra = self._related(ctx, out, flt)
+            stale = await self._verify([doc for _, doc in extra], checked)
+            out += [hit for hit, doc in extra if checked[doc]]
+            if stale:
+                await self._repair(stale, ctx.policy.classifications)
+        return SearchResult(query=query, mode=mode, hits=tuple(out))
+
+    def _vouched_hits(
+        self, ctx: GuardContext, found: Sequence[IndexHit], min_score: float | None
+    ) -> list[SearchHit] | None:
+        """The hits of ``found`` this principal may read, when the file of every one of them
+        is vouched for under its store's change mark as it is now (no file to look at: the
+        common case on a store with a mark); ``None`` as soon as one is not (then
+        :meth:`_checked_hits` decides, looking at the files). The same hits as
+        :meth:`_checked_hits` would give: the principal's post-check (:meth:`may_read`)
+        first, then the file check, each store's mark read once, in one pass.
+
+        A document both answers come from is remembered for the principal by identity
+        (:attr:`_cleared`): one lookup of an ``int`` per hit, where the two answers are two
+        lookups that each hash the metadata in Python. An entry holds its document, so its
+        ``id`` names no other object while it is there, and it holds the mark it was vouched
+        under: a hit is shown from it only while its store's mark is that one."""
+        principal = ctx.principal
+        cleared = self._cleared.get(principal)
+        if cleared is None:
+            if len(self._cleared) >= _FILTERS:
+                self._cleared.clear()
+            cleared = self._cleared[principal] = {}
+        kept: list[IndexHit] = []
+        last: Mount | None = None  # the mount of the last hit, and its mark (read once)
+        mark: object | None = None
+        marks: dict[int, object | None] | None = None  # other mounts' marks, when several
+        for hit in found:
+            if min_score is not None and hit.score < min_score:
+                continue
+            doc = hit.chunk.doc
+            entry = cleared.get(id(doc))
+            if entry is None or entry[0] is not doc:
+                if not self.may_read(ctx, doc):
+                    continue
+                entry = self._clear(cleared, doc)
+                if entry is None:
+                    return None
+            if entry[1] is not last:
+                if last is not None:
+                    marks = {} if marks is None else marks
+                    marks[id(last)] = mark
+                last = entry[1]
+                known = _UNREAD if marks is None else marks.get(id(last), _UNREAD)
+                mark = last.store.change_mark() if known is _UNREAD else known
+            if mark is None:
+                return None
+            if entry[2] != mark:  # vouched for again since (by any search)?
+                entry = self._clear(cleared, doc)
+                if entry is None or entry[2] != mark:
+                    return None
+            kept.append(hit)
+        return _hits(kept)
+
+    def _clear(
+        self, cleared: dict[int, tuple[DocumentMeta, Mount, object]], doc: DocumentMeta
+    ) -> tuple[DocumentMeta, Mount, object] | None:
+        """Remember for one principal (``cleared``) that it may read ``doc`` and under which
+        mark its file was last vouched for; ``None`` (nothing kept) when it never was."""
+        seen = self._vouched.get(doc)
+        if seen is None:
+            return None
+        if len(cleared) >= _MEMO:
+            cleared.clear()
+        entry = cleared[id(doc)] = (doc, seen[0], seen[1])
+        return entry
+
+    async def _checked_hits(
+        self,
+        ctx: GuardContext,
+        found: list[IndexHit],
+        checked: dict[DocumentMeta, bool],
+        query: str,
+        mode: str,
+        k: int,
+        flt: IndexFilter,
+        min_score: float | None,
+    ) -> list[SearchHit]:
+        """The hits of ``found`` this principal may read whose files are what they were
+        indexed from (each looked at unless vouched for, see :meth:`_verify`). When some
+        changed or went, they are indexed again (or forgotten) and the search is made once
+        more."""
+        may_read = self._reader(ctx)
         for attempt in range(2):
+            if attempt:
+                found = await self.knowledge.search(query, mode=mode, k=k, flt=flt)
             hits = [
                 h
-                for h in await self.knowledge.search(query, mode=mode, k=k, flt=flt)
+                for h in found
                 if (min_score is None or h.score >= min_score) and may_read(h.chunk.doc)
             ]
             stale = await self._verify([h.chunk.doc for h in hits], checked)
@@ -462,14 +566,7 @@ class KnowledgeLink:
             # The index lagged the files: index them as they are now, and ask again (once).
             if not await self._repair(stale, ctx.policy.classifications):
                 break
-        out = [_hit(h.chunk, h.score) for h in hits if checked[h.chunk.doc]]
-        if related and out:
-            extra = self._related(ctx, out, flt)
-            stale = await self._verify([doc for _, doc in extra], checked)
-            out += [hit for hit, doc in extra if checked[doc]]
-            if stale:
-                await self._repair(stale, ctx.policy.classifications)
-        return SearchResult(query=query, mode=mode, hits=tuple(out))
+        return _hits(h for h in hits if checked[h.chunk.doc])
 
     async def _verify(
         self, metas: Sequence[DocumentMeta], checked: dict[DocumentMeta, bool]
@@ -489,7 +586,8 @@ class KnowledgeLink:
                 mark = marks.get(id(mount), _UNREAD)
                 if mark is _UNREAD:
                     mark = marks[id(mount)] = mount.store.change_mark()
-                if mark is not None and vouched.get(meta, _UNREAD) == mark:
+                seen = vouched.get(meta)
+                if mark is not None and seen is not None and seen[1] == mark:
                     checked[meta] = True  # nothing in its store changed since it was current
                     continue
             checked[meta] = False  # decided below; also marks it seen
@@ -524,25 +622,29 @@ class KnowledgeLink:
             if mount is not None:
                 if time.perf_counter() - started > _WAIT:
                     self._waiting.add(mount.prefix)
-                self._vouch(meta, why, marks.get(id(mount)))
+                self._vouch(meta, why, mount, marks.get(id(mount)))
         if later:
             started = time.perf_counter()
             found = await asyncio.gather(*(self._current(metas[i]) for i in later))
             for i, why in zip(later, found, strict=True):
                 out[i] = why
-                self._vouch(metas[i], why, marks.get(id(self._place(metas[i].path)[1])))
+                mount = self._place(metas[i].path)[1]
+                if mount is not None:
+                    self._vouch(metas[i], why, mount, marks.get(id(mount)))
             if time.perf_counter() - started <= _WAIT:  # answered at once: measure them again
                 for i in later:
                     mount = self._place(metas[i].path)[1]
                     self._waiting.discard(mount.prefix if mount is not None else VPath.ROOT)
         return out
 
-    def _vouch(self, meta: DocumentMeta, why: str | None, mark: object | None) -> None:
+    def _vouch(
+        self, meta: DocumentMeta, why: str | None, mount: Mount, mark: object | None
+    ) -> None:
         if why is not None or mark is None:
             return
         if len(self._vouched) > _MEMO:
             self._vouched.clear()
-        self._vouched[meta] = mark
+        self._vouched[meta] = (mount, mark)
 
     def _place(self, path: str) -> tuple[VPath, Mount | None]:
         """The parsed ``path`` and its (readable) mount, remembered."""
@@ -602,7 +704,7 @@ class KnowledgeLink:
                 seen.add(neighbor.path)
                 chunks = self.knowledge.index.chunks_of(stable_doc_id(neighbor.path))
                 if chunks and flt.admits(chunks[0].doc) and self.may_read(ctx, chunks[0].doc):
-                    hit = replace(_hit(chunks[0], 0.0), related_to=source)
+                    hit = replace(_hits([(chunks[0], 0.0)])[0], related_to=source)
                     extra.append((hit, chunks[0].doc))
         return extra
 
@@ -650,19 +752,23 @@ class _TooLarge(Exception):
     """A file over the ingest limit, found before its bytes are read."""
 
 
-def _hit(chunk: IndexedChunk, score: float) -> SearchHit:
-    doc = chunk.doc
-    text = chunk.text if len(chunk.text) <= _SNIPPET else chunk.text[: _SNIPPET - 3] + "..."
+def _hits(found: Iterable[tuple[IndexedChunk, float]]) -> list[SearchHit]:
+    """The records of these (chunk, score) pairs, in order: one comprehension, not a call per
+    hit (a search makes ``k`` of them)."""
+    hit = SearchHit
     # in field order: path, lines, snippet, score, ids, section, title, labels
-    return SearchHit(
-        doc.path,
-        chunk.start_line,
-        chunk.end_line,
-        text,
-        score,
-        chunk.chunk_id,
-        doc.doc_id,
-        chunk.section,
-        doc.title,
-        doc.labels,
-    )
+    return [
+        hit(
+            (doc := chunk.doc).path,
+            chunk.start_line,
+            chunk.end_line,
+            text if len(text := chunk.text) <= _SNIPPET else text[: _SNIPPET - 3] + "...",
+            score,
+            chunk.chunk_id,
+            doc.doc_id,
+            chunk.section,
+            doc.title,
+            doc.labels,
+        )
+        for chunk, score in found
+    ]

@@ -90,6 +90,10 @@ class MemoryIndex(Index):
         """Per-slot masks of the current generation: the same array for the same filter, so
         BM25 can keep its statistics for it (it recognizes a mask by identity)."""
         self._generation = 0
+        self._last_mask: tuple[IndexFilter, int, npt.NDArray[np.bool_]] | None = None
+        """The filter of the last filtered search (this object), the generation and its
+        per-slot mask: a principal's searches pass the same filter object, and the three
+        lookups of :meth:`_slot_mask` hash all of its fields each."""
 
     # -- writes ------------------------------------------------------------------------------
 
@@ -327,6 +331,9 @@ class MemoryIndex(Index):
     def _slot_mask(self, flt: IndexFilter | None) -> npt.NDArray[np.bool_] | None:
         if flt is None:
             return None
+        last = self._last_mask
+        if last is not None and last[0] is flt and last[1] == self._generation:
+            return last[2]
         if flt.access is not None and flt.access_key is None:
             # Filters compare equal regardless of ``access``: without a key to tell two checks
             # apart, a cached mask could be another principal's.
@@ -345,11 +352,13 @@ class MemoryIndex(Index):
         self._masks.move_to_end(flt)
         known = self._slot_masks.get(flt)
         if known is not None and known[0] == self._generation:
-            return known[1]
-        mask = self._section_mask(flt, doc_mask)
-        if len(self._slot_masks) >= _MASK_CACHE:
-            self._slot_masks.clear()
-        self._slot_masks[flt] = (self._generation, mask)
+            mask = known[1]
+        else:
+            mask = self._section_mask(flt, doc_mask)
+            if len(self._slot_masks) >= _MASK_CACHE:
+                self._slot_masks.clear()
+            self._slot_masks[flt] = (self._generation, mask)
+        self._last_mask = (flt, self._generation, mask)
         return mask
 
     def _section_mask(

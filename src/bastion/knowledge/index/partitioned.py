@@ -83,7 +83,12 @@ class PartitionedIndex(Index):
         self._factory = factory
         self._discover = discover
         """The names of the tables that exist now (other processes make new ones): read by
-        :meth:`refresh`."""
+        :meth:`refresh`. A ``discover`` that answers with the same tuple as before says that
+        nothing changed (the check of each name is skipped)."""
+        self._listed: tuple[str, ...] | None = None
+        """The last tuple ``discover`` gave: each of its names is a table here (a name, once
+        known, stays known: tables are never dropped from ``_parts`` or ``_empty`` but to
+        move from the second to the first)."""
         self._lock = threading.RLock()
         self._parts: dict[Partition, Index] = {}
         self._where: dict[str, Partition] = {}
@@ -114,11 +119,14 @@ class PartitionedIndex(Index):
             for index in [*self._parts.values(), *self._empty.values()]:
                 changed = index.refresh() or changed
             if self._discover is not None:
-                known = {table_name(*key) for key in self._parts} | set(self._empty)
-                for name in self._discover():
-                    if name not in known:
-                        self._empty[name] = self._factory(name)
-                        changed = True
+                names = self._discover()
+                if names is not self._listed:  # a tuple seen before holds no new table
+                    known = {table_name(*key) for key in self._parts} | set(self._empty)
+                    for name in names:
+                        if name not in known:
+                            self._empty[name] = self._factory(name)
+                            changed = True
+                    self._listed = names if isinstance(names, tuple) else None
             if not changed:
                 return False
             for name, index in list(self._empty.items()):
