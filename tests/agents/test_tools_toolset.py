@@ -10,11 +10,14 @@ from pydantic import Field
 
 from bastion import (
     ConfigurationError,
+    InvalidPathError,
     Labels,
     MemoryStore,
     Mount,
     Policy,
     Principal,
+    RateLimit,
+    RateLimitError,
     Rule,
     Workspace,
 )
@@ -204,6 +207,44 @@ async def test_an_unknown_tool_names_the_ones_there_are() -> None:
     out = await Toolset(_ws("read_only")).call("rm_rf", {})
     assert out["success"] is False
     assert out["error"].startswith("unknown tool 'rm_rf'; use one of: read_file, list_files")
+
+
+async def test_a_malformed_path_in_a_tool_call_is_refused_and_audited_once() -> None:
+    ws = _ws("read_write")
+    tools = Toolset(ws)
+    for name, args in (
+        ("read_file", {"path": "/m0/../../etc/passwd"}),
+        ("read_file", {"path": "/m0/a\x00b"}),
+        ("write_file", {"path": "\\m0\\a", "content": "x"}),
+        ("stat", {"path": "//server/share"}),
+        ("move", {"src": "/m0/a", "dst": "C:/x"}),
+        ("delete", {"path": "/m0/\u202ea"}),
+        ("list_files", {"path": "/m0/../.."}),
+    ):
+        count = len(ws.audit.records)
+        out = await tools.call(name, args)
+        assert out["success"] is False and "path" in out["error"], out
+        (record,) = ws.audit.records[count:]
+        assert record.allowed is False and record.reason.startswith("InvalidPathError"), record
+        assert record.operation == name
+
+
+async def test_a_layer_parsing_paths_first_gets_them_audited_and_rate_limited() -> None:
+    ws = Workspace(
+        [Mount.of("/docs", MemoryStore())],
+        policy=Policy.allow_all(rate_limit=RateLimit(requests=2, window_seconds=3600)),
+        principal=Principal.of("agent"),
+    )
+    assert ws.parse_path("docs/./a.md", operation="mine") == VPath.parse("/docs/a.md")
+    assert ws.audit.records == ()  # a well-formed path is not a request of its own
+    with pytest.raises(InvalidPathError):
+        ws.parse_path("/docs/../../x", operation="mine")
+    (record,) = ws.audit.records
+    assert (record.operation, record.allowed) == ("mine", False)
+    with pytest.raises(InvalidPathError):
+        ws.parse_path("/docs/a\x00", operation="mine")
+    with pytest.raises(RateLimitError):  # the third request in the window
+        ws.parse_path("C:/x", operation="mine")
 
 
 def test_capabilities_decision_table() -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 from bastion.core.errors import (
+    InvalidPathError,
     NoMountError,
     NotADirectoryError_,
     NotFoundError,
@@ -27,7 +28,7 @@ from bastion.core.mounts import Mount, MountTable
 from bastion.core.operation import Operation, note_refusal
 from bastion.core.paths import VPath
 
-__all__ = ["Router", "parse_in", "parse_pair_in"]
+__all__ = ["Router", "parse_in", "parse_pair_in", "parse_request"]
 
 
 def parse_in(op: Operation, raw: str | VPath) -> VPath:
@@ -35,6 +36,19 @@ def parse_in(op: Operation, raw: str | VPath) -> VPath:
     vp = VPath.parse(raw)
     op.path = vp
     return vp
+
+
+def parse_request(ctx: GuardContext, raw: str | VPath, operation: str) -> VPath:
+    """Parse a path a caller outside the workspace's methods was given (a tool's argument):
+    a well-formed one costs no record (the operation it is then used in makes its own); a
+    malformed one is rate-limited and audited as a refused ``operation``, like a malformed
+    path given to any workspace method, and raises :class:`InvalidPathError`."""
+    try:
+        return VPath.parse(raw)
+    except InvalidPathError:
+        with ctx.operation(operation, raw) as op:
+            parse_in(op, raw)  # raises again, inside the operation
+        raise
 
 
 def parse_pair_in(op: Operation, src: str | VPath, dst: str | VPath) -> tuple[VPath, VPath]:

@@ -44,7 +44,7 @@ from bastion.workspace.doclabels import DocumentLabels
 from bastion.workspace.files import EditResult, FileOps, TextPage
 from bastion.workspace.fsmap import filesystem_map
 from bastion.workspace.indexing import IndexFollower, KnowledgeLink
-from bastion.workspace.routing import Router
+from bastion.workspace.routing import Router, parse_request
 from bastion.workspace.running import ProcessGate, may_execute
 from bastion.workspace.searching import Progress, Searching, Segments
 from bastion.workspace.transfer import Transfers
@@ -162,6 +162,14 @@ class Workspace:
     def filesystem_map(self) -> str:
         """A short text for an agent's system prompt: each mount, its scope, what it may do."""
         return filesystem_map(self._shared.mounts.mounts, self._ctx)
+
+    def parse_path(self, path: str | VPath, *, operation: str) -> VPath:
+        """``path`` parsed as this workspace's methods parse theirs. For a layer that parses
+        a request's paths before it calls the workspace (the agent tools): a malformed path
+        raises :class:`InvalidPathError` and is rate-limited and audited as a refused
+        ``operation`` (one record), as it would be inside any workspace method; a well-formed
+        one is not recorded here."""
+        return parse_request(self._ctx, path, operation)
 
     @property
     def has_index(self) -> bool:
@@ -541,6 +549,9 @@ class SyncWorkspace:
 
     def filesystem_map(self) -> str:
         return self.aio.filesystem_map()
+
+    def parse_path(self, path: str | VPath, *, operation: str) -> VPath:
+        return self.aio.parse_path(path, operation=operation)
 
     @property
     def has_index(self) -> bool:

@@ -126,8 +126,12 @@ class Toolset:
         session = self.session
         try:
             args = found.parse(arguments)
-            if session.approval is not None:  # else nothing to ask: the paths are the tool's
-                paths = [VPath.parse(args[p]) for p in found.paths if isinstance(args.get(p), str)]
+            # Parsed before the tool runs (a malformed one refused and audited as this call)
+            parse = session.workspace.parse_path
+            paths = [
+                parse(args[p], operation=name) for p in found.paths if isinstance(args.get(p), str)
+            ]
+            if session.approval is not None:  # else nothing to ask (no coroutine made)
                 await session.approve(found, args, paths)
             return await found.fn(session, **args)
         except BastionError as exc:
