@@ -78,6 +78,22 @@ def test_ingest_is_indexed_before_the_response(client: httpx.Client, token: Toke
     assert odd.status_code in (400, 404)
 
 
+def test_ingest_into_a_malformed_folder_is_refused_and_audited(
+    client: httpx.Client, token: Token
+) -> None:
+    r = client.post(
+        "/v1/ingest",
+        data={"path": "/docs/../../etc"},
+        files={"file": ("a.md", b"x")},
+        headers=auth(token()),
+    )
+    assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_path", r.text
+    ops = auth(token("olga", roles=("ops",)))
+    records = client.get("/v1/audit", params={"limit": 50}, headers=ops).json()["records"]
+    refused = [x for x in records if x["operation"] == "ingest" and x["path"] == "/docs/../../etc"]
+    assert len(refused) == 1 and refused[0]["allowed"] is False, records
+
+
 def test_ingest_into_a_read_only_mount_is_refused(client: httpx.Client, token: Token) -> None:
     r = client.post(
         "/v1/ingest", data={"path": "/ref"}, files={"file": ("a.md", b"x")}, headers=auth(token())

@@ -14,7 +14,6 @@ from starlette.routing import Route
 
 from bastion.core.errors import PolicyDeniedError
 from bastion.core.models import Action, WriteMode
-from bastion.core.paths import VPath
 from bastion.governance.answer.text import number_markers
 from bastion.server.errors import ApiError, describe, status_of
 from bastion.server.handlers import api, body_json, flag, integer, ok, required, text
@@ -152,7 +151,7 @@ async def ingest(request: Request) -> Response:
         folder = form.get("path")
         if not isinstance(folder, str) or not folder:
             raise ApiError(400, "missing_field", "'path' (the folder to upload into) is required")
-        base = VPath.parse(folder)
+        base = ws.parse_path(folder, operation="ingest")
         overwrite = form.get("overwrite") in ("true", "1")
         uploads = [f for f in form.getlist("file") if isinstance(f, UploadFile)]
         if not uploads:
