@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     )
     from bastion.knowledge.indexer import IndexProgress
 
-__all__ = ["IndexFollower", "IndexSummary", "KnowledgeLink"]
+__all__ = ["IndexFollower", "IndexSummary", "KnowledgeLink", "SearchView"]
 
 _SNIPPET = 300
 _MEMO = 200_000
@@ -105,6 +105,24 @@ class IndexSummary:
         return "\n".join(lines)
 
 
+Cleared = tuple["DocumentMeta", "Mount", object]
+"""A document a view's principal may read, its mount, and the change mark of the mount's
+store under which its file was vouched for (see :meth:`KnowledgeLink._vouched_hits`)."""
+
+
+class SearchView:
+    """What one principal view keeps between its searches (held by its ``Searching``, gone
+    with it): the access filter of a search of the whole tree, and the documents it may
+    read whose files were vouched for (:data:`Cleared`, by ``id``)."""
+
+    __slots__ = ("cleared", "ctx", "whole")
+
+    def __init__(self, ctx: GuardContext) -> None:
+        self.ctx = ctx
+        self.cleared: dict[int, Cleared] = {}
+        self.whole: IndexFilter | None = None
+
+
 class KnowledgeLink:
     """Ties one :class:`Knowledge` to a workspace's mounts (shared by every principal view)."""
 
@@ -127,10 +145,6 @@ class KnowledgeLink:
         self._filters: dict[tuple[GuardContext, VPath], IndexFilter] = {}
         """:meth:`access_filter` without options, per principal view and path: a pure function
         of the two (the view's policy and principal never change)."""
-        self._cleared: dict[Principal, dict[int, tuple[DocumentMeta, Mount, object]]] = {}
-        """Principal -> ``id`` of a document it may read -> (the document, its mount, the
-        mark its file was vouched for under): the two answers a search needs of every hit,
-        in one lookup (see :meth:`_vouched_hits`)."""
         self._vouched: dict[DocumentMeta, tuple[Mount, object]] = {}
         """Document -> its mount and its store's :meth:`~bastion.core.ports.Store.change_mark`
         when its file was last found to be what the document was indexed from (stores that
@@ -444,7 +458,7 @@ class KnowledgeLink:
 
     async def search(
         self,
-        ctx: GuardContext,
+        view: SearchView,
         query: str,
         *,
         mode: str,
@@ -454,13 +468,22 @@ class KnowledgeLink:
         options: Mapping[str, Any] | None,
         related: bool,
     ) -> SearchResult:
+        """The ``k`` best chunks for ``query`` that the principal of ``view`` may read (see
+        the module docstring: the access filter pushed down, every hit checked again)."""
         from bastion.knowledge.hits import SearchResult
 
-        flt = self.access_filter(ctx, path, options)
+        ctx = view.ctx
+        whole = view.whole
+        if options or path.parts:
+            flt = self.access_filter(ctx, path, options)
+        elif whole is None:
+            flt = view.whole = self.access_filter(ctx, path, None)
+        else:
+            flt = whole
         self.follow()
         found = await self.knowledge.search(query, mode=mode, k=k, flt=flt)
         checked: dict[DocumentMeta, bool] = {}
-        out = self._vouched_hits(ctx, found, min_score)
+        out = self._vouched_hits(ctx, view.cleared, found, min_score)
         if out is None:  # some hit's file must be looked at
             out = await self._checked_hits(ctx, found, checked, query, mode, k, flt, min_score)
         if related and out:
@@ -472,7 +495,11 @@ class KnowledgeLink:
         return SearchResult(query=query, mode=mode, hits=tuple(out))
 
     def _vouched_hits(
-        self, ctx: GuardContext, found: Sequence[IndexHit], min_score: float | None
+        self,
+        ctx: GuardContext,
+        cleared: dict[int, Cleared],
+        found: Sequence[IndexHit],
+        min_score: float | None,
     ) -> list[SearchHit] | None:
         """The hits of ``found`` this principal may read, when the file of every one of them
         is vouched for under its store's change mark as it is now (no file to look at: the
@@ -481,17 +508,12 @@ class KnowledgeLink:
         :meth:`_checked_hits` would give: the principal's post-check (:meth:`may_read`)
         first, then the file check, each store's mark read once, in one pass.
 
-        A document both answers come from is remembered for the principal by identity
-        (:attr:`_cleared`): one lookup of an ``int`` per hit, where the two answers are two
-        lookups that each hash the metadata in Python. An entry holds its document, so its
-        ``id`` names no other object while it is there, and it holds the mark it was vouched
-        under: a hit is shown from it only while its store's mark is that one."""
-        principal = ctx.principal
-        cleared = self._cleared.get(principal)
-        if cleared is None:
-            if len(self._cleared) >= _FILTERS:
-                self._cleared.clear()
-            cleared = self._cleared[principal] = {}
+        A document both answers came from is remembered by the view, by identity
+        (``cleared``, :attr:`SearchView.cleared`): one lookup of an ``int`` per hit, where the
+        two answers are two lookups that each hash the metadata in Python. An entry holds its
+        document, so its ``id`` names no other object while it is there, and the mark its
+        file was vouched for under: a hit is shown from it only while its store's mark is
+        that one."""
         kept: list[IndexHit] = []
         last: Mount | None = None  # the mount of the last hit, and its mark (read once)
         mark: object | None = None
@@ -523,11 +545,10 @@ class KnowledgeLink:
             kept.append(hit)
         return _hits(kept)
 
-    def _clear(
-        self, cleared: dict[int, tuple[DocumentMeta, Mount, object]], doc: DocumentMeta
-    ) -> tuple[DocumentMeta, Mount, object] | None:
-        """Remember for one principal (``cleared``) that it may read ``doc`` and under which
-        mark its file was last vouched for; ``None`` (nothing kept) when it never was."""
+    def _clear(self, cleared: dict[int, Cleared], doc: DocumentMeta) -> Cleared | None:
+        """Remember in a view's ``cleared`` that its principal may read ``doc`` (the caller
+        asked) and under which mark its file was last vouched for; ``None`` (nothing kept)
+        when it never was."""
         seen = self._vouched.get(doc)
         if seen is None:
             return None

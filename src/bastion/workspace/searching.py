@@ -17,7 +17,7 @@ from bastion.workspace.routing import Router, parse_in
 if TYPE_CHECKING:
     from bastion.knowledge.hits import SearchResult
     from bastion.knowledge.indexer import IndexProgress
-    from bastion.workspace.indexing import IndexSummary, KnowledgeLink
+    from bastion.workspace.indexing import IndexSummary, KnowledgeLink, SearchView
 
 __all__ = ["Searching"]
 
@@ -33,6 +33,8 @@ class Searching:
         self._knowledge = link
         self._router = router
         self.ctx: GuardContext = router.ctx
+        self._view: SearchView | None = None
+        """This view's memory of its searches (made at the first)."""
         self._owner = owner
         """True for a workspace built without a principal: its owner, who may run operator
         tasks without a policy rule (a view for a principal needs the rule)."""
@@ -75,10 +77,15 @@ class Searching:
         link = self.link()
         if k < 0:
             raise ValueError("k must be non-negative")
+        view = self._view
+        if view is None:
+            from bastion.workspace.indexing import SearchView
+
+            view = self._view = SearchView(self.ctx)
         with self.ctx.operation("search", path) as op:
             vp = parse_in(op, path)
             result = await link.search(
-                self.ctx,
+                view,
                 query,
                 mode=mode,
                 k=k,
