@@ -131,7 +131,8 @@ def search(
     held = {str(r[1]): (int(r[2]), int(r[3])) for r in found if r[1] is not None}
     if not held:
         return []
-    if sum(chunks for _, chunks in held.values()) <= PRUNE_FROM:
+    postings = sum(chunks for _, chunks in held.values())
+    if postings <= PRUNE_FROM:
         cur.execute(bm25_query(names, Where()), params)
         return cur.fetchall()
     k1, k = float(params["k1"]), int(params["k"])
@@ -148,11 +149,14 @@ def search(
         taken += 1
     while True:
         essential, others = order[:taken], order[taken:]
+        if 2 * sum(held[t][1] for t in essential) >= postings:
+            # the essential terms hold half the postings or more: little left to skip, and
+            # one statement over them all beats finding each candidate's other terms
+            cur.execute(bm25_query(names, Where()), params)
+            return cur.fetchall()
         cur.execute(_candidates(names), {**given, "essential": essential, "others": others})
         best = cur.fetchall()
         kth = best[0][2] if best else None
-        if not others:
-            break
         floor = None if kth is None else float(kth) - abs(float(kth)) * _SLACK * 2
         rest = [sum(bound[t] for t in order[i:]) for i in range(len(order))]
         if floor is not None and rest[taken] < floor:
