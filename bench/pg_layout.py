@@ -65,6 +65,8 @@ def child_load(args: argparse.Namespace) -> dict[str, Any]:
     tables = [index.names.chunks, index.names.terms]
     if hasattr(index.names, "docs"):  # layout format 3: the documents' lengths
         tables.append(index.names.docs)
+    if hasattr(index.names, "df"):  # layout format 4: the terms' counts
+        tables.append(index.names.df)
     with psycopg.connect(args.dsn, autocommit=True) as conn:
         for table in tables:
             conn.execute(sql.SQL("VACUUM (ANALYZE) {}").format(table))
