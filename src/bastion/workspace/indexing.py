@@ -138,8 +138,9 @@ class KnowledgeLink:
         self._token = object()
         """Names this link's access checks in index mask caches: a live object, so a cache
         entry can never be matched by another workspace (``id()`` values can be reused)."""
-        self._places: dict[str, tuple[VPath, Mount | None]] = {}
-        """Indexed path -> (its parsed path, its mount): the mount table never changes."""
+        self._places: dict[str, tuple[VPath, Mount | None, VPath]] = {}
+        """Indexed path -> (its parsed path, its mount, its path in the mount's store): the
+        mount table never changes."""
         self._waiting: set[VPath] = set()
         """Prefixes of the mounts whose ``stat`` waits (see :meth:`_currents`)."""
         self._filters: dict[tuple[GuardContext, VPath], IndexFilter] = {}
@@ -667,24 +668,27 @@ class KnowledgeLink:
             self._vouched.clear()
         self._vouched[meta] = (mount, mark)
 
-    def _place(self, path: str) -> tuple[VPath, Mount | None]:
-        """The parsed ``path`` and its (readable) mount, remembered."""
+    def _place(self, path: str) -> tuple[VPath, Mount | None, VPath]:
+        """The parsed ``path``, its (readable) mount and its path in the mount's store
+        (``path`` itself without a mount), remembered."""
         place = self._places.get(path)
         if place is None:
             if len(self._places) > _MEMO:
                 self._places.clear()
             vp = VPath.parse(path)
-            place = self._places[path] = (vp, self._mount(vp))
+            mount = self._mount(vp)
+            rel = vp if mount is None else mount.to_store_path(vp)
+            place = self._places[path] = (vp, mount, rel)
         return place
 
     async def _current(self, meta: DocumentMeta) -> str | None:
         """``None`` when the file is still what ``meta`` was indexed from; else ``changed``,
         ``gone`` or ``unreachable`` (a store that fails now: the hit cannot be vouched for)."""
-        vp, mount = self._place(meta.path)
+        _vp, mount, rel = self._place(meta.path)
         if mount is None:  # not this workspace's to drop from a shared index
             return "unreachable"
         try:
-            info = await mount.store.stat(mount.to_store_path(vp))
+            info = await mount.store.stat(rel)
         except NotFoundError:
             return "gone"
         except BastionError:
