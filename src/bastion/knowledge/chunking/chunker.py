@@ -19,7 +19,7 @@ from bastion.knowledge.chunking.structure import (
     Kind,
     Layout,
     analyze,
-    ranks_for,
+    rank_table,
 )
 from bastion.knowledge.chunking.tokens import minilm_token_counter
 
@@ -191,7 +191,7 @@ class Chunker:
         strategy = self.config.strategy
         pieces = pack(
             before,
-            [ranks_for(strategy, kind) for kind in kinds],
+            list(map(rank_table(strategy).__getitem__, kinds)),
             budget=self._budget,
             min_size=self._min,
             overlap=self._overlap,

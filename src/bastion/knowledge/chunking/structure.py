@@ -9,6 +9,7 @@ fall inside a word and token counts add up across them.
 
 from __future__ import annotations
 
+import functools
 import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
@@ -17,7 +18,7 @@ from enum import IntEnum
 
 from bastion.knowledge.chunking.model import HeadingLike, Strategy
 
-__all__ = ["Context", "Kind", "Layout", "analyze", "ranks_for"]
+__all__ = ["Context", "Kind", "Layout", "analyze", "rank_table", "ranks_for"]
 
 
 class Kind(IntEnum):
@@ -63,6 +64,14 @@ def ranks_for(strategy: Strategy, kind: int) -> int:
     if strategy is Strategy.SENTENCE and rank > SENTENCE_RANK:
         return SENTENCE_RANK
     return rank
+
+
+@functools.cache
+def rank_table(strategy: Strategy) -> dict[int, int]:
+    """:func:`ranks_for` of every kind (headings of levels 1 to 6 included): a look-up per
+    boundary, not a call."""
+    kinds = [*Kind, *range(Kind.HEADING + 1, Kind.HEADING + 7)]
+    return {int(kind): ranks_for(strategy, kind) for kind in kinds}
 
 
 @dataclass(frozen=True, slots=True)

@@ -48,7 +48,8 @@ def clean_text(text: str, *, keep_indent: bool = True) -> str:
 def _character_steps(piece: str) -> str:
     piece = _NEWLINES.sub("\n", piece)
     piece = unicodedata.normalize("NFC", piece)
-    piece = _SOFT_HYPHEN_BREAK.sub("", piece)
+    if "\u00ad" in piece:
+        piece = _SOFT_HYPHEN_BREAK.sub("", piece)
     return _DROP.sub("", piece)
 
 
@@ -114,7 +115,7 @@ def _clean_line(line: str, *, keep_indent: bool) -> str:
     line = (line if line.isascii() else _SPACES.sub(" ", line)).rstrip()
     body = line.lstrip(" ")
     indent = line[: len(line) - len(body)] if keep_indent else ""
-    return indent + _SPACE_RUN.sub(" ", body)
+    return indent + (_SPACE_RUN.sub(" ", body) if "  " in body else body)
 
 
 def _join_hyphenated(lines: Iterable[tuple[str, bool]]) -> Iterator[str]:

@@ -106,4 +106,4 @@ def _size(size: int) -> str:
 
 def _one_line(value: str | None) -> str | None:
     text = " ".join(value.split()) if value else ""
-    return clean_text(text) or None
+    return (clean_text(text) or None) if text else None
