@@ -105,9 +105,12 @@ class IndexSummary:
         return "\n".join(lines)
 
 
-Cleared = tuple["DocumentMeta", "Mount", object]
-"""A document a view's principal may read, its mount, and the change mark of the mount's
-store under which its file was vouched for (see :meth:`KnowledgeLink._vouched_hits`)."""
+DocPart = tuple[str, str, "str | None", "Labels"]
+"""What a hit takes from its document: path, id, title, labels (:func:`_doc_part`)."""
+Cleared = tuple["DocumentMeta", "Mount", object, DocPart]
+"""A document a view's principal may read, its mount, the change mark of the mount's store
+under which its file was vouched for (see :meth:`KnowledgeLink._vouched_hits`), and its
+part of a hit (read from the entry, the document itself is not looked at again)."""
 
 
 class SearchView:
@@ -515,14 +518,14 @@ class KnowledgeLink:
         document, so its ``id`` names no other object while it is there, and the mark its
         file was vouched for under: a hit is shown from it only while its store's mark is
         that one."""
-        kept: list[IndexHit] = []
+        kept: list[tuple[IndexedChunk, float, DocPart]] = []
         last: Mount | None = None  # the mount of the last hit, and its mark (read once)
         mark: object | None = None
         marks: dict[int, object | None] | None = None  # other mounts' marks, when several
-        for hit in found:
-            if min_score is not None and hit.score < min_score:
+        for chunk, score in found:
+            if min_score is not None and score < min_score:
                 continue
-            doc = hit.chunk.doc
+            doc = chunk.doc
             entry = cleared.get(id(doc))
             if entry is None or entry[0] is not doc:
                 if not self.may_read(ctx, doc):
@@ -543,7 +546,7 @@ class KnowledgeLink:
                 entry = self._clear(cleared, doc)
                 if entry is None or entry[2] != mark:
                     return None
-            kept.append(hit)
+            kept.append((chunk, score, entry[3]))
         return _hits(kept)
 
     def _clear(self, cleared: dict[int, Cleared], doc: DocumentMeta) -> Cleared | None:
@@ -555,7 +558,7 @@ class KnowledgeLink:
             return None
         if len(cleared) >= _MEMO:
             cleared.clear()
-        entry = cleared[id(doc)] = (doc, seen[0], seen[1])
+        entry = cleared[id(doc)] = (doc, seen[0], seen[1], _doc_part(doc))
         return entry
 
     async def _checked_hits(
@@ -588,7 +591,7 @@ class KnowledgeLink:
             # The index lagged the files: index them as they are now, and ask again (once).
             if not await self._repair(stale, ctx.policy.classifications):
                 break
-        return _hits(h for h in hits if checked[h.chunk.doc])
+        return _hits((c, s, _doc_part(c.doc)) for c, s in hits if checked[c.doc])
 
     async def _verify(
         self, metas: Sequence[DocumentMeta], checked: dict[DocumentMeta, bool]
@@ -729,7 +732,8 @@ class KnowledgeLink:
                 seen.add(neighbor.path)
                 chunks = self.knowledge.index.chunks_of(stable_doc_id(neighbor.path))
                 if chunks and flt.admits(chunks[0].doc) and self.may_read(ctx, chunks[0].doc):
-                    hit = replace(_hits([(chunks[0], 0.0)])[0], related_to=source)
+                    part = _doc_part(chunks[0].doc)
+                    hit = replace(_hits([(chunks[0], 0.0, part)])[0], related_to=source)
                     extra.append((hit, chunks[0].doc))
         return extra
 
@@ -777,23 +781,27 @@ class _TooLarge(Exception):
     """A file over the ingest limit, found before its bytes are read."""
 
 
-def _hits(found: Iterable[tuple[IndexedChunk, float]]) -> list[SearchHit]:
-    """The records of these (chunk, score) pairs, in order: one comprehension, not a call per
-    hit (a search makes ``k`` of them)."""
+def _doc_part(doc: DocumentMeta) -> DocPart:
+    return (doc.path, doc.doc_id, doc.title, doc.labels)
+
+
+def _hits(found: Iterable[tuple[IndexedChunk, float, DocPart]]) -> list[SearchHit]:
+    """The records of these (chunk, score, its document's part) triples, in order: one
+    comprehension, not a call per hit (a search makes ``k`` of them)."""
     hit = SearchHit
     # in field order: path, lines, snippet, score, ids, section, title, labels
     return [
         hit(
-            (doc := chunk.doc).path,
+            doc[0],
             chunk.start_line,
             chunk.end_line,
             text if len(text := chunk.text) <= _SNIPPET else text[: _SNIPPET - 3] + "...",
             score,
             chunk.chunk_id,
-            doc.doc_id,
+            doc[1],
             chunk.section,
-            doc.title,
-            doc.labels,
+            doc[2],
+            doc[3],
         )
-        for chunk, score in found
+        for chunk, score, doc in found
     ]

@@ -116,7 +116,9 @@ class PartitionedIndex(Index):
         document -> partition map is made again when anything changed."""
         with self._lock:
             changed = False
-            for index in [*self._parts.values(), *self._empty.values()]:
+            for index in self._parts.values():  # a table's refresh leaves these dicts alone
+                changed = index.refresh() or changed
+            for index in self._empty.values():
                 changed = index.refresh() or changed
             if self._discover is not None:
                 names = self._discover()
