@@ -21,6 +21,7 @@ from bastion.core.principal import Classifications
 from bastion.knowledge.chunking import Chunker, ChunkingConfig
 from bastion.knowledge.embedders.base import Embedder
 from bastion.knowledge.index import fusion
+from bastion.knowledge.index.hybrid import hybrid
 from bastion.knowledge.index.memory import MemoryIndex
 from bastion.knowledge.index.models import (
     IndexedChunk,
@@ -289,9 +290,7 @@ class Knowledge:
         if chosen is SearchMode.VECTOR:
             return self.index.search_vector(vector, k, flt)
         depth = max(k, _CANDIDATES)
-        keyword = self.index.search_keyword(query, depth, flt)
-        dense = self.index.search_vector(vector, depth, flt)
-        return self.fuse(keyword, dense)[:k]
+        return hybrid(self.index, query, vector, k=k, depth=depth, fuse=self.fuse, flt=flt)
 
     def fuse(self, keyword: Sequence[IndexHit], dense: Sequence[IndexHit]) -> list[IndexHit]:
         if self.fusion == "zscore":

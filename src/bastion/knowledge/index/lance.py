@@ -53,6 +53,7 @@ import pyarrow.compute as pc  # type: ignore[import-untyped]
 from bastion.core.errors import ConfigurationError, StoreError
 from bastion.knowledge.embedders.base import same_space
 from bastion.knowledge.index.analysis import Analyzer
+from bastion.knowledge.index.hybrid import deferred
 from bastion.knowledge.index.lance_rows import from_arrow, malloc_trim, schema, slices
 from bastion.knowledge.index.memory import MemoryIndex, TextRef
 from bastion.knowledge.index.models import IndexedChunk
@@ -298,6 +299,18 @@ class LanceIndex(MemoryIndex):
             self._unindexed = 0
 
     def _with_texts(
+        self, chunks: Sequence[IndexedChunk], refs: Sequence[TextRef]
+    ) -> list[IndexedChunk | None]:
+        """:meth:`fetch_texts`, unless a hybrid search defers the fetch to its fused hits
+        (:func:`~bastion.knowledge.index.hybrid.deferring`): then the chunks as they are, and
+        where their texts are told to it."""
+        later = deferred()
+        if later is None:
+            return self.fetch_texts(chunks, refs)
+        later.hold(self, chunks, refs)
+        return list(chunks)
+
+    def fetch_texts(
         self, chunks: Sequence[IndexedChunk], refs: Sequence[TextRef]
     ) -> list[IndexedChunk | None]:
         """The chunks with their texts from the table: by row id where the mirror knows it
