@@ -22,7 +22,8 @@ For each size N (``--sizes``, default 10000,30000,100000):
   is indexed), disk size; then, in a fresh process, the time to open the folder, the memory
   the open index holds (resident set after open minus before, and the peak during the open),
   and query latency p50/p99 for bm25, vector and hybrid (z-scores over 100 candidates of each,
-  as ``Knowledge.search`` does), k = 10, one query at a time, after a warm-up.
+  as ``Knowledge.search`` does, through ``knowledge.index.hybrid`` where the tree has it: the
+  texts of the fused top k fetched once), k = 10, one query at a time, after a warm-up.
 * **PostgreSQL** (:class:`PostgresIndex` on a pgserver PostgreSQL started in a temporary
   folder, ``maintenance_work_mem`` 1 GB so the HNSW graph and the postings' B-trees are built
   in memory, ``max_wal_size`` 4 GB so a bulk load does not checkpoint every gigabyte of WAL):
@@ -275,17 +276,32 @@ def disk_mb(folder: Path) -> float:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 2**20
 
 
+def embedded_hybrid(index: Any) -> Callable[[str, np.ndarray], list[IndexHit]]:
+    """The embedded index's hybrid search as ``Knowledge.search`` runs it: through
+    ``knowledge.index.hybrid`` (the fused top k's texts fetched once) where the tree has it,
+    else each candidate list fetched, then fused (a tree before it)."""
+    try:
+        from bastion.knowledge.index.hybrid import hybrid
+    except ImportError:
+        return lambda t, v: fusion.zscore(
+            index.search_keyword(t, CANDIDATES), index.search_vector(v, CANDIDATES)
+        )[:K]
+    return lambda t, v: hybrid(index, t, v, k=K, depth=CANDIDATES, fuse=fusion.zscore)
+
+
 def latencies(
     keyword: Callable[[str, int], list[IndexHit]],
     vector: Callable[[np.ndarray, int], list[IndexHit]],
     texts: list[str],
     vecs: np.ndarray,
+    fused: Callable[[str, np.ndarray], list[IndexHit]] | None = None,
 ) -> dict[str, tuple[float, float]]:
     """p50/p99 (ms) per mode, k = 10, after one warm-up pass over 20 queries."""
     modes: dict[str, Callable[[str, np.ndarray], list[IndexHit]]] = {
         "bm25": lambda t, v: keyword(t, K),
         "vector": lambda t, v: vector(v, K),
-        "hybrid": lambda t, v: fusion.zscore(keyword(t, CANDIDATES), vector(v, CANDIDATES))[:K],
+        "hybrid": fused
+        or (lambda t, v: fusion.zscore(keyword(t, CANDIDATES), vector(v, CANDIDATES))[:K]),
     }
     out = {}
     for mode, call in modes.items():
@@ -319,7 +335,7 @@ def child_open(folder: Path, embedder: str, hits_out: Path | None = None) -> Non
     gc.collect()
     after = rss_mb()
     peak = peak_mb()
-    lat = latencies(index.search_keyword, index.search_vector, texts, vecs)
+    lat = latencies(index.search_keyword, index.search_vector, texts, vecs, embedded_hybrid(index))
     if hits_out is not None:
         hits_out.write_text(json.dumps(all_hits(index, texts, vecs)))
     print(
@@ -340,6 +356,7 @@ def child_open(folder: Path, embedder: str, hits_out: Path | None = None) -> Non
 
 def all_hits(index: Any, texts: list[str], vecs: np.ndarray) -> dict[str, list[list[Any]]]:
     """Per mode, each query's hits as [chunk id, score, text, start line, end line]."""
+    fused = embedded_hybrid(index)
 
     def rows(hits: list[IndexHit]) -> list[Any]:
         return [
@@ -350,14 +367,7 @@ def all_hits(index: Any, texts: list[str], vecs: np.ndarray) -> dict[str, list[l
     return {
         "bm25": [rows(index.search_keyword(t, K)) for t in texts],
         "vector": [rows(index.search_vector(v, K)) for v in vecs],
-        "hybrid": [
-            rows(
-                fusion.zscore(
-                    index.search_keyword(t, CANDIDATES), index.search_vector(v, CANDIDATES)
-                )[:K]
-            )
-            for t, v in zip(texts, vecs, strict=True)
-        ],
+        "hybrid": [rows(fused(t, v)) for t, v in zip(texts, vecs, strict=True)],
     }
 
 
