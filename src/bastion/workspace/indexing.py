@@ -489,7 +489,7 @@ class KnowledgeLink:
         checked: dict[DocumentMeta, bool] = {}
         out = self._vouched_hits(ctx, view.cleared, found, min_score)
         if out is None:  # some hit's file must be looked at
-            out = await self._checked_hits(ctx, found, checked, query, mode, k, flt, min_score)
+            out = await self._checked_hits(view, found, checked, query, mode, k, flt, min_score)
         if related and out:
             extra = self._related(ctx, out, flt)
             stale = await self._verify([doc for _, doc in extra], checked)
@@ -563,7 +563,7 @@ class KnowledgeLink:
 
     async def _checked_hits(
         self,
-        ctx: GuardContext,
+        view: SearchView,
         found: list[IndexHit],
         checked: dict[DocumentMeta, bool],
         query: str,
@@ -575,7 +575,9 @@ class KnowledgeLink:
         """The hits of ``found`` this principal may read whose files are what they were
         indexed from (each looked at unless vouched for, see :meth:`_verify`). When some
         changed or went, they are indexed again (or forgotten) and the search is made once
-        more."""
+        more. The documents shown whose files are vouched for go to the view's memory (the
+        next search that meets them need not ask again)."""
+        ctx = view.ctx
         may_read = self._reader(ctx)
         for attempt in range(2):
             if attempt:
@@ -591,7 +593,11 @@ class KnowledgeLink:
             # The index lagged the files: index them as they are now, and ask again (once).
             if not await self._repair(stale, ctx.policy.classifications):
                 break
-        return _hits((c, s, _doc_part(c.doc)) for c, s in hits if checked[c.doc])
+        shown = [(c, s, _doc_part(c.doc)) for c, s in hits if checked[c.doc]]
+        for chunk, _score, _part in shown:
+            if id(chunk.doc) not in view.cleared:
+                self._clear(view.cleared, chunk.doc)  # principal checked above (may_read)
+        return _hits(shown)
 
     async def _verify(
         self, metas: Sequence[DocumentMeta], checked: dict[DocumentMeta, bool]
