@@ -1,7 +1,7 @@
 """Keyword indexing and BM25 query speed, before and after, from one run (issue 11).
 
 .venv/bin/python bench/index_speed.py [--baseline REV] [--quick] [--size-mb 50] [--skip-large]
-                                     [--rounds 3] [--after-src DIR]
+                                     [--rounds 3] [--runs 1] [--after-src DIR]
 
 The baseline revision's ``src`` is exported with ``git archive`` into a temporary folder (no
 worktree, the checkout is not touched) and the same measuring child (this file, ``--child``)
@@ -15,7 +15,10 @@ after the other, each part in a fresh process:
    both see the same machine load, ``--rounds`` rounds, median per query (and the first
    round's alone: the engine computes a term's scores the first time it meets the term after
    a write); nDCG@10 of the
-   engine's ranking (a document scores its best chunk) and of ``Workspace.search``.
+   engine's ranking (a document scores its best chunk) and of ``Workspace.search``; and a
+   SHA-256 of every chunk the load made and of every query's top 100 (ids and scores), so
+   "same chunks, same scores" is checked bit for bit. ``--runs N`` loads SciFact N times per
+   tree, alternating the trees, and reports the medians of the load's wall and CPU time.
 2. **One large text file** (``--size-mb`` MB of SciFact abstracts, one paragraph each,
    cycled; written once to a folder and indexed through a ``LocalStore`` mount): wall time of
    ``index_directory``, the process's peak RSS (``ru_maxrss``, imports included) and its
@@ -131,6 +134,7 @@ async def _scifact(quick: bool, rounds: int) -> dict[str, Any]:
     for qid, text in queries.items():
         result = await ws.search(text, mode="bm25", k=100)
         ws_run[qid] = doc_scores([(h.path, h.score) for h in result.hits])
+    digest = _digests(kb.index, queries)  # after the timed rounds (it searches too)
     first_ms = statistics.median(v[0] for v in ours.values()) * 1e3
     first_peer_ms = statistics.median(v[0] for v in theirs.values()) * 1e3
     ours_ms = statistics.median(statistics.median(v) for v in ours.values()) * 1e3
@@ -148,7 +152,26 @@ async def _scifact(quick: bool, rounds: int) -> dict[str, Any]:
         "ndcg_engine": evaluate(engine_run, dataset.qrels).ndcg_at_10,
         "ndcg_workspace": evaluate(ws_run, dataset.qrels).ndcg_at_10,
         "ndcg_bm25s": evaluate(peer_run, dataset.qrels).ndcg_at_10,
+        **digest,
     }
+
+
+def _digests(index: Any, queries: dict[str, str]) -> dict[str, str]:
+    """SHA-256 of every chunk the load made (id, document, number, lines, section, text) and
+    of the first search's top 100 for every query (ids and scores, ``repr`` of the float):
+    equal digests mean the same chunks and the same BM25 scores, bit for bit."""
+    import hashlib
+
+    chunks = hashlib.sha256()
+    for doc_id in sorted(index.documents()):
+        for c in index.chunks_of(doc_id):
+            row = (c.chunk_id, c.doc.doc_id, c.seq, c.start_line, c.end_line, c.section, c.text)
+            chunks.update(repr(row).encode())
+    hits = hashlib.sha256()
+    for text in queries.values():
+        row = [(h.chunk.chunk_id, repr(h.score)) for h in index.search_keyword(text, 100)]
+        hits.update(repr(row).encode())
+    return {"chunks_sha256": chunks.hexdigest(), "hits_sha256": hits.hexdigest()}
 
 
 def _engine_module() -> Any:
@@ -247,6 +270,9 @@ def main() -> None:
     parser.add_argument("--size-mb", type=int, default=50)
     parser.add_argument("--skip-large", action="store_true")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--runs", type=int, default=1, help="SciFact loads per tree, alternating (medians)"
+    )
     parser.add_argument("--after-src", type=Path, default=ROOT / "src", help="the tree to time")
     parser.add_argument("--child")
     parser.add_argument("--folder", default="")
@@ -263,11 +289,26 @@ def main() -> None:
         if not args.skip_large:
             make_large(folder / "large.txt", size)
         trees = {"before": base_src, "after": args.after_src}
+        runs: dict[str, list[dict[str, Any]]] = {name: [] for name in trees}
+        for _ in range(args.runs):  # alternating, so both trees meet the same load
+            for name, src in trees.items():
+                runs[name].append(_run_child(src, "scifact", args, folder))
         for name, src in trees.items():
-            results[name] = {"scifact": _run_child(src, "scifact", args, folder)}
+            results[name] = {"scifact": _median_run(runs[name]), "scifact_runs": runs[name]}
             if not args.skip_large:
                 results[name]["large"] = _run_child(src, "large", args, folder)
     _report(results, args, size)
+
+
+def _median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The first run's figures, with the load's wall and CPU seconds the median of all runs
+    (and each run's in ``index_s_all``, ``index_cpu_s_all``)."""
+    out = dict(runs[0])
+    for key in ("index_s", "index_cpu_s", "peer_index_s"):
+        out[f"{key}_all"] = [r[key] for r in runs]
+        out[key] = statistics.median(out[f"{key}_all"])
+    out["same_digests"] = len({(r["chunks_sha256"], r["hits_sha256"]) for r in runs}) == 1
+    return out
 
 
 def _report(results: dict[str, dict[str, Any]], args: argparse.Namespace, size: int) -> None:
@@ -279,9 +320,17 @@ def _report(results: dict[str, dict[str, Any]], args: argparse.Namespace, size: 
                 f"({s['query_ms']:.3f} vs {s['peer_query_ms']:.3f} ms); first round "
                 f"{s['first_round_ms'] / s['first_round_peer_ms']:.2f}x"
             ),
-            f"index SciFact keyword-only, {s['docs']:,} files": (
+            f"index SciFact keyword-only, {s['docs']:,} files (median of {args.runs})": (
                 f"{s['index_s']:.2f} s (CPU {s['index_cpu_s']:.2f} s), {s['chunks']:,} chunks "
-                f"(bm25s {s['peer_index_s']:.2f} s on strings)"
+                f"(bm25s {s['peer_index_s']:.2f} s on strings); runs "
+                + ", ".join(f"{x:.2f}" for x in s["index_s_all"])
+                + " s, CPU "
+                + ", ".join(f"{x:.2f}" for x in s["index_cpu_s_all"])
+                + " s"
+            ),
+            "chunks and BM25 scores (SHA-256 of each)": (
+                f"{s['chunks_sha256'][:12]} / {s['hits_sha256'][:12]}"
+                + ("" if s["same_digests"] else " (runs differ!)")
             ),
             "nDCG@10 engine / Workspace.search / bm25s": (
                 f"{s['ndcg_engine']:.4f} / {s['ndcg_workspace']:.4f} / {s['ndcg_bm25s']:.4f}"
@@ -300,6 +349,10 @@ def _report(results: dict[str, dict[str, Any]], args: argparse.Namespace, size: 
         return out
 
     b, a = rows(results["before"]), rows(results["after"])
+    same = all(
+        results["before"]["scifact"][key] == results["after"]["scifact"][key]
+        for key in ("chunks_sha256", "hits_sha256")
+    )
     print(
         f"machine: {platform.machine()}, {os.cpu_count()} cores, Python "
         f"{platform.python_version()}, load {os.getloadavg()[0]:.2f}; "
@@ -308,6 +361,7 @@ def _report(results: dict[str, dict[str, Any]], args: argparse.Namespace, size: 
     print("\n| path | before | after |\n|---|---|---|")
     for name in b:
         print(f"| {name} | {b[name]} | {a[name]} |")
+    print(f"\nchunks and BM25 scores identical before and after: {same}")
     print("\n" + json.dumps(results))
 
 
