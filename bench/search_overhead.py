@@ -22,8 +22,10 @@ calls, and the ratio of the p50s. The engine with the principal's filter is time
 third interleaved call): the share of the gap that is the access filter inside the index.
 
 ``--baseline REV`` runs the same measuring child against ``git archive REV src`` first (the
-checkout is not touched), so a before/after pair comes from one command. The machine is
-shared: compare the ratios, not the milliseconds.
+checkout is not touched), so a before/after pair comes from one command; ``--after REV``
+measures that revision instead of the working tree (work in progress of others in the
+checkout stays out). ``--repeat N`` runs the pair N times, alternating, and adds the median
+of each mode's ratios. The machine is shared: compare the ratios, not the milliseconds.
 """
 
 from __future__ import annotations
@@ -198,6 +200,8 @@ def _table(name: str, result: dict[str, Any]) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", help="also measure git archive REV's src, first")
+    parser.add_argument("--after", help="measure git archive REV's src, not the working tree")
+    parser.add_argument("--repeat", type=int, default=1, help="runs of the pair, alternating")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="500 documents")
     parser.add_argument("--cache", type=Path, default=RESULTS / "cache")
@@ -222,12 +226,31 @@ def main() -> None:
         f"{os.cpu_count()} CPUs, Python {platform.python_version()}"
     )
     lines = [head]
+    runs: dict[str, list[dict[str, Any]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
+        trees: list[tuple[str, Path]] = []
         if args.baseline:
-            before = _run_child(export_src(args.baseline, Path(tmp)), args)
-            lines += _table(f"before ({args.baseline})", before)
-        after = _run_child(ROOT / "src", args)
-        lines += _table("this tree", after)
+            trees.append((f"before ({args.baseline})", export_src(args.baseline, Path(tmp) / "b")))
+        if args.after:
+            trees.append((f"after ({args.after})", export_src(args.after, Path(tmp) / "a")))
+        else:
+            trees.append(("this tree", ROOT / "src"))
+        for n in range(args.repeat):
+            for name, src in trees:
+                result = _run_child(src, args)
+                runs.setdefault(name, []).append(result)
+                lines += _table(name if args.repeat == 1 else f"{name}, run {n + 1}", result)
+    if args.repeat > 1:
+        lines += ["", "Median over the runs of each mode's ratio (p50 workspace / p50 engine):", ""]
+        lines += ["| tree | " + " | ".join(runs[trees[0][0]][0]["modes"]) + " |"]
+        lines += ["|---|" + "---:|" * len(runs[trees[0][0]][0]["modes"])]
+        for name, results in runs.items():
+            cells = []
+            for mode in results[0]["modes"]:
+                ratios = [r["modes"][mode]["ratio_p50"] for r in results]
+                shown = ", ".join(f"{x:.2f}" for x in ratios)
+                cells.append(f"**{statistics.median(ratios):.2f}x** ({shown})")
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
     text = "\n".join(lines)
     print(text)
     save_report("search_overhead", text)
