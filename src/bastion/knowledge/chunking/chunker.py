@@ -31,11 +31,9 @@ BATCH_SIZE = 256
 
 def chunk_id(doc_id: str, seq: int, char_start: int, char_end: int, text: str) -> str:
     """The stable id of a chunk: 32 hex digits of BLAKE2b over its identity and text."""
-    digest = hashlib.blake2b(digest_size=16)
-    for part in (doc_id, str(seq), f"{char_start}:{char_end}", text):
-        digest.update(part.encode("utf-8", "surrogatepass"))
-        digest.update(b"\x00")
-    return digest.hexdigest()
+    # each part followed by a NUL, hashed in one call (the same bytes as one update per part)
+    identity = f"{doc_id}\x00{seq}\x00{char_start}:{char_end}\x00{text}\x00"
+    return hashlib.blake2b(identity.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)

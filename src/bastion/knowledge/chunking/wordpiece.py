@@ -18,10 +18,9 @@ tokenizer, and ``tests/knowledge/test_wordpiece.py`` checks both give the same t
 from __future__ import annotations
 
 import json
-import operator
 import re
 from collections.abc import Callable, Sequence
-from itertools import chain, compress, pairwise, repeat
+from itertools import chain, pairwise, repeat
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -74,14 +73,14 @@ class _Table:
     def look_up(self, runs: list[str], split: Callable[[str], tuple[int, ...]]) -> _I64:
         """The number of each run (a new one is split once, in order of first use)."""
         numbers = self.numbers
-        found = list(map(numbers.get, runs))
-        if None in found:
-            missing = list(compress(range(len(found)), map(operator.is_, found, repeat(None))))
-            new = list(dict.fromkeys([runs[n] for n in missing]))
+        found = np.fromiter(map(numbers.get, runs, repeat(-1)), np.int64, len(runs))
+        missing = np.flatnonzero(found < 0)
+        if len(missing):
+            places = missing.tolist()
+            new = list(dict.fromkeys([runs[n] for n in places]))
             self._add(new, [split(word) for word in new])
-            for n in missing:
-                found[n] = numbers[runs[n]]
-        return np.fromiter(found, np.int64, len(found))  # no None is left
+            found[missing] = [numbers[runs[n]] for n in places]
+        return found
 
     def _add(self, words: list[str], splits: list[tuple[int, ...]]) -> None:
         start = len(self.sizes)
