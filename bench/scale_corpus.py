@@ -289,6 +289,51 @@ def embedded_hybrid(index: Any) -> Callable[[str, np.ndarray], list[IndexHit]]:
     return lambda t, v: hybrid(index, t, v, k=K, depth=CANDIDATES, fuse=fusion.zscore)
 
 
+def hybrid_ab(index: Any, texts: list[str], vecs: np.ndarray) -> dict[str, Any] | None:
+    """The hybrid search two ways on the same open index, alternating query by query (both
+    meet the same load): each candidate list fetched, then fused (as before
+    ``knowledge.index.hybrid``), and the fused top k fetched once (as now). p50/p99 in ms,
+    texts fetched per query, and whether both gave the same hits. ``None`` for a tree
+    without it."""
+    try:
+        from bastion.knowledge.index.hybrid import hybrid
+    except ImportError:
+        return None
+    fetched = [0]
+    fetch = index.fetch_texts
+
+    def counting(chunks: Any, refs: Any) -> Any:
+        fetched[0] += len(chunks)
+        return fetch(chunks, refs)
+
+    index.fetch_texts = counting  # counts what each way reads (the instance only)
+    ways: dict[str, Callable[[str, np.ndarray], list[IndexHit]]] = {
+        "both lists fetched": lambda t, v: fusion.zscore(
+            index.search_keyword(t, CANDIDATES), index.search_vector(v, CANDIDATES)
+        )[:K],
+        "fused top k fetched": lambda t, v: hybrid(
+            index, t, v, k=K, depth=CANDIDATES, fuse=fusion.zscore
+        ),
+    }
+    lat: dict[str, list[float]] = {name: [] for name in ways}
+    reads: dict[str, int] = dict.fromkeys(ways, 0)
+    same = True
+    for t, v in zip(texts, vecs, strict=True):
+        got = []
+        for name, call in ways.items():
+            fetched[0] = 0
+            t0 = time.perf_counter()
+            got.append([(h.chunk.chunk_id, h.score, h.chunk.text) for h in call(t, v)])
+            lat[name].append(time.perf_counter() - t0)
+            reads[name] += fetched[0]
+        same = same and got[0] == got[1]
+    del index.fetch_texts
+    return {
+        name: {"p50_p99_ms": p50_p99_ms(lat[name]), "texts_per_query": reads[name] / len(texts)}
+        for name in ways
+    } | {"same_hits": same}
+
+
 def latencies(
     keyword: Callable[[str, int], list[IndexHit]],
     vector: Callable[[np.ndarray, int], list[IndexHit]],
@@ -336,6 +381,7 @@ def child_open(folder: Path, embedder: str, hits_out: Path | None = None) -> Non
     after = rss_mb()
     peak = peak_mb()
     lat = latencies(index.search_keyword, index.search_vector, texts, vecs, embedded_hybrid(index))
+    ab = hybrid_ab(index, texts, vecs) if not index.keeps_texts else None
     if hits_out is not None:
         hits_out.write_text(json.dumps(all_hits(index, texts, vecs)))
     print(
@@ -348,6 +394,7 @@ def child_open(folder: Path, embedder: str, hits_out: Path | None = None) -> Non
                 "chunks": index.count(),
                 "latency": lat,
                 "rss_after_queries_mb": rss_mb(),
+                "hybrid_ab": ab,
             }
         )
     )
@@ -579,6 +626,18 @@ def main() -> None:
                 np.save(folder / "queries.npy", vecs)
                 results[n].update(run_embedded(corpus, encode, name, folder, baseline))
                 tree = results[n]["embedded (LanceIndex)"]
+                if tree.get("hybrid_ab"):
+                    ab = tree["hybrid_ab"]
+                    notes.append(
+                        f"N={n:,}: hybrid, same open index, alternating query by query: "
+                        + "; ".join(
+                            f"{name} p50/p99 {r['p50_p99_ms'][0]:.2f} / {r['p50_p99_ms'][1]:.2f}"
+                            f" ms, {r['texts_per_query']:.0f} texts a query"
+                            for name, r in ab.items()
+                            if name != "same_hits"
+                        )
+                        + f"; same hits: {ab['same_hits']}"
+                    )
                 if "hits_identical" in tree:
                     notes.append(
                         f"N={n:,}: hits of {args.baseline} and the working tree identical "
