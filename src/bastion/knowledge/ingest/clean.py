@@ -29,6 +29,9 @@ _DROP = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u00ad\u200b\u2060\
 _SPACES = re.compile("[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _SPACE_RUN = re.compile(r"(?<=\S) {2,}")
+_PLAIN = bytes(range(0x20, 0x7F)) + b"\t\n"
+"""The ASCII characters the character steps leave alone (deleted from a text's bytes, what
+is left is what a step might change: ``\r``, other controls)."""
 
 
 def clean_text(text: str, *, keep_indent: bool = True) -> str:
@@ -46,6 +49,8 @@ def clean_text(text: str, *, keep_indent: bool = True) -> str:
 
 
 def _character_steps(piece: str) -> str:
+    if piece.isascii() and not piece.encode("ascii").translate(None, _PLAIN):
+        return piece  # printable ASCII, tabs and line breaks: no step changes anything
     piece = _NEWLINES.sub("\n", piece)
     piece = unicodedata.normalize("NFC", piece)
     if "\u00ad" in piece:

@@ -60,6 +60,8 @@ _TEXT_SAMPLE = 8192
 _BOMS = (b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")
 _CONTROLS = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f]")
 """Control characters (category Cc) other than newline, carriage return, tab and form feed."""
+_NOT_CONTROL = bytes(b for b in range(256) if not _CONTROLS.match(chr(b)))
+"""Every byte but the ASCII (and Latin-1) ones :data:`_CONTROLS` counts."""
 # Possessive: a comment ends at its first "-->", and the parse never backtracks into one (with
 # a plain "*", k comments before something that is not <html> took 2^k steps).
 _HTML_START = re.compile(
@@ -124,6 +126,8 @@ def _looks_like_text(data: bytes) -> bool:
     sample = data[:_TEXT_SAMPLE]
     if b"\x00" in sample:
         return False
+    if sample.isascii():  # the controls counted on the bytes (ASCII decodes to the same)
+        return len(sample.translate(None, _NOT_CONTROL)) <= len(sample) // 100
     try:
         text = sample.decode("utf-8")
     except UnicodeDecodeError as exc:
