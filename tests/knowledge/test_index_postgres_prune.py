@@ -83,6 +83,7 @@ def _compare(index: PostgresIndex, monkeypatch: pytest.MonkeyPatch) -> int:
             monkeypatch.setattr(_pg_prune, "PRUNE_FROM", 10**12)
             whole = _hits(index.search_keyword(text, k))
             monkeypatch.setattr(_pg_prune, "PRUNE_FROM", 0)
+            monkeypatch.setattr(_pg_prune, "PROBE_COST", 0)  # prune whenever it can
             pruned = _hits(index.search_keyword(text, k))
             assert pruned == whole, (text, k)  # same chunks, same order, same float scores
             compared += len(whole)
@@ -164,6 +165,7 @@ def test_pruning_reads_fewer_postings(
         read["whole"] = returned() - start
         start = returned()
         monkeypatch.setattr(_pg_prune, "PRUNE_FROM", 0)
+        monkeypatch.setattr(_pg_prune, "PROBE_COST", 0)
         pruned = _pg_prune.search(cur, index.names, params)
         read["pruned"] = returned() - start
     assert [(r[0], r[-1]) for r in pruned] == [(r[0], r[-1]) for r in whole]
