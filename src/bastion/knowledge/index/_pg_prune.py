@@ -20,6 +20,9 @@ the ``k``-th), then the same chunk scoring (:func:`_pg_query.best_chunks`). Only
 searches with the index's own statistics are pruned (a filter's counts are those of what it
 admits, which ``$df`` does not hold), and only when the query terms' postings are many
 (:data:`PRUNE_FROM`): below that one statement over every posting is cheaper than the rounds.
+A round runs only when it is expected to cost less than half of reading every posting
+(:data:`PROBE_COST`); a query of frequent words only, whose rarest word is in thousands of
+documents, gets the unpruned statement at once or after one round.
 """
 
 from __future__ import annotations
