@@ -7,7 +7,9 @@ transaction, every search one snapshot, and what one process writes the others f
   in SQL over a ``terms`` table of per-chunk term frequencies, with the statistics of the
   chunks a filter admits (as in memory). On SciFact it ranks exactly like the embedded index,
   where PostgreSQL's ``ts_rank_cd`` ranks well below it (nDCG@10 0.680 against 0.424, see
-  ``docs/search.md``); ``keyword_scoring="ts_rank_cd"`` selects the latter.
+  ``docs/search.md``); ``keyword_scoring="ts_rank_cd"`` selects the latter. Unfiltered, a
+  query over many postings is pruned exactly (MaxScore over the terms' counts the writes keep,
+  :mod:`bastion.knowledge.index._pg_prune`).
 * **Vectors**: pgvector, an HNSW index over inner products. An HNSW scan filters *after* the
   graph walk, so a restrictive filter can leave fewer than ``k`` rows; the search then runs
   again as an exact scan of the admitted chunks, and ``k`` results are ``k`` authorized ones.
