@@ -74,9 +74,7 @@ def _assert_counts_exact(dsn: str, index: PostgresIndex) -> None:
         ).fetchone()
         assert astray == (0,)  # every posting names its chunk's document, no orphan posting
         df = conn.execute(
-            sql.SQL("SELECT term, docs, chunks FROM {} WHERE chunks > 0 ORDER BY term").format(
-                n.df
-            )
+            sql.SQL("SELECT term, docs, chunks FROM {} WHERE chunks > 0 ORDER BY term").format(n.df)
         ).fetchall()
         recounted = conn.execute(
             sql.SQL(
