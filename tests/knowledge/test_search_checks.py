@@ -1,12 +1,11 @@
 """The per-hit file checks of ``Workspace.search``: concurrent on a store that waits (one after
 the other on one that answers at once, which the rest of the suite runs on), and the guard's
 answer the same either way; the index's look for new tables lists the folder again only when
-it changed."""
+a table was announced in its journal."""
 
 from __future__ import annotations
 
 import asyncio
-import os
 from pathlib import Path
 
 from bastion import MemoryStore, Mount, Policy, Principal, Workspace
@@ -77,28 +76,25 @@ async def test_concurrent_checks_still_drop_a_file_relabelled_out_of_band() -> N
     assert {"/docs/note1.md", "/docs/note4.md"} <= found
 
 
-def _age(folder: Path, stamp: int) -> None:
-    os.utime(folder, ns=(stamp, stamp))
-
-
-def test_table_folders_are_listed_again_when_the_folder_changes(tmp_path: Path) -> None:
+def test_tables_are_listed_again_when_one_is_announced(tmp_path: Path) -> None:
     tables = _Tables(tmp_path)
     (tmp_path / "chunks__a").mkdir()
-    assert tables() == ("chunks__a",)
-    (tmp_path / "chunks__b").mkdir()  # within the clock tick of the listing: looked at again
-    assert tables() == ("chunks__a", "chunks__b")
+    first = tables()
+    assert first == ("chunks__a",)
     (tmp_path / "note.txt").write_text("not a table")
-    assert tables() == ("chunks__a", "chunks__b")
-
-
-def test_a_settled_listing_is_kept_until_the_folder_mtime_moves(tmp_path: Path) -> None:
-    (tmp_path / "chunks__a").mkdir()
-    old = os.stat(tmp_path).st_mtime_ns - 10_000_000_000
-    _age(tmp_path, old)
-    tables = _Tables(tmp_path)
-    assert tables() == ("chunks__a",)
+    assert tables() is first  # nothing announced: the same listing, not looked at again
     (tmp_path / "chunks__b").mkdir()
-    _age(tmp_path, old)  # a change that left the mtime as it was: the listing is trusted
-    assert tables() == ("chunks__a",)
-    _age(tmp_path, old + 1)  # any move of the mtime: listed again
+    tables.announce("chunks__b")  # as a writer does before its first write to a table
     assert tables() == ("chunks__a", "chunks__b")
+    tables.close()
+
+
+def test_another_process_announcing_a_table_is_heard_through_the_journal(tmp_path: Path) -> None:
+    mine, theirs = _Tables(tmp_path), _Tables(tmp_path)  # two openers of one index folder
+    assert mine() == ()
+    (tmp_path / "chunks__a").mkdir()
+    theirs.announce("chunks__a")
+    assert mine() == ("chunks__a",)
+    assert mine() == ("chunks__a",)
+    mine.close()
+    theirs.close()

@@ -203,3 +203,31 @@ def test_the_last_filters_mask_follows_new_and_removed_chunks() -> None:
     assert [h.chunk.chunk_id for h in index.search_keyword("november", 10, flt)] == ["b1"]
     index.clear()
     assert index.search_keyword("november", 10, flt) == []
+
+
+def test_a_table_is_announced_before_this_process_first_writes_to_it() -> None:
+    events: list[tuple[str, str]] = []
+
+    class Recording(MemoryIndex):
+        def upsert(self, chunks):  # type: ignore[no-untyped-def]
+            events.append(("write", chunks[0].chunk_id))
+            super().upsert(chunks)
+
+    empty = "chunks__tenant_shared__src_docs"  # on disk, empty: its maker died before writing
+    index = PartitionedIndex(
+        lambda name: Recording(),
+        discover=lambda: (empty,),
+        announce=lambda name: events.append(("announce", name)),
+    )
+    index.refresh()
+    assert events == []  # opening a table found on disk announces nothing
+    index.upsert([chunk("a1", meta("da", path="/docs/a.md"), "x")])
+    index.upsert([chunk("a2", meta("da", path="/docs/a.md"), "y")])
+    index.upsert([chunk("b1", meta("db", path="/other/b.md"), "z")])  # a new table
+    assert events == [
+        ("announce", empty),
+        ("write", "a1"),
+        ("write", "a2"),
+        ("announce", "chunks__tenant_shared__src_other"),
+        ("write", "b1"),
+    ]

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from bastion.core.errors import ConfigurationError
+from bastion.core.errors import ConfigurationError, StoreError
 from bastion.core.extras import needs
 from bastion.core.models import Labels
 from bastion.core.principal import Classifications
@@ -139,8 +138,13 @@ class Knowledge:
             def table(table: str) -> Index:
                 return LanceIndex(tables / table, dim=dim, embedder=name)
 
+            found = _Tables(tables)
             index = PartitionedIndex(
-                table, existing=[table(n) for n in _tables(tables)], discover=_Tables(tables)
+                table,
+                existing=[table(n) for n in _tables(tables)],
+                discover=found,
+                announce=found.announce,
+                closing=found.close,
             )
         else:
             index = LanceIndex(root / "lance", dim=dim, embedder=name)
@@ -308,31 +312,62 @@ def _tables(folder: Path) -> tuple[str, ...]:
 
 
 class _Tables:
-    """The table folders in ``folder``, listed again only when the folder changed: every
-    search first looks for tables other processes made, and one ``stat`` of the folder costs
-    a fraction of a listing (a ``stat`` per entry). A change shows in the folder's mtime; one
-    made within the clock tick of the last listing might not, so a listing is trusted only
-    once the folder's mtime is :data:`_SETTLED` older than the moment it was made (as git
-    trusts its index)."""
+    """The table folders in ``folder``, listed again only when a table was announced since.
+
+    Every search first looks for tables other processes made. A process that is about to
+    write to a table for the first time appends its name to the folder's journal
+    (:data:`_JOURNAL`, :meth:`announce`, called by :class:`PartitionedIndex`), before the
+    write; a look reads one byte past the end of the journal as last seen (one ``pread``):
+    nothing there, nothing new. The end is read before the folder is listed, so a table
+    announced during a listing is listed at the next look. Cheaper than a ``stat`` of the
+    folder (a path walk and a ``stat_result`` per search; measured in ``docs/decisions.md``).
+    A table made by a writer that does not announce (a version before the journal) is found
+    when the index is opened again."""
 
     def __init__(self, folder: Path) -> None:
         self._folder = folder
-        self._name = os.fspath(folder)  # os.stat of a str: a third of pathlib's cost
-        self._seen: tuple[int, int, tuple[str, ...]] | None = None
-        """(folder mtime, when listed, names), in nanoseconds; the same names tuple is given
-        again while the folder is unchanged (:class:`PartitionedIndex` then skips them)."""
+        try:
+            self._fd: int | None = os.open(
+                folder / _JOURNAL, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644
+            )
+        except OSError as exc:
+            raise _failed("open", folder, exc) from exc
+        self._end = -1
+        """How far the journal had been read at the last listing (-1: never listed)."""
+        self._names: tuple[str, ...] = ()
 
     def __call__(self) -> tuple[str, ...]:
-        stamp = os.stat(self._name).st_mtime_ns  # noqa: PTH116 - measured: 1.8 vs 2.6 µs
-        seen = self._seen
-        if seen is not None and seen[0] == stamp and seen[1] - stamp > _SETTLED:
-            return seen[2]
-        listed = time.time_ns()
-        names = _tables(self._folder)
-        self._seen = (stamp, listed, names)
-        return names
+        fd = self._fd
+        if fd is None:
+            return self._names
+        if self._end >= 0 and not os.pread(fd, 1, self._end):
+            return self._names  # the same tuple: PartitionedIndex skips its names
+        end = os.fstat(fd).st_size  # before the listing: a later announcement is seen next
+        self._names = _tables(self._folder)
+        self._end = end
+        return self._names
+
+    def announce(self, name: str) -> None:
+        """Tell every process's next look that table ``name`` is (about to be) written."""
+        if self._fd is not None:
+            try:  # O_APPEND: one whole line; no write to the table without it
+                os.write(self._fd, name.encode("utf-8") + b"\n")
+            except OSError as exc:
+                raise _failed("write to", self._folder, exc) from exc
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
-_SETTLED = 1_000_000_000
-"""Nanoseconds between a folder's last change and its listing for the listing to be trusted
-while the folder's mtime stays the same."""
+def _failed(what: str, folder: Path, exc: OSError) -> StoreError:
+    return StoreError(
+        f"cannot {what} the index tables in {folder.name} ({exc.strerror}); check the "
+        "folder's disk and permissions"
+    )
+
+
+_JOURNAL = "tables.log"
+"""The journal of the tables folder: names of tables announced, one a line (never a folder, so
+never taken for a table)."""

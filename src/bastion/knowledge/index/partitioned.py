@@ -79,8 +79,15 @@ class PartitionedIndex(Index):
         *,
         existing: Iterable[Index] = (),
         discover: Callable[[], Iterable[str]] | None = None,
+        announce: Callable[[str], None] | None = None,
+        closing: Callable[[], None] | None = None,
     ) -> None:
         self._factory = factory
+        self._announce = announce
+        """Told the name of a table this process is about to write to for the first time
+        (before the write), so that other processes' ``discover`` lists it."""
+        self._closing = closing
+        """Called by :meth:`close` (what ``discover`` holds open)."""
         self._discover = discover
         """The names of the tables that exist now (other processes make new ones): read by
         :meth:`refresh`. A ``discover`` that answers with the same tuple as before says that
@@ -155,11 +162,16 @@ class PartitionedIndex(Index):
             return [index for key, index in self._parts.items() if _may_hold(key, flt)]
 
     def _part(self, key: Partition) -> Index:
+        """The table of ``key``, to write to: one this process has not written to yet (made
+        now, or found empty) is announced first (a writer that died before its first write
+        left an empty table nobody was told of: its next writer announces it)."""
         index = self._parts.get(key)
         if index is None:
             name = table_name(*key)
             found = self._empty.pop(name, None)
             index = self._parts[key] = found if found is not None else self._factory(name)
+            if self._announce is not None:
+                self._announce(name)
         return index
 
     # -- writes ------------------------------------------------------------------------------
@@ -228,6 +240,8 @@ class PartitionedIndex(Index):
         with self._lock:
             for index in [*self._parts.values(), *self._empty.values()]:
                 index.close()
+            if self._closing is not None:
+                self._closing()
 
     # -- reads -------------------------------------------------------------------------------
 
