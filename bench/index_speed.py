@@ -220,7 +220,14 @@ async def _large(folder: str) -> dict[str, Any]:
             calls[0] += 1
 
         async def index_files(files: Any, **kw: Any) -> Any:
-            return await plain(files, progress=count, **kw)
+            given = kw.pop("progress", None)  # the workspace may pass its own (segments)
+
+            def both(step: object) -> None:
+                count(step)
+                if given is not None:
+                    given(step)
+
+            return await plain(files, progress=both, **kw)
 
         kb.index_files = index_files  # type: ignore[method-assign]
     ws = Workspace(
