@@ -11,9 +11,11 @@ checked against new tables and new chunks."""
 
 from __future__ import annotations
 
+import pytest
 from index_contract import chunk, meta
 
 from bastion import MemoryStore, Mount, Policy, Principal, Workspace
+from bastion.core.errors import StoreError
 from bastion.core.models import FileInfo
 from bastion.core.paths import VPath
 from bastion.knowledge.engine import Knowledge
@@ -231,3 +233,22 @@ def test_a_table_is_announced_before_this_process_first_writes_to_it() -> None:
         ("announce", "chunks__tenant_shared__src_other"),
         ("write", "b1"),
     ]
+
+
+def test_a_table_whose_announcement_failed_is_not_written_and_is_told_again() -> None:
+    told: list[str] = []
+    failing = [True]
+
+    def announce(name: str) -> None:
+        if failing[0]:
+            raise StoreError("cannot write to the index tables (disk full)")
+        told.append(name)
+
+    index = PartitionedIndex(lambda name: MemoryIndex(), discover=lambda: (), announce=announce)
+    with pytest.raises(StoreError):
+        index.upsert([chunk("a1", meta("da", path="/docs/a.md"), "x")])
+    assert index.count() == 0  # nothing went where nobody would look
+    failing[0] = False
+    index.upsert([chunk("a1", meta("da", path="/docs/a.md"), "x")])
+    assert told == ["chunks__tenant_shared__src_docs"]
+    assert index.count() == 1

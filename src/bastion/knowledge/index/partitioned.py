@@ -169,9 +169,14 @@ class PartitionedIndex(Index):
         if index is None:
             name = table_name(*key)
             found = self._empty.pop(name, None)
-            index = self._parts[key] = found if found is not None else self._factory(name)
+            index = found if found is not None else self._factory(name)  # made, then told
             if self._announce is not None:
-                self._announce(name)
+                try:
+                    self._announce(name)
+                except BaseException:
+                    self._empty[name] = index  # not written to: the next write tells again
+                    raise
+            self._parts[key] = index
         return index
 
     # -- writes ------------------------------------------------------------------------------
