@@ -91,7 +91,7 @@ async def main(files: int, queries: int) -> None:
             t = time.perf_counter()
             knowledge.index.refresh()
             refresh.append(time.perf_counter() - t)
-        link = ws._link()
+        link = ws._link().checks
         unchecked = []
 
         async def vouch(meta: object) -> None:

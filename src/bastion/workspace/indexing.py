@@ -14,55 +14,39 @@ was indexed is indexed again and the search run once more, a hit whose file is g
 from the index, and a hit whose file cannot be reached is left out of this answer. No hit points
 at content its file no longer has, nor carries labels the file no longer has.
 
-On a store that can tell when anything in it changed (``Store.change_mark``: a memory store),
-a file found current is vouched for until the mark moves, whoever writes; a principal view
-keeps, per document, that its principal may read it and the mark its file was vouched for
-under (:class:`SearchView`), so a search whose every hit is vouched for looks at no file and
-checks each hit with one lookup (:meth:`KnowledgeLink._vouched_hits`).
+The search itself and the checks of its hits are :class:`~bastion.workspace.hitcheck.HitChecks`
+(the link holds one and hands it the repair of stale documents).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from bastion.core.errors import BastionError, ConfigurationError, NotFoundError
-from bastion.core.models import Action, FileInfo, Labels, Scope
+from bastion.core.errors import BastionError, NotFoundError
+from bastion.core.models import FileInfo, Labels, Scope
 from bastion.core.paths import VPath
 from bastion.core.sidecars import labelled_file_of
-from bastion.knowledge.hits import SearchHit
+from bastion.workspace.hitcheck import HitChecks, indexed_mount, stale
 
 if TYPE_CHECKING:
     from bastion.core.guard import GuardContext
-    from bastion.core.mounts import Mount, MountTable
-    from bastion.core.principal import Classifications, Principal
+    from bastion.core.mounts import MountTable
+    from bastion.core.principal import Classifications
     from bastion.knowledge.engine import FileToIndex, Knowledge
-    from bastion.knowledge.hits import SearchResult
-    from bastion.knowledge.index.models import (
-        DocumentMeta,
-        IndexedChunk,
-        IndexFilter,
-        IndexHit,
-    )
+    from bastion.knowledge.index.models import DocumentMeta, IndexFilter
     from bastion.knowledge.indexer import IndexProgress
 
-__all__ = ["IndexFollower", "IndexSummary", "KnowledgeLink", "SearchView"]
+__all__ = ["IndexFollower", "IndexSummary", "KnowledgeLink"]
 
-_SNIPPET = 300
-_MEMO = 200_000
-_FILTERS = 256
-_WAIT = 0.0005
-"""A ``stat`` slower than this (seconds) waited for something (a server, a network): hit
-checks on that mount are then made concurrently (see :meth:`KnowledgeLink._currents`)."""
 _BATCH_FILES = 512
 """Files per indexing batch: each batch is one embedding call and one index write, and a
 LanceDB write costs about 0.1 s whatever its size (SciFact: 11 writes, was 41 at 128 files)."""
 _BATCH_BYTES = 32 << 20
 """A batch closes once its files hold this many bytes (memory stays bounded on big files)."""
-_FILTER_KEYS = frozenset({"tags", "section", "date_from", "date_to", "doc_ids", "classifications"})
 
 
 @dataclass(kw_only=True, slots=True)
@@ -111,27 +95,6 @@ class IndexSummary:
         return "\n".join(lines)
 
 
-DocPart = tuple[str, str, "str | None", "Labels"]
-"""What a hit takes from its document: path, id, title, labels (:func:`_doc_part`)."""
-Cleared = tuple["DocumentMeta", "Mount", object, DocPart]
-"""A document a view's principal may read, its mount, the change mark of the mount's store
-under which its file was vouched for (see :meth:`KnowledgeLink._vouched_hits`), and its
-part of a hit (read from the entry, the document itself is not looked at again)."""
-
-
-class SearchView:
-    """What one principal view keeps between its searches (held by its ``Searching``, gone
-    with it): the access filter of a search of the whole tree, and the documents it may
-    read whose files were vouched for (:data:`Cleared`, by ``id``)."""
-
-    __slots__ = ("cleared", "ctx", "whole")
-
-    def __init__(self, ctx: GuardContext) -> None:
-        self.ctx = ctx
-        self.cleared: dict[int, Cleared] = {}
-        self.whole: IndexFilter | None = None
-
-
 class KnowledgeLink:
     """Ties one :class:`Knowledge` to a workspace's mounts (shared by every principal view)."""
 
@@ -140,25 +103,8 @@ class KnowledgeLink:
         self.mounts = mounts
         self.failures: dict[str, str] = {}
         """Files that could not be indexed on their last change, and why."""
-        self._readable: dict[Principal, dict[DocumentMeta, bool]] = {}
-        self._memo_size = 0
-        """may_read answers. A link serves one workspace (one policy, one mount table), so the
-        principal and the document are the whole key."""
-        self._token = object()
-        """Names this link's access checks in index mask caches: a live object, so a cache
-        entry can never be matched by another workspace (``id()`` values can be reused)."""
-        self._places: dict[str, tuple[VPath, Mount | None, VPath]] = {}
-        """Indexed path -> (its parsed path, its mount, its path in the mount's store): the
-        mount table never changes."""
-        self._waiting: set[VPath] = set()
-        """Prefixes of the mounts whose ``stat`` waits (see :meth:`_currents`)."""
-        self._filters: dict[tuple[GuardContext, VPath], IndexFilter] = {}
-        """:meth:`access_filter` without options, per principal view and path: a pure function
-        of the two (the view's policy and principal never change)."""
-        self._vouched: dict[DocumentMeta, tuple[Mount, object]] = {}
-        """Document -> its mount and its store's :meth:`~bastion.core.ports.Store.change_mark`
-        when its file was last found to be what the document was indexed from (stores that
-        have a mark)."""
+        self.checks = HitChecks(knowledge, mounts, self._repair)
+        """The searches and the checks of their hits (what they remember is theirs)."""
 
     # -- following the files -----------------------------------------------------------------
 
@@ -166,19 +112,13 @@ class KnowledgeLink:
         """Take in what other processes wrote to a shared index (cheap when nothing)."""
         self.knowledge.index.refresh()
 
-    def _mount(self, vp: VPath) -> Mount | None:
-        mount = self.mounts.find(vp)
-        if mount is None or mount.scope is Scope.WRITE_ONLY:
-            return None
-        return mount
-
     async def file_changed(self, vp: VPath, classifications: Classifications) -> None:
         """Re-index the file (or every file of the directory) now at ``vp``. Never raises for
         a file it cannot index, nor when the index itself fails (its disk full, its server
         down): the file was written, and saying otherwise would make the caller write it
         again (an append twice). The reason is kept in :attr:`failures`; searches leave the
         stale hits out and index the file again once the index works."""
-        mount = self._mount(vp)
+        mount = indexed_mount(self.mounts, vp)
         if mount is None:
             return
         store, rel = mount.store, mount.to_store_path(vp)
@@ -268,7 +208,7 @@ class KnowledgeLink:
         """The file, ready to index, or why it will not be indexed."""
         from bastion.knowledge.engine import FileToIndex
 
-        mount = self._mount(vp)
+        mount = indexed_mount(self.mounts, vp)
         if mount is None:
             return "on a write-only mount or under no mount"
         rel = mount.to_store_path(vp)
@@ -329,7 +269,7 @@ class KnowledgeLink:
                 continue
             documents += 1
             meta = indexed.get(str(vp))
-            if meta is None or _stale(meta, info, strict=True):
+            if meta is None or stale(meta, info, strict=True):
                 todo.append(vp)
         gone = [path for path in indexed if VPath.parse(path) not in files]
         await self.knowledge.remove_many(gone)
@@ -378,340 +318,12 @@ class KnowledgeLink:
     def access_filter(
         self, ctx: GuardContext, path: VPath, options: Mapping[str, Any] | None
     ) -> IndexFilter:
-        """The filter for one principal: labels as columns (tenant, clearance, roles), the
-        path policy and mount scopes as a cached per-document check, plus the caller's own
-        conditions (``tags``, ``section``, ``date_from``, ``date_to``, ``doc_ids``)."""
-        if not options:
-            key = (ctx, path)
-            known = self._filters.get(key)
-            if known is None:
-                if len(self._filters) >= _FILTERS:
-                    self._filters.clear()
-                known = self._filters[key] = self._access_filter(ctx, path, None)
-            return known
-        return self._access_filter(ctx, path, options)
-
-    def _access_filter(
-        self, ctx: GuardContext, path: VPath, options: Mapping[str, Any] | None
-    ) -> IndexFilter:
-        from bastion.knowledge.index.models import IndexFilter
-
-        order = ctx.policy.classifications.order
-        clearance = ctx.principal.clearance
-        # an unknown clearance admits no classification (fail closed)
-        allowed = frozenset(order[: order.index(clearance) + 1] if clearance in order else ())
-        base = IndexFilter(
-            path_prefix=None if path.is_root else str(path),
-            tenant=ctx.principal.tenant,
-            classifications=allowed,
-            roles=ctx.roles,
-            access=lambda meta: self._may_read(ctx, meta),
-            access_key=(ctx.principal, self._token),
-        )
-        if not options:
-            return base
-        unknown = set(options) - _FILTER_KEYS
-        if unknown:
-            raise ConfigurationError(
-                f"unknown search filter {', '.join(sorted(unknown))}; use "
-                f"{', '.join(sorted(_FILTER_KEYS))}"
-            )
-        extra: dict[str, Any] = {}
-        for key, value in options.items():
-            many = key in ("tags", "doc_ids", "classifications")
-            extra[key] = frozenset([value] if isinstance(value, str) else value) if many else value
-        if "classifications" in extra:
-            extra["classifications"] = extra["classifications"] & base.classifications
-        return replace(base, **extra)
+        """See :meth:`HitChecks.access_filter`."""
+        return self.checks.access_filter(ctx, path, options)
 
     def may_read(self, ctx: GuardContext, meta: DocumentMeta) -> bool:
-        """Would the guard let this principal read this document? (scope, blocked segments,
-        path policy for read and search, labels). Memoized per principal and document
-        metadata: both are immutable, and so are the policy and the mount table."""
-        answers = self._readable.get(ctx.principal)
-        if answers is None:
-            answers = self._readable[ctx.principal] = {}
-        known = answers.get(meta)
-        if known is None:
-            if self._memo_size > _MEMO:
-                self._readable.clear()
-                self._memo_size = 0
-                answers = self._readable[ctx.principal] = {}
-            known = answers[meta] = self._may_read(ctx, meta)
-            self._memo_size += 1
-        return known
-
-    def _reader(self, ctx: GuardContext) -> Callable[[DocumentMeta], bool]:
-        """:meth:`may_read` bound to one principal: the post-check of every hit."""
-        answers = self._readable.get(ctx.principal)
-
-        def check(meta: DocumentMeta) -> bool:
-            known = None if answers is None else answers.get(meta)
-            return self.may_read(ctx, meta) if known is None else known
-
-        return check
-
-    def _may_read(self, ctx: GuardContext, meta: DocumentMeta) -> bool:
-        try:
-            vp = VPath.parse(meta.path)
-        except BastionError:
-            return False
-        mount = self.mounts.find(vp)
-        if mount is None or not mount.scope.allows(Action.SEARCH):
-            return False
-        if not mount.scope.allows(Action.READ) or ctx.policy.limits.blocked(vp) is not None:
-            return False
-        if not (ctx.allows(Action.READ, vp) and ctx.allows(Action.SEARCH, vp)):
-            return False
-        labels = Labels(meta.tenant, meta.classification, meta.roles, meta.tags)
-        return ctx.admits(labels)
-
-    async def search(
-        self,
-        view: SearchView,
-        query: str,
-        *,
-        mode: str,
-        k: int,
-        min_score: float | None,
-        path: VPath,
-        options: Mapping[str, Any] | None,
-        related: bool,
-    ) -> SearchResult:
-        """The ``k`` best chunks for ``query`` that the principal of ``view`` may read (see
-        the module docstring: the access filter pushed down, every hit checked again)."""
-        from bastion.knowledge.hits import SearchResult
-
-        ctx = view.ctx
-        whole = view.whole
-        if options or path.parts:
-            flt = self.access_filter(ctx, path, options)
-        elif whole is None:
-            flt = view.whole = self.access_filter(ctx, path, None)
-        else:
-            flt = whole
-        knowledge = self.knowledge
-        knowledge.index.refresh()  # other processes' index writes (:meth:`follow`)
-        found = await knowledge.search(query, mode=mode, k=k, flt=flt)
-        checked: dict[DocumentMeta, bool] = {}
-        out = self._vouched_hits(ctx, view.cleared, found, min_score)
-        if out is None:  # some hit's file must be looked at
-            out = await self._checked_hits(view, found, checked, query, mode, k, flt, min_score)
-        if related and out:
-            extra = self._related(ctx, out, flt)
-            stale = await self._verify([doc for _, doc in extra], checked)
-            out += [hit for hit, doc in extra if checked[doc]]
-            if stale:
-                await self._repair(stale, ctx.policy.classifications)
-        return SearchResult(query=query, mode=mode, hits=tuple(out))
-
-    def _vouched_hits(
-        self,
-        ctx: GuardContext,
-        cleared: dict[int, Cleared],
-        found: Sequence[IndexHit],
-        min_score: float | None,
-    ) -> list[SearchHit] | None:
-        """The hits of ``found`` this principal may read, when the file of every one of them
-        is vouched for under its store's change mark as it is now (no file to look at: the
-        common case on a store with a mark); ``None`` as soon as one is not (then
-        :meth:`_checked_hits` decides, looking at the files). The same hits as
-        :meth:`_checked_hits` would give: the principal's post-check (:meth:`may_read`)
-        first, then the file check, each store's mark read once, in one pass.
-
-        A document both answers came from is remembered by the view, by identity
-        (``cleared``, :attr:`SearchView.cleared`): one lookup of an ``int`` per hit, where the
-        two answers are two lookups that each hash the metadata in Python. An entry holds its
-        document, so its ``id`` names no other object while it is there, and the mark its
-        file was vouched for under: a hit is shown from it only while its store's mark is
-        that one."""
-        kept: list[tuple[IndexedChunk, float, DocPart]] = []
-        last: Mount | None = None  # the mount of the last hit, and its mark (read once)
-        mark: object | None = None
-        marks: dict[int, object | None] | None = None  # other mounts' marks, when several
-        for chunk, score in found:
-            if min_score is not None and score < min_score:
-                continue
-            doc = chunk.doc
-            entry = cleared.get(id(doc))
-            if entry is None or entry[0] is not doc:
-                if not self.may_read(ctx, doc):
-                    continue
-                entry = self._clear(cleared, doc)
-                if entry is None:
-                    return None
-            if entry[1] is not last:
-                if last is not None:
-                    marks = {} if marks is None else marks
-                    marks[id(last)] = mark
-                last = entry[1]
-                known = _UNREAD if marks is None else marks.get(id(last), _UNREAD)
-                mark = last.store.change_mark() if known is _UNREAD else known
-            if mark is None:
-                return None
-            if entry[2] != mark:  # vouched for again since (by any search)?
-                entry = self._clear(cleared, doc)
-                if entry is None or entry[2] != mark:
-                    return None
-            kept.append((chunk, score, entry[3]))
-        return _hits(kept)
-
-    def _clear(self, cleared: dict[int, Cleared], doc: DocumentMeta) -> Cleared | None:
-        """Remember in a view's ``cleared`` that its principal may read ``doc`` (the caller
-        asked) and under which mark its file was last vouched for; ``None`` (nothing kept)
-        when it never was."""
-        seen = self._vouched.get(doc)
-        if seen is None:
-            return None
-        if len(cleared) >= _MEMO:
-            cleared.clear()
-        entry = cleared[id(doc)] = (doc, seen[0], seen[1], _doc_part(doc))
-        return entry
-
-    async def _checked_hits(
-        self,
-        view: SearchView,
-        found: list[IndexHit],
-        checked: dict[DocumentMeta, bool],
-        query: str,
-        mode: str,
-        k: int,
-        flt: IndexFilter,
-        min_score: float | None,
-    ) -> list[SearchHit]:
-        """The hits of ``found`` this principal may read whose files are what they were
-        indexed from (each looked at unless vouched for, see :meth:`_verify`). When some
-        changed or went, they are indexed again (or forgotten) and the search is made once
-        more. The documents shown whose files are vouched for go to the view's memory (the
-        next search that meets them need not ask again)."""
-        ctx = view.ctx
-        may_read = self._reader(ctx)
-        for attempt in range(2):
-            if attempt:
-                found = await self.knowledge.search(query, mode=mode, k=k, flt=flt)
-            hits = [
-                h
-                for h in found
-                if (min_score is None or h.score >= min_score) and may_read(h.chunk.doc)
-            ]
-            stale = await self._verify([h.chunk.doc for h in hits], checked)
-            if not stale or attempt:
-                break
-            # The index lagged the files: index them as they are now, and ask again (once).
-            if not await self._repair(stale, ctx.policy.classifications):
-                break
-        shown = [(c, s, _doc_part(c.doc)) for c, s in hits if checked[c.doc]]
-        for chunk, _score, _part in shown:
-            if id(chunk.doc) not in view.cleared:
-                self._clear(view.cleared, chunk.doc)  # principal checked above (may_read)
-        return _hits(shown)
-
-    async def _verify(
-        self, metas: Sequence[DocumentMeta], checked: dict[DocumentMeta, bool]
-    ) -> dict[VPath, str]:
-        """Check each document against its file (one ``stat`` each): record in ``checked``
-        whether the hit may be shown; return the documents to repair (path -> ``changed`` or
-        ``gone``)."""
-        todo: list[DocumentMeta] = []
-        marks: dict[int, object | None] = {}
-        vouched = self._vouched
-        for meta in metas:
-            if meta in checked:
-                continue
-            mount = self._place(meta.path)[1]
-            if mount is not None:
-                # Read before any stat: a change after this read makes the next mark differ.
-                mark = marks.get(id(mount), _UNREAD)
-                if mark is _UNREAD:
-                    mark = marks[id(mount)] = mount.store.change_mark()
-                seen = vouched.get(meta)
-                if mark is not None and seen is not None and seen[1] == mark:
-                    checked[meta] = True  # nothing in its store changed since it was current
-                    continue
-            checked[meta] = False  # decided below; also marks it seen
-            todo.append(meta)
-        found = await self._currents(todo, marks)
-        repair: dict[VPath, str] = {}
-        for meta, why in zip(todo, found, strict=True):
-            checked[meta] = why is None
-            if why in ("changed", "gone"):
-                repair[self._place(meta.path)[0]] = why
-        return repair
-
-    async def _currents(
-        self, metas: Sequence[DocumentMeta], marks: Mapping[int, object | None]
-    ) -> list[str | None]:
-        """:meth:`_current` of each document. One after the other on a mount whose ``stat``
-        answers at once (memory, local disk: nothing to overlap, and a task per stat would cost
-        more than the stat); concurrently on a mount seen to wait (a database, object storage:
-        one round trip for all). A mount is seen to wait when a stat takes over
-        :data:`_WAIT`, and stops being so when all its stats of one search took less. A
-        document found current is vouched for under its store's mark in ``marks`` (by mount
-        ``id``), read before the stat."""
-        out: list[str | None] = [None] * len(metas)
-        later: list[int] = []
-        for i, meta in enumerate(metas):
-            mount = self._place(meta.path)[1]
-            if mount is not None and mount.prefix in self._waiting:
-                later.append(i)
-                continue
-            started = time.perf_counter()
-            out[i] = why = await self._current(meta)
-            if mount is not None:
-                if time.perf_counter() - started > _WAIT:
-                    self._waiting.add(mount.prefix)
-                self._vouch(meta, why, mount, marks.get(id(mount)))
-        if later:
-            started = time.perf_counter()
-            found = await asyncio.gather(*(self._current(metas[i]) for i in later))
-            for i, why in zip(later, found, strict=True):
-                out[i] = why
-                mount = self._place(metas[i].path)[1]
-                if mount is not None:
-                    self._vouch(metas[i], why, mount, marks.get(id(mount)))
-            if time.perf_counter() - started <= _WAIT:  # answered at once: measure them again
-                for i in later:
-                    mount = self._place(metas[i].path)[1]
-                    self._waiting.discard(mount.prefix if mount is not None else VPath.ROOT)
-        return out
-
-    def _vouch(
-        self, meta: DocumentMeta, why: str | None, mount: Mount, mark: object | None
-    ) -> None:
-        if why is not None or mark is None:
-            return
-        if len(self._vouched) > _MEMO:
-            self._vouched.clear()
-        self._vouched[meta] = (mount, mark)
-
-    def _place(self, path: str) -> tuple[VPath, Mount | None, VPath]:
-        """The parsed ``path``, its (readable) mount and its path in the mount's store
-        (``path`` itself without a mount), remembered."""
-        place = self._places.get(path)
-        if place is None:
-            if len(self._places) > _MEMO:
-                self._places.clear()
-            vp = VPath.parse(path)
-            mount = self._mount(vp)
-            rel = vp if mount is None else mount.to_store_path(vp)
-            place = self._places[path] = (vp, mount, rel)
-        return place
-
-    async def _current(self, meta: DocumentMeta) -> str | None:
-        """``None`` when the file is still what ``meta`` was indexed from; else ``changed``,
-        ``gone`` or ``unreachable`` (a store that fails now: the hit cannot be vouched for)."""
-        _vp, mount, rel = self._place(meta.path)
-        if mount is None:  # not this workspace's to drop from a shared index
-            return "unreachable"
-        try:
-            info = await mount.store.stat(rel)
-        except NotFoundError:
-            return "gone"
-        except BastionError:
-            return "unreachable"
-        if not info.is_file:
-            return "gone"
-        return "changed" if _stale(meta, info, strict=False) else None
+        """See :meth:`HitChecks.may_read`."""
+        return self.checks.may_read(ctx, meta)
 
     async def _repair(self, stale: Mapping[VPath, str], classifications: Classifications) -> bool:
         """Index these documents as their files are now; False when the index failed (the
@@ -728,31 +340,6 @@ class KnowledgeLink:
                 self.failures[str(vp)] = f"index update failed: {exc}"
             return False
         return True
-
-    def _related(
-        self, ctx: GuardContext, hits: list[SearchHit], flt: IndexFilter
-    ) -> list[tuple[SearchHit, DocumentMeta]]:
-        """One hop along relations from the hits: the first chunk of each related document
-        that the filter admits and the principal may read, flagged with the hit it came from."""
-        from bastion.knowledge.ingest import stable_doc_id
-
-        seen = {h.path for h in hits}
-        extra: list[tuple[SearchHit, DocumentMeta]] = []
-        for source in dict.fromkeys(h.path for h in hits):
-            for neighbor in self.knowledge.relations.neighbors(source):
-                if neighbor.path in seen:
-                    continue
-                seen.add(neighbor.path)
-                chunks = self.knowledge.index.chunks_of(stable_doc_id(neighbor.path))
-                if chunks and flt.admits(chunks[0].doc) and self.may_read(ctx, chunks[0].doc):
-                    part = _doc_part(chunks[0].doc)
-                    hit = replace(_hits([(chunks[0], 0.0, part)])[0], related_to=source)
-                    extra.append((hit, chunks[0].doc))
-        return extra
-
-
-_UNREAD = object()
-"""No value yet (``None`` is a store's answer: it has no change mark)."""
 
 
 class IndexFollower:
@@ -781,40 +368,5 @@ class IndexFollower:
                     await self._link.path_removed(vp)
 
 
-def _stale(meta: DocumentMeta, info: FileInfo, *, strict: bool) -> bool:
-    """Was ``meta`` indexed from another version of the file, or with other labels? A document
-    indexed without a version (``Knowledge.index_file`` by hand) is compared by labels only,
-    unless ``strict`` (``reindex``: index it again to learn its version)."""
-    if (strict or meta.version is not None) and meta.version != info.version:
-        return True
-    return info.labels is not None and meta.labels != info.labels
-
-
 class _TooLarge(Exception):
     """A file over the ingest limit, found before its bytes are read."""
-
-
-def _doc_part(doc: DocumentMeta) -> DocPart:
-    return (doc.path, doc.doc_id, doc.title, doc.labels)
-
-
-def _hits(found: Iterable[tuple[IndexedChunk, float, DocPart]]) -> list[SearchHit]:
-    """The records of these (chunk, score, its document's part) triples, in order: one
-    comprehension, not a call per hit (a search makes ``k`` of them)."""
-    hit = SearchHit
-    # in field order: path, lines, snippet, score, ids, section, title, labels
-    return [
-        hit(
-            doc[0],
-            chunk.start_line,
-            chunk.end_line,
-            text if len(text := chunk.text) <= _SNIPPET else text[: _SNIPPET - 3] + "...",
-            score,
-            chunk.chunk_id,
-            doc[1],
-            chunk.section,
-            doc[2],
-            doc[3],
-        )
-        for chunk, score, doc in found
-    ]

@@ -12,12 +12,13 @@ from bastion.core.guard import GuardContext
 from bastion.core.models import Action
 from bastion.core.operation import Operation
 from bastion.core.paths import VPath
+from bastion.workspace.hitcheck import SearchView
 from bastion.workspace.routing import Router, parse_in
 
 if TYPE_CHECKING:
     from bastion.knowledge.hits import SearchResult
     from bastion.knowledge.indexer import IndexProgress
-    from bastion.workspace.indexing import IndexSummary, KnowledgeLink, SearchView
+    from bastion.workspace.indexing import IndexSummary, KnowledgeLink
 
 __all__ = ["Searching"]
 
@@ -79,12 +80,10 @@ class Searching:
             raise ValueError("k must be non-negative")
         view = self._view
         if view is None:
-            from bastion.workspace.indexing import SearchView
-
             view = self._view = SearchView(self.ctx)
         with self.ctx.operation("search", path) as op:
             vp = parse_in(op, path)
-            result = await link.search(
+            result = await link.checks.search(
                 view,
                 query,
                 mode=mode,
