@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import pytest
 from index_contract import chunk, meta
+from search_support import CountingStore, hit_paths
 
 from bastion import MemoryStore, Mount, Policy, Principal, Workspace
 from bastion.core.errors import StoreError
-from bastion.core.models import FileInfo
 from bastion.core.paths import VPath
 from bastion.knowledge.engine import Knowledge
 from bastion.knowledge.index.memory import MemoryIndex
@@ -36,22 +36,6 @@ class FilterBlindIndex(MemoryIndex):
         return super().search_keyword(query, k, None, statistics=statistics)
 
 
-class CountingStore(MemoryStore):
-    """A memory store that counts its ``stat`` calls."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.stats = 0
-
-    async def stat(self, path: VPath) -> FileInfo:
-        self.stats += 1
-        return await super().stat(path)
-
-
-def _paths(result) -> list[str]:
-    return sorted(h.path for h in result.hits)
-
-
 def _workspace(*stores: tuple[str, MemoryStore]) -> Workspace:
     return Workspace(
         [Mount.of(prefix, store) for prefix, store in stores],
@@ -66,12 +50,12 @@ async def test_a_hit_vouched_for_by_another_view_still_passes_this_principals_ch
     ws = _workspace(("/docs", store))
     await ws.write("/docs/open.md", "orbit notes for all\n")
     await ws.write("/docs/secret.md", "---\nclassification: confidential\n---\norbit plan\n")
-    assert _paths(await ws.search("orbit", mode="bm25")) == ["/docs/open.md", "/docs/secret.md"]
-    assert _paths(await ws.search("orbit", mode="bm25")) == ["/docs/open.md", "/docs/secret.md"]
+    assert hit_paths(await ws.search("orbit", mode="bm25")) == ["/docs/open.md", "/docs/secret.md"]
+    assert hit_paths(await ws.search("orbit", mode="bm25")) == ["/docs/open.md", "/docs/secret.md"]
     before = store.stats
     reader = ws.with_principal(READER)
     for _ in range(3):  # the first from the admin's vouching, then from its own memory
-        assert _paths(await reader.search("orbit", mode="bm25")) == ["/docs/open.md"]
+        assert hit_paths(await reader.search("orbit", mode="bm25")) == ["/docs/open.md"]
     assert store.stats == before  # vouched for: no file looked at, and still no secret
 
 
@@ -86,10 +70,13 @@ async def test_the_post_check_stands_when_the_index_ignores_the_filter() -> None
     await ws.write("/docs/open.md", "orbit notes for all\n")
     await ws.write("/docs/secret.md", "---\nclassification: confidential\n---\norbit plan\n")
     for _ in range(2):  # the admin's searches vouch for both files
-        assert _paths(await ws.search("orbit", mode="bm25")) == ["/docs/open.md", "/docs/secret.md"]
+        assert hit_paths(await ws.search("orbit", mode="bm25")) == [
+            "/docs/open.md",
+            "/docs/secret.md",
+        ]
     reader = ws.with_principal(READER)
     for _ in range(3):
-        assert _paths(await reader.search("orbit", mode="bm25")) == ["/docs/open.md"]
+        assert hit_paths(await reader.search("orbit", mode="bm25")) == ["/docs/open.md"]
 
 
 async def test_a_write_behind_the_index_after_searches_from_memory_is_seen() -> None:
@@ -100,7 +87,7 @@ async def test_a_write_behind_the_index_after_searches_from_memory_is_seen() -> 
     await ws.write("/docs/b.md", "# B\n\nalpha again\n")
     await ws.write("/docs/c.md", "# C\n\nalpha too\n")
     for _ in range(3):
-        assert _paths(await reader.search("alpha", mode="bm25")) == [
+        assert hit_paths(await reader.search("alpha", mode="bm25")) == [
             "/docs/a.md",
             "/docs/b.md",
             "/docs/c.md",
@@ -109,11 +96,11 @@ async def test_a_write_behind_the_index_after_searches_from_memory_is_seen() -> 
     await store.write(P("/a.md"), b"# A\n\nbravo only\n")  # content, straight to the store
     await store.write(P("/b.md.labels.yaml"), b"classification: confidential\n")  # labels
     await store.rename(P("/c.md"), P("/z.md"))  # moved
-    assert _paths(await reader.search("alpha", mode="bm25")) == []
+    assert hit_paths(await reader.search("alpha", mode="bm25")) == []
     assert store.stats > before
-    assert _paths(await reader.search("bravo", mode="bm25")) == ["/docs/a.md"]
+    assert hit_paths(await reader.search("bravo", mode="bm25")) == ["/docs/a.md"]
     await store.delete(P("/a.md"))
-    assert _paths(await reader.search("bravo", mode="bm25")) == []
+    assert hit_paths(await reader.search("bravo", mode="bm25")) == []
 
 
 async def test_a_change_ends_the_vouching_then_one_look_vouches_again() -> None:
@@ -124,11 +111,11 @@ async def test_a_change_ends_the_vouching_then_one_look_vouches_again() -> None:
     await ws.search("alpha", mode="bm25")
     start = store.stats
     await store.write(P("/unrelated.txt"), b"x")  # any change moves the mark
-    assert _paths(await ws.search("alpha", mode="bm25")) == ["/docs/a.md"]
+    assert hit_paths(await ws.search("alpha", mode="bm25")) == ["/docs/a.md"]
     looked = store.stats
     assert looked > start  # the file was looked at under the new mark
-    assert _paths(await ws.search("alpha", mode="bm25")) == ["/docs/a.md"]
-    assert _paths(await ws.search("alpha", mode="bm25")) == ["/docs/a.md"]
+    assert hit_paths(await ws.search("alpha", mode="bm25")) == ["/docs/a.md"]
+    assert hit_paths(await ws.search("alpha", mode="bm25")) == ["/docs/a.md"]
     assert store.stats == looked  # and vouched for again under it
 
 
@@ -139,11 +126,15 @@ async def test_each_mount_is_vouched_for_under_its_own_stores_mark() -> None:
         await ws.write(f"/one/{name}.md", f"# {name}\n\ndelta one {name}\n")
         await ws.write(f"/two/{name}.md", f"# {name}\n\ndelta two {name}\n")
     every = ["/one/a.md", "/one/b.md", "/two/a.md", "/two/b.md"]
-    assert _paths(await ws.search("delta", mode="bm25")) == every
-    assert _paths(await ws.search("delta", mode="bm25")) == every
+    assert hit_paths(await ws.search("delta", mode="bm25")) == every
+    assert hit_paths(await ws.search("delta", mode="bm25")) == every
     seen_one, seen_two = one.stats, two.stats
     await two.write(P("/b.md"), b"# b\n\necho only\n")  # behind the index, second mount
-    assert _paths(await ws.search("delta", mode="bm25")) == ["/one/a.md", "/one/b.md", "/two/a.md"]
+    assert hit_paths(await ws.search("delta", mode="bm25")) == [
+        "/one/a.md",
+        "/one/b.md",
+        "/two/a.md",
+    ]
     assert one.stats == seen_one  # its mark did not move: nothing there looked at
     assert two.stats > seen_two
 
@@ -166,10 +157,10 @@ async def test_a_folder_search_does_not_use_the_whole_trees_filter() -> None:
     ws = _workspace(("/docs", MemoryStore()))
     await ws.write("/docs/a/one.md", "mike notes\n")
     await ws.write("/docs/b/two.md", "mike notes\n")
-    assert _paths(await ws.search("mike", mode="bm25")) == ["/docs/a/one.md", "/docs/b/two.md"]
-    assert _paths(await ws.search("mike", mode="bm25", path="/docs/a")) == ["/docs/a/one.md"]
-    assert _paths(await ws.search("mike", mode="bm25", filter={"tags": ["none"]})) == []
-    assert _paths(await ws.search("mike", mode="bm25")) == ["/docs/a/one.md", "/docs/b/two.md"]
+    assert hit_paths(await ws.search("mike", mode="bm25")) == ["/docs/a/one.md", "/docs/b/two.md"]
+    assert hit_paths(await ws.search("mike", mode="bm25", path="/docs/a")) == ["/docs/a/one.md"]
+    assert hit_paths(await ws.search("mike", mode="bm25", filter={"tags": ["none"]})) == []
+    assert hit_paths(await ws.search("mike", mode="bm25")) == ["/docs/a/one.md", "/docs/b/two.md"]
 
 
 def test_a_table_made_after_an_unchanged_listing_is_still_found() -> None:

@@ -7,29 +7,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from search_support import CountingStore, hit_paths
+
 from bastion import LocalStore, MemoryStore, Mount, Policy, Principal, Workspace
-from bastion.core.models import FileInfo
 from bastion.core.paths import VPath
 from bastion.knowledge.engine import Knowledge
 
 P = VPath.parse
 READER = Principal.of("reader", clearance="internal")
-
-
-class CountingStore(MemoryStore):
-    """A memory store that counts its ``stat`` calls."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.stats = 0
-
-    async def stat(self, path: VPath) -> FileInfo:
-        self.stats += 1
-        return await super().stat(path)
-
-
-def _paths(result) -> list[str]:
-    return sorted(h.path for h in result.hits)
 
 
 def _workspace(store: MemoryStore | LocalStore) -> Workspace:
@@ -47,13 +32,13 @@ async def test_a_file_found_current_is_not_looked_at_again_until_its_store_chang
     ws = _workspace(store)
     await ws.write("/docs/a.md", "# A\n\nalpha notes\n")
     await ws.write("/docs/b.md", "# B\n\nalpha and bravo\n")
-    assert _paths(await ws.search("alpha", mode="bm25")) == ["/docs/a.md", "/docs/b.md"]
+    assert hit_paths(await ws.search("alpha", mode="bm25")) == ["/docs/a.md", "/docs/b.md"]
     before = store.stats
-    assert _paths(await ws.search("alpha", mode="bm25")) == ["/docs/a.md", "/docs/b.md"]
+    assert hit_paths(await ws.search("alpha", mode="bm25")) == ["/docs/a.md", "/docs/b.md"]
     assert store.stats == before  # vouched for: no stat
     # Any change in the store, even to an unrelated file by another writer, ends the vouching.
     await store.write(P("/unrelated.txt"), b"x")
-    assert _paths(await ws.search("alpha", mode="bm25")) == ["/docs/a.md", "/docs/b.md"]
+    assert hit_paths(await ws.search("alpha", mode="bm25")) == ["/docs/a.md", "/docs/b.md"]
     assert store.stats > before
 
 
@@ -61,10 +46,10 @@ async def test_a_file_rewritten_behind_the_index_after_a_search_is_caught() -> N
     store = MemoryStore()
     ws = _workspace(store)
     await ws.write("/docs/a.md", "# A\n\nalpha notes\n")
-    assert _paths(await ws.search("alpha", mode="bm25")) == ["/docs/a.md"]
+    assert hit_paths(await ws.search("alpha", mode="bm25")) == ["/docs/a.md"]
     await store.write(P("/a.md"), b"# A\n\nbravo only\n")  # straight to the store
-    assert _paths(await ws.search("alpha", mode="bm25")) == []
-    assert _paths(await ws.search("bravo", mode="bm25")) == ["/docs/a.md"]
+    assert hit_paths(await ws.search("alpha", mode="bm25")) == []
+    assert hit_paths(await ws.search("bravo", mode="bm25")) == ["/docs/a.md"]
 
 
 async def test_a_sidecar_written_behind_the_index_after_a_search_hides_the_hit_at_once() -> None:
@@ -72,11 +57,11 @@ async def test_a_sidecar_written_behind_the_index_after_a_search_hides_the_hit_a
     ws = _workspace(store)
     reader = ws.with_principal(READER)
     await ws.write("/docs/plan.txt", "launch plan for orbit\n")
-    assert _paths(await reader.search("orbit", mode="bm25")) == ["/docs/plan.txt"]
-    assert _paths(await reader.search("orbit", mode="bm25")) == ["/docs/plan.txt"]  # vouched
+    assert hit_paths(await reader.search("orbit", mode="bm25")) == ["/docs/plan.txt"]
+    assert hit_paths(await reader.search("orbit", mode="bm25")) == ["/docs/plan.txt"]  # vouched
     await store.write(P("/plan.txt.labels.yaml"), b"classification: confidential\n")
     # no reindex: the next search sees the new label before it shows anything
-    assert _paths(await reader.search("orbit", mode="bm25")) == []
+    assert hit_paths(await reader.search("orbit", mode="bm25")) == []
     hits = (await ws.search("orbit", mode="bm25")).hits
     assert [h.labels.classification for h in hits] == ["confidential"]
 
@@ -86,10 +71,10 @@ async def test_a_file_moved_or_deleted_behind_the_index_after_a_search_is_droppe
     ws = _workspace(store)
     await ws.write("/docs/a.md", "# A\n\nalpha notes\n")
     await ws.write("/docs/b.md", "# B\n\nalpha again\n")
-    assert _paths(await ws.search("alpha", mode="bm25")) == ["/docs/a.md", "/docs/b.md"]
+    assert hit_paths(await ws.search("alpha", mode="bm25")) == ["/docs/a.md", "/docs/b.md"]
     await store.rename(P("/a.md"), P("/z.md"))
     await store.delete(P("/b.md"))
-    assert _paths(await ws.search("alpha", mode="bm25")) == []
+    assert hit_paths(await ws.search("alpha", mode="bm25")) == []
 
 
 async def test_a_store_without_a_mark_is_looked_at_on_every_search(tmp_path: Path) -> None:
@@ -97,10 +82,10 @@ async def test_a_store_without_a_mark_is_looked_at_on_every_search(tmp_path: Pat
     assert store.change_mark() is None  # other processes write to a disk
     ws = _workspace(store)
     await ws.write("/docs/a.md", "# A\n\nalpha notes\n")
-    assert _paths(await ws.search("alpha", mode="bm25")) == ["/docs/a.md"]
+    assert hit_paths(await ws.search("alpha", mode="bm25")) == ["/docs/a.md"]
     (tmp_path / "a.md").write_text("# A\n\nbravo only\n")  # another process
-    assert _paths(await ws.search("alpha", mode="bm25")) == []
-    assert _paths(await ws.search("bravo", mode="bm25")) == ["/docs/a.md"]
+    assert hit_paths(await ws.search("alpha", mode="bm25")) == []
+    assert hit_paths(await ws.search("bravo", mode="bm25")) == ["/docs/a.md"]
 
 
 async def test_every_change_moves_the_memory_stores_mark() -> None:
