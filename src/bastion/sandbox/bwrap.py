@@ -250,10 +250,15 @@ def start_background(
 
 
 def kill_tree(pid: int) -> frozenset[int]:
-    """Kill bubblewrap's process group (its PID namespace dies with it); the processes to
-    wait for with :func:`wait_gone`: the tree as it was just before, and the group."""
+    """Kill bubblewrap's process group (its PID namespace dies with it), and each process of
+    its tree as it was just before, one by one: the command runs in a session of its own
+    (``--new-session``), so it is not in that group, and ending it must not hang on the
+    namespace's teardown alone. The processes to wait for with :func:`wait_gone`."""
     tree = _tree(pid)
     _kill(pid)
+    for member in tree:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(member, signal.SIGKILL)
     return tree
 
 
