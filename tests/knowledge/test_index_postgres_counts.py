@@ -17,6 +17,7 @@ import numpy as np
 import psycopg
 import pytest
 from index_contract import DIM, chunk, ids, meta
+from pg_index_support import assert_term_counts_kept
 from psycopg import sql
 
 from bastion.core.errors import ConfigurationError
@@ -73,16 +74,8 @@ def _assert_counts_exact(dsn: str, index: PostgresIndex) -> None:
             ).format(n.terms, n.chunks)
         ).fetchone()
         assert astray == (0,)  # every posting names its chunk's document, no orphan posting
-        df = conn.execute(
-            sql.SQL("SELECT term, docs, chunks FROM {} WHERE chunks > 0 ORDER BY term").format(n.df)
-        ).fetchall()
-        recounted = conn.execute(
-            sql.SQL(
-                "SELECT term, count(DISTINCT doc_id), count(*) FROM {} GROUP BY term ORDER BY term"
-            ).format(n.terms)
-        ).fetchall()
-        assert df == recounted  # each term's documents and chunks, kept by the writes
     assert set(index.documents()) == set(lengths)
+    assert_term_counts_kept(index, dsn)  # each term's documents and chunks, kept by the writes
 
 
 def _same_scores(pg: Index, memory: Index, flt: IndexFilter | None = None) -> None:

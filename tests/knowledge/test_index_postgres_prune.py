@@ -13,6 +13,7 @@ import numpy as np
 import psycopg
 import pytest
 from index_contract import DIM, chunk, meta
+from pg_index_support import assert_term_counts_kept
 from psycopg import sql
 
 from bastion.knowledge.index import _pg_prune
@@ -115,29 +116,14 @@ def test_pruned_bm25_follows_the_counts_through_writes(
     index.replace_documents([f"d{i}" for i in range(20)], replaced)
     index.upsert([chunk("d21-0", meta("e1"), "rare1 rare1 common")])  # a chunk changes document
     assert _compare(index, monkeypatch) > 300
-    _assert_counts_kept(index, pg_dsn)
+    assert_term_counts_kept(index, pg_dsn)
     more = [  # a bulk load whose chunks join documents that keep their chunks
         chunk(f"x{i}", meta(f"d{i % 290}"), f"rare3 w{i % 30} often", seq=10 + i // 290)
         for i in range(BULK)
     ]
     index.upsert(more)
     assert _compare(index, monkeypatch) > 300
-    _assert_counts_kept(index, pg_dsn)
-
-
-def _assert_counts_kept(index: PostgresIndex, dsn: str) -> None:
-    """``$df`` holds what the postings say."""
-    n = index.names
-    with psycopg.connect(dsn) as conn:
-        kept = conn.execute(
-            sql.SQL("SELECT term, docs, chunks FROM {} WHERE chunks > 0 ORDER BY term").format(n.df)
-        ).fetchall()
-        counted = conn.execute(
-            sql.SQL(
-                "SELECT term, count(DISTINCT doc_id), count(*) FROM {} GROUP BY term ORDER BY term"
-            ).format(n.terms)
-        ).fetchall()
-    assert kept == counted
+    assert_term_counts_kept(index, pg_dsn)
 
 
 def test_pruning_reads_fewer_postings(
