@@ -79,7 +79,7 @@ async def read_file(
     rows: Sequence[str]
     if s.scratch.owns(path):
         vp = VPath.parse(path)
-        everything = split_lines(s.scratch.get(str(vp)))
+        everything = split_lines(s.scratch.get(path))
         lines, more = everything[offset : offset + count], len(everything) > offset + count
         rows = [line[:-1] if line.endswith("\n") else line for line in lines]
     else:
