@@ -11,7 +11,9 @@ public names that exist in both trees. Rows (median of rounds; µs per call unle
    ``os.open/read/close`` of the same file (ratio).
 2. The ``read_file`` tool (``Toolset.call``) against ``Workspace.read_text`` of the same file
    (ratio), with the store calls (``stat``/``read``/``entries``...) and audit records per tool
-   call, counted on the store object.
+   call, counted on the store object. Beside it, the floor of the tool's output: ``read_text``
+   followed by the least work its numbered page needs (split into rows, join with kept
+   ``cat -n`` numbers; no argument check, no tool layer), against ``read_text`` alone.
 3. The blocking facade ``SyncWorkspace.read_bytes`` against ``await Workspace.read_bytes``
    (ratio).
 4. BM25 query on SciFact test queries: ``MemoryIndex.search_keyword(k=100)`` against bm25s
@@ -137,6 +139,17 @@ async def _file_rows(quick: bool) -> dict[str, Any]:
         out["read_text_us"] = await _amedian_us(
             lambda: ws.read_text("/docs/a.md"), ops=ops, rounds=rounds
         )
+        column = [f"\n{n:>6}\t" for n in range(1, 65)]
+        column[0] = column[0][1:]
+
+        async def numbered_floor() -> str:
+            rows = (await ws.read_text("/docs/a.md")).split("\n")
+            rows.pop()  # the text ends with a newline
+            parts = [""] * (2 * len(rows))
+            parts[0::2], parts[1::2] = column[: len(rows)], rows
+            return "".join(parts)
+
+        out["floor_us"] = await _amedian_us(numbered_floor, ops=ops, rounds=rounds)
         tools = Toolset(ws)
         args = {"path": "/docs/a.md"}
         first = await tools.call("read_file", args)
@@ -364,6 +377,14 @@ def _report(before: dict, after: dict, peers: dict, args: argparse.Namespace) ->
                 f"{f['tool_us'] / f['read_text_us']:.2f}x ({f['tool_us']:.0f} vs "
                 f"{f['read_text_us']:.0f} µs; store calls {f['tool_store_calls']}, "
                 f"audit records {f['tool_audit_records']})"
+            ),
+            "read_text + split and number, no tool (the floor), vs read_text": (
+                f"{f['floor_us'] / f['read_text_us']:.2f}x ({f['floor_us']:.0f} vs "
+                f"{f['read_text_us']:.0f} µs)"
+            ),
+            "read_file tool's own work (tool less read_text)": (
+                f"{f['tool_us'] - f['read_text_us']:.0f} µs, of which the floor's split and "
+                f"number {f['floor_us'] - f['read_text_us']:.0f} µs"
             ),
             "SyncWorkspace vs async read_bytes": (
                 f"{s['sync_us'] / s['async_us']:.2f}x "
