@@ -28,10 +28,12 @@ _log = logging.getLogger(__name__)
 
 
 def authorized_sources(index: Index, flt: IndexFilter) -> list[str]:
-    """The sources holding at least one document the filter may admit."""
-    partitions = getattr(index, "partitions", None)
-    if callable(partitions):
-        found = {source for _, source in partitions(flt)}
+    """The sources holding at least one document the filter admits, per document (its
+    ``access`` check included): a source whose every document is hidden from the asker is
+    not shown to a router, and so cannot change what it picks."""
+    admitted = getattr(index, "sources_admitted", None)
+    if callable(admitted):
+        found = set(admitted(flt))
     else:
         found = {source_of(meta.path) for meta in index.documents().values() if flt.admits(meta)}
     if flt.sources is not None:

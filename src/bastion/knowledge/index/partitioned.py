@@ -154,6 +154,18 @@ class PartitionedIndex(Index):
         with self._lock:
             return [key for key in self._parts if _may_hold(key, flt)]
 
+    def sources_admitted(self, flt: IndexFilter) -> list[str]:
+        """The sources holding at least one document ``flt`` admits, its ``access`` check
+        included (what a router may be shown): a table whose every document is hidden from
+        the asker is as if it did not exist."""
+        with self._lock:
+            targets = [(key[1], index) for key, index in self._parts.items() if _may_hold(key, flt)]
+        found: set[str] = set()
+        for source, index in targets:
+            if source not in found and any(map(flt.admits, index.documents().values())):
+                found.add(source)
+        return sorted(found)
+
     def tables(self, flt: IndexFilter | None = None) -> list[str]:
         return [table_name(*key) for key in self.partitions(flt)]
 
