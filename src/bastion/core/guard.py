@@ -355,7 +355,9 @@ class GuardedStore(Store):
             if info.labels is not None and self._visibility(path, info.kind, info) is not None:
                 # the file is not there for the writer now (a sidecar it may not read made it
                 # stricter, a drop box): its labels are not told
-                info = FileInfo(info.path, info.kind, info.size, info.mtime, info.version)
+                info = FileInfo(
+                    info.path, info.kind, info.size, info.mtime, info.version, None, info.changed
+                )
             return info
 
     async def delete(self, path: VPath, *, recursive: bool = False) -> None:

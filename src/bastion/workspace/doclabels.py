@@ -10,7 +10,9 @@ A sidecar shows only to those who may see its file: it carries its file's labels
 is a folder, a link, a special file, or a name in another Unicode normalization form cannot be
 read, and the file's labels are undetermined (it is hidden from everybody, and the refusal's
 audit record says why). Labels are worked out once per file version and sidecar version, and
-cached; a failure to reach the sidecar is not cached.
+cached; a failure to reach the sidecar is not cached. A version is the store's, with its change
+mark (``FileInfo.changed``: a local file's ctime), since another program can change a local
+file in place and keep its size, inode and mtime.
 """
 
 from __future__ import annotations
@@ -63,7 +65,9 @@ class _Sidecar:
 
     def stamp(self) -> tuple[Any, ...]:
         info = self.info
-        return (self.problem,) if info is None else (info.version, info.size, info.mtime)
+        if info is None:
+            return (self.problem,)
+        return (info.version, info.size, info.mtime, info.changed)
 
 
 _NONE = _Sidecar()
@@ -188,7 +192,7 @@ class DocumentLabels(Store):
 
     async def _labels(self, info: FileInfo, sidecar: _Sidecar) -> Labels:
         base = self._base_of(info)
-        key = (info.path.parts, info.version, info.size, info.mtime, base, sidecar.stamp())
+        key = (*_file_stamp(info), base, sidecar.stamp())
         labels = self._cache.get(key)
         if labels is not None:
             return labels
@@ -326,8 +330,8 @@ class DocumentLabels(Store):
         def known(raw: FileInfo) -> None:
             labels = None
             if raw.is_file:
-                key = (raw.path.parts, raw.version, raw.size, raw.mtime, self._base_of(raw))
-                labels = self._cache.get((*key, sidecar.stamp()))
+                key = (*_file_stamp(raw), self._base_of(raw), sidecar.stamp())
+                labels = self._cache.get(key)
             if labels is None:
                 raise _Unknown
             info = _with_labels(raw, labels)
@@ -422,5 +426,12 @@ def _may_open_front_matter(probe: bytes) -> bool:
     return text.removeprefix("\ufeff").startswith("---")
 
 
+def _file_stamp(info: FileInfo) -> tuple[Any, ...]:
+    """What tells one version of a file's bytes from another, for the cache of its labels: the
+    version, and the store's change mark (a local file changed in place by another program
+    can keep its size, inode and mtime, so its version; never its ctime)."""
+    return (info.path.parts, info.version, info.size, info.mtime, info.changed)
+
+
 def _with_labels(info: FileInfo, labels: Labels | None) -> FileInfo:
-    return FileInfo(info.path, info.kind, info.size, info.mtime, info.version, labels)
+    return FileInfo(info.path, info.kind, info.size, info.mtime, info.version, labels, info.changed)
