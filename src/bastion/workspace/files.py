@@ -34,6 +34,15 @@ __all__ = ["EditResult", "FileOps", "TextPage", "rows_of"]
 
 _LINE_CHUNK = 64 * 1024
 
+_PAGE_TRIES = 5
+"""Times a page read in chunks is read again when another writer changes the file between
+two of its chunks (then a conflict)."""
+
+
+class _Changed(Exception):
+    """The file changed between two chunks of one page (the page is read again)."""
+
+
 _BACKUP_TRIES = 100
 """Backups taken again when other writers keep changing the file (then a conflict)."""
 
@@ -202,12 +211,35 @@ class FileOps:
         *,
         split: bool,
     ) -> TextPage:
+        """Lines ``offset`` to ``offset + limit``, all from one version of the file: a page
+        read in chunks that another writer changed between two of them is read again from
+        the start (a few times, then a :class:`ConflictError`), never served as a mix of two
+        versions under the info of one (a read tool records that info as what was read)."""
+        for _ in range(_PAGE_TRIES):
+            try:
+                return await self._page_once(guarded, rel, vp, offset, limit, encoding, split=split)
+            except _Changed:
+                continue
+        raise ConflictError(f"{vp} kept changing while it was being read; read it again")
+
+    async def _page_once(
+        self,
+        guarded: GuardedStore,
+        rel: VPath,
+        vp: VPath,
+        offset: int,
+        limit: int | None,
+        encoding: str,
+        *,
+        split: bool,
+    ) -> TextPage:
         """Lines ``offset`` to ``offset + limit`` streamed in pages: the first page comes with
         the file's info from one read (the guard checks the labels on that info), the next
-        ones are read only while lines are still wanted. Lines are found with ``str.count``
-        and ``str.find``, not one by one. A small file read from its start with ``split`` is
-        split into its rows once, which both tells whether it fits in ``limit`` lines and
-        gives :attr:`TextPage.rows` (one pass over the text, not two)."""
+        ones are read only while lines are still wanted, each on condition that the file is
+        still the version of the first (else :class:`_Changed`). Lines are found with
+        ``str.count`` and ``str.find``, not one by one. A small file read from its start with
+        ``split`` is split into its rows once, which both tells whether it fits in ``limit``
+        lines and gives :attr:`TextPage.rows` (one pass over the text, not two)."""
         cap = self._ctx.policy.limits.max_file_bytes
         info, page = await self._read(guarded, rel, vp, 0, _LINE_CHUNK, None)
         position = len(page)
@@ -248,13 +280,13 @@ class FileOps:
                 if limit is not None and taken >= limit:
                     more = bool(pending) or (decoder is not None and bool(decoder.getstate()[0]))
                     if not more and not eof:
-                        more = bool(await guarded.read_range(rel, position, 1))
+                        more = bool(await _read_more(guarded, rel, info, position, 1))
                     return TextPage(info.at(vp), "".join(kept), more)
             if len(pending) > cap:
                 raise LimitError(f"{vp}: a single line is longer than {cap} bytes; read bytes")
             if eof:
                 break
-            page = await guarded.read_range(rel, position, _LINE_CHUNK)
+            page = await _read_more(guarded, rel, info, position, _LINE_CHUNK)
             position += len(page)
             eof = len(page) < _LINE_CHUNK
             assert decoder is not None  # made for a file of more than one page
@@ -422,6 +454,20 @@ class FileOps:
             if found is not None and found.is_file:
                 await guarded.drop_sidecar(rel)
             await self._index.removed(vp)
+
+
+async def _read_more(
+    guarded: GuardedStore, rel: VPath, first: FileInfo, offset: int, length: int
+) -> bytes:
+    """A further chunk of a page whose first chunk came with ``first``, on condition that the
+    file is still that version (else :class:`_Changed`, before any byte is read)."""
+
+    def unchanged(now: FileInfo) -> None:
+        if now.version != first.version or now.size != first.size:
+            raise _Changed
+
+    _, data = await guarded.read_file(rel, offset, length, check=unchanged)
+    return data
 
 
 def _encoded(content: str | bytes) -> bytes:

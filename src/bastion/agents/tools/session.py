@@ -317,16 +317,21 @@ class ToolSession:
     async def read_page(self, path: str | VPath, offset: int, limit: int) -> TextPage:
         """Up to ``limit`` lines after ``offset``, whether more follow and the file they came
         from (its :attr:`~FileInfo.path` the path parsed, once, by the read); the file's state
-        is recorded as read. One workspace read: the state recorded is the one the first page
-        came from, so a change before a later page makes the next write refused as stale (the
-        safe side), never accepted blindly."""
+        is recorded as read. One workspace read, whole from one version of the file.
+
+        A page from the start records its state; so does a first read at any line (a partial
+        read is a read). A later page never replaces a state recorded before: when the file
+        changed between the pages, the lines before this one were read from another version,
+        so the state recorded stays the old one and the next write is refused as stale (the
+        safe side), never applied over lines the session did not see."""
         try:
             page = await self.workspace.read_lines(path, offset=offset, limit=limit)
         except IsADirectoryError_:
             raise IsADirectoryError_(
                 f"{VPath.parse(path)} is a directory; list it instead of reading it"
             ) from None
-        self.reads.record(page.info.path, page.info)
+        if offset == 0 or not self.reads.knows(page.info.path):
+            self.reads.record(page.info.path, page.info)
         return page
 
     async def read_lines(self, path: str | VPath, offset: int, limit: int) -> tuple[str, bool]:
@@ -406,12 +411,29 @@ class ToolSession:
             return result
 
     async def append(self, path: VPath, content: str, *, parents: bool = True) -> FileInfo:
-        """Add to the end of a file (no read needed: nothing is overwritten)."""
+        """Add to the end of a file (no read needed: nothing is overwritten).
+
+        When the session had read the file as it is, the append is made on condition of that
+        version, and the file stays read (its new state is what was read plus what was
+        added). When another writer (in any process) came in between, the append goes on
+        unconditionally but the file no longer counts as read: what that writer added was
+        never seen."""
+        ws = self.workspace
         async with self.locks.hold(path):
             before = await self._current(path)
-            info = await self.workspace.append(path, content, parents=parents)
-            if isinstance(before, FileInfo) and self.reads.saw(path, before):
-                self.reads.record(path, info)
+            if not (
+                isinstance(before, FileInfo)
+                and before.version is not None
+                and self.reads.saw(path, before)
+            ):
+                return await ws.append(path, content, parents=parents)
+            try:
+                info = await ws.write(
+                    path, content, mode=WriteMode.APPEND, parents=parents, if_version=before.version
+                )
+            except ConflictError:
+                return await ws.append(path, content, parents=parents)
+            self.reads.record(path, info)
             return info
 
     async def delete(self, path: VPath, *, recursive: bool) -> None:
