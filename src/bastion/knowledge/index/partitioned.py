@@ -48,20 +48,26 @@ _UNSAFE = re.compile(r"[^a-z0-9]+")
 _NAME = re.compile(r"^chunks__tenant_[a-z0-9_]+__src_[a-z0-9_]+$")
 
 
-def _slug(text: str) -> str:
+def _slug(text: str, reserved: str) -> str:
+    """``text`` as it is when it is already a plain name (``[a-z0-9]`` words joined by single
+    ``_``, at most 40 characters) other than ``reserved``; else its reduction to such words,
+    ``__`` and a 64-bit hash of the original. A plain name never holds ``__``, so the two
+    forms never meet, and ``__src_`` (the separator) appears in neither: one name, one
+    partition. ``reserved`` is the name of the part without a tenant (``shared``) or of the
+    root source (``root``): a tenant or a mount called so is hashed."""
     slug = _UNSAFE.sub("_", text.casefold()).strip("_")
-    if slug == text and len(slug) <= 40:
+    if slug == text and len(slug) <= 40 and slug != reserved:
         return slug
-    # Lossy: make it unique with a short hash of the original.
-    return f"{slug[:32]}_{hashlib.blake2b(text.encode(), digest_size=4).hexdigest()}".lstrip("_")
+    return f"{slug[:32]}__{hashlib.blake2b(text.encode(), digest_size=8).hexdigest()}"
 
 
 @functools.lru_cache(maxsize=4096)  # every search names each table: two regex passes
 def table_name(tenant: str | None, source: str) -> str:
-    """``chunks__tenant_{t}__src_{s}`` with both parts reduced to ``[a-z0-9_]`` (a short hash
-    keeps names distinct when that loses information)."""
-    t = "shared" if tenant is None else _slug(tenant) or "_"
-    s = _slug(source.strip("/")) if source.strip("/") else "root"
+    """``chunks__tenant_{t}__src_{s}`` with both parts reduced to ``[a-z0-9_]`` (a hash keeps
+    names distinct when that loses information, see :func:`_slug`): no two partitions share
+    a table. Tables named by an earlier rule are found by the documents they hold."""
+    t = "shared" if tenant is None else _slug(tenant, "shared") or "_"
+    s = _slug(source.strip("/"), "root") if source.strip("/") else "root"
     name = f"chunks__tenant_{t}__src_{s}"
     if not _NAME.match(name):
         raise ConfigurationError(f"cannot name an index table for tenant {tenant!r}")

@@ -1,0 +1,107 @@
+"""Red team, area A: one table per tenant and source means *one* — no two partitions share a
+table name, so no search of one tenant reads a table holding another tenant's documents, and
+no table's statistics or errors tell one tenant of another's tables.
+
+Class: *hidden documents on every read path* (``docs/tenancy.md``: "another tenant's table is
+never read for a query"). Names are reduced to ``[a-z0-9_]``; the tenant-less table is named
+``shared`` and the root source ``root``, so a tenant *called* ``shared`` (or a mount
+``/root``) must not land in the same table.
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+
+from bastion import MemoryStore, Mount, Policy, Principal, Workspace
+from bastion.core.models import Labels
+from bastion.knowledge.engine import Knowledge
+from bastion.knowledge.index.models import IndexFilter
+from bastion.knowledge.index.partitioned import PartitionedIndex, table_name
+
+TENANTS = [None, "shared", "Shared", "acme", "acme_hr", "acme-hr", "_", "", "root", "globex"]
+SOURCES = ["/", "/root", "/docs", "/Docs", "/shared", "/a_b", "/a-b", "/a__b"]
+
+
+def test_no_two_partitions_share_a_table_name() -> None:
+    names: dict[str, tuple[str | None, str]] = {}
+    for tenant, source in itertools.product(TENANTS, SOURCES):
+        name = table_name(tenant, source)
+        assert names.setdefault(name, (tenant, source)) == (tenant, source), name
+
+
+def test_a_tenant_spelled_as_another_tenants_hashed_name_gets_its_own_table() -> None:
+    """A writer may set ``tenant:`` in front matter where the mount has none: a tenant spelled
+    as the reduced, hashed name of another (``acme-hr``) must not land in its table."""
+    hashed = table_name("acme-hr", "/x").removeprefix("chunks__tenant_").removesuffix("__src_x")
+    assert hashed != "acme_hr"
+    assert table_name(hashed, "/x") != table_name("acme-hr", "/x")
+    assert table_name("acme_hr", "/x") != table_name("acme-hr", "/x")
+
+
+def test_a_tenant_named_shared_is_not_the_tenant_less_table() -> None:
+    assert table_name("shared", "/docs") != table_name(None, "/docs")
+    assert table_name(None, "/docs") == "chunks__tenant_shared__src_docs"  # existing tables
+
+
+def test_a_mount_named_root_is_not_the_root_source() -> None:
+    assert table_name("acme", "/root") != table_name("acme", "/")
+    assert table_name("acme", "/") == "chunks__tenant_acme__src_root"  # existing tables
+
+
+def _keyword_knowledge(folder: Path) -> Knowledge:
+    return Knowledge.open(folder, embedder=None)
+
+
+async def test_a_tenant_called_shared_keeps_its_own_table_on_disk(tmp_path: Path) -> None:
+    """On disk (LanceDB), one mount: a tenant-less page and a page of tenant ``shared`` (set by
+    its front matter) are two tables; opened again, another tenant's search visits only the
+    tenant-less one and still finds its page, and tenant ``shared`` finds both."""
+    folder = tmp_path / "index"
+    knowledge = _keyword_knowledge(folder)
+    ws = Workspace(
+        [Mount.of("/docs", MemoryStore())],
+        policy=Policy.allow_all(),
+        knowledge=knowledge,
+        principal=Principal.of("admin", tenant="shared", clearance="restricted"),
+    )
+    await ws.write("/docs/open.md", "# Open\n\nThe orbit manual for everyone.\n")
+    await ws.write("/docs/inner.md", "---\ntenant: shared\n---\n# Inner\n\nThe orbit budget.\n")
+    knowledge.close()
+
+    again = _keyword_knowledge(folder)
+    try:
+        index = again.index
+        assert isinstance(index, PartitionedIndex)
+        assert sorted(index.partitions(), key=str) == [("shared", "/docs"), (None, "/docs")]
+        globex = IndexFilter(tenant="globex")
+        assert index.partitions(globex) == [(None, "/docs")]
+        hits = index.search_keyword("orbit", 10, globex)
+        assert [h.chunk.doc.path for h in hits] == ["/docs/open.md"]
+        mine = index.search_keyword("orbit", 10, IndexFilter(tenant="shared"))
+        assert sorted(h.chunk.doc.path for h in mine) == ["/docs/inner.md", "/docs/open.md"]
+    finally:
+        again.close()
+
+
+@pytest.mark.parametrize("tenant", ["shared", "acme"])
+async def test_an_unknown_tenants_search_reports_nothing_of_other_tables(
+    tmp_path: Path, tenant: str
+) -> None:
+    """A tenant with no table of its own gets an empty answer, not an error naming a table."""
+    knowledge = _keyword_knowledge(tmp_path / "index")
+    ws = Workspace(
+        [Mount.of("/team", MemoryStore(), labels=Labels(tenant=tenant))],
+        policy=Policy.allow_all(),
+        knowledge=knowledge,
+        principal=Principal.of("admin", tenant=tenant, clearance="restricted"),
+    )
+    try:
+        await ws.write("/team/inner.md", "# Inner\n\nThe orbit budget.\n")
+        other = ws.with_principal(Principal.of("eve", tenant="globex", clearance="restricted"))
+        assert (await other.search("orbit", mode="bm25")).hits == ()
+        assert (await other.search("budget", mode="bm25", path="/team")).hits == ()
+    finally:
+        knowledge.close()
