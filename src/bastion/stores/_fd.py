@@ -112,7 +112,12 @@ def child_path(path: VPath, name: str) -> VPath | None:
 
 
 def version_of(st: os.stat_result) -> str:
-    return f"{st.st_mtime_ns:x}-{st.st_size:x}-{st.st_ino:x}"
+    """A local file's version: ``mtime-size-inode-ctime`` (nanoseconds and numbers in hex).
+    The status change time is there because no writer can set it back: a program that
+    rewrites a file in place keeping its size and setting its modification time back (``cp
+    -p`` onto it, ``touch -r``) keeps the inode, so without it the version would not
+    change, and a stale ``if_version`` would go through."""
+    return f"{st.st_mtime_ns:x}-{st.st_size:x}-{st.st_ino:x}-{st.st_ctime_ns:x}"
 
 
 def info_of(path: VPath, st: os.stat_result) -> FileInfo:

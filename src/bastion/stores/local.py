@@ -41,7 +41,9 @@ dangling link), and the directory is fsynced. Readers see the old or the new fil
 Append copies the old content and the new bytes into the temporary file. Temporary names are
 reserved: they are never listed and cannot be addressed.
 
-Versions are ``mtime_ns-size-inode`` of the file. Each write stamps the new file with a
+Versions are ``mtime_ns-size-inode-ctime_ns`` of the file (the status change time, which no
+writer can set back, catches a program that rewrites a file in place and puts its size and
+modification time back). Each write stamps the new file with a
 modification time later than the replaced file's and than any this store stamped before, so a
 version never repeats even when the clock is coarse and an inode number is reused. Where the
 filesystem keeps coarser times than it is given (seconds on ext4 with 128-byte inodes), the
@@ -559,6 +561,7 @@ class LocalStore(Store):
                 os.rename(tmp, name, src_dir_fd=pfd, dst_dir_fd=pfd)
             tmp = ""
             os.fsync(pfd)
+            final = os.fstat(tfd)  # a rename or a link changes the status change time
         except OSError as exc:
             raise translate_error(exc, path) from exc
         finally:
