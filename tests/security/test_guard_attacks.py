@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from security_stores import STORE_KINDS, new_store, seed, snapshot
 
+from bastion.core.audit import MemoryAuditSink
 from bastion.core.errors import (
     AccessDeniedError,
     AlreadyExistsError,
@@ -180,6 +181,8 @@ HIDDEN_PATHS = [
 class Vault:
     ws: Workspace
     stores: dict[str, Store]
+    sink: MemoryAuditSink
+    """The shared audit log, as an operator reads it (true reasons)."""
 
     async def snapshots(self) -> dict[str, dict[str, bytes | None]]:
         return {name: await snapshot(store) for name, store in self.stores.items()}
@@ -205,8 +208,9 @@ async def vault(make_store: Callable[[str], Store]) -> Vault:
         ],
         policy=VAULT_POLICY,
         principal=AGENT,
+        audit=(sink := MemoryAuditSink()),
     )
-    return Vault(ws, stores)
+    return Vault(ws, stores, sink)
 
 
 # == 1. path traversal =======================================================================
@@ -1409,12 +1413,15 @@ async def _assert_no_access(ws: Workspace, store: Store) -> None:
 
 
 async def test_no_rules_means_default_deny(docs_store: Store) -> None:
-    ws = _ws(docs_store, Policy(), Principal.of("agent", roles={"admin"}, clearance="restricted"))
+    sink = MemoryAuditSink()
+    agent = Principal.of("agent", roles={"admin"}, clearance="restricted")
+    ws = Workspace([Mount.of("/docs", docs_store)], policy=Policy(), principal=agent, audit=sink)
     await _assert_no_access(ws, docs_store)
     assert any(
-        r.reason.endswith("no rule matched (default deny)") and not r.allowed
-        for r in ws.audit.records
+        r.reason.endswith("no rule matched (default deny)") and not r.allowed for r in sink.records
     )
+    # the agent's own records read as its answers did
+    assert not any("default deny" in r.reason for r in ws.audit.records)
 
 
 @pytest.mark.parametrize(
@@ -1537,9 +1544,9 @@ async def test_every_refusal_is_audited_with_its_reason(vault: Vault) -> None:
         ("delete", lambda: ws.delete("/docs"), PolicyDeniedError),
     ]
     for operation, attempt, expected in cases:
-        count = len(ws.audit.records)
+        count = len(vault.sink.records)
         exc = await raises(expected, attempt())
-        new = ws.audit.records[count:]
+        new = vault.sink.records[count:]
         assert len(new) == 1, (operation, new)
         record = new[0]
         assert record.operation == operation
@@ -1549,6 +1556,8 @@ async def test_every_refusal_is_audited_with_its_reason(vault: Vault) -> None:
             assert record.reason.startswith("hidden: ")
             assert record.reason not in str(exc)
             assert_plain_not_found(exc)
+        # the caller's own record reads as its answer did (a hidden entry as a missing one)
+        assert ws.audit.records[-1].reason == f"{type(exc).__name__}: {exc}"
     for record in ws.audit.records:
         assert "TOPSECRET" not in repr(record.to_dict())
 
@@ -1575,15 +1584,19 @@ async def test_refusals_through_views_and_the_facade_are_audited_for_their_princ
     vault: Vault,
 ) -> None:
     eve = vault.ws.with_principal(Principal.of("eve", tenant="t2", clearance="public"))
-    await not_found(eve.read_text("/internal/i.txt"))
-    record = eve.audit.records[-1]  # a principal reads its own records
+    exc = await not_found(eve.read_text("/internal/i.txt"))
+    record = eve.audit.records[-1]  # a principal reads its own records, as it was answered
     assert (record.principal, record.tenant, record.allowed) == ("eve", "t2", False)
-    assert "labels do not admit the principal" in record.reason
+    assert record.reason == f"{type(exc).__name__}: {exc}"
+    true = [r for r in vault.sink.records if r.principal == "eve"][-1]  # the operator's
+    assert "labels do not admit the principal" in true.reason
     with pytest.raises(NotFoundError):
         eve.sync().read_text("/docs/secret/plan.txt")
     record = eve.sync().audit.records[-1]
     assert (record.principal, record.operation, record.allowed) == ("eve", "read", False)
-    assert record.reason.startswith("hidden: deny read")
+    assert record.reason == "NotFoundError: /docs/secret/plan.txt not found"
+    true = [r for r in vault.sink.records if r.principal == "eve"][-1]
+    assert true.reason.startswith("hidden: deny read")
 
 
 async def test_scope_refusal_is_audited(scoped: tuple[Workspace, dict[str, Store]]) -> None:

@@ -26,6 +26,12 @@ class AuditRecord:
     duration_ms: float = 0.0
     target: str | None = None
     """Second path of copy and move."""
+    told: str | None = None
+    """What the caller was answered, where :attr:`reason` says more than that (a refusal's
+    true reason; an entry hidden from the caller). A principal reading its own records (an
+    :class:`~bastion.core.audit_sinks.AuditView` without the ``audit`` action) reads this as the
+    reason, so its records tell no more than its answers did: a hidden document's record reads
+    as a missing one's. ``None``: the reason is what the caller was told."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

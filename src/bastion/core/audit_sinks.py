@@ -8,6 +8,7 @@ every record when the policy grants it the ``audit`` action on ``/``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import threading
@@ -30,8 +31,9 @@ __all__ = [
 class AuditView(AuditSink):
     """One principal's window on a shared audit sink.
 
-    :attr:`records` holds the principal's own records (same id and tenant) unless
-    ``everyone`` (the policy grants the principal the ``audit`` action on ``/``). Records
+    :attr:`records` holds the principal's own records (same id and tenant), each with the
+    reason it was answered (:attr:`AuditRecord.told`), unless ``everyone`` (the policy grants
+    the principal the ``audit`` action on ``/``: every record, true reasons). Records
     appended through the view go to the shared sink, and only as the view's principal: a
     view cannot write a record in another principal's name.
     """
@@ -61,10 +63,18 @@ class AuditView(AuditSink):
             )
         if self.everyone:
             return tuple(kept)
-        return tuple(record for record in kept if self._own(record))
+        return tuple(_as_told(record) for record in kept if self._own(record))
 
     def _own(self, record: AuditRecord) -> bool:
         return record.principal == self.principal.id and record.tenant == self.principal.tenant
+
+
+def _as_told(record: AuditRecord) -> AuditRecord:
+    """``record`` as its own principal may read it: the reason it was answered, not the true
+    one (which can tell a hidden entry from a missing one)."""
+    if record.told is None:
+        return record
+    return dataclasses.replace(record, reason=record.told, told=None)
 
 
 class JsonLinesAuditSink(AuditSink):

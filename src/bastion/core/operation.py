@@ -32,6 +32,9 @@ _in_operation: ContextVar[Operation | None] = ContextVar("bastion_operation", de
 _CACHE_LIMIT = 4096
 """Decisions remembered per principal view; the memory is cleared when it fills up."""
 
+_HIDDEN = "hidden: "
+"""How the reason of a refusal for an entry hidden from the principal begins."""
+
 _AUDIT_PATH_CHARS = 1024
 """How much of a raw (unparsed, possibly hostile) path an audit record keeps."""
 
@@ -166,11 +169,16 @@ class Operation:
         if self._token is not None:
             _in_operation.reset(self._token)
         if exc is None:
-            self._finish(allowed=True, reason=self.reason or "allowed")
-        elif isinstance(exc, AccessDeniedError | NotFoundError) and self.reason:
-            self._finish(allowed=False, reason=self.reason)
+            reason = self.reason or "allowed"
+            # an entry found hidden on the way (exists, a walk) is not the caller's to know
+            told = "allowed" if reason.startswith(_HIDDEN) else None
+            self._finish(allowed=True, reason=reason, told=told)
+            return
+        answered = f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, AccessDeniedError | NotFoundError) and self.reason:
+            self._finish(allowed=False, reason=self.reason, told=answered)
         else:
-            self._finish(allowed=False, reason=f"{type(exc).__name__}: {exc}")
+            self._finish(allowed=False, reason=answered)
 
     async def __aenter__(self) -> Operation:
         return self.__enter__()
@@ -183,7 +191,7 @@ class Operation:
     ) -> None:
         self.__exit__(exc_type, exc, tb)
 
-    def _finish(self, *, allowed: bool, reason: str) -> None:
+    def _finish(self, *, allowed: bool, reason: str, told: str | None = None) -> None:
         ctx = self._ctx
         ctx.audit.append(
             AuditRecord(
@@ -197,6 +205,7 @@ class Operation:
                 bytes=self.bytes,
                 duration_ms=(time.perf_counter() - self._start) * 1000.0,
                 target=None if self.target is None else _audit_path(self.target),
+                told=None if told == reason else told,
             )
         )
 
