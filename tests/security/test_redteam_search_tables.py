@@ -11,11 +11,13 @@ never read for a query"). Names are reduced to ``[a-z0-9_]``; the tenant-less ta
 from __future__ import annotations
 
 import itertools
+import shutil
 from pathlib import Path
 
 import pytest
 
 from bastion import MemoryStore, Mount, Policy, Principal, Workspace
+from bastion.core.errors import StoreError
 from bastion.core.models import Labels
 from bastion.knowledge.engine import Knowledge
 from bastion.knowledge.index.models import IndexFilter
@@ -105,3 +107,79 @@ async def test_an_unknown_tenants_search_reports_nothing_of_other_tables(
         assert (await other.search("budget", mode="bm25", path="/team")).hits == ()
     finally:
         knowledge.close()
+
+
+def _two_tenants(folder: Path) -> tuple[Knowledge, Workspace, Workspace]:
+    knowledge = _keyword_knowledge(folder)
+    ws = Workspace(
+        [
+            Mount.of("/acme", MemoryStore(), labels=Labels(tenant="acme")),
+            Mount.of("/globex", MemoryStore(), labels=Labels(tenant="globex")),
+        ],
+        policy=Policy.allow_all(),
+        knowledge=knowledge,
+    )
+    acme = ws.with_principal(Principal.of("ann", tenant="acme", clearance="restricted"))
+    globex = ws.with_principal(Principal.of("gil", tenant="globex", clearance="restricted"))
+    return knowledge, acme, globex
+
+
+def _break(table: Path) -> None:
+    """Another process leaves the table unreadable and tells every process it wrote."""
+    shutil.rmtree(table / "chunks.lance" / "_versions")
+    (table / "bastion-writes.lock").write_bytes(b"999\n")
+
+
+async def test_another_tenants_broken_table_neither_fails_nor_names_itself(
+    tmp_path: Path,
+) -> None:
+    """A table of tenant globex fails to refresh: tenant acme's searches go on, and globex's
+    own search fails in words that name no table (a table's name is a tenant and a source)."""
+    knowledge, acme, globex = _two_tenants(tmp_path / "index")
+    try:
+        await acme.write("/acme/a.md", "# A\n\norbit notes\n")
+        await globex.write("/globex/g.md", "# G\n\norbit budget\n")
+        _break(tmp_path / "index" / "tables" / table_name("globex", "/globex"))
+        for _ in range(2):
+            hits = (await acme.search("orbit", mode="bm25")).hits
+            assert [h.path for h in hits] == ["/acme/a.md"]
+        await acme.write("/acme/b.md", "# B\n\norbit again\n")  # the index follows on
+        assert len((await acme.search("orbit", mode="bm25")).hits) == 2
+        with pytest.raises(StoreError) as caught:
+            await globex.search("orbit", mode="bm25")
+        assert "globex" not in str(caught.value) and "chunks__" not in str(caught.value)
+    finally:
+        knowledge.close()
+
+
+async def test_another_tenants_table_that_cannot_be_opened_neither_fails_nor_names_itself(
+    tmp_path: Path,
+) -> None:
+    """Another process announced a table this one cannot open (a folder where its lock file
+    belongs): the other tenants' searches go on, here and in an index opened afterwards."""
+    knowledge, acme, _globex = _two_tenants(tmp_path / "index")
+    try:
+        await acme.write("/acme/a.md", "# A\n\norbit notes\n")
+        tables = tmp_path / "index" / "tables"
+        name = table_name("globex", "/globex")
+        (tables / name).mkdir()
+        (tables / name / "bastion-writes.lock").mkdir()  # a folder: the open fails
+        with open(tables / "tables.log", "a", encoding="utf-8") as journal:
+            journal.write(name + "\n")
+        for _ in range(2):
+            hits = (await acme.search("orbit", mode="bm25")).hits
+            assert [h.path for h in hits] == ["/acme/a.md"]
+    finally:
+        knowledge.close()
+    again = _keyword_knowledge(tmp_path / "index")  # nor does it keep the index from opening
+    try:
+        flt = IndexFilter(tenant="acme")
+        assert [h.chunk.doc.path for h in again.index.search_keyword("orbit", 5, flt)] == [
+            "/acme/a.md"
+        ]
+        again.index.refresh()
+        assert [h.chunk.doc.path for h in again.index.search_keyword("orbit", 5, flt)] == [
+            "/acme/a.md"
+        ]
+    finally:
+        again.close()

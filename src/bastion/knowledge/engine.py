@@ -8,12 +8,13 @@ filter that encodes who is asking, and the index applies that filter before rank
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from bastion.core.errors import ConfigurationError, StoreError
+from bastion.core.errors import BastionError, ConfigurationError, StoreError
 from bastion.core.extras import needs
 from bastion.core.models import Labels
 from bastion.core.principal import Classifications
@@ -50,6 +51,8 @@ Fusion = str
 """``"zscore"`` (the default), ``"rrf"`` or ``"weighted"`` (see
 :mod:`bastion.knowledge.index.fusion`)."""
 
+
+_log = logging.getLogger(__name__)
 
 _CANDIDATES = 100
 """Each input of a hybrid search contributes its best this-many chunks (at least ``k``)."""
@@ -141,7 +144,7 @@ class Knowledge:
             found = _Tables(tables)
             index = PartitionedIndex(
                 table,
-                existing=[table(n) for n in _tables(tables)],
+                existing=_opened(table, _tables(tables)),
                 discover=found,
                 announce=found.announce,
                 closing=found.close,
@@ -305,6 +308,19 @@ class Knowledge:
 
     def close(self) -> None:
         self.index.close()
+
+
+def _opened(table: Callable[[str], Index], names: Sequence[str]) -> list[Index]:
+    """The tables that open; one that does not (a broken table of one tenant) is left to the
+    index's next look for new tables, which tries it again (and keeps its failure for the
+    searches that read it): it never keeps the other tenants' tables from opening."""
+    opened = []
+    for name in names:
+        try:
+            opened.append(table(name))
+        except BastionError as exc:
+            _log.warning("index table %s cannot be opened: %s", name, exc)
+    return opened
 
 
 def _tables(folder: Path) -> tuple[str, ...]:

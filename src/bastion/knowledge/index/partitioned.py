@@ -18,9 +18,11 @@ counts (:meth:`Index.keyword_statistics` is ``None``: PostgreSQL) score with the
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import heapq
+import logging
 import re
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -28,7 +30,12 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from bastion.core.errors import ConfigurationError
+from bastion.core.errors import (
+    BastionError,
+    ConfigurationError,
+    StoreError,
+    StoreUnavailableError,
+)
 from bastion.knowledge.index.bm25 import Statistics
 from bastion.knowledge.index.models import (
     DocumentMeta,
@@ -43,6 +50,8 @@ __all__ = ["Partition", "PartitionedIndex", "table_name"]
 
 Partition = tuple[str | None, str]
 """(tenant or ``None`` for shared documents, source)."""
+
+_log = logging.getLogger(__name__)
 
 _UNSAFE = re.compile(r"[^a-z0-9]+")
 _NAME = re.compile(r"^chunks__tenant_[a-z0-9_]+__src_[a-z0-9_]+$")
@@ -107,6 +116,11 @@ class PartitionedIndex(Index):
         self._where: dict[str, Partition] = {}
         self._empty: dict[str, Index] = {}
         """Tables found by ``discover`` that held no document yet (name -> index)."""
+        self._broken: dict[str, BastionError] = {}
+        """Tables (by name) that failed to open or to take in other processes' writes at the
+        last :meth:`refresh`: a search that would read one fails (in words that name no
+        table); every other search goes on. One tenant's broken table is none of another
+        tenant's business: neither its failure nor its name reaches that tenant."""
         for index in existing:  # tables found on disk: learn their partition from a document
             if not self._adopt(index):
                 index.close()
@@ -129,19 +143,26 @@ class PartitionedIndex(Index):
         document -> partition map is made again when anything changed."""
         with self._lock:
             changed = False
-            for index in self._parts.values():  # a table's refresh leaves these dicts alone
-                changed = index.refresh() or changed
-            for index in self._empty.values():
-                changed = index.refresh() or changed
+            for key, index in self._parts.items():  # a table's refresh leaves these dicts alone
+                changed = self._refreshed(table_name(*key), index) or changed
+            for name, index in self._empty.items():
+                changed = self._refreshed(name, index) or changed
             if self._discover is not None:
                 names = self._discover()
                 if names is not self._listed:  # a tuple seen before holds no new table
                     known = {table_name(*key) for key in self._parts} | set(self._empty)
+                    complete = isinstance(names, tuple)
                     for name in names:
                         if name not in known:
-                            self._empty[name] = self._factory(name)
+                            try:
+                                self._empty[name] = self._factory(name)
+                            except BastionError as exc:  # tried again at the next refresh
+                                self._fail(name, exc)
+                                complete = False
+                                continue
+                            self._broken.pop(name, None)
                             changed = True
-                    self._listed = names if isinstance(names, tuple) else None
+                    self._listed = names if complete and isinstance(names, tuple) else None
             if not changed:
                 return False
             for name, index in list(self._empty.items()):
@@ -152,6 +173,21 @@ class PartitionedIndex(Index):
                 doc_id: key for key, index in self._parts.items() for doc_id in index.documents()
             }
             return True
+
+    def _refreshed(self, name: str, index: Index) -> bool:
+        """``index.refresh()``; a failure is kept for the searches that read the table."""
+        try:
+            changed = index.refresh()
+        except BastionError as exc:
+            self._fail(name, exc)
+            return False
+        self._broken.pop(name, None)
+        return changed
+
+    def _fail(self, name: str, exc: BastionError) -> None:
+        if name not in self._broken:
+            _log.warning("index table %s cannot be refreshed: %s", name, exc)
+        self._broken[name] = exc
 
     # -- routing -----------------------------------------------------------------------------
 
@@ -176,8 +212,16 @@ class PartitionedIndex(Index):
         return [table_name(*key) for key in self.partitions(flt)]
 
     def _targets(self, flt: IndexFilter | None) -> list[Index]:
+        """The tables a search with ``flt`` reads; :class:`StoreError` (naming none) when one
+        of them failed its last refresh."""
         with self._lock:
-            return [index for key, index in self._parts.items() if _may_hold(key, flt)]
+            keys = [key for key in self._parts if _may_hold(key, flt)]
+            if self._broken:
+                for key in keys:
+                    failed = self._broken.get(table_name(*key))
+                    if failed is not None:
+                        raise _unnamed(failed) from failed
+            return [self._parts[key] for key in keys]
 
     def _part(self, key: Partition) -> Index:
         """The table of ``key``, to write to: one this process has not written to yet (made
@@ -277,19 +321,25 @@ class PartitionedIndex(Index):
         statistics: Statistics | None = None,
     ) -> list[IndexHit]:
         targets = self._targets(flt)
-        if statistics is None and len(targets) > 1:
-            statistics = _summed(index.keyword_statistics(query, flt) for index in targets)
-        return _best(
-            k, (index.search_keyword(query, k, flt, statistics=statistics) for index in targets)
-        )
+        with _unnamed_errors():
+            if statistics is None and len(targets) > 1:
+                statistics = _summed(index.keyword_statistics(query, flt) for index in targets)
+            return _best(
+                k,
+                (index.search_keyword(query, k, flt, statistics=statistics) for index in targets),
+            )
 
     def keyword_statistics(self, query: str, flt: IndexFilter | None = None) -> Statistics | None:
-        return _summed(index.keyword_statistics(query, flt) for index in self._targets(flt))
+        targets = self._targets(flt)
+        with _unnamed_errors():
+            return _summed(index.keyword_statistics(query, flt) for index in targets)
 
     def search_vector(
         self, vector: npt.NDArray[np.float32], k: int, flt: IndexFilter | None = None
     ) -> list[IndexHit]:
-        return _best(k, (index.search_vector(vector, k, flt) for index in self._targets(flt)))
+        targets = self._targets(flt)
+        with _unnamed_errors():
+            return _best(k, (index.search_vector(vector, k, flt) for index in targets))
 
     def documents(self) -> dict[str, DocumentMeta]:
         with self._lock:
@@ -301,11 +351,32 @@ class PartitionedIndex(Index):
     def chunks_of(self, doc_id: str) -> list[IndexedChunk]:
         with self._lock:
             key = self._where.get(doc_id)
-            return [] if key is None else self._parts[key].chunks_of(doc_id)
+            if key is None:
+                return []
+            with _unnamed_errors():
+                return self._parts[key].chunks_of(doc_id)
 
     def count(self) -> int:
         with self._lock:
             return sum(index.count() for index in self._parts.values())
+
+
+def _unnamed(exc: BastionError) -> StoreError:
+    """A table's failure in words that name no table (a table's name tells its tenant and
+    source): the asker learns that its search failed, not where."""
+    kind = StoreUnavailableError if isinstance(exc, StoreUnavailableError) else StoreError
+    return kind(
+        f"the search index failed ({type(exc).__name__}); retry, or rebuild the index if it "
+        "keeps failing"
+    )
+
+
+@contextlib.contextmanager
+def _unnamed_errors() -> Iterator[None]:
+    try:
+        yield
+    except StoreError as exc:
+        raise _unnamed(exc) from exc
 
 
 def _may_hold(key: Partition, flt: IndexFilter | None) -> bool:
