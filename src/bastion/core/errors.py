@@ -26,7 +26,9 @@ and are raised while building things, not while serving requests.
     │   ├── InvalidPatternError     a glob or regular expression that cannot be compiled
     │   ├── SandboxError            a command cannot be run in the sandbox (nothing ran)
     │   └── StoreError              the backend failed (I/O error)
-    │       └── StoreUnavailableError   no answer within the mount's timeout, or down
+    │       ├── StoreUnavailableError   no answer within the mount's timeout, or down
+    │       └── UncheckedWriteError     a condition the store cannot check across processes
+    │                                   (if_version, create-only, append): nothing written
     └── ConfigurationError          developer-facing: invalid mounts, policy or options
         └── IndexMismatchError      an index folder built from other mounts or embedder
 
@@ -64,6 +66,7 @@ __all__ = [
     "ScopeError",
     "StoreError",
     "StoreUnavailableError",
+    "UncheckedWriteError",
     "UnsupportedFileError",
 ]
 
@@ -214,6 +217,13 @@ class StoreUnavailableError(StoreError):
     """The backend did not answer within the mount's timeout, or is down."""
 
     code: ClassVar[str] = "store_unavailable"
+
+
+class UncheckedWriteError(StoreError):
+    """A conditional write (``if_version``, create-only, append) refused, before anything was
+    written, by a store that cannot check the condition against other processes. Only this
+    refusal may be answered by writing without the condition (a backup's write does); any
+    other :class:`StoreError` (a full disk, a server error) leaves the condition standing."""
 
 
 class ConfigurationError(BastionError):

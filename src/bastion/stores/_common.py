@@ -16,6 +16,7 @@ from bastion.core.errors import (
     IsADirectoryError_,
     NotADirectoryError_,
     StoreError,
+    UncheckedWriteError,
 )
 from bastion.core.models import Labels, WriteMode
 from bastion.core.paths import VPath
@@ -83,7 +84,7 @@ def refuse_unchecked(path: VPath, mode: WriteMode, if_version: str | None) -> No
     expected version, a create-only write, an append (a read-modify-write). Called by the
     stores that would otherwise check it within one process only and pretend."""
     if if_version is not None or mode is not WriteMode.OVERWRITE:
-        raise StoreError(
+        raise UncheckedWriteError(
             f"{path}: this mount cannot check versions or existing files across processes, so "
             "if_version, create-only writes and appends are refused; overwrite the whole file"
         )

@@ -18,8 +18,7 @@ from bastion.core.errors import (
     IsADirectoryError_,
     LimitError,
     NotFoundError,
-    StoreError,
-    StoreUnavailableError,
+    UncheckedWriteError,
 )
 from bastion.core.guard import GuardContext, GuardedStore
 from bastion.core.models import FileInfo, WriteMode
@@ -356,13 +355,13 @@ class FileOps:
             except ConflictError:
                 if if_version is not None or backed_up is None:
                     raise
-            except StoreUnavailableError:
-                raise
-            except StoreError:
+            except UncheckedWriteError:
                 if if_version is not None or backed_up is None:
                     raise
                 # A store that cannot check versions across processes refuses the condition
                 # (docs/stores.md) and has changed nothing: its weaker promise, as before.
+                # Only that refusal: a fault (a full disk, a server error) is raised as it is,
+                # never retried without the condition over what another writer put there.
                 return await write_file(guarded, rel, data, mode, None, parents)
         raise ConflictError(f"{vp} kept changing while it was being backed up; retry")
 
