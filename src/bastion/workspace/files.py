@@ -27,7 +27,7 @@ from bastion.core.ports import ReadCheck
 from bastion.knowledge.ingest.frontmatter import LABEL_BYTES
 from bastion.workspace.indexing import IndexFollower
 from bastion.workspace.routing import Router, parse_in
-from bastion.workspace.writing import carry_labels, make_dirs, write_file
+from bastion.workspace.writing import carry_labels, make_dirs, refuse_file_at, write_file
 
 __all__ = ["EditResult", "FileOps", "TextPage", "rows_of"]
 
@@ -434,13 +434,18 @@ class FileOps:
                 raise AlreadyExistsError(f"{vp} already exists (a mount point)")
             guarded, rel = self._router.route(vp)
             if parents:
-                await make_dirs(guarded, rel, exist_ok=exist_ok)
+                existed = await make_dirs(guarded, rel, exist_ok=exist_ok)
             else:
                 try:
                     await guarded.mkdir(rel)
                 except AlreadyExistsError:
                     if not exist_ok:
                         raise
+                    existed = True
+                else:
+                    existed = False
+            if existed:
+                await refuse_file_at(guarded, rel, vp)
 
     async def delete(self, path: str | VPath, *, recursive: bool = False) -> None:
         """Delete a file or an empty directory. (see :meth:`Workspace.delete`)"""

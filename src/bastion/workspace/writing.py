@@ -3,13 +3,13 @@ made on demand, and the labels a file carries kept when it lands somewhere new."
 
 from __future__ import annotations
 
-from bastion.core.errors import AlreadyExistsError, NotFoundError
+from bastion.core.errors import AccessDeniedError, AlreadyExistsError, NotFoundError
 from bastion.core.guard import GuardedStore
 from bastion.core.models import FileInfo, Labels, WriteMode
 from bastion.core.paths import VPath
 from bastion.core.sidecars import sidecar_of
 
-__all__ = ["carry_labels", "make_dirs", "write_file"]
+__all__ = ["carry_labels", "make_dirs", "refuse_file_at", "write_file"]
 
 
 async def write_file(
@@ -40,11 +40,28 @@ async def carry_labels(
         await write_file(guarded, sidecar_of(rel), sidecar, WriteMode.OVERWRITE, None, True)
 
 
-async def make_dirs(guarded: GuardedStore, rel: VPath, *, exist_ok: bool = True) -> None:
-    """Create ``rel`` and its parents without stat (works on write-only mounts too)."""
+async def make_dirs(guarded: GuardedStore, rel: VPath, *, exist_ok: bool = True) -> bool:
+    """Create ``rel`` and its parents without stat (works on write-only mounts too); whether
+    something was already at ``rel`` (a directory, or a file: see :func:`refuse_file_at`)."""
     for depth in range(1, len(rel.parts) + 1):
         try:
             await guarded.mkdir(VPath(rel.parts[:depth]))
         except AlreadyExistsError:
-            if depth == len(rel.parts) and not exist_ok:
-                raise
+            if depth == len(rel.parts):
+                if not exist_ok:
+                    raise
+                return True
+    return False
+
+
+async def refuse_file_at(guarded: GuardedStore, rel: VPath, shown: VPath) -> None:
+    """Raise when the entry found at ``rel`` by a ``mkdir(exist_ok=True)`` is a file (as
+    ``os.makedirs`` does): the directory asked for is not there, and saying it is would send
+    the next write below it into a file. Nothing is said of an entry the principal may not
+    see (the mkdir answers as it always has)."""
+    try:
+        found = await guarded.stat(rel)
+    except (NotFoundError, AccessDeniedError):
+        return
+    if found.is_file:
+        raise AlreadyExistsError(f"{shown} already exists and is a file; pick another name")
