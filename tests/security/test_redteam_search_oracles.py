@@ -83,7 +83,7 @@ def _told(audit: MemoryAuditSink, since: int, *names: str) -> list[tuple[str, bo
 async def _outcome(call: Any) -> tuple[str, Any]:
     try:
         result = await call
-    except Exception as exc:  # noqa: BLE001 - the error's kind and words are the outcome
+    except Exception as exc:  # the error's kind and words are the outcome
         return type(exc).__name__, str(exc)
     return "ok", result
 
