@@ -125,3 +125,35 @@ async def test_an_ask_aimed_at_a_hidden_thing_answers_as_one_aimed_at_nothing(in
         assert kind_h == kind_a, (hidden, absent)
         if kind_h == "ok":
             assert got_h.to_dict() == got_a.to_dict(), (hidden, absent)
+
+
+async def _linked(hidden: bool) -> Workspace:
+    owner = Workspace(
+        [Mount.of("/docs", MemoryStore())],
+        policy=Policy.allow_all(),
+        knowledge=Knowledge(MemoryIndex()),
+        principal=Principal.of("root", clearance="restricted"),
+    )
+    await owner.write("/docs/a.md", "# A\n\nOrbit notes; see [b](b.md).\n")
+    await owner.write("/docs/b.md", "---\nrelated: [c.md]\n---\n# B\n\nBudget notes.\n")
+    await owner.write("/docs/c.md", "# C\n\nCrew notes.\n")
+    if hidden:
+        await owner.write(
+            "/docs/h.md",
+            "---\nclassification: restricted\nrelated: [a.md, c.md, d.md]\nparent: b.md\n---\n"
+            "# H\n\nOrbit orbit secrets; see [a](a.md) and [c](c.md).\n",
+        )
+        await owner.write("/docs/a.md", "# A\n\nOrbit notes; see [b](b.md).\n")  # rewritten
+    return owner.with_principal(ASKER)
+
+
+async def test_related_hits_are_the_same_with_and_without_a_hidden_neighbour() -> None:
+    """Class: hidden documents on every read path (one hop along relations): a hidden page
+    that links the hits and their neighbours adds, removes and reorders nothing."""
+    alone, crowded = await _linked(False), await _linked(True)
+    for query in ("orbit", "budget", "crew notes", "secrets"):
+        got = (await crowded.search(query, mode="bm25", related=True)).hits
+        want = (await alone.search(query, mode="bm25", related=True)).hits
+        assert [(h.path, h.related_to, round(h.score, 6)) for h in got] == [
+            (h.path, h.related_to, round(h.score, 6)) for h in want
+        ], query
