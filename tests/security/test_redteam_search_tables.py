@@ -183,3 +183,54 @@ async def test_another_tenants_table_that_cannot_be_opened_neither_fails_nor_nam
         ]
     finally:
         again.close()
+
+
+def _legacy_name(source: str) -> str:
+    """The name the rule before 2026-11-26 gave a lossy source (``acme_hr_`` + 32 bits)."""
+    import hashlib
+
+    text = source.strip("/")
+    digest = hashlib.blake2b(text.encode(), digest_size=4).hexdigest()
+    return f"chunks__tenant_shared__src_{text.replace('-', '_')}_{digest}"
+
+
+async def test_a_table_named_by_the_earlier_rule_is_kept_and_opened_once(tmp_path: Path) -> None:
+    """Tables are found by the documents they hold: one made under the earlier naming rule
+    serves its partition after the rule changed (written, searched, never doubled)."""
+    folder = tmp_path / "index"
+    knowledge = _keyword_knowledge(folder)
+    ws = Workspace(
+        [Mount.of("/acme-hr", MemoryStore())],
+        policy=Policy.allow_all(),
+        knowledge=knowledge,
+        principal=Principal.of("admin", clearance="restricted"),
+    )
+    await ws.write("/acme-hr/a.md", "# A\n\norbit notes\n")
+    knowledge.close()
+    tables = folder / "tables"
+    (tables / table_name(None, "/acme-hr")).rename(tables / _legacy_name("/acme-hr"))
+
+    again = _keyword_knowledge(folder)
+    try:
+        index = again.index
+        assert isinstance(index, PartitionedIndex)
+        assert index.tables() == [_legacy_name("/acme-hr")]
+        with open(tables / "tables.log", "a", encoding="utf-8") as journal:
+            journal.write("chunks__tenant_other__src_x\n")  # makes every process look again
+        ws = Workspace(
+            [Mount.of("/acme-hr", ws.mounts[0].store)],
+            policy=Policy.allow_all(),
+            knowledge=again,
+            principal=Principal.of("admin", clearance="restricted"),
+        )
+        for _ in range(2):
+            hits = (await ws.search("orbit", mode="bm25")).hits
+            assert [h.path for h in hits] == ["/acme-hr/a.md"]
+        await ws.write("/acme-hr/a.md", "# A\n\norbit notes, edited\n")
+        await ws.write("/acme-hr/b.md", "# B\n\norbit again\n")
+        hits = (await ws.search("orbit", mode="bm25")).hits
+        assert sorted(h.path for h in hits) == ["/acme-hr/a.md", "/acme-hr/b.md"]
+        assert index.tables() == [_legacy_name("/acme-hr")]
+        assert sorted(p.name for p in tables.iterdir() if p.is_dir()) == [_legacy_name("/acme-hr")]
+    finally:
+        again.close()

@@ -310,14 +310,14 @@ class Knowledge:
         self.index.close()
 
 
-def _opened(table: Callable[[str], Index], names: Sequence[str]) -> list[Index]:
-    """The tables that open; one that does not (a broken table of one tenant) is left to the
-    index's next look for new tables, which tries it again (and keeps its failure for the
-    searches that read it): it never keeps the other tenants' tables from opening."""
-    opened = []
+def _opened(table: Callable[[str], Index], names: Sequence[str]) -> dict[str, Index]:
+    """The tables that open, by name; one that does not (a broken table of one tenant) is
+    left to the index's next look for new tables, which tries it again (and keeps its failure
+    for the searches that read it): it never keeps the other tenants' tables from opening."""
+    opened: dict[str, Index] = {}
     for name in names:
         try:
-            opened.append(table(name))
+            opened[name] = table(name)
         except BastionError as exc:
             _log.warning("index table %s cannot be opened: %s", name, exc)
     return opened

@@ -25,7 +25,7 @@ import heapq
 import logging
 import re
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -92,7 +92,7 @@ class PartitionedIndex(Index):
         self,
         factory: Callable[[str], Index],
         *,
-        existing: Iterable[Index] = (),
+        existing: Mapping[str, Index] | Iterable[Index] = (),
         discover: Callable[[], Iterable[str]] | None = None,
         announce: Callable[[str], None] | None = None,
         closing: Callable[[], None] | None = None,
@@ -113,6 +113,9 @@ class PartitionedIndex(Index):
         move from the second to the first)."""
         self._lock = threading.RLock()
         self._parts: dict[Partition, Index] = {}
+        self._named: dict[Partition, str] = {}
+        """The table name of each partition whose table was named when it came (a table made
+        under an earlier naming rule keeps its name: see :meth:`_name`)."""
         self._where: dict[str, Partition] = {}
         self._empty: dict[str, Index] = {}
         """Tables found by ``discover`` that held no document yet (name -> index)."""
@@ -121,19 +124,22 @@ class PartitionedIndex(Index):
         last :meth:`refresh`: a search that would read one fails (in words that name no
         table); every other search goes on. One tenant's broken table is none of another
         tenant's business: neither its failure nor its name reaches that tenant."""
-        for index in existing:  # tables found on disk: learn their partition from a document
-            if not self._adopt(index):
+        named = existing.items() if isinstance(existing, Mapping) else ((None, i) for i in existing)
+        for name, index in named:  # tables found on disk: learn their partition from a document
+            if not self._adopt(index, name):
                 index.close()
 
-    def _adopt(self, index: Index) -> bool:
-        """Take a table found on disk as its partition's (learnt from a document); False
-        when it holds none."""
+    def _adopt(self, index: Index, name: str | None = None) -> bool:
+        """Take a table found on disk (folder ``name``, when known) as its partition's
+        (learnt from a document); False when it holds none."""
         docs = index.documents()
         if not docs:
             return False
         meta = next(iter(docs.values()))
         key = (meta.tenant, source_of(meta.path))
         self._parts[key] = index
+        if name is not None:
+            self._named[key] = name
         for doc_id in docs:
             self._where[doc_id] = key
         return True
@@ -144,13 +150,13 @@ class PartitionedIndex(Index):
         with self._lock:
             changed = False
             for key, index in self._parts.items():  # a table's refresh leaves these dicts alone
-                changed = self._refreshed(table_name(*key), index) or changed
+                changed = self._refreshed(self._name(key), index) or changed
             for name, index in self._empty.items():
                 changed = self._refreshed(name, index) or changed
             if self._discover is not None:
                 names = self._discover()
                 if names is not self._listed:  # a tuple seen before holds no new table
-                    known = {table_name(*key) for key in self._parts} | set(self._empty)
+                    known = {self._name(key) for key in self._parts} | set(self._empty)
                     complete = isinstance(names, tuple)
                     for name in names:
                         if name not in known:
@@ -168,11 +174,15 @@ class PartitionedIndex(Index):
             for name, index in list(self._empty.items()):
                 if index.documents():
                     del self._empty[name]
-                    self._adopt(index)
+                    self._adopt(index, name)
             self._where = {
                 doc_id: key for key, index in self._parts.items() for doc_id in index.documents()
             }
             return True
+
+    def _name(self, key: Partition) -> str:
+        """The name of the table of ``key``: as it was found, else :func:`table_name`."""
+        return self._named.get(key) or table_name(*key)
 
     def _refreshed(self, name: str, index: Index) -> bool:
         """``index.refresh()``; a failure is kept for the searches that read the table."""
@@ -209,7 +219,8 @@ class PartitionedIndex(Index):
         return sorted(found)
 
     def tables(self, flt: IndexFilter | None = None) -> list[str]:
-        return [table_name(*key) for key in self.partitions(flt)]
+        with self._lock:
+            return [self._name(key) for key in self._parts if _may_hold(key, flt)]
 
     def _targets(self, flt: IndexFilter | None) -> list[Index]:
         """The tables a search with ``flt`` reads; :class:`StoreError` (naming none) when one
@@ -218,7 +229,7 @@ class PartitionedIndex(Index):
             keys = [key for key in self._parts if _may_hold(key, flt)]
             if self._broken:
                 for key in keys:
-                    failed = self._broken.get(table_name(*key))
+                    failed = self._broken.get(self._name(key))
                     if failed is not None:
                         raise _unnamed(failed) from failed
             return [self._parts[key] for key in keys]
