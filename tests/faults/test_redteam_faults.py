@@ -11,12 +11,19 @@ never overwritten unseen.
 
 from __future__ import annotations
 
+import errno
+import os
+from pathlib import Path
+
 import pytest
 
-from bastion import MemoryStore, Mount, Policy, Principal, Workspace
+from bastion import LocalStore, MemoryStore, Mount, Policy, Principal, Workspace
+from bastion.agents.tools.session import ToolSession
 from bastion.core.errors import StoreError, StoreUnavailableError
 from bastion.core.models import FileInfo, WriteMode
 from bastion.core.paths import VPath
+
+from .support import NO_SPACE, READ_ONLY, says, tmpfs
 
 ADMIN = Principal.of("admin")
 
@@ -77,7 +84,7 @@ async def test_a_fault_on_a_backed_up_write_never_drops_its_condition(
 
 
 async def test_a_store_that_refuses_conditions_still_takes_backed_up_writes(
-    tmp_path: object,
+    tmp_path: Path,
 ) -> None:
     """The refusal itself (a plain fsspec folder shared by processes) keeps its weaker
     promise: the write goes on unconditionally, as before."""
@@ -91,3 +98,80 @@ async def test_a_store_that_refuses_conditions_still_takes_backed_up_writes(
     await ws.write("/m/f.txt", "two\n", backup=True)
     assert await ws.read_text("/m/f.txt") == "two\n"
     assert await ws.read_text("/m/f.txt.bak") == "one\n"
+
+
+# -- the agent tools on a full or read-only disk -----------------------------------------------
+
+
+def _fill(folder: Path) -> Path:
+    """Fill the disk from outside the store, to the last byte."""
+    filler = folder / "filler.bin"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        for size in (65536, 4096, 512, 1):
+            try:
+                while True:
+                    os.write(fd, b"\0" * size)
+            except OSError as exc:
+                assert exc.errno == errno.ENOSPC
+    finally:
+        os.close(fd)
+    return filler
+
+
+async def test_the_tools_on_a_full_disk_keep_the_old_content_and_the_read() -> None:
+    """Every changing tool call fails in one line naming the mount and the cause; the file
+    keeps its old content, no temporary file is left, and the session's read still holds
+    (nothing changed), so the same call goes through once space is back."""
+    with tmpfs("1m") as disk:
+        ws = Workspace(
+            [Mount.of("/vault", LocalStore(disk.path))], policy=Policy.allow_all(), principal=ADMIN
+        )
+        path = VPath.parse("/vault/notes.md")
+        await ws.write(path, "# Notes\n\nfalcon one\n")
+        session = ToolSession(ws)
+        await session.read_page(path, 0, 100)
+        filler = _fill(disk.path)
+        attempts = [
+            ("/vault/notes.md", session.write(path, "# Notes\n\nfalcon two\n" * 20)),
+            # the backup is written first: its own name is the one that did not fit
+            ("/vault/notes.md.bak", session.write(path, "# Notes\n\ntwo\n", backup=True)),
+            ("/vault/notes.md", session.edit(path, "one", "two " * 40, replace_all=False)),
+            ("/vault/notes.md", session.append(path, "falcon three\n" * 40)),
+        ]
+        for where, attempt in attempts:
+            with pytest.raises(StoreError) as caught:
+                await attempt
+            says(str(caught.value), where, *NO_SPACE)
+        assert await ws.read_text(path) == "# Notes\n\nfalcon one\n"
+        assert sorted(os.listdir(disk.path)) == ["filler.bin", "notes.md"]
+        filler.unlink()
+        await session.edit(path, "falcon one", "falcon two", replace_all=False)  # no re-read
+        assert await ws.read_text(path) == "# Notes\n\nfalcon two\n"
+
+
+async def test_the_tools_on_a_read_only_disk_keep_the_old_content() -> None:
+    with tmpfs("1m") as disk:
+        ws = Workspace(
+            [Mount.of("/vault", LocalStore(disk.path))], policy=Policy.allow_all(), principal=ADMIN
+        )
+        path = VPath.parse("/vault/plan.md")
+        await ws.write(path, "# Plan\n\nheron in May\n")
+        session = ToolSession(ws)
+        await session.read_page(path, 0, 100)
+        disk.remount("ro")
+        try:
+            for attempt in (
+                session.write(path, "# Plan\n\nheron in June\n"),
+                session.edit(path, "May", "June", replace_all=False),
+                session.append(path, "more\n"),
+                session.delete(path, recursive=False),
+            ):
+                with pytest.raises(StoreError) as caught:
+                    await attempt
+                says(str(caught.value), "/vault/plan.md", *READ_ONLY)
+            assert await ws.read_text(path) == "# Plan\n\nheron in May\n"
+        finally:
+            disk.remount("rw")
+        await session.edit(path, "May", "June", replace_all=False)
+        assert await ws.read_text(path) == "# Plan\n\nheron in June\n"
