@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from bastion.core.errors import BastionError, ConfigurationError, StoreError
+from bastion.core.errors import ConfigurationError, OperationError, StoreError
 from bastion.core.extras import needs
 from bastion.core.models import Labels
 from bastion.core.principal import Classifications
@@ -311,14 +311,15 @@ class Knowledge:
 
 
 def _opened(table: Callable[[str], Index], names: Sequence[str]) -> dict[str, Index]:
-    """The tables that open, by name; one that does not (a broken table of one tenant) is
+    """The tables that open, by name; one that fails to (a broken table of one tenant) is
     left to the index's next look for new tables, which tries it again (and keeps its failure
-    for the searches that read it): it never keeps the other tenants' tables from opening."""
+    for the searches that read it): it never keeps the other tenants' tables from opening. A
+    table built differently (another embedder) is a configuration error, raised as before."""
     opened: dict[str, Index] = {}
     for name in names:
         try:
             opened[name] = table(name)
-        except BastionError as exc:
+        except OperationError as exc:  # a table of another embedder is still refused
             _log.warning("index table %s cannot be opened: %s", name, exc)
     return opened
 
