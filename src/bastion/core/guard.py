@@ -32,7 +32,14 @@ from bastion.core.errors import (
     UnsupportedFileError,
     reworded,
 )
-from bastion.core.hidden_tree import delete_visible, move_visible, shown_dir
+from bastion.core.hidden_tree import (
+    delete_visible,
+    file_above,
+    move_visible,
+    shown_dir,
+    shown_paths,
+    unshown_folder,
+)
 from bastion.core.models import Action, EntryKind, FileInfo, Labels, Scope, WriteMode
 from bastion.core.mounts import Mount
 from bastion.core.operation import GuardContext, Operation, current_operation, folded
@@ -44,6 +51,7 @@ __all__ = ["GuardContext", "GuardedStore", "Operation"]
 
 _FILE, _DIR = EntryKind.FILE, EntryKind.DIRECTORY
 _CACHE_LIMIT = 4096
+_UNSHOWN = "a folder that holds nothing the principal may see"
 
 
 class GuardedStore(Store):
@@ -178,6 +186,18 @@ class GuardedStore(Store):
             )
         return hidden_inside
 
+    def _shown_folder(self, path: VPath) -> bool:
+        return self._visibility(path, _DIR, None) is None
+
+    async def _unshown(self, path: VPath, info: FileInfo | None = None) -> str | None:
+        """Why the folder at ``path`` is not there: it holds only hidden entries; else None."""
+        return _UNSHOWN if await unshown_folder(self.inner, path, self._sees, info) else None
+
+    async def _hidden_above(self, path: VPath) -> str | None:
+        """Why the first non-directory above ``path`` is hidden, if there is one and it is."""
+        found = await file_above(self.inner, path)
+        return None if found is None else self._visibility(found[0], _FILE, found[1])
+
     def _sees(self, info: FileInfo) -> bool:
         """Whether the principal may see this store entry."""
         return self._visibility(info.path, info.kind, info) is None
@@ -198,13 +218,8 @@ class GuardedStore(Store):
         except OperationError as exc:
             raise await self._failed(exc, path, op) from None
         hidden = self._visibility(path, info.kind, info)
-        if (
-            hidden is None
-            and info.is_dir
-            and not path.is_root
-            and not await shown_dir(self.inner, path, self._sees)
-        ):
-            hidden = "a folder that holds nothing the principal may see"
+        if hidden is None and info.is_dir:
+            hidden = await self._unshown(path, info)
         if hidden is not None:
             raise self._hide(path, hidden, op)
         return info
@@ -229,6 +244,8 @@ class GuardedStore(Store):
             why = self._visibility(path, _FILE, None) or self._visibility(path, _DIR, None)
             if why is None:
                 why = await self._hidden_above(path)
+            if why is None and isinstance(exc, IsADirectoryError_):
+                why = await self._unshown(path)
             if why is not None:
                 return self._hide(path, why, op)
         full = self._full(path)
@@ -236,37 +253,8 @@ class GuardedStore(Store):
             if writing:
                 return NotFoundError(f"parent directory {full.parent} does not exist")
             return NotFoundError(f"{full} not found")
-        return reworded(exc, path, full, also=self._shown_paths((path, *also)))
-
-    def _shown_paths(self, paths: tuple[VPath, ...]) -> dict[str, str]:
-        """Store path -> workspace path for ``paths`` (already admitted by the call) and the
-        folders above them that the principal may see: what a store's message may name and
-        the error may tell. A folder the principal may not see is left out, so a message
-        naming it is told in the plain form (``errors.reworded``)."""
-        shown: dict[str, str] = {}
-        for path in paths:
-            shown[str(path)] = str(self._full(path))
-            above = path
-            while not above.is_root:
-                above = above.parent
-                if str(above) not in shown and self._visibility(above, _DIR, None) is None:
-                    shown[str(above)] = str(self._full(above))
-        return shown
-
-    async def _hidden_above(self, path: VPath) -> str | None:
-        """Why the first non-directory above ``path`` is hidden, if there is one and it is."""
-        for depth in range(1, len(path.parts)):
-            above = VPath(path.parts[:depth])
-            info: FileInfo | None
-            try:
-                info = await self.inner.stat(above)
-            except UnsupportedFileError:
-                info = None  # a link or a special file: never a directory
-            except OperationError:
-                return None
-            if info is None or not info.is_dir:
-                return self._visibility(above, _FILE, info)
-        return None
+        shown = shown_paths((path, *also), self._full, self._shown_folder)
+        return reworded(exc, path, full, also=shown)
 
     # -- primitives --------------------------------------------------------------------------
 
@@ -355,9 +343,7 @@ class GuardedStore(Store):
             if info.labels is not None and self._visibility(path, info.kind, info) is not None:
                 # the file is not there for the writer now (a sidecar it may not read made it
                 # stricter, a drop box): its labels are not told
-                info = FileInfo(
-                    info.path, info.kind, info.size, info.mtime, info.version, None, info.changed
-                )
+                info = FileInfo(info.path, info.kind, info.size, info.mtime, info.version)
             return info
 
     async def delete(self, path: VPath, *, recursive: bool = False) -> None:
@@ -461,6 +447,10 @@ class GuardedStore(Store):
                 await self.inner.mkdir(path)
             except OperationError as exc:
                 await self._refuse_onto_hidden(exc, path, op)
+                if isinstance(exc, AlreadyExistsError) and await self._unshown(path):
+                    # a folder of hidden entries only is not there for the principal: made,
+                    # as it would be were it not there (docs/security.md, the residual)
+                    return
                 raise await self._failed(exc, path, op, writing=True) from None
 
     async def rename(self, src: VPath, dst: VPath) -> None:
@@ -553,7 +543,9 @@ class GuardedStore(Store):
             info = await self.inner.stat(path)
         except OperationError:
             return None
-        return info if self._visibility(path, info.kind, info) is None else None
+        if self._visibility(path, info.kind, info) is not None:
+            return None
+        return None if info.is_dir and await self._unshown(path, info) else info
 
     async def _admit_relabel(
         self, path: VPath, data: bytes | None, op: Operation, *, append: bool = False
@@ -602,6 +594,8 @@ class GuardedStore(Store):
         why = None
         if isinstance(exc, NotADirectoryError_):
             why = await self._hidden_above(path)
+        elif isinstance(exc, IsADirectoryError_):  # a file written over a folder not shown
+            why = await self._unshown(path)
         elif isinstance(exc, AlreadyExistsError):
             with suppress(OperationError):
                 there = await self.inner.stat(path)
@@ -640,6 +634,8 @@ class GuardedStore(Store):
             await self._refuse_onto_hidden(exc, dst, op)
             return found  # missing or in the way: the rename says so
         why = self._visibility(dst, there.kind, there)
+        if why is None and there.is_dir:  # a folder of hidden entries only: not moved over
+            why = await self._unshown(dst, there)
         if why is not None:
             raise self._taken(dst, Action.WRITE, why, op)
         return found

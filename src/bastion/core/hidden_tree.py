@@ -8,7 +8,7 @@ own visibility decision for a store entry; these functions work on the raw store
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import suppress
 
 from bastion.core.errors import (
@@ -16,12 +16,20 @@ from bastion.core.errors import (
     DirectoryNotEmptyError,
     NotFoundError,
     OperationError,
+    UnsupportedFileError,
 )
 from bastion.core.models import FileInfo
 from bastion.core.paths import VPath
 from bastion.core.ports import Store
 
-__all__ = ["delete_visible", "move_visible", "shown_dir"]
+__all__ = [
+    "delete_visible",
+    "file_above",
+    "move_visible",
+    "shown_dir",
+    "shown_paths",
+    "unshown_folder",
+]
 
 Sees = Callable[[FileInfo], bool]
 
@@ -92,3 +100,52 @@ async def shown_dir(store: Store, path: VPath, sees: Sees) -> bool:
         if not info.is_dir or await shown_dir(store, info.path, sees):
             return True
     return False
+
+
+async def unshown_folder(
+    store: Store, path: VPath, sees: Sees, info: FileInfo | None = None
+) -> bool:
+    """True when ``path`` is a folder (``info``: its entry, when already looked up) that holds
+    entries and none the principal sees: it is not there for the principal, on any call."""
+    if path.is_root:
+        return False
+    if info is None:
+        try:
+            info = await store.stat(path)
+        except OperationError:
+            return False
+    return info.is_dir and not await shown_dir(store, path, sees)
+
+
+async def file_above(store: Store, path: VPath) -> tuple[VPath, FileInfo | None] | None:
+    """The first entry above ``path`` that is not a folder, with its info (``None`` for a
+    link or a special file); ``None`` when there is none or it cannot be looked at."""
+    for depth in range(1, len(path.parts)):
+        above = VPath(path.parts[:depth])
+        try:
+            info = await store.stat(above)
+        except UnsupportedFileError:
+            return above, None  # a link or a special file: never a directory
+        except OperationError:
+            return None
+        if not info.is_dir:
+            return above, info
+    return None
+
+
+def shown_paths(
+    paths: Iterable[VPath], full: Callable[[VPath], VPath], shown: Callable[[VPath], bool]
+) -> dict[str, str]:
+    """Store path -> workspace path (``full``) for ``paths`` (already admitted by the call)
+    and the folders above them that the principal may see (``shown``): what a store's message
+    may name and the error may tell. A folder the principal may not see is left out, so a
+    message naming it is told in the plain form (``errors.reworded``)."""
+    told: dict[str, str] = {}
+    for path in paths:
+        told[str(path)] = str(full(path))
+        above = path
+        while not above.is_root:
+            above = above.parent
+            if str(above) not in told and shown(above):
+                told[str(above)] = str(full(above))
+    return told

@@ -121,11 +121,6 @@ class FileInfo:
     """Opaque version tag (etag); changes whenever the content changes."""
     labels: Labels | None = field(default=None, compare=False)
     """Per-document labels when the store keeps them; ``None`` uses the mount's defaults."""
-    changed: int | None = field(default=None, compare=False, repr=False)
-    """The store's mark of the entry's last change of any kind, which no writer can set back
-    (a local file's ``ctime`` in ns); ``None`` where ``version`` itself changes with every
-    write. A program writing a local folder in place can keep size, inode and mtime (so the
-    version), never this: caches of what a file's bytes say (its labels) key on both."""
 
     @property
     def is_dir(self) -> bool:
@@ -137,6 +132,4 @@ class FileInfo:
 
     def at(self, path: VPath) -> FileInfo:
         """The same entry seen at another path (store path to workspace path)."""
-        return FileInfo(
-            path, self.kind, self.size, self.mtime, self.version, self.labels, self.changed
-        )
+        return FileInfo(path, self.kind, self.size, self.mtime, self.version, self.labels)

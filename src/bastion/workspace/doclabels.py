@@ -10,9 +10,9 @@ A sidecar shows only to those who may see its file: it carries its file's labels
 is a folder, a link, a special file, or a name in another Unicode normalization form cannot be
 read, and the file's labels are undetermined (it is hidden from everybody, and the refusal's
 audit record says why). Labels are worked out once per file version and sidecar version, and
-cached; a failure to reach the sidecar is not cached. A version is the store's, with its change
-mark (``FileInfo.changed``: a local file's ctime), since another program can change a local
-file in place and keep its size, inode and mtime.
+cached; a failure to reach the sidecar is not cached. The cache trusts a store's version to
+change with every change of the bytes (a local file's holds its ctime: another program can
+rewrite it in place keeping size, inode and mtime, never ctime).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from typing import Any
 
 from bastion.core.errors import (
     BastionError,
+    ConflictError,
     InvalidPathError,
     LabelError,
     NotFoundError,
@@ -48,6 +49,8 @@ _CACHE = 16_384
 _PROBE = 16
 """Bytes read first: enough to tell whether front matter may open the file (``---`` in UTF-32
 after a byte-order mark); only then is the whole head read."""
+_TRIES = 8
+"""Reads tried while the file keeps changing between its labels and its bytes."""
 _ODD = "is a folder, a link, a special file or a name in another normalization form"
 
 
@@ -65,9 +68,7 @@ class _Sidecar:
 
     def stamp(self) -> tuple[Any, ...]:
         info = self.info
-        if info is None:
-            return (self.problem,)
-        return (info.version, info.size, info.mtime, info.changed)
+        return (self.problem,) if info is None else (info.version, info.size, info.mtime)
 
 
 _NONE = _Sidecar()
@@ -94,6 +95,9 @@ class DocumentLabels(Store):
         self._order = classifications
         self._stores_labels = bool(getattr(inner, "keeps_labels", False))
         self._cache: OrderedDict[tuple[Any, ...], Labels] = OrderedDict()
+        self._last: OrderedDict[tuple[Any, ...], Labels] = OrderedDict()
+        """(path, base) -> the labels last worked out for the file there, whatever its
+        version: who is told that it cannot be read now (:class:`_Stale`)."""
 
     def __getattr__(self, attr: str) -> Any:
         return getattr(self.inner, attr)
@@ -190,6 +194,10 @@ class DocumentLabels(Store):
     def _base_of(self, info: FileInfo) -> Labels:
         return info.labels if self._stores_labels and info.labels is not None else self._base
 
+    def _cached(self, info: FileInfo, sidecar: _Sidecar) -> Labels | None:
+        """The labels worked out for exactly this version of the file and its sidecar."""
+        return self._cache.get((*_file_stamp(info), self._base_of(info), sidecar.stamp()))
+
     async def _labels(self, info: FileInfo, sidecar: _Sidecar) -> Labels:
         base = self._base_of(info)
         key = (*_file_stamp(info), base, sidecar.stamp())
@@ -202,16 +210,20 @@ class DocumentLabels(Store):
             return await self._labels(info, _NONE)
         except NotFoundError:
             raise
-        except BastionError as exc:  # cannot read the head or the sidecar now: fail closed
-            return resolve_labels(
+        except BastionError as exc:  # cannot read the head or the sidecar now
+            last = self._last.get((info.path.parts, base))
+            if last is not None:
+                # changed since its labels were read (its permissions, say): those labels
+                # decide who is told of the fault; no byte is ever served under them
+                return _Stale.of(last)
+            return resolve_labels(  # fail closed
                 base,
                 self._order,
                 sidecar_problem=f"or file could not be read ({type(exc).__name__})",
             )
         if sidecar.cacheable:
-            if len(self._cache) >= _CACHE:
-                self._cache.popitem(last=False)
-            self._cache[key] = labels
+            _keep(self._cache, key, labels)
+            _keep(self._last, (info.path.parts, base), labels)
         return labels
 
     async def _compute(self, info: FileInfo, base: Labels, sidecar: _Sidecar) -> Labels:
@@ -306,14 +318,18 @@ class DocumentLabels(Store):
             read = await self._read_known(path, offset, length, check)
             if read is not None:
                 return read
-        while True:
+        for _ in range(_TRIES):
             info = await self.stat(path)  # labels first: the check sees them before any byte
             if check is not None and info.is_file:
                 check(info)
             found, data = await self.inner.read_file(path, offset, length)
-            if found.version == info.version:
+            if found.version == info.version and not isinstance(info.labels, _Stale):
                 return info, data
-            # changed in between: check the new version (the labels may have changed too)
+            # changed in between: check the new version (the labels may have changed too); or
+            # read under labels of the bytes before a change (unreadable then): work them out
+        if isinstance(info.labels, _Stale):  # its bytes read, never its labels: hidden
+            raise NotFoundError(f"{path} not found")
+        raise ConflictError(f"{path} kept changing while it was being read; retry")
 
     async def _read_known(
         self, path: VPath, offset: int, length: int | None, check: ReadCheck | None
@@ -328,10 +344,7 @@ class DocumentLabels(Store):
         seen: list[FileInfo] = []
 
         def known(raw: FileInfo) -> None:
-            labels = None
-            if raw.is_file:
-                key = (*_file_stamp(raw), self._base_of(raw), sidecar.stamp())
-                labels = self._cache.get(key)
+            labels = self._cached(raw, sidecar) if raw.is_file else None
             if labels is None:
                 raise _Unknown
             info = _with_labels(raw, labels)
@@ -427,11 +440,32 @@ def _may_open_front_matter(probe: bytes) -> bool:
 
 
 def _file_stamp(info: FileInfo) -> tuple[Any, ...]:
-    """What tells one version of a file's bytes from another, for the cache of its labels: the
-    version, and the store's change mark (a local file changed in place by another program
-    can keep its size, inode and mtime, so its version; never its ctime)."""
-    return (info.path.parts, info.version, info.size, info.mtime, info.changed)
+    """A file's version, for the cache of its labels (the version must change with every
+    change of its bytes: a local file's holds its ctime, which no writer can set back)."""
+    return (info.path.parts, info.version, info.size, info.mtime)
+
+
+def _keep(
+    cache: OrderedDict[tuple[Any, ...], Labels], key: tuple[Any, ...], labels: Labels
+) -> None:
+    if len(cache) >= _CACHE:
+        cache.popitem(last=False)
+    cache[key] = labels
+
+
+class _Stale(Labels):
+    """The labels a file had before a change that left its labels unreadable (``chmod 000``
+    under the store): they decide who is told of the failure, and who is told "not found"; a
+    read that succeeds under them works the labels out again before any byte is returned."""
+
+    __slots__ = ()
+
+    @classmethod
+    def of(cls, labels: Labels) -> _Stale:
+        return cls(
+            labels.tenant, labels.classification, labels.roles, labels.tags, labels.undetermined
+        )
 
 
 def _with_labels(info: FileInfo, labels: Labels | None) -> FileInfo:
-    return FileInfo(info.path, info.kind, info.size, info.mtime, info.version, labels, info.changed)
+    return FileInfo(info.path, info.kind, info.size, info.mtime, info.version, labels)
