@@ -18,7 +18,6 @@ counts (:meth:`Index.keyword_statistics` is ``None``: PostgreSQL) score with the
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import heapq
@@ -150,9 +149,20 @@ class PartitionedIndex(Index):
         with self._lock:
             changed = False
             for key, index in self._parts.items():  # a table's refresh leaves these dicts alone
-                changed = self._refreshed(self._name(key), index) or changed
+                try:
+                    changed = index.refresh() or changed
+                except BastionError as exc:
+                    self._fail(self._name(key), exc)
+                else:
+                    if self._broken:
+                        self._broken.pop(self._name(key), None)
             for name, index in self._empty.items():
-                changed = self._refreshed(name, index) or changed
+                try:
+                    changed = index.refresh() or changed
+                except BastionError as exc:
+                    self._fail(name, exc)
+                else:
+                    self._broken.pop(name, None)
             if self._discover is not None:
                 names = self._discover()
                 if names is not self._listed:  # a tuple seen before holds no new table
@@ -184,17 +194,8 @@ class PartitionedIndex(Index):
         """The name of the table of ``key``: as it was found, else :func:`table_name`."""
         return self._named.get(key) or table_name(*key)
 
-    def _refreshed(self, name: str, index: Index) -> bool:
-        """``index.refresh()``; a failure is kept for the searches that read the table."""
-        try:
-            changed = index.refresh()
-        except BastionError as exc:
-            self._fail(name, exc)
-            return False
-        self._broken.pop(name, None)
-        return changed
-
     def _fail(self, name: str, exc: BastionError) -> None:
+        """Keep ``exc`` for the searches that read table ``name`` (logged once)."""
         if name not in self._broken:
             _log.warning("index table %s cannot be refreshed: %s", name, exc)
         self._broken[name] = exc
@@ -226,13 +227,12 @@ class PartitionedIndex(Index):
         """The tables a search with ``flt`` reads; :class:`StoreError` (naming none) when one
         of them failed its last refresh."""
         with self._lock:
-            keys = [key for key in self._parts if _may_hold(key, flt)]
             if self._broken:
-                for key in keys:
+                for key in self._parts:
                     failed = self._broken.get(self._name(key))
-                    if failed is not None:
+                    if failed is not None and _may_hold(key, flt):
                         raise _unnamed(failed) from failed
-            return [self._parts[key] for key in keys]
+            return [index for key, index in self._parts.items() if _may_hold(key, flt)]
 
     def _part(self, key: Partition) -> Index:
         """The table of ``key``, to write to: one this process has not written to yet (made
@@ -332,25 +332,31 @@ class PartitionedIndex(Index):
         statistics: Statistics | None = None,
     ) -> list[IndexHit]:
         targets = self._targets(flt)
-        with _unnamed_errors():
+        try:
             if statistics is None and len(targets) > 1:
                 statistics = _summed(index.keyword_statistics(query, flt) for index in targets)
             return _best(
                 k,
                 (index.search_keyword(query, k, flt, statistics=statistics) for index in targets),
             )
+        except StoreError as exc:
+            raise _unnamed(exc) from exc
 
     def keyword_statistics(self, query: str, flt: IndexFilter | None = None) -> Statistics | None:
         targets = self._targets(flt)
-        with _unnamed_errors():
+        try:
             return _summed(index.keyword_statistics(query, flt) for index in targets)
+        except StoreError as exc:
+            raise _unnamed(exc) from exc
 
     def search_vector(
         self, vector: npt.NDArray[np.float32], k: int, flt: IndexFilter | None = None
     ) -> list[IndexHit]:
         targets = self._targets(flt)
-        with _unnamed_errors():
+        try:
             return _best(k, (index.search_vector(vector, k, flt) for index in targets))
+        except StoreError as exc:
+            raise _unnamed(exc) from exc
 
     def documents(self) -> dict[str, DocumentMeta]:
         with self._lock:
@@ -364,8 +370,10 @@ class PartitionedIndex(Index):
             key = self._where.get(doc_id)
             if key is None:
                 return []
-            with _unnamed_errors():
+            try:
                 return self._parts[key].chunks_of(doc_id)
+            except StoreError as exc:
+                raise _unnamed(exc) from exc
 
     def count(self) -> int:
         with self._lock:
@@ -380,14 +388,6 @@ def _unnamed(exc: BastionError) -> StoreError:
         f"the search index failed ({type(exc).__name__}); retry, or rebuild the index if it "
         "keeps failing"
     )
-
-
-@contextlib.contextmanager
-def _unnamed_errors() -> Iterator[None]:
-    try:
-        yield
-    except StoreError as exc:
-        raise _unnamed(exc) from exc
 
 
 def _may_hold(key: Partition, flt: IndexFilter | None) -> bool:
