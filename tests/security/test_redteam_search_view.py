@@ -5,15 +5,18 @@ first.
 Class: *hidden documents on every read path* and *relabelling through sidecars*
 (``docs/security.md``). A memory store vouches for a hit's file while its change mark stays;
 other stores are looked at on every search. Each attack runs against every store the suite
-builds cheaply (memory, local disk, SQLite): the change is made behind the index (another
+builds (memory, local disk, SQLite, PostgreSQL, an fsspec filesystem): the change is made behind the index (another
 workspace over the same store, another principal's view, the store itself), right after a
 search warmed the memory, and the next search must already hide the hit.
 """
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import os
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -33,23 +36,43 @@ READER = Principal.of("reader", clearance="internal")
 OPEN = "# Plan\n\nlaunch plan for orbit\n"
 SECRET = "---\nclassification: restricted\n---\n# Plan\n\nlaunch plan for orbit\n"
 
-STORES = ["memory", "local", "sqlite"]
+STORES = ["memory", "local", "sqlite", "postgres", "fsspec"]
 
 
 @pytest.fixture(params=STORES)
-def make(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], Store]:
+def make(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], Store]]:
     kind = str(request.param)
+    made: list[Store] = []
 
     def build() -> Store:
+        store: Store
         if kind == "memory":
-            return MemoryStore()
-        if kind == "local":
+            store = MemoryStore()
+        elif kind == "local":
             root = tmp_path / "local"
             root.mkdir(exist_ok=True)
-            return LocalStore(root)
-        return SqliteStore(tmp_path / "ws.db")
+            store = LocalStore(root)
+        elif kind == "sqlite":
+            store = SqliteStore(tmp_path / "ws.db")
+        elif kind == "postgres":
+            from bastion.stores.postgres import PostgresStore
 
-    return build
+            store = PostgresStore(request.getfixturevalue("pg_dsn"))
+        else:
+            import fsspec
+
+            from bastion.stores.fsspec import FsspecStore
+
+            store = FsspecStore(fsspec.filesystem("memory"), root=f"/redteam-{uuid.uuid4().hex}")
+        made.append(store)
+        return store
+
+    yield build
+    for store in made:
+        close = getattr(store, "close", None)
+        done = close() if close is not None else None
+        if inspect.isawaitable(done):
+            asyncio.run(done)  # type: ignore[arg-type]
 
 
 def _ws(store: Store, knowledge: Knowledge | None = None, **kw: object) -> Workspace:
