@@ -12,6 +12,7 @@ nothing where, without the hidden documents, the search would have covered every
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
@@ -39,18 +40,21 @@ class _Told:
         return ["/hr"] if "salary" in question.lower() else list(sources)
 
 
-def _index(kind: str) -> MemoryIndex | PartitionedIndex:
-    return PartitionedIndex(lambda name: MemoryIndex()) if kind == "partitioned" else MemoryIndex()
+def _knowledge(kind: str, router: _Told, folder: Path) -> Knowledge:
+    if kind == "lance":  # LanceDB tables, one per tenant and source
+        return Knowledge.open(folder, embedder=None, router=router)
+    index = PartitionedIndex(lambda name: MemoryIndex()) if kind == "partitioned" else MemoryIndex()
+    return Knowledge(index, router=router)
 
 
 async def _world(
-    kind: str, *, hidden: bool, policy: Policy | None = None
+    kind: str, folder: Path, *, hidden: bool, policy: Policy | None = None
 ) -> tuple[Workspace, _Told]:
     router = _Told()
     ws = Workspace(
         [Mount.of("/hr", MemoryStore()), Mount.of("/eng", MemoryStore())],
         policy=policy or Policy.allow_all(),
-        knowledge=Knowledge(_index(kind), router=router),
+        knowledge=_knowledge(kind, router, folder),
         principal=ADMIN,
     )
     await ws.write("/eng/dev.md", DEV)
@@ -59,9 +63,11 @@ async def _world(
     return ws, router
 
 
-@pytest.mark.parametrize("kind", ["partitioned", "single"])
-async def test_a_source_of_hidden_documents_is_not_shown_to_the_router(kind: str) -> None:
-    ws, router = await _world(kind, hidden=True)
+@pytest.mark.parametrize("kind", ["partitioned", "single", "lance"])
+async def test_a_source_of_hidden_documents_is_not_shown_to_the_router(
+    kind: str, tmp_path: Path
+) -> None:
+    ws, router = await _world(kind, tmp_path / "w", hidden=True)
     reader = ws.with_principal(READER)
     router.shown.clear()
     result = await reader.search("salary", mode="bm25")
@@ -69,26 +75,28 @@ async def test_a_source_of_hidden_documents_is_not_shown_to_the_router(kind: str
     assert [h.path for h in result.hits] == ["/eng/dev.md"]
 
 
-@pytest.mark.parametrize("kind", ["partitioned", "single"])
-async def test_routed_results_do_not_depend_on_hidden_documents(kind: str) -> None:
+@pytest.mark.parametrize("kind", ["partitioned", "single", "lance"])
+async def test_routed_results_do_not_depend_on_hidden_documents(kind: str, tmp_path: Path) -> None:
     """Two worlds, with and without a restricted page under /hr: the reader's answers match."""
-    with_hidden, _ = await _world(kind, hidden=True)
-    without, _ = await _world(kind, hidden=False)
+    with_hidden, _ = await _world(kind, tmp_path / "w", hidden=True)
+    without, _ = await _world(kind, tmp_path / "w0", hidden=False)
     for query in ("salary", "build bot", "salary bands board"):
         got = await with_hidden.with_principal(READER).search(query, mode="bm25")
         want = await without.with_principal(READER).search(query, mode="bm25")
         assert [(h.path, h.score) for h in got.hits] == [(h.path, h.score) for h in want.hits]
 
 
-@pytest.mark.parametrize("kind", ["partitioned", "single"])
-async def test_a_source_denied_by_a_policy_rule_is_not_shown_to_the_router(kind: str) -> None:
+@pytest.mark.parametrize("kind", ["partitioned", "single", "lance"])
+async def test_a_source_denied_by_a_policy_rule_is_not_shown_to_the_router(
+    kind: str, tmp_path: Path
+) -> None:
     policy = Policy(
         rules=(
             Rule.deny(["read", "search"], "/hr/**", principals=["reader"]),
             Rule.allow(["read", "write", "search", "list"], "/**"),
         )
     )
-    ws, router = await _world(kind, hidden=True, policy=policy)
+    ws, router = await _world(kind, tmp_path / "w", hidden=True, policy=policy)
     await ws.write("/hr/open.md", "# Open\n\nSalary reviews in March.\n")  # public, but denied
     reader = ws.with_principal(Principal.of("reader", clearance="restricted"))
     router.shown.clear()
@@ -97,9 +105,9 @@ async def test_a_source_denied_by_a_policy_rule_is_not_shown_to_the_router(kind:
     assert [h.path for h in result.hits] == ["/eng/dev.md"]
 
 
-async def test_a_source_the_reader_may_read_is_still_routed() -> None:
+async def test_a_source_the_reader_may_read_is_still_routed(tmp_path: Path) -> None:
     """The narrowing still works where the reader may see the source the router picks."""
-    ws, router = await _world("partitioned", hidden=True)
+    ws, router = await _world("partitioned", tmp_path / "w", hidden=True)
     await ws.write("/hr/open.md", "# Open\n\nSalary reviews in March.\n")
     reader = ws.with_principal(READER)
     router.shown.clear()

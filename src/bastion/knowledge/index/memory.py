@@ -328,6 +328,13 @@ class MemoryIndex(Index):
     def count(self) -> int:
         return len(self._slot_of)
 
+    def admits_any(self, flt: IndexFilter) -> bool:
+        """From the filter's cached mask (a routed search asks it of every table)."""
+        with self._lock:
+            mask = self._slot_mask(flt)
+            chunks = self._chunks
+            return mask is None or any(chunks[s] is not None for s in np.flatnonzero(mask))
+
     def _slot_mask(self, flt: IndexFilter | None) -> npt.NDArray[np.bool_] | None:
         if flt is None:
             return None

@@ -215,7 +215,7 @@ class PartitionedIndex(Index):
             targets = [(key[1], index) for key, index in self._parts.items() if _may_hold(key, flt)]
         found: set[str] = set()
         for source, index in targets:
-            if source not in found and any(map(flt.admits, index.documents().values())):
+            if source not in found and index.admits_any(flt):
                 found.add(source)
         return sorted(found)
 

@@ -64,6 +64,11 @@ class Index(ABC):
         self, vector: npt.NDArray[np.float32], k: int, flt: IndexFilter | None = None
     ) -> list[IndexHit]: ...
 
+    def admits_any(self, flt: IndexFilter) -> bool:
+        """True when ``flt`` admits at least one document here (its ``access`` check
+        included): whether a router may be told of this index's source."""
+        return any(map(flt.admits, self.documents().values()))
+
     @abstractmethod
     def documents(self) -> dict[str, DocumentMeta]:
         """doc id -> what is indexed for it."""
