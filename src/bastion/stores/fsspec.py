@@ -110,6 +110,13 @@ async def _together(check: Awaitable[None], value: Awaitable[T]) -> T:
     return result
 
 
+_SHARED_LOCKS: weakref.WeakValueDictionary[tuple[object, str, str], asyncio.Lock] = (
+    weakref.WeakValueDictionary()
+)
+"""Per-key locks of every ``FsspecStore`` of the process (see ``FsspecStore._lock``); used
+only on the loop named in their key, so no further lock is needed to reach them."""
+
+
 class FsspecStore(Store):
     """Files and directories in object storage or any fsspec filesystem (see the module doc).
 
@@ -153,7 +160,9 @@ class FsspecStore(Store):
             from fsspec.asyn import get_loop  # type: ignore[import-untyped]
 
             self._loop = get_loop()
-        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+        protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+        where = str(fs._strip_protocol(base)).rstrip("/") if base else ""
+        self._lock_scope = (self._loop, str(protocol), where)
 
     def describe(self) -> str:
         return self._objects.describe()
@@ -188,9 +197,17 @@ class FsspecStore(Store):
         return await asyncio.wrap_future(future)
 
     def _lock(self, key: str) -> asyncio.Lock:
-        lock = self._locks.get(key)
+        """The lock of ``key`` shared by every store of this process over the same objects
+        (the filesystem's protocol and the key's full path, on the loop the store runs on):
+        two workspaces or mounts over one bucket prefix or fsspec's memory filesystem (one
+        namespace per process) check their conditions under the same lock. A lock per store
+        object let two of them check the same version and both write."""
+        loop, protocol, root = self._lock_scope
+        full = f"{root}/{key}" if key else root
+        ident = (loop, protocol, full)
+        lock = _SHARED_LOCKS.get(ident)
         if lock is None:
-            lock = self._locks[key] = asyncio.Lock()
+            lock = _SHARED_LOCKS[ident] = asyncio.Lock()
         return lock
 
     async def _locked(self, keys: Iterable[str], work: Awaitable[T]) -> T:

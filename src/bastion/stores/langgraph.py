@@ -42,6 +42,7 @@ import base64
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ParamSpec, TypeVar
 
@@ -168,6 +169,22 @@ def _file_value(parent: VPath, data: bytes) -> dict[str, Any]:
     }
 
 
+_BACKEND_LOCKS: weakref.WeakKeyDictionary[BaseStore, threading.Lock] = weakref.WeakKeyDictionary()
+_BACKEND_LOCKS_LOCK = threading.Lock()
+
+
+def _lock_of(backend: BaseStore) -> threading.Lock:
+    """The one lock of ``backend`` in this process, shared by every ``LangGraphStore`` over
+    it: the checks of ``if_version``, create-only writes, appends and moves hold among all of
+    them (two workspaces built over one ``InMemoryStore``, two mounts of nested namespaces).
+    A lock per store object let two of them check the same version and both write."""
+    with _BACKEND_LOCKS_LOCK:
+        lock = _BACKEND_LOCKS.get(backend)
+        if lock is None:
+            lock = _BACKEND_LOCKS[backend] = threading.Lock()
+        return lock
+
+
 class LangGraphStore(Store):
     """Files and directories kept as items of a LangGraph ``BaseStore`` under ``namespace``."""
 
@@ -192,7 +209,7 @@ class LangGraphStore(Store):
         self.page_size = page_size
         """Items asked for per search page (listings, deletes and moves of directories)."""
         self.timeout = timeout
-        self._lock = threading.Lock()
+        self._lock = _lock_of(store)
         # if_version, create-only writes and appends: allowed where the lock sees every writer
         self._conditional_ok = single_process or isinstance(store, InMemoryStore)
 
