@@ -8,7 +8,9 @@ documented example builds one per call), two mounts of nested namespaces, or two
 a lock of their own: two writers checked the same version and both wrote, in one event loop
 as well as from threads. Now the lock belongs to what is shared (the backend; the
 filesystem's protocol and the object's full path). Compare-and-set increments from three
-store objects: each value acknowledged once, the final value their count.
+store objects: each value acknowledged once, the final value their count. The local disk
+(roots nested in each other: ``flock`` belongs to the open file, not the process) and SQLite
+(one transaction per write) are pinned alike.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import asyncio
 import threading
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 
 import fsspec
 import pytest
@@ -28,38 +31,54 @@ from bastion.core.paths import VPath
 from bastion.core.ports import Store
 from bastion.stores.fsspec import FsspecStore
 from bastion.stores.langgraph import LangGraphStore
+from bastion.stores.local import LocalStore
+from bastion.stores.sqlite import SqliteStore
 
 ROUNDS = 40
 
 
-def _makers() -> dict[str, Callable[[], list[tuple[Store, VPath]]]]:
+def _makers() -> dict[str, Callable[[Path], list[tuple[Store, VPath]]]]:
     """Three store objects over one backend, each with the path of one shared counter."""
 
-    def langgraph() -> list[tuple[Store, VPath]]:
+    def langgraph(_: Path) -> list[tuple[Store, VPath]]:
         shared = InMemoryStore()
         return [(LangGraphStore(shared, ("t",)), VPath.parse("/c")) for _ in range(3)]
 
-    def langgraph_nested() -> list[tuple[Store, VPath]]:
+    def langgraph_nested(_: Path) -> list[tuple[Store, VPath]]:
         shared = InMemoryStore()
         outer = LangGraphStore(shared, ("t",))
         inner = LangGraphStore(shared, ("t", "sub"))
         return [(outer, VPath.parse("/sub/c")), (inner, VPath.parse("/c")), (outer, P_SUB)]
 
-    def fsspec_memory() -> list[tuple[Store, VPath]]:
+    def fsspec_memory(_: Path) -> list[tuple[Store, VPath]]:
         root = f"/shared-{uuid.uuid4().hex}"
         return [
             (FsspecStore(fsspec.filesystem("memory"), root=root), VPath.parse("/c"))
             for _ in range(3)
         ]
 
-    def fsspec_nested() -> list[tuple[Store, VPath]]:
+    def fsspec_nested(_: Path) -> list[tuple[Store, VPath]]:
         root = f"/shared-{uuid.uuid4().hex}"
         fs = fsspec.filesystem("memory", skip_instance_cache=True)
         outer = FsspecStore(fsspec.filesystem("memory"), root=root)
         inner = FsspecStore(fs, root=f"{root}/sub")
         return [(outer, P_SUB), (inner, VPath.parse("/c")), (inner, VPath.parse("/c"))]
 
+    def local(root: Path) -> list[tuple[Store, VPath]]:
+        (root / "sub").mkdir()
+        return [
+            (LocalStore(root), P_SUB),
+            (LocalStore(root / "sub"), VPath.parse("/c")),
+            (LocalStore(root), P_SUB),
+        ]
+
+    def sqlite(folder: Path) -> list[tuple[Store, VPath]]:
+        db = folder / "ws.db"
+        return [(SqliteStore(db), VPath.parse("/c")) for _ in range(3)]
+
     return {
+        "local-nested-roots": local,
+        "sqlite": sqlite,
         "langgraph": langgraph,
         "langgraph-nested-namespaces": langgraph_nested,
         "fsspec-memory": fsspec_memory,
@@ -98,8 +117,8 @@ def _check(acks: list[int], final: int, writers: int) -> None:
 
 
 @pytest.mark.parametrize("kind", list(MAKERS))
-async def test_stores_over_one_backend_in_one_loop_lose_nothing(kind: str) -> None:
-    pairs = MAKERS[kind]()
+async def test_stores_over_one_backend_in_one_loop_lose_nothing(kind: str, tmp_path: Path) -> None:
+    pairs = MAKERS[kind](tmp_path)
     await _prepare(*pairs[0])
     acks: list[int] = []
     lock = threading.Lock()
@@ -109,8 +128,8 @@ async def test_stores_over_one_backend_in_one_loop_lose_nothing(kind: str) -> No
 
 
 @pytest.mark.parametrize("kind", list(MAKERS))
-def test_stores_over_one_backend_in_threads_lose_nothing(kind: str) -> None:
-    pairs = MAKERS[kind]()
+def test_stores_over_one_backend_in_threads_lose_nothing(kind: str, tmp_path: Path) -> None:
+    pairs = MAKERS[kind](tmp_path)
     asyncio.run(_prepare(*pairs[0]))
     acks: list[int] = []
     lock = threading.Lock()
@@ -127,8 +146,8 @@ def test_stores_over_one_backend_in_threads_lose_nothing(kind: str) -> None:
 
 
 @pytest.mark.parametrize("kind", list(MAKERS))
-async def test_create_races_over_one_backend_have_one_winner(kind: str) -> None:
-    pairs = MAKERS[kind]()
+async def test_create_races_over_one_backend_have_one_winner(kind: str, tmp_path: Path) -> None:
+    pairs = MAKERS[kind](tmp_path)
     store, path = pairs[0]
     if not path.parent.is_root:
         await store.makedirs(path.parent)
