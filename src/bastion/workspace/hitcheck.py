@@ -148,13 +148,17 @@ class HitChecks:
         unknown = set(options) - _FILTER_KEYS
         if unknown:
             raise ConfigurationError(
-                f"unknown search filter {', '.join(sorted(unknown))}; use "
+                f"unknown search filter {', '.join(sorted(map(str, unknown)))}; use "
                 f"{', '.join(sorted(_FILTER_KEYS))}"
             )
         extra: dict[str, Any] = {}
         for key, value in options.items():
-            many = key in ("tags", "doc_ids", "classifications")
-            extra[key] = frozenset([value] if isinstance(value, str) else value) if many else value
+            if key in ("tags", "doc_ids", "classifications"):
+                extra[key] = _names(key, value)
+            elif value is None or isinstance(value, str):
+                extra[key] = value
+            else:
+                raise ValueError(f"search filter {key} must be a string")
         if "classifications" in extra:
             extra["classifications"] = extra["classifications"] & base.classifications
         return replace(base, **extra)
@@ -468,6 +472,19 @@ class HitChecks:
                     hit = replace(_hits([(chunks[0], 0.0, part)])[0], related_to=source)
                     extra.append((hit, chunks[0].doc))
         return extra
+
+
+def _names(key: str, value: object) -> frozenset[str]:
+    """A filter's set of names (``tags``, ``doc_ids``, ``classifications``): one string or
+    a list of strings, else :class:`ValueError` (as a bad ``k`` is: an argument out of range,
+    one line, never a ``TypeError`` from deep inside the index)."""
+    if isinstance(value, str):
+        return frozenset([value])
+    if isinstance(value, list | tuple | set | frozenset) and all(
+        isinstance(item, str) for item in value
+    ):
+        return frozenset(value)
+    raise ValueError(f"search filter {key} must be a string or a list of strings")
 
 
 _UNREAD = object()
