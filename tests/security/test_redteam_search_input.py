@@ -81,3 +81,32 @@ async def test_an_unknown_filter_key_of_any_type_is_named_in_one_line() -> None:
     ws = await _ws()
     with pytest.raises(ConfigurationError, match="unknown search filter 1, nope"):
         await ws.search("alpha", mode="bm25", filter={1: "x", "nope": "y"})  # type: ignore[dict-item]
+
+
+@pytest.mark.parametrize("index", ["memory", "postgres"])
+async def test_a_huge_k_asks_for_every_hit(index: str, request: pytest.FixtureRequest) -> None:
+    """``k`` past any index's size (``10**30``) returns every hit, on PostgreSQL too (whose
+    LIMIT is a 64-bit integer: it failed there as an index fault, HTTP 502)."""
+    from bastion.knowledge.embedders.hashing import HashingEmbedder
+
+    model = HashingEmbedder()
+    if index == "postgres":
+        from bastion.knowledge.index.postgres import PostgresIndex
+
+        knowledge = Knowledge(
+            PostgresIndex(request.getfixturevalue("pg_dsn"), dim=model.dim), embedder=model
+        )
+    else:
+        knowledge = Knowledge(MemoryIndex(), embedder=model)
+    ws = Workspace(
+        [Mount.of("/docs", MemoryStore())], policy=Policy.allow_all(), knowledge=knowledge
+    )
+    try:
+        await ws.write("/docs/a.md", "# A\n\nalpha notes\n")
+        for mode in ("bm25", "vector", "hybrid"):
+            for k in (10**12, 10**30):
+                assert [h.path for h in (await ws.search("alpha", mode=mode, k=k)).hits] == [
+                    "/docs/a.md"
+                ]
+    finally:
+        knowledge.close()

@@ -54,6 +54,10 @@ Fusion = str
 
 _log = logging.getLogger(__name__)
 
+_MAX_K = 1 << 31
+"""A larger ``k`` asks for every hit there is, as this one does (a database's LIMIT is a
+64-bit integer: ``k = 10**30`` failed there as an index fault)."""
+
 _CANDIDATES = 100
 """Each input of a hybrid search contributes its best this-many chunks (at least ``k``)."""
 
@@ -288,6 +292,7 @@ class Knowledge:
             )
         if k <= 0 or not query.strip():
             return []
+        k = min(k, _MAX_K)
         if self.router is not None and flt is not None:
             flt = await route(self.router, query, self.index, flt)
         if chosen is SearchMode.BM25:
