@@ -108,3 +108,42 @@ def test_a_sidecar_tightened_in_place_is_not_read_under_the_cached_labels(tmp_pa
     _rewrite_in_place(tmp_path / "a.md.labels.yaml", _same_size("classification: secret", loose))
     _reader_sees_nothing(reader)
     assert ws.stat("/docs/a.md").labels.classification == "restricted"
+
+
+# -- a sidecar's suffix in another case --------------------------------------------------------
+
+
+@pytest.mark.parametrize("suffix", [".LABELS.YAML", ".Labels.yaml", ".label\u017f.yaml"])
+def test_a_sidecar_name_in_another_case_is_governed_as_the_sidecar(
+    tmp_path: Path, suffix: str
+) -> None:
+    # On a disk that folds case that name *is* the sidecar (the store finds it when asked for
+    # a.md.labels.yaml); it was an ordinary file to the guard and the index: listed, read and
+    # searched by anybody, telling that a.md exists and how it is labelled.
+    from bastion import Knowledge, Rule
+    from bastion.knowledge.index.memory import MemoryIndex
+
+    ws = Workspace(
+        [Mount.of("/docs", LocalStore(tmp_path), labels=Labels(classification="internal"))],
+        policy=Policy(
+            rules=(
+                Rule.allow(("reindex", "label"), "/**", principals=["owner"]),
+                Rule.allow("*", "/**"),
+            )
+        ),
+        principal=OWNER,
+        knowledge=Knowledge(MemoryIndex()),
+    ).sync()
+    ws.write("/docs/a.md", "---\nclassification: restricted\n---\nsecret\n")
+    (tmp_path / f"a.md{suffix}").write_text("classification: restricted\ntags: [zebra]\n")
+    ws.write("/docs/open.md", "zebra open\n")
+    ws.reindex()
+    reader = ws.aio.with_principal(READER).sync()
+    assert [str(e.path) for e in reader.list("/docs")] == ["/docs/open.md"]
+    assert [h.path for h in reader.search("zebra", mode="bm25").hits] == ["/docs/open.md"]
+    with pytest.raises(NotFoundError, match=r"not found$"):
+        reader.read_text(f"/docs/a.md{suffix}")
+    # writing it is a relabelling of a.md: refused for whoever may not see a.md
+    with pytest.raises(NotFoundError, match=r"not found$"):
+        reader.write(f"/docs/a.md{suffix}", "classification: public\n")
+    assert (tmp_path / f"a.md{suffix}").read_text().startswith("classification: restricted")

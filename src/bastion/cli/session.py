@@ -79,13 +79,14 @@ class Session:
         if self.principal is None:
             return False
         from bastion.core.errors import BastionError
-        from bastion.core.sidecars import SIDECAR_SUFFIX
+        from bastion.core.paths import VPath
+        from bastion.core.sidecars import labelled_file_of
 
         try:
             every = set(listed(self.everything()))
         except BastionError:
             return False
-        every = {p for p in every if not p.endswith(SIDECAR_SUFFIX)}
+        every = {p for p in every if labelled_file_of(VPath.parse(p)) is None}
         return bool(every - set(seen))
 
     def index_hidden(self, query: str, mode: str, k: int, shown: set[str]) -> bool:

@@ -30,13 +30,21 @@ SIDECAR_SUFFIX = ".labels.yaml"
 def labelled_file_of(path: VPath) -> VPath | None:
     """The file a sidecar path describes (``a.pdf.labels.yaml`` -> ``a.pdf``), else ``None``.
 
-    A name that cannot be mapped to one file name of the same folder (``...labels.yaml``,
-    ``C:.labels.yaml``, ``.labels.yaml``) is no sidecar: an ordinary file.
+    The suffix is matched in any case (``a.pdf.LABELS.YAML``, a long s for the s): on a store
+    that folds case (a local folder on a case-insensitive disk) that name *is* the sidecar, so
+    it is governed as one everywhere (a stricter rule where case matters). A name that cannot
+    be mapped to one file name of the same folder (``...labels.yaml``, ``C:.labels.yaml``,
+    ``.labels.yaml``) is no sidecar: an ordinary file.
     """
     name = path.name
-    if not name.endswith(SIDECAR_SUFFIX) or path.is_root:
+    if path.is_root:
         return None
-    target = name[: -len(SIDECAR_SUFFIX)]
+    if name.endswith(SIDECAR_SUFFIX):
+        target = name[: -len(SIDECAR_SUFFIX)]
+    elif name.casefold().endswith(SIDECAR_SUFFIX):
+        target = _folded_stem(name)
+    else:
+        return None
     if not target:
         return None
     try:
@@ -46,6 +54,14 @@ def labelled_file_of(path: VPath) -> VPath | None:
     if parsed.parts != (target,):
         return None
     return path.parent.child(target)
+
+
+def _folded_stem(name: str) -> str:
+    """``name`` without the end that case-folds to the sidecar suffix (``""``: none)."""
+    for cut in range(len(name) - 1, -1, -1):
+        if name[cut:].casefold() == SIDECAR_SUFFIX:
+            return name[:cut]
+    return ""
 
 
 def sidecar_of(path: VPath) -> VPath:

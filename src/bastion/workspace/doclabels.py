@@ -116,9 +116,11 @@ class DocumentLabels(Store):
         info: FileInfo,
         siblings: dict[str, FileInfo] | None = None,
         odd: frozenset[str] = frozenset(),
+        folded: frozenset[str] = frozenset(),
     ) -> FileInfo:
-        """``info`` with its document labels; ``siblings`` and ``odd`` (a listing of its
-        folder, by name, and its :meth:`Store.odd_names`) save looking the sidecar up."""
+        """``info`` with its document labels; ``siblings``, ``odd`` and ``folded`` (a listing
+        of its folder, by name, its :meth:`Store.odd_names`, and the case-folded names of
+        its sidecars) save looking the sidecar up."""
         target = labelled_file_of(info.path)
         if not info.is_file:
             if info.is_dir and target is not None:  # a folder where a sidecar belongs: its
@@ -134,7 +136,11 @@ class DocumentLabels(Store):
         if siblings is None:
             sidecar = await self._sidecar(info.path)
         else:
-            sidecar = self._listed_sidecar(info.path, siblings, odd)
+            listed = self._listed_sidecar(info.path, siblings, odd)
+            if listed is None and info.path.name.casefold() in folded:
+                # its sidecar listed in another case: the store decides (it may fold case)
+                listed = await self._sidecar(info.path)
+            sidecar = _NONE if listed is None else listed
         return _with_labels(info, await self._labels(info, sidecar))
 
     async def _target(
@@ -160,14 +166,16 @@ class DocumentLabels(Store):
 
     def _listed_sidecar(
         self, path: VPath, siblings: dict[str, FileInfo], odd: frozenset[str]
-    ) -> _Sidecar:
+    ) -> _Sidecar | None:
+        """The sidecar of ``path`` as its folder's listing shows it; ``None`` when it shows
+        none under its exact name."""
         name = path.name + SIDECAR_SUFFIX  # not sidecar_of: an over-long name is no error here
         found = siblings.get(name)
         if found is not None:
             return _Sidecar(found) if found.is_file else _Sidecar(problem=_ODD)
         if name in odd:
             return _Sidecar(problem=_ODD)
-        return _NONE
+        return None
 
     async def _sidecar(self, path: VPath) -> _Sidecar:
         try:
@@ -304,7 +312,13 @@ class DocumentLabels(Store):
         infos = await self.inner.list(path)
         siblings = {info.path.name: info for info in infos}
         odd = await self._odd(path) if any(i.is_file for i in infos) else frozenset()
-        return [await self._labelled(info, siblings, odd) for info in infos]
+        folded = frozenset(  # files whose sidecar is listed in another case
+            target.name.casefold()
+            for name in siblings
+            if not name.endswith(SIDECAR_SUFFIX)
+            and (target := labelled_file_of(path.child(name))) is not None
+        )
+        return [await self._labelled(info, siblings, odd, folded) for info in infos]
 
     async def read_file(
         self,
