@@ -246,3 +246,35 @@ async def test_front_matter_edited_in_place_with_the_same_size_and_mtime_is_seen
     )
     assert _paths(await reader.search("orbit", mode="bm25")) == []
     assert not await reader.exists("/docs/plan.md")
+
+
+@pytest.mark.parametrize("first", ["open", "strict"])
+async def test_two_workspaces_with_other_policies_share_a_knowledge_and_a_principal(
+    make: Callable[[], Store], first: str
+) -> None:
+    """One Knowledge, one store, one principal, two workspaces whose policies differ (one
+    denies /docs/secret): whichever searched first (warming masks, filters, vouched files),
+    the strict one never shows the denied page."""
+    store = make()
+    knowledge = Knowledge(MemoryIndex())
+    strict_policy = Policy(
+        rules=(
+            Rule.deny(["read", "search"], "/docs/secret/**"),
+            Rule.allow(["read", "write", "search", "list"], "/**"),
+        )
+    )
+    open_ws = _ws(store, knowledge)
+    strict_ws = Workspace(
+        [Mount.of("/docs", store)], policy=strict_policy, knowledge=knowledge, principal=ADMIN
+    )
+    await open_ws.write("/docs/secret/plan.md", OPEN)
+    await open_ws.write("/docs/plan.md", OPEN)
+    views = {"open": open_ws.with_principal(READER), "strict": strict_ws.with_principal(READER)}
+    order = [first, "strict" if first == "open" else "open"]
+    for _ in range(2):
+        for name in order:
+            found = _paths(await views[name].search("orbit", mode="bm25"))
+            if name == "strict":
+                assert found == ["/docs/plan.md"]
+            else:
+                assert found == ["/docs/plan.md", "/docs/secret/plan.md"]
