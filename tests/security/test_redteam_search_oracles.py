@@ -157,3 +157,28 @@ async def test_related_hits_are_the_same_with_and_without_a_hidden_neighbour() -
         assert [(h.path, h.related_to, round(h.score, 6)) for h in got] == [
             (h.path, h.related_to, round(h.score, 6)) for h in want
         ], query
+
+
+@pytest.mark.parametrize("index", ["memory", "partitioned"])
+async def test_index_directory_aimed_at_a_hidden_thing_answers_as_one_aimed_at_nothing(
+    index: str,
+) -> None:
+    """``index_directory`` of a hidden file, folder or mount fails as for an absent one, and
+    tells the asker's audit view the same."""
+    asker, audit = await _world(index)
+    for hidden, absent in PAIRS:
+        if "path" not in hidden:
+            continue
+        mark = len(audit.records)
+        kind_h, got_h = await _outcome(asker.index_directory(hidden["path"]))
+        told_h = _told(audit, mark, str(hidden["path"]).rstrip("/"))
+        mark = len(audit.records)
+        kind_a, got_a = await _outcome(asker.index_directory(absent["path"]))
+        told_a = _told(audit, mark, str(absent["path"]).rstrip("/"))
+        assert kind_h == kind_a, (hidden, absent)
+        if kind_h == "ok":
+            assert (got_h.indexed, got_h.outcomes) == (got_a.indexed, got_a.outcomes)
+        else:
+            h, a = str(hidden["path"]).rstrip("/"), str(absent["path"]).rstrip("/")
+            assert got_h.replace(h, "<P>") == got_a.replace(a, "<P>"), (got_h, got_a)
+        assert told_h == told_a, (hidden, absent)
