@@ -312,10 +312,11 @@ class DocumentLabels(Store):
         infos = await self.inner.list(path)
         siblings = {info.path.name: info for info in infos}
         odd = await self._odd(path) if any(i.is_file for i in infos) else frozenset()
-        folded = frozenset(  # files whose sidecar is listed in another case
+        folded = frozenset(  # files whose sidecar is listed in another case (rare)
             target.name.casefold()
             for name in siblings
-            if not name.endswith(SIDECAR_SUFFIX)
+            if name.casefold().endswith(SIDECAR_SUFFIX)
+            and not name.endswith(SIDECAR_SUFFIX)
             and (target := labelled_file_of(path.child(name))) is not None
         )
         return [await self._labelled(info, siblings, odd, folded) for info in infos]
