@@ -123,3 +123,34 @@ def test_a_file_written_at_a_folder_of_hidden_entries_is_refused_as_policy_would
         reserved = (Rule.deny("write", "/docs/d/sub", principals=["reader"]),)
     assert hidden == _answer(_world(make_store("without"), None, reserved), ONTO[call])
     assert "is not allowed by policy" in str(hidden)
+
+
+def test_a_folder_shows_no_time_that_moves_with_hidden_entries(
+    make_store: Callable[[str], Store],
+) -> None:
+    # a folder's modification time moves when an entry is added or removed, hidden or not:
+    # a reader watching /docs/d learned when hidden documents came and went
+    store = make_store("docs")
+    reader = _world(store, None)
+    reader.write("/docs/d/mine.md", "zebra mine\n")
+    owner = Workspace(
+        [Mount.of("/docs", store, labels=Labels(classification="internal"))],
+        policy=Policy.allow_all(),
+        principal=OWNER,
+    ).sync()
+
+    def seen() -> list[Any]:
+        tools = Toolset(reader.aio)
+        return [
+            reader.stat("/docs/d"),
+            [(e.path, e.mtime) for e in reader.list("/docs")],
+            run_blocking(tools.call("stat", {"path": "/docs/d"})),
+        ]
+
+    before = seen()
+    owner.write("/docs/d/x.md", SECRET)
+    owner.mkdir("/docs/d/new")
+    owner.write("/docs/d/new/y.md", SECRET)
+    assert seen() == before
+    owner.delete("/docs/d/x.md")
+    assert seen() == before

@@ -262,7 +262,7 @@ class GuardedStore(Store):
         with self._op("stat", path) as op:
             if not (self.mount.scope.allows(Action.READ) or self.mount.scope.allows(Action.LIST)):
                 self._scope(Action.READ, path)
-            return await self._stat_visible(path, op)
+            return _undated(await self._stat_visible(path, op))
 
     async def read_range(self, path: VPath, offset: int = 0, length: int | None = None) -> bytes:
         # the labels checked are those of the bytes read (a stat, then a read, would let a
@@ -356,7 +356,7 @@ class GuardedStore(Store):
             except OperationError as exc:
                 raise await self._failed(exc, path, op) from None
             return [
-                e
+                _undated(e)
                 for e in entries
                 if self._visibility(e.path, e.kind, e) is None
                 and (not e.is_dir or await shown_dir(self.inner, e.path, self._sees))
@@ -686,3 +686,12 @@ class GuardedStore(Store):
     def visible(self, info: FileInfo) -> bool:
         """Whether a store entry may be shown to the principal (used by bulk operations)."""
         return self._visibility(info.path, info.kind, info) is None
+
+
+def _undated(info: FileInfo) -> FileInfo:
+    """``info`` as a principal is shown it: a folder without its modification time, which
+    moves when an entry the principal may not see is added or removed (folder times are
+    content, as folder names are)."""
+    if not info.is_dir or not info.mtime:
+        return info
+    return FileInfo(info.path, info.kind, 0, 0.0, None, info.labels)
