@@ -122,6 +122,9 @@ class Objects(ABC):
     process_local: bool = False
     """True when the namespace lives in this process only (fsspec's memory filesystem): the
     store's in-process lock then sees every writer there is."""
+    location: str = ""
+    """The root as the filesystem names it (``bucket/prefix``, a folder): with :attr:`kind`,
+    what tells two stores over the same objects, whose locks must then be one."""
 
     @abstractmethod
     async def head(self, key: str) -> Obj | None:
@@ -230,6 +233,7 @@ class FsspecObjects(Objects):
         self.kind = str(protocol)
         self.process_local = self.kind == "memory"
         self.root = str(fs._strip_protocol(root) if root else "").rstrip("/")
+        self.location = self.root
 
     def _path(self, key: str) -> str:
         if not key:

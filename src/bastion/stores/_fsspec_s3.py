@@ -134,6 +134,7 @@ class S3Objects(Objects):
         self.fs = fs
         self.bucket = bucket
         self.prefix = prefix.strip("/")
+        self.location = f"{bucket}/{self.prefix}" if self.prefix else bucket
 
     def describe(self) -> str:
         return "object storage (S3)"

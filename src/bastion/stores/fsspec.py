@@ -160,9 +160,7 @@ class FsspecStore(Store):
             from fsspec.asyn import get_loop  # type: ignore[import-untyped]
 
             self._loop = get_loop()
-        protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
-        where = str(fs._strip_protocol(base)).rstrip("/") if base else ""
-        self._lock_scope = (self._loop, str(protocol), where)
+        self._lock_scope = (self._loop, objects.kind, objects.location)
 
     def describe(self) -> str:
         return self._objects.describe()
@@ -202,9 +200,9 @@ class FsspecStore(Store):
         two workspaces or mounts over one bucket prefix or fsspec's memory filesystem (one
         namespace per process) check their conditions under the same lock. A lock per store
         object let two of them check the same version and both write."""
-        loop, protocol, root = self._lock_scope
+        loop, kind, root = self._lock_scope
         full = f"{root}/{key}" if key else root
-        ident = (loop, protocol, full)
+        ident = (loop, kind, full)
         lock = _SHARED_LOCKS.get(ident)
         if lock is None:
             lock = _SHARED_LOCKS[ident] = asyncio.Lock()
