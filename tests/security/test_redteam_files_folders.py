@@ -154,3 +154,25 @@ def test_a_folder_shows_no_time_that_moves_with_hidden_entries(
     assert seen() == before
     owner.delete("/docs/d/x.md")
     assert seen() == before
+
+
+@pytest.mark.parametrize("hide", ["labels", "sidecar"])
+def test_a_tree_moved_or_deleted_tells_nothing_of_its_folders_of_hidden_entries(
+    make_store: Callable[[str], Store], hide: str
+) -> None:
+    # /docs/d holds a visible file beside hidden ones and a subfolder of hidden ones only: a
+    # move carried that subfolder over, empty, and listed it at the target; a delete refused
+    # by a rule on it said the tree held something the caller may not delete
+    keep = (Rule.deny("delete", "/docs/d/sub", principals=["reader"]),)
+
+    def after(reader: SyncWorkspace) -> tuple[Any, ...]:
+        reader.write("/docs/d/vis.md", "zebra visible\n")
+        deleted = _answer(reader, lambda r: r.delete("/docs/d", recursive=True))
+        reader.write("/docs/d/vis.md", "zebra visible\n")
+        moved = _answer(reader, lambda r: r.move("/docs/d", "/docs/m"))
+        tree = sorted(str(e.path) for e in reader.glob("/docs/**"))
+        return deleted, moved, tree
+
+    with_hidden = after(_world(make_store("with"), hide, keep))
+    assert with_hidden == after(_world(make_store("without"), None, keep))
+    assert with_hidden[2] == ["/docs/m", "/docs/m/vis.md", "/docs/open.md"]

@@ -180,6 +180,9 @@ class GuardedStore(Store):
                 continue
             if self.ctx.allows(Action.DELETE, self._full(info.path)):
                 continue
+            if info.is_dir and await self._unshown(info.path, info):
+                hidden_inside = True  # a folder of hidden entries only: not there either
+                continue
             current_operation().refuse(f"protected descendant {self._full(info.path)}")
             raise PolicyDeniedError(
                 f"cannot {verb} {self._full(path)}: it contains entries you may not {verb}"

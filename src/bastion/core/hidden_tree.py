@@ -44,8 +44,8 @@ async def visible_tree(store: Store, path: VPath, sees: Sees) -> tuple[list[VPat
         parts = info.path.parts
         if any(parts[:depth] in hidden for depth in range(1, len(parts))):
             continue  # below a hidden folder
-        if not sees(info):
-            if info.is_dir:
+        if not sees(info) or (info.is_dir and not await shown_dir(store, info.path, sees)):
+            if info.is_dir:  # a folder of hidden entries only is not there: not carried
                 hidden.add(parts)
             continue
         (folders if info.is_dir else files).append(info.path)
