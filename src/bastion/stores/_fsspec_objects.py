@@ -173,6 +173,12 @@ class Objects(ABC):
     async def remove(self, key: str) -> None:
         """Delete the file at ``key``."""
 
+    async def remove_if(self, key: str, expect: Obj) -> None:
+        """Delete the file at ``key`` on condition that it is still ``expect``. A backend
+        whose server checks conditions (S3's ``If-Match``) raises :class:`PreconditionFailed`
+        when it is not; the others rely on the store's lock (the file is removed)."""
+        await self.remove(key)
+
     @abstractmethod
     async def remove_tree(self, key: str) -> None:
         """Delete directory ``key``: its marker and everything below it."""

@@ -296,6 +296,13 @@ class S3Objects(Objects):
     async def remove(self, key: str) -> None:
         await self._s3("delete_object", Key=self._key(key))
 
+    async def remove_if(self, key: str, expect: Obj) -> None:
+        if not expect.etag:
+            await self.remove(key)
+            return
+        with _preconditioned(key):
+            await self._s3("delete_object", Key=self._key(key), IfMatch=expect.etag)
+
     async def _delete(self, keys: list[str]) -> None:
         for start in range(0, len(keys), 1000):
             batch = [{"Key": k} for k in keys[start : start + 1000]]

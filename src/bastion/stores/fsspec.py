@@ -38,6 +38,7 @@ refused credentials or an unreachable endpoint is a one-line :class:`StoreError`
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import weakref
 from collections.abc import Awaitable, Coroutine, Iterable, Mapping
 from contextlib import AsyncExitStack
@@ -427,10 +428,17 @@ class FsspecStore(Store):
             raise AlreadyExistsError(f"{dst} already exists")
         if source is not None:
             try:
-                await self._objects.copy(old, new, ABSENT, keep_version=True)
+                copied = await self._objects.copy(old, new, ABSENT, keep_version=True)
             except PreconditionFailed:
                 raise AlreadyExistsError(f"{dst} already exists") from None
-            await self._objects.remove(old)
+            try:  # only the file that was copied: a write that came in between stays
+                await self._objects.remove_if(old, source)
+            except PreconditionFailed:
+                with contextlib.suppress(PreconditionFailed):  # nobody wrote there since
+                    await self._objects.remove_if(new, copied)
+                raise ConflictError(
+                    f"{src} changed while it was being moved; nothing was moved, retry"
+                ) from None
         else:
             await self._objects.move_tree(old, new)
         await self._keep(src.parent)
