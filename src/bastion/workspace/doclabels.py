@@ -17,7 +17,9 @@ rewrite it in place keeping size, inode and mtime, never ctime).
 
 from __future__ import annotations
 
+import asyncio
 import builtins
+import time
 import unicodedata
 from collections import OrderedDict
 from typing import Any
@@ -49,8 +51,10 @@ _CACHE = 16_384
 _PROBE = 16
 """Bytes read first: enough to tell whether front matter may open the file (``---`` in UTF-32
 after a byte-order mark); only then is the whole head read."""
-_TRIES = 8
-"""Reads tried while the file keeps changing between its labels and its bytes."""
+_PATIENCE = 2.0
+"""Seconds a read goes on trying while the file keeps changing between its labels and its
+bytes (other processes writing it), waiting a little longer after each try, before a
+:class:`ConflictError`."""
 _ODD = "is a folder, a link, a special file or a name in another normalization form"
 
 
@@ -333,7 +337,8 @@ class DocumentLabels(Store):
             read = await self._read_known(path, offset, length, check)
             if read is not None:
                 return read
-        for _ in range(_TRIES):
+        deadline, pause = 0.0, 0.0
+        while True:
             info = await self.stat(path)  # labels first: the check sees them before any byte
             if check is not None and info.is_file:
                 check(info)
@@ -341,7 +346,16 @@ class DocumentLabels(Store):
             if found.version == info.version and not isinstance(info.labels, _Stale):
                 return info, data
             # changed in between: check the new version (the labels may have changed too); or
-            # read under labels of the bytes before a change (unreadable then): work them out
+            # read under labels of the bytes before a change (unreadable then): work them out.
+            # Writers that keep changing it are waited out a little longer each time (they
+            # take turns with this read, not in step with it), for a bounded time.
+            now = time.monotonic()
+            if not deadline:
+                deadline = now + _PATIENCE
+            elif now >= deadline:
+                break
+            pause = min(max(2 * pause, 0.001), 0.05)
+            await asyncio.sleep(pause)
         if isinstance(info.labels, _Stale):  # its bytes read, never its labels: hidden
             raise NotFoundError(f"{path} not found")
         raise ConflictError(f"{path} kept changing while it was being read; retry")
