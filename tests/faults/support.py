@@ -3,6 +3,7 @@ the shape every fault error must have."""
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import subprocess
@@ -86,3 +87,19 @@ def says(message: str, where: str, cause: str, advice: str) -> None:
     assert cause in message, message
     assert advice in message.partition(cause)[2], message
     assert "storage of this mount failed" not in message, message
+
+
+def fill(folder: Path) -> Path:
+    """Fill the disk from outside the store, to the last byte."""
+    filler = folder / "filler.bin"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        for size in (65536, 4096, 512, 1):
+            try:
+                while True:
+                    os.write(fd, b"\0" * size)
+            except OSError as exc:
+                assert exc.errno == errno.ENOSPC
+    finally:
+        os.close(fd)
+    return filler

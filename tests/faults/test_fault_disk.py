@@ -10,7 +10,6 @@ next operation works.
 
 from __future__ import annotations
 
-import errno
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +20,7 @@ from bastion import Knowledge, LocalStore, Mount, Policy, Workspace
 from bastion.core.errors import StoreError
 from bastion.stores.sqlite import SqliteStore
 
-from .support import NO_SPACE, READ_ONLY, Tmpfs, says, tmpfs
+from .support import NO_SPACE, READ_ONLY, Tmpfs, fill, says, tmpfs
 
 
 @pytest.fixture
@@ -39,22 +38,6 @@ def ws(disk: Tmpfs) -> Workspace:
     )
 
 
-def _fill(folder: Path) -> Path:
-    """Fill the disk from outside the store, to the last byte."""
-    filler = folder / "filler.bin"
-    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o644)
-    try:
-        for size in (65536, 4096, 512, 1):
-            try:
-                while True:
-                    os.write(fd, b"\0" * size)
-            except OSError as exc:
-                assert exc.errno == errno.ENOSPC
-    finally:
-        os.close(fd)
-    return filler
-
-
 def _on_disk(folder: Path) -> list[str]:
     return sorted(os.listdir(folder))
 
@@ -65,7 +48,7 @@ async def _snippets(ws: Workspace, query: str) -> list[str]:
 
 async def test_a_full_disk_keeps_the_old_content_and_recovers(disk: Tmpfs, ws: Workspace) -> None:
     await ws.write("/vault/notes.md", "# Notes\n\nfalcon sighting one\n")
-    filler = _fill(disk.path)
+    filler = fill(disk.path)
 
     with pytest.raises(StoreError) as caught:
         await ws.write("/vault/notes.md", "# Notes\n\nfalcon sighting two\n" * 50)
@@ -141,7 +124,7 @@ async def test_a_full_disk_under_a_sqlite_mount_keeps_the_old_content_and_recove
     ws = Workspace([Mount.of("/db", store)], policy=Policy.allow_all(), knowledge=Knowledge())
     try:
         await ws.write("/db/notes.md", "# Notes\n\nplover one\n")
-        filler = _fill(disk.path)
+        filler = fill(disk.path)
         for where, attempt in (
             ("/db/notes.md", ws.write("/db/notes.md", "# Notes\n\nplover two\n" * 2000)),
             ("/db/new.md", ws.write("/db/new.md", "# New\n\n" + "plover\n" * 2000)),

@@ -9,8 +9,6 @@ disk has room again, ``reindex`` (or the next search that meets the file) brings
 
 from __future__ import annotations
 
-import errno
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,28 +16,13 @@ import pytest
 
 from bastion import Knowledge, LocalStore, Mount, Policy, Workspace
 
-from .support import Tmpfs, tmpfs
+from .support import Tmpfs, fill, tmpfs
 
 
 @pytest.fixture
 def disk() -> Iterator[Tmpfs]:
     with tmpfs("2m") as mounted:
         yield mounted
-
-
-def _fill(folder: Path) -> Path:
-    filler = folder / "filler.bin"
-    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o644)
-    try:
-        for size in (65536, 4096, 512, 1):
-            try:
-                while True:
-                    os.write(fd, b"\0" * size)
-            except OSError as exc:
-                assert exc.errno == errno.ENOSPC
-    finally:
-        os.close(fd)
-    return filler
 
 
 async def test_a_full_index_disk_loses_no_write_and_shows_no_stale_hit(
@@ -52,7 +35,7 @@ async def test_a_full_index_disk_loses_no_write_and_shows_no_stale_hit(
     try:
         await ws.write("/notes/log.md", "# Log\n\nlapwing seen at dawn\n")
         assert [h.path for h in (await ws.search("lapwing", mode="bm25")).hits] == ["/notes/log.md"]
-        filler = _fill(disk.path)
+        filler = fill(disk.path)
 
         await ws.write("/notes/log.md", "# Log\n\nlapwing gone, dunlin at dusk\n")
         await ws.append("/notes/log.md", "dunlin again\n")

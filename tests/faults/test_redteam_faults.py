@@ -11,7 +11,6 @@ never overwritten unseen.
 
 from __future__ import annotations
 
-import errno
 import os
 from pathlib import Path
 
@@ -23,7 +22,7 @@ from bastion.core.errors import StoreError, StoreUnavailableError
 from bastion.core.models import FileInfo, WriteMode
 from bastion.core.paths import VPath
 
-from .support import NO_SPACE, READ_ONLY, says, tmpfs
+from .support import NO_SPACE, READ_ONLY, fill, says, tmpfs
 
 ADMIN = Principal.of("admin")
 
@@ -103,22 +102,6 @@ async def test_a_store_that_refuses_conditions_still_takes_backed_up_writes(
 # -- the agent tools on a full or read-only disk -----------------------------------------------
 
 
-def _fill(folder: Path) -> Path:
-    """Fill the disk from outside the store, to the last byte."""
-    filler = folder / "filler.bin"
-    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o644)
-    try:
-        for size in (65536, 4096, 512, 1):
-            try:
-                while True:
-                    os.write(fd, b"\0" * size)
-            except OSError as exc:
-                assert exc.errno == errno.ENOSPC
-    finally:
-        os.close(fd)
-    return filler
-
-
 async def test_the_tools_on_a_full_disk_keep_the_old_content_and_the_read() -> None:
     """Every changing tool call fails in one line naming the mount and the cause; the file
     keeps its old content, no temporary file is left, and the session's read still holds
@@ -131,7 +114,7 @@ async def test_the_tools_on_a_full_disk_keep_the_old_content_and_the_read() -> N
         await ws.write(path, "# Notes\n\nfalcon one\n")
         session = ToolSession(ws)
         await session.read_page(path, 0, 100)
-        filler = _fill(disk.path)
+        filler = fill(disk.path)
         attempts = [
             ("/vault/notes.md", session.write(path, "# Notes\n\nfalcon two\n" * 20)),
             # the backup is written first: its own name is the one that did not fit
