@@ -56,6 +56,7 @@ from bastion.core.errors import (
 )
 from bastion.core.models import EntryKind, FileInfo, WriteMode
 from bastion.core.paths import VPath
+from bastion.core.patience import Patience
 from bastion.core.ports import ReadCheck, Store
 from bastion.stores._common import (
     check_move,
@@ -79,8 +80,6 @@ from bastion.stores._fsspec_objects import (
 __all__ = ["FsspecStore"]
 
 T = TypeVar("T")
-
-_APPEND_TRIES = 8
 
 
 def _key(path: VPath) -> str:
@@ -332,7 +331,8 @@ class FsspecStore(Store):
     ) -> FileInfo:
         self._name_ok(path)
         key = _key(path)
-        for _ in range(_APPEND_TRIES):
+        patience = Patience()
+        while True:
             current = await self._objects.head(key)
             if current is None:  # a new file: its parent must be a directory, it must not be
                 await self._new_entry(path)
@@ -350,9 +350,13 @@ class FsspecStore(Store):
                     raise AlreadyExistsError(f"{path} already exists") from None
                 if if_version is not None:
                     raise conflict(path, if_version) from None
-                continue  # another process appended meanwhile: append to its result
+                # another process appended meanwhile: append to its result
+                if not await patience.wait():
+                    raise ConflictError(
+                        f"{path} kept changing while appending to it; retry"
+                    ) from None
+                continue
             return _file(path, obj)
-        raise ConflictError(f"{path} kept changing while appending to it; retry")
 
     async def delete(self, path: VPath, *, recursive: bool = False) -> None:
         if path.is_root:

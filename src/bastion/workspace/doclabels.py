@@ -17,9 +17,7 @@ rewrite it in place keeping size, inode and mtime, never ctime).
 
 from __future__ import annotations
 
-import asyncio
 import builtins
-import time
 import unicodedata
 from collections import OrderedDict
 from typing import Any
@@ -34,6 +32,7 @@ from bastion.core.errors import (
 )
 from bastion.core.models import FileInfo, Labels, WriteMode
 from bastion.core.paths import VPath
+from bastion.core.patience import PATIENCE, Patience
 from bastion.core.ports import ReadCheck, Store
 from bastion.core.principal import Classifications
 from bastion.core.sidecars import SIDECAR_SUFFIX, labelled_file_of, sidecar_of
@@ -51,10 +50,9 @@ _CACHE = 16_384
 _PROBE = 16
 """Bytes read first: enough to tell whether front matter may open the file (``---`` in UTF-32
 after a byte-order mark); only then is the whole head read."""
-_PATIENCE = 2.0
+_PATIENCE = PATIENCE
 """Seconds a read goes on trying while the file keeps changing between its labels and its
-bytes (other processes writing it), waiting a little longer after each try, before a
-:class:`ConflictError`."""
+bytes (:class:`~bastion.core.patience.Patience`)."""
 _ODD = "is a folder, a link, a special file or a name in another normalization form"
 
 
@@ -337,7 +335,7 @@ class DocumentLabels(Store):
             read = await self._read_known(path, offset, length, check)
             if read is not None:
                 return read
-        deadline, pause = 0.0, 0.0
+        patience = Patience(_PATIENCE)
         while True:
             info = await self.stat(path)  # labels first: the check sees them before any byte
             if check is not None and info.is_file:
@@ -346,16 +344,9 @@ class DocumentLabels(Store):
             if found.version == info.version and not isinstance(info.labels, _Stale):
                 return info, data
             # changed in between: check the new version (the labels may have changed too); or
-            # read under labels of the bytes before a change (unreadable then): work them out.
-            # Writers that keep changing it are waited out a little longer each time (they
-            # take turns with this read, not in step with it), for a bounded time.
-            now = time.monotonic()
-            if not deadline:
-                deadline = now + _PATIENCE
-            elif now >= deadline:
+            # read under labels of the bytes before a change (unreadable then): work them out
+            if not await patience.wait():
                 break
-            pause = min(max(2 * pause, 0.001), 0.05)
-            await asyncio.sleep(pause)
         if isinstance(info.labels, _Stale):  # its bytes read, never its labels: hidden
             raise NotFoundError(f"{path} not found")
         raise ConflictError(f"{path} kept changing while it was being read; retry")

@@ -23,6 +23,7 @@ from bastion.core.errors import (
 from bastion.core.guard import GuardContext, GuardedStore
 from bastion.core.models import FileInfo, WriteMode
 from bastion.core.paths import VPath
+from bastion.core.patience import Patience
 from bastion.core.ports import ReadCheck
 from bastion.knowledge.ingest.frontmatter import LABEL_BYTES
 from bastion.workspace.indexing import IndexFollower
@@ -33,17 +34,9 @@ __all__ = ["EditResult", "FileOps", "TextPage", "rows_of"]
 
 _LINE_CHUNK = 64 * 1024
 
-_PAGE_TRIES = 5
-"""Times a page read in chunks is read again when another writer changes the file between
-two of its chunks (then a conflict)."""
-
 
 class _Changed(Exception):
     """The file changed between two chunks of one page (the page is read again)."""
-
-
-_BACKUP_TRIES = 100
-"""Backups taken again when other writers keep changing the file (then a conflict)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,13 +205,16 @@ class FileOps:
     ) -> TextPage:
         """Lines ``offset`` to ``offset + limit``, all from one version of the file: a page
         read in chunks that another writer changed between two of them is read again from
-        the start (a few times, then a :class:`ConflictError`), never served as a mix of two
-        versions under the info of one (a read tool records that info as what was read)."""
-        for _ in range(_PAGE_TRIES):
+        the start (other writers waited out for a bounded time, then a
+        :class:`ConflictError`), never served as a mix of two versions under the info of one
+        (a read tool records that info as what was read)."""
+        patience = Patience()
+        while True:
             try:
                 return await self._page_once(guarded, rel, vp, offset, limit, encoding, split=split)
             except _Changed:
-                continue
+                if not await patience.wait():
+                    break
         raise ConflictError(f"{vp} kept changing while it was being read; read it again")
 
     async def _page_once(
@@ -347,7 +343,8 @@ class FileOps:
         """Back the file up, then write it on condition that it is still the version backed
         up; when another writer (in any process) came in between, both again. So the backup
         always holds what the write replaced."""
-        for _ in range(_BACKUP_TRIES):
+        patience = Patience()
+        while True:
             backed_up = await self._backup(guarded, rel, vp, if_version)
             condition = if_version if backed_up is None else backed_up
             try:
@@ -363,7 +360,8 @@ class FileOps:
                 # Only that refusal: a fault (a full disk, a server error) is raised as it is,
                 # never retried without the condition over what another writer put there.
                 return await write_file(guarded, rel, data, mode, None, parents)
-        raise ConflictError(f"{vp} kept changing while it was being backed up; retry")
+            if not await patience.wait():
+                raise ConflictError(f"{vp} kept changing while it was being backed up; retry")
 
     async def _backup(
         self, guarded: GuardedStore, rel: VPath, vp: VPath, if_version: str | None
