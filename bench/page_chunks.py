@@ -4,7 +4,7 @@ whole from one version).
 
 .venv/bin/python bench/page_chunks.py [--baseline REV] [--repeat N]
 
-Checks the baseline revision out into a temporary git worktree and runs the same measuring
+Exports the baseline revision's ``src`` (``bench/_children.py``) and runs the same measuring
 child (this file, ``--child``) against the baseline's ``src`` and this tree's, alternately
 (``--repeat`` times each; medians kept), with the same interpreter. The child writes a 4 MiB
 text file (80-byte lines) on a ``LocalStore`` mount (document labels on, an allow-all
@@ -21,13 +21,13 @@ import json
 import os
 import platform
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+from _children import ROOT, export_src, run_child
+
 BASELINE = "518d59f~1"  # the page reader before its further chunks were checked
 LINES = 4 * 1024 * 1024 // 80
 
@@ -66,13 +66,6 @@ async def _measure(rounds: int) -> dict[str, float]:
         return {name: statistics.median(values) for name, values in per.items()}
 
 
-def _run_child(src: Path, rounds: int) -> dict[str, float]:
-    env = dict(os.environ, PYTHONPATH=str(src))
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--rounds", str(rounds)]
-    done = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True)
-    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", default=BASELINE)
@@ -83,22 +76,13 @@ def main() -> None:
     if args.child:
         print(json.dumps(asyncio.run(_measure(args.rounds))))
         return
+    child = ["--child", "--rounds", str(args.rounds)]
+    runs: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
     with tempfile.TemporaryDirectory(prefix="bastion-baseline-") as tmp:
-        tree = Path(tmp) / "tree"
-        subprocess.run(
-            ["git", "worktree", "add", "--detach", "-q", str(tree), args.baseline],
-            cwd=ROOT,
-            check=True,
-        )
-        runs: dict[str, list[dict[str, float]]] = {"before": [], "after": []}
-        try:
-            for _ in range(args.repeat):  # alternated, so both see the same stretches of load
-                runs["before"].append(_run_child(tree / "src", args.rounds))
-                runs["after"].append(_run_child(ROOT / "src", args.rounds))
-        finally:
-            subprocess.run(
-                ["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT, check=False
-            )
+        before_src = export_src(args.baseline, Path(tmp))
+        for _ in range(args.repeat):  # alternated, so both see the same stretches of load
+            runs["before"].append(run_child(__file__, before_src, child, label="before"))
+            runs["after"].append(run_child(__file__, ROOT / "src", child, label="after"))
     print(f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} cpus")
     print(f"| read_lines, 100 lines | before ({args.baseline}) | after | after / before |")
     print("|---|---|---|---|")
