@@ -25,6 +25,7 @@ __all__ = [
 ]
 
 SIDECAR_SUFFIX = ".labels.yaml"
+_SUFFIX_LEN = len(SIDECAR_SUFFIX)
 
 
 def labelled_file_of(path: VPath) -> VPath | None:
@@ -41,6 +42,10 @@ def labelled_file_of(path: VPath) -> VPath | None:
         return None
     if name.endswith(SIDECAR_SUFFIX):
         target = name[: -len(SIDECAR_SUFFIX)]
+    elif (tail := name[-_SUFFIX_LEN:]).isascii() and tail.lower() != SIDECAR_SUFFIX:
+        # case folding works character by character, and folds ASCII to its lower case in
+        # place: a name whose last characters are ASCII ends, folded, with them lowered
+        return None
     elif name.casefold().endswith(SIDECAR_SUFFIX):
         target = _folded_stem(name)
     else:
