@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from bastion.agents.skills import SkillLibrary
-from bastion.agents.tools.outputs import dumps
+from bastion.agents.tools.outputs import dumps, fail
 from bastion.agents.tools.prompt import agent_instructions
 from bastion.agents.tools.spec import Output
 from bastion.agents.tools.toolset import Toolset
@@ -44,19 +44,57 @@ except ImportError as exc:  # pragma: no cover - exercised in a test that hides 
 __all__ = ["BastionMiddleware", "BastionTool", "agent_instructions", "langchain_tools"]
 
 
+_UNREADABLE = "__bastion_unreadable__"
+"""The one argument a hostile input is replaced with: the reason it cannot be read."""
+
+
 class BastionTool(BaseTool):
     """One tool of a :class:`Toolset` as a LangChain tool."""
 
     toolset: Toolset
 
+    async def ainvoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:
+        return await super().ainvoke(self._readable(input), config, **kwargs)
+
+    def invoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:
+        return super().invoke(self._readable(input), config, **kwargs)
+
+    def _readable(self, value: Any) -> Any:
+        """``value`` (a tool call or its arguments) with arguments LangChain cannot handle
+        (not an object, names that are not strings, nesting too deep or numbers too long to
+        write out) replaced by their reason, so the call fails as a tool error and nothing
+        raises into the agent loop."""
+        if isinstance(value, dict) and value.get("type") == "tool_call":
+            why = _unreadable(self.name, value.get("args"))
+            return value if why is None else {**value, "args": {_UNREADABLE: why}}
+        why = _unreadable(self.name, value)
+        return value if why is None else {_UNREADABLE: why}
+
     async def _arun(self, **arguments: Any) -> tuple[str, Output]:
-        output = await self.toolset.call(self.name, arguments)
+        why = arguments.get(_UNREADABLE)
+        output = (
+            fail(why) if isinstance(why, str) else await self.toolset.call(self.name, arguments)
+        )
         if not output.get("success", False):
             raise ToolException(dumps(output))
         return dumps(output), output
 
     def _run(self, **arguments: Any) -> tuple[str, Output]:
         return run_blocking(self._arun(**arguments))
+
+
+def _unreadable(name: str, arguments: object) -> str | None:
+    """Why ``arguments`` cannot be handed to LangChain, or ``None`` when they can (it writes
+    them out with ``str`` for its callbacks before the tool runs)."""
+    if not isinstance(arguments, dict) or not all(isinstance(k, str) for k in arguments):
+        return f"arguments of {name} must be a JSON object of the tool's parameters; resend"
+    try:
+        str(arguments)
+    except RecursionError:
+        return f"arguments of {name} are nested too deeply to read; resend"
+    except ValueError:  # an integer of more digits than Python writes out
+        return f"arguments of {name} hold a number too long to read; resend"
+    return None
 
 
 def langchain_tools(toolset: Toolset) -> list[BastionTool]:

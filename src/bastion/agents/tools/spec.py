@@ -128,6 +128,11 @@ class Tool:
 
     def _validated(self, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
         """The arguments as the input model validates them (any input)."""
+        if arguments is not None and not isinstance(arguments, Mapping):
+            raise ToolArgumentError(
+                f"invalid arguments for {self.name}: they must be an object of the tool's "
+                "parameters; fix them and call again"
+            )
         try:
             model = self.args.model_validate(dict(arguments or {}))
         except ValidationError as exc:

@@ -97,10 +97,10 @@ class Toolset:
         return [t.name for t in self.tools]
 
     def get(self, name: str) -> Tool | None:
-        return self._by_name.get(name)
+        return self._by_name.get(name) if isinstance(name, str) else None
 
     def __contains__(self, name: object) -> bool:
-        return name in self._by_name
+        return isinstance(name, str) and name in self._by_name
 
     def __len__(self) -> int:
         return len(self.tools)
@@ -120,9 +120,9 @@ class Toolset:
         """Run one tool call. Never raises for anything the agent did: a bad argument, a
         refusal, a missing file or an unexpected failure all come back as
         ``{"success": false, "error": "..."}``."""
-        found = self._by_name.get(name)
+        found = self.get(name)  # a name of any type (a list from a hostile client) is unknown
         if found is None:
-            return fail(f"unknown tool {name!r}; use one of: {', '.join(self.names)}")
+            return fail(f"unknown tool {name!r:.100}; use one of: {', '.join(self.names)}")
         session = self.session
         try:
             args = found.parse(arguments)
