@@ -195,8 +195,8 @@ class ScopedWorkspace:
         for candidate in self.candidates(name):
             try:
                 await self.workspace.stat(candidate)
-            except (NotFoundError, ScopeError):
-                continue
+            except (NotFoundError, ScopeError, NotADirectoryError_):
+                continue  # a file where the name needs a folder: not there either, as in layered
             return candidate
         shown = str(_relative(name)).lstrip("/")
         raise NotFoundError(f"{shown} not found in any area ({self._area_names()})")
