@@ -12,6 +12,7 @@ were already checked. Its errors name the claim, never the claim's value.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -120,6 +121,7 @@ class ClaimsMapping:
                 f"token claim {self.subject!r} must be a non-empty string: "
                 "ask your identity provider for a valid token"
             )
+        _plain(self.subject, subject)
         tenant = self._string("tenant", claims)
         clearance = self._string("clearance", claims)
         roles = self._names("roles", claims)
@@ -150,6 +152,7 @@ class ClaimsMapping:
                 f"token claim {path!r} has the wrong type: expected a non-empty string; "
                 "ask your identity provider for a valid token"
             )
+        _plain(path, value)
         return value
 
     def _names(self, name: str, claims: Mapping[str, Any]) -> list[str] | None:
@@ -157,8 +160,11 @@ class ClaimsMapping:
         if value is None:
             return None
         if isinstance(value, str):
+            _plain(path, value)
             return value.split()
         if isinstance(value, list) and all(isinstance(item, str) for item in value):
+            for item in value:
+                _plain(path, item)
             return [item for item in value if item]
         raise TokenClaimsError(
             f"token claim {path!r} has the wrong type: expected a list of strings "
@@ -233,6 +239,20 @@ class ClaimsMapping:
                     raise ConfigurationError(f"claims.{name} must be a non-empty string")
                 kwargs[name] = value
         return cls(**kwargs)
+
+
+_UNPLAIN = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+
+
+def _plain(path: str, value: str) -> None:
+    """Refuse a claim holding control, format or line-separator characters: an id such as
+    ``"ana\\nGET /v1/audit 200 root"`` would forge a line of the request log and of any
+    audit export, and a zero-width character makes two ids that print alike."""
+    if any(unicodedata.category(ch) in _UNPLAIN for ch in value):
+        raise TokenClaimsError(
+            f"token claim {path!r} holds a control or invisible character: "
+            "ask your identity provider for a valid token"
+        )
 
 
 def _missing(path: str) -> TokenClaimsError:

@@ -48,11 +48,13 @@ def api(handler: Handler) -> Handler:
 
 
 async def body_json(request: Request) -> Mapping[str, Any]:
-    """The request's JSON object (a 400 for anything else)."""
+    """The request's JSON object (a 400 for anything else). Unknown keys are ignored: one
+    body shape serves several endpoints (docs/decisions.md, 2026-11-26)."""
     raw = await request.body()
     try:
         data = json.loads(raw or b"{}")
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        # RecursionError: a body nested deeper than the parser's stack; a 400 like any other
         raise ApiError(400, "bad_json", "the body is not valid JSON; send a JSON object") from None
     if not isinstance(data, dict):
         raise ApiError(400, "bad_json", "the body must be a JSON object")
