@@ -133,3 +133,59 @@ async def test_a_tool_name_of_any_type_is_an_unknown_tool(name: Any) -> None:
     assert len(out["error"]) < 400
     assert name not in tools and tools.get(name) is None
     assert json.loads(await OpenAITools(tools).call(name, {}))["success"] is False
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [{"path": "\ud800"}, {"path": "/docs/open.md", "offset": 10**30}, {"path": 10**30}],
+)
+async def test_hostile_arguments_through_mcp_are_tool_errors(arguments: dict[str, Any]) -> None:
+    tools = await _toolset()
+    async with Client(mcp_server(tools)) as client:
+        result = await client.call_tool("read_file", arguments)
+    assert result.is_error is True
+    assert json.loads(result.content[0].text)["success"] is False  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        '{"path":"\\ud800"}',
+        '{"path":"/docs/open.md","offset":' + "9" * 5_000 + "}",
+        '{"path":' + "[" * 3_000 + "]" * 3_000 + "}",
+        '{"path":"/docs/open.md","offset":1e999}',
+        '"/docs/open.md"',
+        "[1]",
+    ],
+)
+async def test_hostile_json_through_a_pydantic_ai_agent_never_raises(raw: str) -> None:
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import (
+        ModelMessage,
+        ModelResponse,
+        RetryPromptPart,
+        TextPart,
+        ToolCallPart,
+        ToolReturnPart,
+    )
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    answered: list[str] = []
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if not answered:
+            answered.append("called")
+            return ModelResponse(parts=[ToolCallPart("read_file", raw, tool_call_id="c1")])
+        return ModelResponse(parts=[TextPart("done")])
+
+    tools = await _toolset()
+    run = await Agent(FunctionModel(model), toolsets=[BastionToolset(tools)]).run("go")
+    assert run.output == "done"
+    returned = [
+        str(p.content)
+        for m in run.all_messages()
+        for p in m.parts
+        if isinstance(p, ToolReturnPart | RetryPromptPart)
+    ]
+    assert len(returned) == 1  # the call came back to the model as an error to correct
+    assert "hello" not in returned[0]  # the file was never read with unreadable arguments
