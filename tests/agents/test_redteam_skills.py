@@ -103,3 +103,23 @@ async def test_an_absolute_resource_path_stays_inside_the_skill() -> None:
         await skill_read(library, "x", "/global/skills/fm/SKILL.md")
     assert "not found in skill 'x'" in str(caught.value)
     assert (await skill_read(library, "x", "/refs/a.md")).text == "open\n"
+
+
+async def test_skill_tools_answer_hostile_arguments_as_tool_errors() -> None:
+    """A backwards line range was "failed unexpectedly" (a ValueError past the tool set)."""
+    from bastion.agents.tools import Toolset
+    from bastion.agents.tools.skills import skill_tools
+
+    library = await _library()
+    tools = Toolset(library.workspace, extra=skill_tools(library))
+    backwards = {"name": "x", "path": "SKILL.md", "start_line": 5, "end_line": 2}
+    out = await tools.call("skill_read", backwards)
+    assert out == {
+        "success": False,
+        "error": "invalid arguments for skill_read: end_line 2 is before start_line 5; "
+        "fix it and call again",
+    }
+    for name in ("fm", "side", "ruled", "\ud800", "x" * 100_000, ""):
+        out = await tools.call("skill", {"name": name})
+        assert out["success"] is False and "zebra" not in out["error"]
+        assert len(out["error"]) < 400

@@ -15,7 +15,7 @@ from pydantic import Field
 from bastion.agents import skills_tools as do
 from bastion.agents.tools.outputs import fit_text, ok
 from bastion.agents.tools.session import ToolSession
-from bastion.agents.tools.spec import Capability, Output, Tool, tool
+from bastion.agents.tools.spec import Capability, Output, Tool, ToolArgumentError, tool
 
 if TYPE_CHECKING:
     from bastion.agents.skills import SkillLibrary
@@ -58,6 +58,11 @@ def skill_tools(library: SkillLibrary) -> list[Tool]:
         end_line: Annotated[int | None, Field(ge=1, description="Last line")] = None,
     ) -> Output:
         """Read a file of a skill by line range (at most 500 lines)."""
+        if end_line is not None and end_line < start_line:
+            raise ToolArgumentError(
+                f"invalid arguments for skill_read: end_line {end_line} is before start_line "
+                f"{start_line}; fix it and call again"
+            )
         text = await do.skill_read(library, name, path, start_line=start_line, end_line=end_line)
         return ok(
             path=text.path,
