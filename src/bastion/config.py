@@ -502,13 +502,14 @@ def _user_table(data: Any, where: str) -> dict[str, Principal]:
         lists = [settings.get(key, []) for key in ("roles", "tags")]
         if not all(isinstance(v, list) and all(isinstance(x, str) and x for x in v) for v in lists):
             raise ConfigurationError(f"{at}: roles and tags must be lists of strings")
-        users[str(user_id)] = Principal.of(
-            str(user_id),
-            tenant=name(settings.get("tenant", "default"), f"{at}: tenant"),
-            roles=lists[0],
-            clearance=name(settings.get("clearance", "public"), f"{at}: clearance"),
-            tags=lists[1],
-        )
+        tenant = name(settings.get("tenant", "default"), f"{at}: tenant")
+        clearance = name(settings.get("clearance", "public"), f"{at}: clearance")
+        try:
+            users[str(user_id)] = Principal.of(
+                str(user_id), tenant=tenant, roles=lists[0], clearance=clearance, tags=lists[1]
+            )
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"{where}: {exc}") from None
     return users
 
 

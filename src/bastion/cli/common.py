@@ -292,10 +292,13 @@ def _from_token(token: str, identity: Path | None, config: WorkspaceConfig | Non
     from bastion.governance.identity import JwtVerifier
     from bastion.governance.identity_config import IdentityConfig
 
+    # The workspace's policy, as the server uses: its role graph and classification order
+    # decide the clearance a token's roles bring (the default policy's would differ).
+    policy = config.policy if config is not None else None
     if identity is not None:
-        verifier = JwtVerifier(IdentityConfig.from_file(identity))
+        verifier = JwtVerifier(IdentityConfig.from_file(identity), policy=policy)
     elif options().file_identity is not None:
-        verifier = JwtVerifier(options().file_identity)
+        verifier = JwtVerifier(options().file_identity, policy=policy)
     else:
         raise click.UsageError(
             "--token needs --identity FILE (keys, issuer, audience) or an [identity] table "
