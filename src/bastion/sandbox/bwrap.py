@@ -226,6 +226,9 @@ def _process_options(limits: RunLimits, pass_fds: Sequence[int]) -> dict[str, An
     the limits set between fork and exec, as the sandbox's user."""
     ids = sandbox_ids()
     return {
+        # bubblewrap itself is PID 1 inside, and /proc/1/environ is readable there: it gets
+        # no host environment (the command's own is set with --setenv after --clearenv)
+        "env": {},
         "start_new_session": True,
         "pass_fds": tuple(pass_fds),
         "preexec_fn": _limiter(limits),  # setrlimit only: safe between fork and exec
