@@ -150,3 +150,34 @@ def test_the_web_page_never_builds_html_from_data() -> None:
     for source in scripts:
         for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval("):
             assert sink not in source, sink
+
+
+@pytest.mark.parametrize(
+    ("method", "url", "field"),
+    [
+        ("GET", "/v1/search", "path"),
+        ("POST", "/v1/search", "path"),
+        ("POST", "/v1/ask", "path"),
+        ("GET", "/v1/files/read?format=bytes", "path"),
+    ],
+)
+def test_search_ask_and_bytes_scoped_to_a_hidden_mount_answer_like_no_mount(
+    client: httpx.Client, token: Token, method: str, url: str, field: str
+) -> None:
+    """Class: hidden vs absent on search, ask and byte reads scoped by path (pins; passed)."""
+    h = auth(token())
+
+    def call(path: str) -> httpx.Response:
+        if "search" in url:
+            body = {"query": "kestrel", "mode": "bm25", field: path}
+        elif "ask" in url:
+            body = {"question": "kestrel?", "mode": "bm25", field: path}
+        else:
+            return client.get(url, params={field: path + "/x.md"}, headers=h)
+        if method == "GET":
+            return client.get(url, params=body, headers=h)
+        return client.post(url, json=body, headers=h)
+
+    hidden, missing = call("/secret"), call("/secrex")
+    assert hidden.status_code == missing.status_code
+    assert hidden.text == missing.text.replace("/secrex", "/secret")
