@@ -29,6 +29,7 @@ import math
 import os
 import re
 import tomllib
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -459,12 +460,14 @@ def _principal(raw: Any, policy: Policy, env: Mapping[str, str]) -> Principal | 
     if clearance not in policy.classifications.order:
         known = ", ".join(policy.classifications.order)
         raise ConfigurationError(f"principal: unknown clearance {clearance!r}; known: {known}")
-    return Principal.of(
-        name(data["id"], "principal: id"),
-        tenant=name(data.get("tenant", "default"), "principal: tenant"),
-        roles=_names(data.get("roles", []), "roles", "principal"),
-        clearance=clearance,
-        tags=_names(data.get("tags", []), "tags", "principal"),
+    return _plain_principal(
+        Principal.of(
+            name(data["id"], "principal: id"),
+            tenant=name(data.get("tenant", "default"), "principal: tenant"),
+            roles=_names(data.get("roles", []), "roles", "principal"),
+            clearance=clearance,
+            tags=_names(data.get("tags", []), "tags", "principal"),
+        )
     )
 
 
@@ -483,6 +486,29 @@ def _users(raw: Any, folder: Path, policy: Policy, env: Mapping[str, str]) -> di
                 f"known: {', '.join(order)}"
             )
     return found
+
+
+_UNPLAIN = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+"""Unicode categories no acting name may hold: controls, format (zero-width), surrogates,
+line and paragraph separators (a forged log or audit line; two ids that print alike)."""
+
+
+def _plain_principal(principal: Principal) -> Principal:
+    """``principal`` when its id, tenant, roles and tags are plain text; else the one-line
+    error naming the field."""
+    fields = (
+        ("id", (principal.id,)),
+        ("tenant", (principal.tenant,)),
+        ("roles", principal.roles),
+        ("tags", principal.tags),
+    )
+    for where, values in fields:
+        for value in values:
+            if any(unicodedata.category(ch) in _UNPLAIN for ch in value):
+                raise ConfigurationError(
+                    f"principal {where} holds a control or invisible character; use plain text"
+                )
+    return principal
 
 
 def _user_table(data: Any, where: str) -> dict[str, Principal]:
@@ -505,8 +531,10 @@ def _user_table(data: Any, where: str) -> dict[str, Principal]:
         tenant = name(settings.get("tenant", "default"), f"{at}: tenant")
         clearance = name(settings.get("clearance", "public"), f"{at}: clearance")
         try:
-            users[str(user_id)] = Principal.of(
-                str(user_id), tenant=tenant, roles=lists[0], clearance=clearance, tags=lists[1]
+            users[str(user_id)] = _plain_principal(
+                Principal.of(
+                    str(user_id), tenant=tenant, roles=lists[0], clearance=clearance, tags=lists[1]
+                )
             )
         except ConfigurationError as exc:
             raise ConfigurationError(f"{where}: {exc}") from None
