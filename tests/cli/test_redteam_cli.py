@@ -54,7 +54,7 @@ def test_a_user_id_with_control_characters_is_a_one_line_config_error(
     demo: Path, run: Run, user_id: str
 ) -> None:
     """Class: principal ids with odd characters, from configuration (gap: accepted, and
-    written as they were into log and audit lines; fixed in ``Principal.of``)."""
+    written as they were into log and audit lines; fixed in the configuration's principal and users)."""
     config = demo / "bastion.toml"
     config.write_text(config.read_text() + f'\n[users."{user_id}"]\nroles = ["hr"]\n')
     result = run("config", "check", "--json")
