@@ -9,7 +9,7 @@ from typing import Any
 
 import jwt
 import pytest
-from cli_support import Run, as_json, error_of
+from cli_support import Run, error_of
 
 SECRET = "r" * 48
 IDENTITY = (
