@@ -39,14 +39,19 @@ def test_a_body_that_is_not_a_json_object_is_a_400_never_a_500(
     assert r.json()["error"]["code"] == "bad_json"
 
 
-def test_unknown_fields_are_ignored_and_change_nothing(client: httpx.Client, token: Token) -> None:
-    """Class: unknown keys in a body (pins; passed). They are ignored (one body shape serves
-    several endpoints): a ``tenant`` or ``sub`` in the body never changes who acts."""
+def test_fields_that_name_who_acts_are_refused_and_change_nothing(
+    client: httpx.Client, token: Token
+) -> None:
+    """Class: unknown keys in a body. A ``tenant`` or ``sub`` in the body is no field any
+    endpoint reads: refused before anything happens, the same for a hidden file and a
+    missing one, and never a change of who acts."""
     h = auth(token("eve", tenant="globex", roles=("hr",), clearance="confidential"))
     body = {"path": "/docs/hr/pay.md", "old": "12", "new": "99", "tenant": "acme", "sub": "mei"}
     hidden = client.post("/v1/files/edit", json=body, headers=h)
     missing = client.post("/v1/files/edit", json={**body, "path": "/docs/hr/poy.md"}, headers=h)
-    assert hidden.status_code == missing.status_code == 404
+    assert hidden.status_code == missing.status_code == 400
+    assert hidden.json() == missing.json()
+    assert hidden.json()["error"]["code"] == "unknown_field"
     mei = auth(token("mei", roles=("hr",), clearance="confidential"))
     read = client.get("/v1/files/read", params={"path": "/docs/hr/pay.md"}, headers=mei)
     assert "12 percent" in read.json()["content"]

@@ -47,9 +47,22 @@ def api(handler: Handler) -> Handler:
     return wrapped
 
 
+FIELDS = frozenset(
+    {
+        *("path", "content", "mode", "if_version", "backup"),  # write
+        *("old", "new", "replace_all"),  # edit
+        *("src", "dst", "overwrite", "recursive", "parents", "exist_ok"),  # tree
+        *("query", "question", "k", "filter", "rebuild", "user"),  # knowledge, admin
+    }
+)
+"""Every field some endpoint's body reads. A body may carry another endpoint's fields (one
+shape serves several endpoints), but a name no endpoint reads is refused: a misspelt
+``if_version`` ignored would turn a conditional write into a blind one (docs/decisions.md)."""
+
+
 async def body_json(request: Request) -> Mapping[str, Any]:
-    """The request's JSON object (a 400 for anything else). Unknown keys are ignored: one
-    body shape serves several endpoints (docs/decisions.md, 2026-11-26)."""
+    """The request's JSON object (a 400 for anything else, or for a field no endpoint reads:
+    :data:`FIELDS`)."""
     raw = await request.body()
     try:
         data = json.loads(raw or b"{}")
@@ -58,6 +71,14 @@ async def body_json(request: Request) -> Mapping[str, Any]:
         raise ApiError(400, "bad_json", "the body is not valid JSON; send a JSON object") from None
     if not isinstance(data, dict):
         raise ApiError(400, "bad_json", "the body must be a JSON object")
+    unknown = sorted(name for name in data if name not in FIELDS)
+    if unknown:
+        raise ApiError(
+            400,
+            "unknown_field",
+            f"unknown field {unknown[0][:60]!r} in the body; check its spelling (fields: "
+            f"{', '.join(sorted(FIELDS))})",
+        )
     return data
 
 
