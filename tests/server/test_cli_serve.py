@@ -15,11 +15,11 @@ from bastion.cli import main
 from .support import free_port
 
 
-def test_a_public_address_without_identity_is_refused_with_the_fix() -> None:
+def test_the_demo_on_a_public_address_is_refused_with_the_fix() -> None:
     result = CliRunner().invoke(main, ["serve", "--demo", "--host", "0.0.0.0"])
     assert result.exit_code == 1
-    assert "refusing to listen on 0.0.0.0" in result.output
-    assert "add an [identity] table" in result.output
+    assert "refusing to listen on 0.0.0.0 with demo_login on" in result.output
+    assert "listen on 127.0.0.1" in result.output
 
 
 def test_config_or_demo_is_required() -> None:

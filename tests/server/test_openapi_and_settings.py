@@ -45,6 +45,14 @@ def test_a_public_address_without_identity_is_refused(host: str) -> None:
 @pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "::1", "127.0.0.2"])
 def test_loopback_needs_no_identity(host: str) -> None:
     ServerSettings(host=host).check_bind(authenticated=False)
+    ServerSettings(host=host, demo_login=True).check_bind(authenticated=False)
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.10", "::", "example.com"])
+def test_the_demo_login_is_refused_on_a_public_address_even_with_identity(host: str) -> None:
+    for authenticated in (False, True):
+        with pytest.raises(ConfigurationError, match="demo_login on: anyone who can reach"):
+            ServerSettings(host=host, demo_login=True).check_bind(authenticated=authenticated)
 
 
 @pytest.mark.parametrize(
@@ -79,7 +87,7 @@ folder = "index"
 embedder = "none"
 
 [server]
-host = "0.0.0.0"
+host = "127.0.0.2"
 demo_login = true
 requests_per_minute = 3
 
@@ -90,7 +98,7 @@ keys = [{ algorithm = "HS256", secret_env = "ID_SECRET", kid = "k1" }]
 """
     )
     loaded = ServerFile.read(tmp_path / "bastion.toml", env={"ID_SECRET": "s" * 40})
-    assert loaded.settings.host == "0.0.0.0" and loaded.identity is not None
+    assert loaded.settings.host == "127.0.0.2" and loaded.identity is not None
     with opened_app(loaded) as app, running(app) as url, httpx.Client(base_url=url) as c:
         token = c.post("/v1/auth/demo", json={"user": "ana"}).json()["token"]
         hits = c.get("/v1/search", params={"query": "heron", "mode": "bm25"}, headers=auth(token))

@@ -92,8 +92,17 @@ class ServerSettings:
 
     def check_bind(self, *, authenticated: bool) -> None:
         """Refuse a public address when no identity is configured (anyone who can reach the
-        port would act without a token)."""
-        if authenticated or is_loopback(self.host):
+        port would act without a token), or when the demo login is on (anyone who can reach
+        the port could sign in as any demo user by name, identity or not)."""
+        if is_loopback(self.host):
+            return
+        if self.demo_login:
+            raise ConfigurationError(
+                f"refusing to listen on {self.host} with demo_login on: anyone who can reach "
+                "the port could sign in as any demo user; set demo_login = false or listen on "
+                "127.0.0.1"
+            )
+        if authenticated:
             return
         raise ConfigurationError(
             f"refusing to listen on {self.host}: no [identity] is configured, so requests "
