@@ -120,7 +120,8 @@ class Toolset:
         """Run one tool call. Never raises for anything the agent did: a bad argument, a
         refusal, a missing file or an unexpected failure all come back as
         ``{"success": false, "error": "..."}``."""
-        found = self.get(name)  # a name of any type (a list from a hostile client) is unknown
+        # a name of any type (a list from a hostile client) is unknown; inline: the hot path
+        found = self._by_name.get(name) if isinstance(name, str) else None
         if found is None:
             return fail(f"unknown tool {name!r:.100}; use one of: {', '.join(self.names)}")
         session = self.session
