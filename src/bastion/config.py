@@ -29,7 +29,6 @@ import math
 import os
 import re
 import tomllib
-import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,7 +41,7 @@ from bastion.core.models import Labels, Scope
 from bastion.core.mounts import Mount
 from bastion.core.paths import VPath
 from bastion.core.policy import Policy
-from bastion.core.principal import Principal
+from bastion.core.principal import Principal, is_plain_name
 from bastion.core.schema import (
     check_keys,
     list_of_names,
@@ -488,11 +487,6 @@ def _users(raw: Any, folder: Path, policy: Policy, env: Mapping[str, str]) -> di
     return found
 
 
-_UNPLAIN = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
-"""Unicode categories no acting name may hold: controls, format (zero-width), surrogates,
-line and paragraph separators (a forged log or audit line; two ids that print alike)."""
-
-
 def _plain_principal(principal: Principal) -> Principal:
     """``principal`` when its id, tenant, roles and tags are plain text; else the one-line
     error naming the field."""
@@ -504,7 +498,7 @@ def _plain_principal(principal: Principal) -> Principal:
     )
     for where, values in fields:
         for value in values:
-            if any(unicodedata.category(ch) in _UNPLAIN for ch in value):
+            if not is_plain_name(value):
                 raise ConfigurationError(
                     f"principal {where} holds a control or invisible character; use plain text"
                 )

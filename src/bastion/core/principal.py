@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -9,7 +10,7 @@ from bastion.core.errors import ConfigurationError
 from bastion.core.models import DEFAULT_CLASSIFICATIONS, Labels
 from bastion.core.schema import list_of_names
 
-__all__ = ["Classifications", "Principal", "RoleGraph"]
+__all__ = ["Classifications", "Principal", "RoleGraph", "is_plain_name"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,3 +134,18 @@ def labels_admit(
     if not classifications.admits(principal.clearance, labels.classification):
         return False
     return not labels.roles or bool(labels.roles & effective_roles)
+
+
+_UNPLAIN = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+"""Unicode categories no acting name may hold: controls, format (zero-width), surrogates,
+line and paragraph separators."""
+
+
+def is_plain_name(value: str) -> bool:
+    """Whether ``value`` may name who acts (an id, a tenant, a role, a tag taken from a token
+    or a workspace file): no control, format, surrogate or line-separator character. Such a
+    character in ``"ana\\nGET /v1/audit 200 root"`` forges a line of a log or an audit
+    export, and a zero-width one makes two ids that print alike. Letters of any script,
+    spaces and punctuation are plain. (:meth:`Principal.of` itself stays permissive for
+    Python callers; the entry points check with this.)"""
+    return not any(unicodedata.category(ch) in _UNPLAIN for ch in value)

@@ -12,14 +12,13 @@ were already checked. Its errors name the claim, never the claim's value.
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
 from bastion.core.errors import ConfigurationError
-from bastion.core.principal import Principal
+from bastion.core.principal import Principal, is_plain_name
 from bastion.core.schema import list_of_names, show
 from bastion.governance.errors import TokenClaimsError
 
@@ -241,14 +240,11 @@ class ClaimsMapping:
         return cls(**kwargs)
 
 
-_UNPLAIN = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
-
-
 def _plain(path: str, value: str) -> None:
     """Refuse a claim holding control, format or line-separator characters: an id such as
     ``"ana\\nGET /v1/audit 200 root"`` would forge a line of the request log and of any
     audit export, and a zero-width character makes two ids that print alike."""
-    if any(unicodedata.category(ch) in _UNPLAIN for ch in value):
+    if not is_plain_name(value):
         raise TokenClaimsError(
             f"token claim {path!r} holds a control or invisible character: "
             "ask your identity provider for a valid token"
