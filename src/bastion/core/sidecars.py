@@ -17,6 +17,7 @@ from bastion.core.principal import Classifications
 
 __all__ = [
     "SIDECAR_SUFFIX",
+    "in_other_case",
     "joined",
     "labelled_file_of",
     "sidecar_of",
@@ -41,12 +42,8 @@ def labelled_file_of(path: VPath) -> VPath | None:
     if path.is_root:
         return None
     if name.endswith(SIDECAR_SUFFIX):
-        target = name[: -len(SIDECAR_SUFFIX)]
-    elif (tail := name[-_SUFFIX_LEN:]).isascii() and tail.lower() != SIDECAR_SUFFIX:
-        # case folding works character by character, and folds ASCII to its lower case in
-        # place: a name whose last characters are ASCII ends, folded, with them lowered
-        return None
-    elif name.casefold().endswith(SIDECAR_SUFFIX):
+        target = name[:-_SUFFIX_LEN]
+    elif _folds_to_suffix(name):
         target = _folded_stem(name)
     else:
         return None
@@ -59,6 +56,21 @@ def labelled_file_of(path: VPath) -> VPath | None:
     if parsed.parts != (target,):
         return None
     return path.parent.child(target)
+
+
+def in_other_case(name: str) -> bool:
+    """Whether ``name`` is a sidecar's name only once case-folded (``a.md.LABELS.YAML``)."""
+    return not name.endswith(SIDECAR_SUFFIX) and _folds_to_suffix(name)
+
+
+def _folds_to_suffix(name: str) -> bool:
+    """Whether ``name`` ends, case-folded, with the sidecar suffix. Case folding works
+    character by character and folds ASCII to its lower case in place, so a name whose last
+    characters are ASCII is told by lowering them alone (no fold of the whole name)."""
+    tail = name[-_SUFFIX_LEN:]
+    if tail.isascii():
+        return tail.lower() == SIDECAR_SUFFIX
+    return name.casefold().endswith(SIDECAR_SUFFIX)
 
 
 def _folded_stem(name: str) -> str:

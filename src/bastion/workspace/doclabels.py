@@ -35,7 +35,7 @@ from bastion.core.paths import VPath
 from bastion.core.patience import PATIENCE, Patience
 from bastion.core.ports import ReadCheck, Store
 from bastion.core.principal import Classifications
-from bastion.core.sidecars import SIDECAR_SUFFIX, labelled_file_of, sidecar_of
+from bastion.core.sidecars import SIDECAR_SUFFIX, in_other_case, labelled_file_of, sidecar_of
 from bastion.knowledge.ingest.frontmatter import (
     HEAD_BYTES,
     LABEL_BYTES,
@@ -317,9 +317,7 @@ class DocumentLabels(Store):
         folded = frozenset(  # files whose sidecar is listed in another case (rare)
             target.name.casefold()
             for name in siblings
-            if name.casefold().endswith(SIDECAR_SUFFIX)
-            and not name.endswith(SIDECAR_SUFFIX)
-            and (target := labelled_file_of(path.child(name))) is not None
+            if in_other_case(name) and (target := labelled_file_of(path.child(name))) is not None
         )
         return [await self._labelled(info, siblings, odd, folded) for info in infos]
 

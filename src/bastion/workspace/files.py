@@ -208,16 +208,14 @@ class FileOps:
         the start (other writers waited out for a bounded time, then a
         :class:`ConflictError`), never served as a mix of two versions under the info of one
         (a read tool records that info as what was read)."""
-        try:
-            return await self._page_once(guarded, rel, vp, offset, limit, encoding, split=split)
-        except _Changed:
-            pass
-        patience = Patience()  # only once another writer came in between (not on every read)
-        while await patience.wait():
+        patience: Patience | None = None  # made once another writer came in between
+        while True:
             try:
                 return await self._page_once(guarded, rel, vp, offset, limit, encoding, split=split)
             except _Changed:
-                continue
+                patience = patience or Patience()
+                if not await patience.wait():
+                    break
         raise ConflictError(f"{vp} kept changing while it was being read; read it again")
 
     async def _page_once(
