@@ -24,7 +24,7 @@ import click
 
 from bastion.cli.common import DEFAULT_USERS, common_options, resolve_principal
 from bastion.cli.errors import EXIT_UNVERIFIED
-from bastion.cli.output import emit, note, principal_dict
+from bastion.cli.output import emit, principal_dict
 
 __all__ = ["DEMO_USERS", "answer_dict", "ask_command"]
 
@@ -142,10 +142,6 @@ def ask_command(
         data = answer_dict(answer)
         if session.principal is not None:
             data["principal"] = principal_dict(session.principal)
-        seen = {c.path for c in answer.contexts}
-        data["hidden"] = session.index_hidden(question, mode, k, seen)
-        if data["hidden"]:
-            note(f"note: {session.hidden_note('that match ')}")
     emit(data, answer.format)
     if answer.verification is not None and not answer.verification.passed:
         raise SystemExit(EXIT_UNVERIFIED)

@@ -3,15 +3,14 @@
 ``ls``, ``tree``, ``stat``, ``cat``, ``put``, ``rm``, ``mv``, ``cp``, ``grep`` and ``glob``
 are one call each into the blocking workspace facade, through the same guard as every other
 entry point: a file the principal may not see is ``not found``, exactly as in the library.
-Where labels hid entries from a listing, a tree, a glob or a grep, a note says so without
-saying what (``bastion.cli.session``).
+What they print is made from the principal's own answers alone: no command tells whether
+something hidden exists or matches (``bastion.cli.session``).
 """
 
 from __future__ import annotations
 
 import base64
 import sys
-from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -53,19 +52,6 @@ def _when(mtime: float) -> str | None:
     return datetime.fromtimestamp(mtime, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def _report_hidden(
-    session: Session, seen: Iterable[str], listed: Callable[[Any], Iterable[str]], where: str
-) -> bool:
-    hidden = session.some_hidden(seen, listed)
-    if hidden:
-        note(f"note: {session.hidden_note(where)}")
-    return hidden
-
-
-def _paths(entries: Iterable[FileInfo]) -> list[str]:
-    return [str(e.path) for e in entries]
-
-
 @click.command("ls")
 @click.argument("path", default="/")
 @click.option("-l", "--long", "long_", is_flag=True, help="Kind, size and modification time.")
@@ -74,16 +60,13 @@ def ls_command(path: str, long_: bool) -> None:
     """List the entries of the folder PATH (default /) that you may see."""
     with _session() as session:
         entries = session.ws.list(path)
-        hidden = _report_hidden(
-            session, _paths(entries), lambda ev: _paths(ev.list(path)), f"in {path} "
-        )
 
         def text() -> str:
             if long_:
                 return "\n".join(_long(e) for e in entries)
             return "\n".join(e.path.name + ("/" if e.is_dir else "") for e in entries)
 
-        emit({"path": path, "entries": [info_dict(e) for e in entries], "hidden": hidden}, text)
+        emit({"path": path, "entries": [info_dict(e) for e in entries]}, text)
 
 
 def _long(e: FileInfo) -> str:
@@ -100,12 +83,6 @@ def tree_command(path: str, depth: int | None) -> None:
     """Show the folder PATH (default /) and everything below it that you may see."""
     with _session() as session:
         entries = session.ws.list(path, recursive=True, depth=depth)
-        hidden = _report_hidden(
-            session,
-            _paths(entries),
-            lambda ev: _paths(ev.list(path, recursive=True, depth=depth)),
-            f"under {path} ",
-        )
         base = len(session.ws.stat(path).path.parts)
 
         def text() -> str:
@@ -115,7 +92,7 @@ def tree_command(path: str, depth: int | None) -> None:
                 lines.append(f"{indent}{e.path.name}{'/' if e.is_dir else ''}")
             return "\n".join(lines)
 
-        emit({"path": path, "entries": [info_dict(e) for e in entries], "hidden": hidden}, text)
+        emit({"path": path, "entries": [info_dict(e) for e in entries]}, text)
 
 
 @click.command("stat")
@@ -299,18 +276,10 @@ def grep_command(
     }
     with _session() as session:
         result = session.ws.grep(pattern, path, context=context, **kwargs)
-        matched = {m.path for m in result.matches if not m.is_context}
-        # A cut result may leave out visible files too: then there is nothing honest to say.
-        hidden = not result.truncated and _report_hidden(
-            session,
-            matched,
-            lambda ev: {m.path for m in ev.grep(pattern, path, **kwargs).matches},
-            f"under {path} that match ",
-        )
         for skipped in result.skipped:
             note(f"skipped {skipped}")
-        data = {"pattern": pattern, "path": path, **result.to_dict(), "hidden": hidden}
-        emit(data, result.format)
+        session.say_limited(not result.matches)
+        emit({"pattern": pattern, "path": path, **result.to_dict()}, result.format)
 
 
 @click.command("glob")
@@ -322,16 +291,9 @@ def glob_command(pattern: str, path: str, limit: int | None) -> None:
     """Entries matching the glob PATTERN (**/*.md) that you may see."""
     with _session() as session:
         entries = session.ws.glob(pattern, path=path, limit=limit)
-        hidden = False
-        if limit is None or len(entries) < limit:
-            hidden = _report_hidden(
-                session,
-                _paths(entries),
-                lambda ev: _paths(ev.glob(pattern, path=path)),
-                "that match ",
-            )
+        session.say_limited(not entries)
         emit(
-            {"pattern": pattern, "entries": [info_dict(e) for e in entries], "hidden": hidden},
+            {"pattern": pattern, "entries": [info_dict(e) for e in entries]},
             lambda: "\n".join(str(e.path) for e in entries),
         )
 

@@ -20,7 +20,7 @@ import click
 
 from bastion.cli.common import common_options, load_config, options, resolve_principal, settings
 from bastion.cli.errors import EXIT_SKIPPED, CliError
-from bastion.cli.output import Progress, emit, note, principal_dict
+from bastion.cli.output import Progress, emit, principal_dict
 
 __all__ = ["eval_command", "index_command", "indexed_settings", "reindex_command", "search_command"]
 
@@ -268,15 +268,12 @@ def search_command(
     chosen = mode or ("hybrid" if dense else "bm25")
     with open_session(found, resolve_principal(found), index=True) as session:
         result = session.ws.search(query, mode=chosen, k=k, path=under, related=related)
-        hidden = session.index_hidden(query, chosen, k, {hit.path for hit in result.hits})
-        if hidden:
-            note(f"note: {session.hidden_note('that match ')}")
+        session.say_limited(not result.hits)
         data = {
             "query": query,
             "mode": result.mode,
             "principal": principal_dict(session.principal) if session.principal else None,
             "hits": [hit_dict(hit) for hit in result.hits],
-            "hidden": hidden,
         }
         emit(data, result.format)
 

@@ -198,7 +198,13 @@ _PATHS: dict[str, dict[str, Any]] = {
         )
     },
     "/v1/audit": {
-        "get": _op("Latest audit records: operators", parameters=[_q("limit", "integer")])
+        "get": _op(
+            "A page of audit records, newest last, and the cursor of the older page: operators",
+            parameters=[
+                _q("limit", "integer", about="records in the page: 1 to 1000 (default 100)"),
+                _q("cursor", about="the 'next' of a previous page (absent: the newest)"),
+            ],
+        )
     },
     "/v1/me": {"get": _op("The principal of the token and the mounts it sees")},
     "/v1/auth/demo/users": {"get": _op("Demo users (when the demo login is on)", security=[])},

@@ -6,11 +6,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from bastion.core.audit import on_behalf
+from bastion.core.audit_sinks import audit_page
 from bastion.core.errors import PolicyDeniedError
 from bastion.core.models import Action, Scope
 from bastion.core.paths import VPath
 from bastion.server.errors import ApiError
-from bastion.server.handlers import api, body_json, integer, ok, required
+from bastion.server.handlers import api, body_json, integer, ok, required, text
 from bastion.server.state import state_of
 
 __all__ = ["routes"]
@@ -44,16 +46,17 @@ async def me(request: Request) -> Response:
     state = state_of(request)
     ws = state.view(request)
     p = ws.principal
-    top = {str(e.path) for e in await ws.list("/")}  # one listing: no refusal per mount
+    with on_behalf():  # looked up for the page, not asked: not listed in p's own audit view
+        top = {str(e.path) for e in await ws.list("/")}  # one listing: no refusal per mount
 
-    async def visible(prefix: VPath) -> bool:
-        return str(prefix) in top if len(prefix.parts) == 1 else await ws.exists(prefix)
+        async def visible(prefix: VPath) -> bool:
+            return str(prefix) in top if len(prefix.parts) == 1 else await ws.exists(prefix)
 
-    mounts = [
-        {"prefix": str(m.prefix), "scope": m.scope.value, "description": m.description}
-        for m in ws.mounts
-        if await visible(m.prefix)
-    ]
+        mounts = [
+            {"prefix": str(m.prefix), "scope": m.scope.value, "description": m.description}
+            for m in ws.mounts
+            if await visible(m.prefix)
+        ]
     return ok(
         {
             "id": p.id,
@@ -72,16 +75,23 @@ async def me(request: Request) -> Response:
 
 @api
 async def audit(request: Request) -> Response:
-    """The latest audit records (operators: the ``audit`` action on ``/``)."""
+    """A page of audit records (operators: the ``audit`` action on ``/``): the newest
+    ``limit`` (default 100, at most 1000) before ``cursor`` (the end when absent), oldest
+    first, and ``next``, the cursor of the older page (``null``: there is none)."""
     state = state_of(request)
     ws = state.view(request)
     if not state.may(ws, Action.AUDIT):
         raise PolicyDeniedError("the audit log is for operators: it needs the 'audit' action on /")
     limit = integer(request.query_params, "limit", 100, low=1, high=1000) or 100
+    cursor = text(request.query_params, "cursor")
     records = getattr(ws.audit, "records", None)
     if records is None:
         raise ApiError(409, "audit_unreadable", "this server's audit sink cannot be read back")
-    return ok({"records": [r.to_dict() for r in records[-limit:]]})
+    try:
+        page = audit_page(records, limit=limit, cursor=cursor or None)
+    except ValueError as exc:
+        raise ApiError(400, "bad_field", f"'cursor': {exc}") from None
+    return ok(page.to_dict())
 
 
 @api
