@@ -1,9 +1,9 @@
 """No command is an oracle of what its principal may not see.
 
-Two workspaces differ only by documents ``dana`` may not see (a restricted file in a folder
-she reads, a folder of restricted files, a file labelled by its sidecar, a file of her
-clearance for a role she lacks); every command she runs prints the same bytes in both, on stdout and stderr, with the
-same exit code, as text and as ``--json``. Against main, ``grep`` printed "some documents
+Two workspaces differ only by documents ``dana`` may not see (``world.py``: a restricted
+file in a folder she reads, a folder of restricted files, a file labelled by its sidecar, a
+file of her clearance for a role she lacks); every command she runs prints the same bytes in
+both, on stdout and stderr, with the same exit code, as text and as ``--json``. Against main, ``grep`` printed "some documents
 under /drive that match are not visible to dana" for the hidden figure and not for its
 neighbours (thirty calls read a restricted number), and ``glob --json`` spelt hidden names
 out the same way, a letter at a time.
@@ -11,56 +11,14 @@ out the same way, a letter at a time.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 from cli_support import Run
-
-TOML = """\
-audit = ".bastion/audit.jsonl"
-
-[knowledge]
-folder = ".bastion/index"
-embedder = "none"
-
-[[mounts]]
-prefix = "/drive"
-url = "file:drive"
-scope = "read_write"
-labels = { tenant = "acme" }
-
-[policy]
-rules = [{ effect = "allow", actions = ["*"], paths = ["/**"] }]
-
-[users.dana]
-tenant = "acme"
-roles = ["staff"]
-clearance = "internal"
-"""
-
-VISIBLE = {
-    "plan.md": "---\nclassification: internal\n---\n# Plan\n\n"
-    "We may acquire a telematics firm this year.\nOsprey is one name on the list.\n",
-    "public/careers.md": "# Careers\n\nWe hire engineers in Leeds.\n",
-    "notes/todo.txt": "buy milk\nask about Osprey\n",
-}
-
-HIDDEN = {
-    "deals.md": "---\nclassification: restricted\nroles: [board]\n---\n# Deals\n\n"
-    "The board agreed to acquire Osprey Telematics for 22 million.\n",
-    "hr/reorg-plan.md": "---\nclassification: restricted\n---\n# Reorg\n\n"
-    "The Osprey team moves to Leeds.\n",
-    "notes/pay.txt": "Osprey bonus 12 percent\nacquire Osprey Telematics for 22 million\n",
-    "notes/pay.txt.labels.yaml": "classification: restricted\n",
-    "public/board-minutes.md": "---\nclassification: internal\nroles: [board]\n---\n# Minutes\n\n"
-    "Globex will acquire Osprey Telematics for 22 million.\n",
-}
-
-STAMP = 1_700_000_000
-"""Every entry's modification time (a folder's time moves when a file is added to it)."""
+from click.testing import Result
+from world import world as _world
 
 READS: list[tuple[str, ...]] = [
     ("ls", "/"),
@@ -125,36 +83,20 @@ WRITES: list[tuple[str, ...]] = [
 """Run after :data:`READS`, in order: what they print holds the time of the write."""
 
 
-def _world(root: Path, *, hidden: bool) -> Path:
-    root.mkdir()
-    (root / "bastion.toml").write_text(TOML)
-    files = {**VISIBLE, **(HIDDEN if hidden else {})}
-    for rel, text in files.items():
-        target = root / "drive" / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text)
-    for folder, dirs, names in os.walk(root / "drive", topdown=False):
-        for name in [*names, *dirs]:
-            os.utime(Path(folder) / name, (STAMP, STAMP))
-    os.utime(root / "drive", (STAMP, STAMP))
-    return root
-
-
 _TIMES = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ?")
 _NUMBERS = re.compile(r'"(time|duration_ms)": [0-9.e+-]+')
 _VERSIONS = re.compile(r'"version": "[^"]*"|^version: .*$', re.MULTILINE)
 
 
-def _shown(result: object, *, written: bool) -> tuple[int, str, str]:
+def _shown(result: Result, *, written: bool) -> tuple[int, str, str]:
     """Exit code, stdout, stderr; a file's version (its inode and change time) and, after a
     write, the times, are not the same in two folders, and are written as placeholders."""
-    out = [result.stdout, result.stderr]  # type: ignore[attr-defined]
-    for i, text in enumerate(out):
+
+    def steady(text: str) -> str:
         text = _VERSIONS.sub("VERSION", text)
-        if written:
-            text = _NUMBERS.sub(r'"\1": 0', _TIMES.sub("T", text))
-        out[i] = text
-    return result.exit_code, out[0], out[1]  # type: ignore[attr-defined]
+        return _NUMBERS.sub(r'"\1": 0', _TIMES.sub("T", text)) if written else text
+
+    return result.exit_code, steady(result.stdout), steady(result.stderr)
 
 
 def _run_all(

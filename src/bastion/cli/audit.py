@@ -107,7 +107,7 @@ def audit_command(
         )
 
     try:
-        page = audit_page(records, limit=limit, cursor=cursor, keep=keep)
+        page = audit_page(records, limit=limit, cursor=cursor or None, keep=keep)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--cursor") from None
 
