@@ -24,6 +24,7 @@ from bastion.agents.tools.granular import dense_search, describe, hit_fields, re
 from bastion.agents.tools.outputs import fail, fit_items, fit_text, ok
 from bastion.agents.tools.session import ToolSession
 from bastion.agents.tools.spec import Capability, Output, Tool, tool
+from bastion.core.audit import on_behalf
 from bastion.core.models import FileInfo
 from bastion.core.paths import VPath
 
@@ -109,7 +110,8 @@ async def _search_content(
     result = await s.workspace.grep(query, path, ignore_case=True, glob=f"*{ext}" if ext else None)
     matched = list(dict.fromkeys(m.path for m in result.matches))
     if keep is not None:
-        matched = [p for p in matched if keep(await s.workspace.stat(p))]
+        with on_behalf():  # checks of the hits, not the agent's requests
+            matched = [p for p in matched if keep(await s.workspace.stat(p))]
     wanted = set(matched)
     lines = [m.format() for m in result.matches if m.path in wanted]
     if result.truncated:
@@ -132,10 +134,11 @@ async def _search_semantic(
     mode = "hybrid" if dense_search(s) else "bm25"
     result = await s.workspace.search(query, mode=mode, k=k, path=path, related=related)
     hits = []
-    for hit in result.hits:
-        if keep is not None and not keep(await s.workspace.stat(hit.path)):
-            continue
-        hits.append(hit_fields(hit))
+    with on_behalf():  # checks of the hits, not the agent's requests
+        for hit in result.hits:
+            if keep is not None and not keep(await s.workspace.stat(hit.path)):
+                continue
+            hits.append(hit_fields(hit))
     return ok(hits=hits, total_found=len(hits))
 
 
