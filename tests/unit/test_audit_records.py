@@ -101,3 +101,16 @@ def test_text_that_encodes_is_kept_as_it_is() -> None:
         assert exportable(text) is text
         record = AuditRecord(1.0, "p", "t", "read", text, True, "allowed")
         assert record.path is text
+
+
+def test_an_id_kept_as_its_escape_is_never_read_as_another_principals() -> None:
+    sink = MemoryAuditSink()
+    policy = Policy(rules=(Rule.allow("*", "/**"),))  # no audit action: own records only
+    ws = Workspace([Mount.of("/m", MemoryStore())], policy=policy, audit=sink)
+    odd = ws.with_principal(Principal.of("agent-\ud800")).sync()  # Python callers only
+    odd.write("/m/secret-name.md", "x")
+    spelt = ws.with_principal(Principal.of("agent-\\ud800")).sync()  # a plain id: a token's
+    spelt.write("/m/mine.md", "y")
+    assert [r.principal for r in sink.records] == ["agent-\\ud800", "agent-\\ud800"]
+    assert spelt.audit.records == ()  # type: ignore[attr-defined] # fails closed: operators'
+    assert odd.audit.records == ()  # type: ignore[attr-defined]

@@ -73,12 +73,21 @@ class AuditView(AuditSink):
             )
         if self.everyone:
             return tuple(kept)
-        return tuple(
-            _as_told(record) for record in kept if not record.internal and self._own(record)
-        )
+        return tuple(_as_told(record) for record in kept if self._readable(record))
 
     def _own(self, record: AuditRecord) -> bool:
         return record.principal == self.principal.id and record.tenant == self.principal.tenant
+
+    def _readable(self, record: AuditRecord) -> bool:
+        """One of the principal's own requests. An id kept as its escape (``exportable``: a
+        Python-made id with a lone surrogate) would read as a plain id that spells the
+        escape, so a record whose id holds ``\\u`` is for operators only (fails closed)."""
+        return (
+            not record.internal
+            and self._own(record)
+            and "\\u" not in record.principal
+            and "\\u" not in record.tenant
+        )
 
 
 def _as_told(record: AuditRecord) -> AuditRecord:
