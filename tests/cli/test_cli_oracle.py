@@ -65,6 +65,8 @@ READS: list[tuple[str, ...]] = [
     ("ask", "How much will the board pay to acquire Osprey Telematics?"),
     ("ask", "Who moves to Leeds?"),
     ("reindex",),
+    ("reindex", "--rebuild"),
+    ("index",),
 ]
 
 WRITES: list[tuple[str, ...]] = [
