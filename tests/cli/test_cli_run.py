@@ -7,7 +7,11 @@ Real bubblewrap (skipped only where it cannot start, saying why).
 
 from __future__ import annotations
 
+import http.server
 import json
+import shutil
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -108,3 +112,48 @@ def test_the_options_are_the_tools_parameters(run: Run) -> None:
     assert json.dumps(sorted(execute.args.model_fields)) == json.dumps(
         ["background", "command", "cwd", "stdin", "timeout"]
     )
+
+
+class _Hello(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        body = b"hello over the proxy\n"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        return None
+
+
+@pytest.fixture
+def hello() -> Iterator[int]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Hello)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[1]
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
+def test_network_names_what_the_command_may_reach_and_each_request_is_audited(
+    runnable: Path, run: Run, hello: int
+) -> None:
+    if shutil.which("curl") is None:
+        pytest.skip("curl is not installed on this machine (the sandbox's client)")
+    url = f"http://127.0.0.1:{hello}/"
+    reached = run("run", "--as", "bob", "--network", f"127.0.0.1:{hello}", f"curl -sS {url}")
+    assert reached.exit_code == 0 and reached.stdout == "hello over the proxy\n"
+    cut_off = run("run", "--as", "bob", f"curl -sS {url}")
+    assert cut_off.exit_code != 0 and cut_off.stdout == ""
+    records = [
+        json.loads(line)
+        for line in (runnable / ".bastion" / "audit.jsonl").read_text().splitlines()
+    ]
+    egress = [r for r in records if r["operation"] == "egress"]
+    assert [(r["principal"], r["allowed"], r["target"]) for r in egress] == [
+        ("bob", True, f"127.0.0.1:{hello}")
+    ]
+    bad = run("run", "--as", "bob", "--json", "--network", "not a name", "true")
+    assert bad.exit_code == 1 and "allow-list entry" in error_of(bad)["message"]

@@ -237,3 +237,26 @@ def test_the_allow_list_is_checked_when_given() -> None:
             RunLimits(network=bad)
     with pytest.raises(ConfigurationError, match="give a list of domains"):
         RunLimits(network="example.com")
+
+
+async def test_the_execute_tool_runs_with_the_operators_limits(
+    servers: tuple[Server, Server],
+) -> None:
+    from bastion.agents.tools import Toolset
+
+    allowed, refused = servers
+    audit = MemoryAuditSink()
+    toolset = Toolset(_workspace(audit), run_limits=_limits("allowed.test"))
+    out = await toolset.call(
+        "execute",
+        {
+            "command": f"curl -sS http://allowed.test:{allowed.port}/; "
+            f"curl -sS http://refused.test:{refused.port}/",
+        },
+    )
+    assert out["stdout"].startswith("hello from allowed\nbastion: refused.test is not on")
+    assert [r.allowed for r in _egress(audit)] == [True, False]
+    plain = await Toolset(_workspace(audit)).call(
+        "execute", {"command": f"curl -sS http://allowed.test:{allowed.port}/"}
+    )
+    assert plain["exit_code"] != 0 and plain["stdout"] == ""  # no limits given: no network

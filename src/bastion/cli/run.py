@@ -4,7 +4,9 @@
 The options are the tool's own parameters, read from its declaration (name, type, bounds,
 help), never written here a second time: a parameter added to the tool is an option here. The
 values go through the tool's validation and the tool's call, so the command line and an agent
-get the same checks and the same result. ``COMMAND...``: one word is a shell line (run by
+get the same checks and the same result. One option is the operator's, not the tool's:
+``--network DOMAIN`` (repeated) lets the command reach those names through Bastion's egress
+proxy (``RunLimits(network=[...])``). ``COMMAND...``: one word is a shell line (run by
 ``sh -c``), several are a program and its arguments (no shell).
 
 Printed: the command's stdout on stdout, its stderr on stderr, and a note per path that came
@@ -68,9 +70,10 @@ def _options_of(tool: Tool) -> list[click.Option]:
     return [_option(n, i) for n, i in fields.items() if n != _ARGUMENT and n not in _LEFT_OUT]
 
 
-def _run(command: tuple[str, ...], **given: Any) -> int:
+def _run(command: tuple[str, ...], network: tuple[str, ...], **given: Any) -> int:
     from bastion.agents.tools.outputs import OutputLimits
     from bastion.agents.tools.session import ToolSession
+    from bastion.sandbox.result import RunLimits
     from bastion.workspace.blocking import run_blocking
 
     config = settings()
@@ -78,8 +81,11 @@ def _run(command: tuple[str, ...], **given: Any) -> int:
     arguments: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
     arguments[_ARGUMENT] = command[0] if len(command) == 1 else list(command)
     values = execute.parse(arguments)
+    limits = RunLimits(network=list(network)) if network else None
     with open_session(config, resolve_principal(config)) as session:
-        tools = ToolSession(session.ws.aio, limits=OutputLimits(max_chars=_UNCAPPED))
+        tools = ToolSession(
+            session.ws.aio, limits=OutputLimits(max_chars=_UNCAPPED), run_limits=limits
+        )
         result: dict[str, Any] = run_blocking(_call(tools, values))
     emit(result, "")
     if not _json():
@@ -127,6 +133,15 @@ def _status(result: dict[str, Any]) -> int:
 def _command() -> click.Command:
     params: list[click.Parameter] = [click.Argument([_ARGUMENT], nargs=-1, required=True)]
     params += _options_of(execute)
+    params.append(
+        click.Option(
+            ["--network", "network"],
+            multiple=True,
+            metavar="DOMAIN",
+            help="Let the command reach DOMAIN (also *.DOMAIN, DOMAIN:PORT) through Bastion's "
+            "proxy, every request audited; repeat for more. Without it: no network.",
+        )
+    )
     command = click.Command(
         "run",
         callback=_run,

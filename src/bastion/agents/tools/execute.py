@@ -99,7 +99,12 @@ async def execute(
     review = change_review(s, {"command": command, "cwd": cwd})
     if background:
         info = await s.workspace.start_process(
-            command, cwd=cwd, stdin=stdin, timeout=timeout or BACKGROUND_TIMEOUT, review=review
+            command,
+            cwd=cwd,
+            stdin=stdin,
+            timeout=timeout or BACKGROUND_TIMEOUT,
+            limits=s.run_limits,
+            review=review,
         )
         return ok(**process_fields(info))
     timeout = timeout or FOREGROUND_TIMEOUT
@@ -107,7 +112,9 @@ async def execute(
         raise OperationError(
             f"timeout over {MAX_TIMEOUT} s; start a longer command with background=true"
         )
-    result = await s.workspace.run(command, cwd=cwd, stdin=stdin, timeout=timeout, review=review)
+    result = await s.workspace.run(
+        command, cwd=cwd, stdin=stdin, timeout=timeout, limits=s.run_limits, review=review
+    )
     return ok(**result_fields(result, s))
 
 

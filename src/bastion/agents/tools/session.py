@@ -55,6 +55,7 @@ from bastion.core.globs import Glob
 from bastion.core.models import Action, FileInfo, WriteMode
 from bastion.core.mounts import MountTable
 from bastion.core.paths import VPath
+from bastion.sandbox.result import RunLimits
 from bastion.workspace.workspace import EditResult, TextPage, Workspace
 
 if TYPE_CHECKING:
@@ -307,6 +308,7 @@ class ToolSession:
         limits: OutputLimits | None = None,
         approval: Approval | None = None,
         locks: PathLocks | None = None,
+        run_limits: RunLimits | None = None,
     ) -> None:
         if (
             approval is not None
@@ -322,6 +324,8 @@ class ToolSession:
         self.reads = ReadTracker()
         self.locks = locks if locks is not None else PathLocks()
         self.approval = approval
+        self.run_limits = run_limits
+        """The limits of the commands the ``execute`` tool runs (``None``: the defaults)."""
         self._mounts = MountTable(workspace.mounts)
 
     @property
