@@ -10,7 +10,9 @@ Real bubblewrap, real curl and bash inside the sandbox, real servers on loopback
 from __future__ import annotations
 
 import asyncio
+import http.server
 import shutil
+import threading
 from collections.abc import AsyncIterator
 
 import pytest
@@ -204,20 +206,41 @@ async def test_a_background_process_has_its_proxy_until_it_ends(
     assert [r.allowed for r in _egress(audit)] == [True]
 
 
-async def test_the_proxy_answers_a_malformed_request_400(
-    servers: tuple[Server, Server],
+@pytest.mark.parametrize(
+    ("request_text", "first_line"),
+    [
+        ("GET /relative HTTP/1.1\r\n\r\n", "HTTP/1.1 400 Bad Request"),
+        ("GET https://allowed.test/ HTTP/1.1\r\n\r\n", "HTTP/1.1 400 Bad Request"),
+        ("CONNECT allowed.test HTTP/1.1\r\n\r\n", "HTTP/1.1 400 Bad Request"),
+        # the name checked is the one connected to: userinfo and Host headers change nothing
+        (
+            "GET http://allowed.test@refused.test:{port}/ HTTP/1.1\r\nHost: allowed.test\r\n\r\n",
+            "HTTP/1.1 403 Forbidden",
+        ),
+        (
+            "CONNECT refused.test:{port} HTTP/1.1\r\nHost: allowed.test:{port}\r\n\r\n",
+            "HTTP/1.1 403 Forbidden",
+        ),
+        ("GET http://allowed.test:{port}/ HTTP/1.1\r\nX: " + "a" * 20000 + "\r\n\r\n", ""),
+    ],
+)
+async def test_hostile_requests_to_the_proxy(
+    servers: tuple[Server, Server], request_text: str, first_line: str
 ) -> None:
+    allowed, refused = servers
+    text = request_text.replace("{port}", str(refused.port))
     result = await _workspace(MemoryAuditSink()).run(
         [
             "bash",
             "-c",
-            "exec 3<>/dev/tcp/127.0.0.1/3128; printf 'GET /relative HTTP/1.1\\r\\n\\r\\n' >&3; "
-            "head -n 1 <&3",
+            'exec 3<>/dev/tcp/127.0.0.1/3128; printf "%b" "$0" >&3; head -n 1 <&3 | tr -d "\\r"',
+            text,
         ],
         limits=_limits("allowed.test"),
         timeout=60,
     )
-    assert result.stdout == "HTTP/1.1 400 Bad Request\r\n"
+    assert result.stdout.strip() == first_line
+    assert refused.requests == [] and allowed.requests == []
 
 
 def test_the_allow_list_is_checked_when_given() -> None:
@@ -260,3 +283,38 @@ async def test_the_execute_tool_runs_with_the_operators_limits(
         "execute", {"command": f"curl -sS http://allowed.test:{allowed.port}/"}
     )
     assert plain["exit_code"] != 0 and plain["stdout"] == ""  # no limits given: no network
+
+
+class _Signal(http.server.BaseHTTPRequestHandler):
+    reached = threading.Event()
+
+    def do_GET(self) -> None:
+        type(self).reached.set()
+        self.send_response(204)
+        self.end_headers()
+
+    def log_message(self, format: str, *args: object) -> None:
+        return None
+
+
+def test_the_proxy_answers_between_blocking_calls() -> None:
+    """A background process started through the blocking facade reaches its host while the
+    caller makes no call at all (the proxy's loop is driven between calls)."""
+    require_bwrap()
+    if shutil.which("curl") is None:
+        pytest.skip("curl is not installed on this machine (the sandbox's client)")
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Signal)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        port = server.server_address[1]
+        ws = _workspace(MemoryAuditSink()).sync()
+        info = ws.start_process(
+            f"curl -sS http://127.0.0.1:{port}/", limits=RunLimits(network=[f"127.0.0.1:{port}"])
+        )
+        assert _Signal.reached.wait(60), "the request never reached the server"
+        ws.kill_process(info.id)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()

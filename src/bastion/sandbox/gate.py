@@ -65,6 +65,7 @@ class EgressGate:
         self._info_r, self._info_w = os.pipe()
         self._block_r, self._block_w = os.pipe()
         self._task: asyncio.Future[None] | None = None
+        self._stop = asyncio.Event()  # binds to a loop on first use
 
     @property
     def args(self) -> list[str]:
@@ -98,12 +99,14 @@ class EgressGate:
             self._task = asyncio.ensure_future(self._run())
 
     async def _run(self) -> None:
+        serving = False
         try:
             pid = await asyncio.to_thread(_read_pid, self._info_r)
             if pid is None:
                 return  # bubblewrap ended before its sandbox was made
             listener = await asyncio.to_thread(_listener_in, pid)
             await self.proxy.serve(listener)
+            serving = True
         except Exception as exc:
             log.warning("the egress proxy could not start", exc_info=True)
             if self.record is not None:
@@ -112,10 +115,15 @@ class EgressGate:
         finally:
             with contextlib.suppress(OSError):
                 os.write(self._block_w, b"x")  # let the command run
+        if serving:
+            # a task pending while the proxy serves: the blocking facade's loop is driven as
+            # long as a task is, so the proxy answers between calls too
+            await self._stop.wait()
 
     async def close(self) -> None:
         """Stop the proxy and close every descriptor (bubblewrap has ended)."""
         self.close_child_fds()
+        self._stop.set()
         if self._task is not None:
             with contextlib.suppress(Exception):
                 await self._task
