@@ -318,3 +318,38 @@ def test_the_proxy_answers_between_blocking_calls() -> None:
         server.shutdown()
         server.server_close()
         thread.join()
+
+
+async def test_a_tunnel_held_open_by_the_host_ends_with_the_command() -> None:
+    """An admitted host that never answers nor closes does not keep the run (or the proxy's
+    connection) alive past the command."""
+    require_bwrap()
+    held: list[asyncio.StreamWriter] = []
+
+    async def hold(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        held.append(writer)  # read nothing, answer nothing, never close
+
+    server = await asyncio.start_server(hold, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        result = await asyncio.wait_for(
+            _workspace(MemoryAuditSink()).run(
+                [
+                    "bash",
+                    "-c",
+                    "exec 3<>/dev/tcp/127.0.0.1/3128; "
+                    f"printf 'CONNECT allowed.test:{port} HTTP/1.1\\r\\n\\r\\n' >&3; "
+                    "head -n 1 <&3",
+                ],
+                limits=_limits("allowed.test"),
+                timeout=60,
+            ),
+            120,  # a guard against a hang, not a measure
+        )
+        assert result.stdout == "HTTP/1.1 200 Connection established\r\n"
+        assert len(held) == 1
+    finally:
+        for writer in held:
+            writer.close()
+        server.close()
+        await server.wait_closed()

@@ -42,17 +42,23 @@ class Proxy:
         self.record = record
         self._server: asyncio.Server | None = None
         self._open: set[asyncio.StreamWriter] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
 
     async def serve(self, sock: socket.socket) -> None:
         """Accept connections on ``sock`` (listening) until :meth:`close`."""
         self._server = await asyncio.start_server(self._handle, sock=sock, limit=_HEAD_LIMIT)
 
     async def close(self) -> None:
-        """Stop accepting and end every connection still open."""
+        """Stop accepting and end every connection still open (an upstream that keeps a
+        tunnel open does not keep it past the command)."""
         if self._server is not None:
             self._server.close()
         for writer in list(self._open):
             writer.close()
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
         if self._server is not None:
             with contextlib.suppress(Exception):
                 await self._server.wait_closed()
@@ -68,6 +74,10 @@ class Proxy:
             raise
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
         self._open.add(writer)
         upstream: asyncio.StreamWriter | None = None
         try:
