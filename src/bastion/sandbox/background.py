@@ -38,7 +38,9 @@ from typing import Literal
 
 from bastion.core.errors import NotFoundError, OperationError
 from bastion.core.paths import VPath
+from bastion.sandbox.approval import Review, screen
 from bastion.sandbox.bwrap import exit_status, kill_tree, start_background, wait_gone
+from bastion.sandbox.egress import Recorder
 from bastion.sandbox.port import SandboxWorkspace
 from bastion.sandbox.process_info import OutputBuffer, OutputChunk, ProcessInfo, Stream, drain
 from bastion.sandbox.result import RunLimits, SandboxError
@@ -173,7 +175,7 @@ class _Process:
             if await asyncio.to_thread(self.prepared.written) > self.prepared.limits.written_bytes:
                 self.kill("written")
                 return
-            changes = await asyncio.to_thread(diff, snap)
+            changes = await screen(await asyncio.to_thread(diff, snap), self.prepared.review)
             applied = await write_back(self.ws, changes)
             for change in changes:
                 key = change.key
@@ -278,10 +280,13 @@ class Processes:
         stdin: str | bytes | None = None,
         timeout: float = 600.0,
         limits: RunLimits | None = None,
+        review: Review | None = None,
+        record: Recorder | None = None,
     ) -> ProcessInfo:
         """Start ``command`` over ``ws``'s view (``ws`` acts for ``owner``; the caller has
         checked ``execute`` on ``cwd``); it runs until it exits, ``timeout`` seconds pass,
-        or it is killed."""
+        or it is killed. ``review`` and ``record`` as for
+        :func:`~bastion.sandbox.runner.run_in_sandbox` (asked at each write-back)."""
         argv = argv_of(command)
         if timeout <= 0:
             raise ValueError("timeout must be positive (seconds)")
@@ -291,11 +296,14 @@ class Processes:
                 f"you have {len(running)} background processes running (the most allowed); "
                 "kill one first"
             )
-        prepared = await prepare(ws, argv, cwd=cwd, env=env, limits=limits or RunLimits())
+        prepared = await prepare(
+            ws, argv, cwd=cwd, env=env, limits=limits or RunLimits(), review=review, record=record
+        )
         try:
             pid = secrets.token_hex(4)
             while pid in self._procs:
                 pid = secrets.token_hex(4)
+            prepared.start_egress()
             proc = _Process(pid, owner, ws, argv, cwd, prepared, timeout)
         except BaseException:
             await prepared.remove()

@@ -179,12 +179,16 @@ def command_line(
     *,
     network: bool = False,
     seccomp: int | None = None,
+    host_etc: bool | None = None,
+    extra: Sequence[str] = (),
 ) -> list[str]:
     """bubblewrap's arguments: the view as ``/`` (read-only mounts bound read-only over it), a
     read-only system, a private ``/tmp`` of ``tmp_bytes``, ``/proc``, a minimal ``/dev``, no
     network (unless ``network``: the host's, with its name-resolution files in ``/etc``), the
     allow-listed environment only, and the seccomp filter read from the descriptor
-    ``seccomp``."""
+    ``seccomp``. ``host_etc`` binds the name-resolution and certificate files without the
+    host's network (the egress proxy's commands need the certificates); ``extra`` are more
+    bubblewrap options (the egress gate's descriptors)."""
     args = [binary, *_isolation(network=network), "--bind", str(view), "/"]
     for prefix in sorted([*read_only, *bound], key=len):
         if prefix in bound:
@@ -194,7 +198,7 @@ def command_line(
     args += ["--ro-bind", "/usr", "/usr", *_system_links()]
     args += ["--proc", "/proc", "--dev", "/dev", "--size", str(tmp_bytes)]
     args += ["--tmpfs", "/tmp", "--clearenv"]  # noqa: S108
-    if network:
+    if network if host_etc is None else host_etc:
         args += ["--tmpfs", "/etc"]
         for name in NETWORK_FILES:
             args += ["--ro-bind-try", name, name]
@@ -202,7 +206,7 @@ def command_line(
         args += ["--seccomp", str(seccomp)]
     for key, value in {**_ENV, **env}.items():
         args += ["--setenv", key, value]
-    return [*args, "--chdir", cwd, "--", *argv]
+    return [*args, *extra, "--chdir", cwd, "--", *argv]
 
 
 def _limiter(limits: RunLimits) -> Callable[[], None]:

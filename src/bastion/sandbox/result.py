@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from bastion.core.errors import SandboxError
+from bastion.sandbox.egress import Egress
 
 __all__ = ["RunLimits", "RunResult", "SandboxError"]
 
@@ -31,12 +33,14 @@ class RunLimits:
     """Most disk the command may take in the view, all entries together: each file it
     created or changed counts its size rounded up to 4 KiB, each new folder or link 4 KiB.
     Past it the command is killed (``limit="written"``) and none of its changes come back."""
-    network: bool = False
-    """Share the host's network (its interfaces, loopback included, and its name-resolution
-    files in ``/etc``). Off: the command has a network namespace of its own with only a
-    loopback that reaches nothing of the host. Turning it on lets the command reach whatever
-    the host reaches (internal services, cloud metadata addresses, the host's own listening
-    ports) and send out anything it may read: only for trusted commands
+    network: bool | Sequence[str] | Egress = False
+    """``False``: a network namespace of the command's own with only a loopback that reaches
+    nothing of the host. A list of domains (or an :class:`~bastion.sandbox.egress.Egress`):
+    the same namespace, plus an HTTP/HTTPS proxy that Bastion runs for the command, which
+    admits only those names and audits every request (``HTTP_PROXY`` and ``HTTPS_PROXY`` are
+    set); stored as an ``Egress``. ``True``: share the host's network (its interfaces, loopback
+    included, and its name-resolution files in ``/etc``), which lets the command reach
+    whatever the host reaches and send out anything it may read: only for trusted commands
     (``docs/sandbox.md``)."""
 
     def __post_init__(self) -> None:
@@ -52,6 +56,13 @@ class RunLimits:
                 raise ValueError(f"RunLimits.{name} must be at least 1")
         if self.cpu_seconds is not None and self.cpu_seconds < 1:
             raise ValueError("RunLimits.cpu_seconds must be at least 1 or None")
+        if not isinstance(self.network, bool | Egress):
+            object.__setattr__(self, "network", Egress(allow=self.network))
+
+    @property
+    def egress(self) -> Egress | None:
+        """The allow-list when the network is one (see :attr:`network`)."""
+        return self.network if isinstance(self.network, Egress) else None
 
 
 @dataclass(frozen=True, kw_only=True)

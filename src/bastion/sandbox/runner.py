@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bastion.core.paths import VPath
+from bastion.sandbox.approval import Review, screen
 from bastion.sandbox.bwrap import (
     NETWORK_NAMES,
     SYSTEM_NAMES,
@@ -26,6 +27,8 @@ from bastion.sandbox.bwrap import (
     sandbox_ids,
     spawn,
 )
+from bastion.sandbox.egress import Recorder
+from bastion.sandbox.gate import EgressGate
 from bastion.sandbox.port import SandboxWorkspace
 from bastion.sandbox.result import RunLimits, RunResult, SandboxError
 from bastion.sandbox.seccomp import filter_fd
@@ -53,11 +56,22 @@ class Prepared:
     args: list[str]
     limits: RunLimits
     seccomp: int | None
+    review: Review | None = None
+    """Asked about each change before it is written back (``bastion.sandbox.approval``)."""
+    gate: EgressGate | None = None
+    """The egress proxy, when the network is an allow-list (``bastion.sandbox.gate``)."""
 
     @property
     def fds(self) -> tuple[int, ...]:
-        """Descriptors bubblewrap inherits (bound folders, the seccomp filter)."""
-        return (*self.snap.bound.values(), *(() if self.seccomp is None else (self.seccomp,)))
+        """Descriptors bubblewrap inherits (bound folders, the seccomp filter, the gate's)."""
+        gate = () if self.gate is None else self.gate.fds
+        seccomp = () if self.seccomp is None else (self.seccomp,)
+        return (*self.snap.bound.values(), *seccomp, *gate)
+
+    def start_egress(self) -> None:
+        """Start the egress gate (when there is one) as bubblewrap starts."""
+        if self.gate is not None:
+            self.gate.open()
 
     def written(self) -> int:
         """Bytes the command has left in the view so far (polled for the limit)."""
@@ -66,6 +80,8 @@ class Prepared:
     def close_fds(self) -> None:
         """Close the descriptors once bubblewrap holds its own (it has started) or is gone."""
         self.snap.close()
+        if self.gate is not None:
+            self.gate.close_child_fds()
         if self.seccomp is not None:
             os.close(self.seccomp)
             self.seccomp = None
@@ -82,11 +98,13 @@ class Prepared:
             changes = await asyncio.to_thread(functools.partial(diff, self.snap, read=False))
             changes = [withheld(c, limit) for c in changes]
         else:
-            changes = await asyncio.to_thread(diff, self.snap)
+            changes = await screen(await asyncio.to_thread(diff, self.snap), self.review)
         return limit, await write_back(ws, changes)
 
     async def remove(self) -> None:
         self.close_fds()
+        if self.gate is not None:
+            await self.gate.close()
         await asyncio.to_thread(shutil.rmtree, self.folder, True)
 
 
@@ -97,9 +115,12 @@ async def prepare(
     cwd: VPath,
     env: Mapping[str, str] | None,
     limits: RunLimits,
+    review: Review | None = None,
+    record: Recorder | None = None,
 ) -> Prepared:
     """Build ``ws``'s view in a new private folder and bubblewrap's arguments to run ``argv``
-    in ``cwd`` there. On any failure nothing is left behind."""
+    in ``cwd`` there (``review``: see :attr:`Prepared.review`; ``record``: told of each
+    request to the egress proxy). On any failure nothing is left behind."""
     extra = dict(env or {})
     for key, value in extra.items():
         if not key or "=" in key or "\0" in key or "\0" in value:
@@ -114,8 +135,11 @@ async def prepare(
         view.mkdir(mode=0o755)
         system = NETWORK_NAMES if limits.network else SYSTEM_NAMES
         snap = await materialize(ws, view, ids, system)
-        prepared = Prepared(folder, snap, [], limits, None)
+        prepared = Prepared(folder, snap, [], limits, None, review)
         try:
+            if limits.egress is not None:
+                prepared.gate = EgressGate(limits.egress, record)
+                extra = {**extra, **prepared.gate.env()}
             if not (view.joinpath(*cwd.parts)).is_dir():
                 raise SandboxError(
                     f"{cwd} is not a folder in your view; run from a folder you can list"
@@ -130,11 +154,15 @@ async def prepare(
                 str(cwd),
                 extra,
                 tmp_bytes=limits.tmp_bytes,
-                network=limits.network,
+                network=limits.network is True,
                 seccomp=prepared.seccomp,
+                host_etc=bool(limits.network),
+                extra=() if prepared.gate is None else prepared.gate.args,
             )
         except BaseException:
             prepared.close_fds()
+            if prepared.gate is not None:
+                await prepared.gate.close()
             raise
     except BaseException:
         await asyncio.to_thread(shutil.rmtree, folder, True)
@@ -151,16 +179,23 @@ async def run_in_sandbox(
     stdin: str | bytes | None = None,
     timeout: float = 30.0,
     limits: RunLimits | None = None,
+    review: Review | None = None,
+    record: Recorder | None = None,
 ) -> RunResult:
     """Run ``command`` (an argument list, or a string for ``/bin/sh -c``) over ``ws``'s view.
-    The caller has checked the ``execute`` permission on ``cwd``."""
+    The caller has checked the ``execute`` permission on ``cwd``. ``review`` is asked about
+    each change before it is written back; ``record`` is told of each request to the egress
+    proxy (when ``limits.network`` is an allow-list)."""
     argv = argv_of(command)
     if timeout <= 0:
         raise ValueError("timeout must be positive (seconds)")
     chosen = limits or RunLimits()
     data = stdin.encode("utf-8") if isinstance(stdin, str) else stdin
-    prepared = await prepare(ws, argv, cwd=cwd, env=env, limits=chosen)
+    prepared = await prepare(
+        ws, argv, cwd=cwd, env=env, limits=chosen, review=review, record=record
+    )
     try:
+        prepared.start_egress()
         try:
             outcome = await spawn(
                 prepared.args, data, timeout, chosen, prepared.fds, prepared.written

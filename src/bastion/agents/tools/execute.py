@@ -7,6 +7,12 @@ operator action: ``*`` in a rule does not grant it). What a command changes come
 the guard as the principal; the output says which paths came back and which were refused, and
 why. A background process is its starter's only: another principal's call by its id answers
 "not found".
+
+Approval judges a command by its effects (``docs/sandbox.md``): the session's
+:class:`~bastion.agents.tools.Approval` is asked before a command runs in a folder its path
+rules reach (or before every command, when it names ``execute``), and again for each changed
+path its rules protect, before that change is written back; a refused change stays out and is
+reported under ``refused``. Input sent to a background process is audited (``send``).
 """
 
 from __future__ import annotations
@@ -17,10 +23,12 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Field
 
 from bastion.agents.tools.outputs import fit_text, ok
-from bastion.agents.tools.session import ToolSession
+from bastion.agents.tools.session import ApprovalDeniedError, ApprovalRequest, ToolSession
 from bastion.agents.tools.spec import Capability, Output, Tool, tool
 from bastion.core.errors import OperationError
+from bastion.core.paths import VPath
 from bastion.sandbox import RunResult
+from bastion.sandbox.approval import Effect, Review
 from bastion.sandbox.background import ProcessInfo
 
 __all__ = [
@@ -88,9 +96,15 @@ async def execute(
 ) -> Output:
     """Run a command in a sandbox over the files you may read; files it writes come back as
     your changes. Returns exit_code, stdout, stderr, changed and refused paths."""
+    review = change_review(s, {"command": command, "cwd": cwd})
     if background:
         info = await s.workspace.start_process(
-            command, cwd=cwd, stdin=stdin, timeout=timeout or BACKGROUND_TIMEOUT
+            command,
+            cwd=cwd,
+            stdin=stdin,
+            timeout=timeout or BACKGROUND_TIMEOUT,
+            limits=s.run_limits,
+            review=review,
         )
         return ok(**process_fields(info))
     timeout = timeout or FOREGROUND_TIMEOUT
@@ -98,7 +112,9 @@ async def execute(
         raise OperationError(
             f"timeout over {MAX_TIMEOUT} s; start a longer command with background=true"
         )
-    result = await s.workspace.run(command, cwd=cwd, stdin=stdin, timeout=timeout)
+    result = await s.workspace.run(
+        command, cwd=cwd, stdin=stdin, timeout=timeout, limits=s.run_limits, review=review
+    )
     return ok(**result_fields(result, s))
 
 
@@ -146,6 +162,33 @@ async def process(
     if action == "kill":
         return ok(**process_fields(await ws.kill_process(process_id)))
     return ok(**process_fields(await ws.write_back(process_id)))
+
+
+def change_review(s: ToolSession, arguments: dict[str, Any]) -> Review | None:
+    """The reviewer of a command's changes: each path the session's approval protects is
+    asked about (:class:`~bastion.agents.tools.ApprovalRequest` with ``change`` set) before
+    it is written back; a refusal keeps it out. ``None`` when no path rule is set."""
+    approval = s.approval
+    if approval is None or not approval.paths:
+        return None
+    principal = s.principal
+
+    async def review(effect: Effect) -> str | None:
+        if not approval.protects(VPath.parse(effect.path)):
+            return None
+        request = ApprovalRequest(
+            execute.name, dict(arguments), (effect.path,), principal, change=effect.kind
+        )
+        try:
+            await approval.ask(request)
+        except ApprovalDeniedError:
+            return (
+                f"not written back: this {effect.kind} of a protected path was not approved; "
+                "ask the user"
+            )
+        return None
+
+    return review
 
 
 def process_fields(info: ProcessInfo) -> dict[str, Any]:
