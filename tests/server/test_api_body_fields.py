@@ -59,9 +59,7 @@ def test_another_endpoints_field_is_refused_and_nothing_happens(
 
 def test_a_misspelt_query_parameter_is_refused(client: httpx.Client, token: Token) -> None:
     h = auth(token("raj"))
-    r = client.get(
-        "/v1/files/grep", params={"pattern": "kestrel", "ignorecase": "true"}, headers=h
-    )
+    r = client.get("/v1/files/grep", params={"pattern": "kestrel", "ignorecase": "true"}, headers=h)
     assert r.status_code == 400 and r.json()["error"]["code"] == "unknown_field"
     assert "ignore_case" in r.json()["error"]["message"]
     # an object belongs in the body: GET /v1/search takes no filter

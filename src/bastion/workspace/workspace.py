@@ -354,7 +354,8 @@ class Workspace:
 
         ``mode`` is ``bm25``, ``vector`` or ``hybrid`` (a keyword-only index offers ``bm25``
         only; by default hybrid where the index offers it, else bm25:
-        :func:`bastion.workspace.operations.search_mode`); ``path`` limits the search to a directory; ``filter`` takes ``tags``,
+        :func:`bastion.workspace.operations.search_mode`); ``path`` limits the search to a
+        directory; ``filter`` takes ``tags``,
         ``section``, ``date_from``, ``date_to``, ``doc_ids`` and ``classifications``;
         ``min_score`` drops weaker hits (scores are on the mode's own scale); ``related=True``
         adds, flagged, the documents one relation away from the hits.

@@ -58,11 +58,11 @@ class Entry(Result):
 
 
 class StatParams(Params):
-    path: str = Field(min_length=1, description=_PATH)
+    path: str = Field(description=_PATH)
 
 
 class ReadParams(Params):
-    path: str = Field(min_length=1, description=_PATH)
+    path: str = Field(description=_PATH)
     offset: int = Field(0, ge=0, description="Lines to skip")
     limit: int | None = Field(None, ge=1, le=5000, description="Most lines to return")
     start: int | None = Field(None, ge=0, description="bytes: first byte")
@@ -77,7 +77,7 @@ class ReadResult(Result):
 
 
 class ListParams(Params):
-    path: str = Field("/", min_length=1, description="Directory to list")
+    path: str = Field("/", description="Directory to list")
     recursive: bool = Field(False, description="The whole tree below it")
     depth: int | None = Field(None, ge=1, le=64, description="Levels to show")
 
@@ -89,7 +89,7 @@ class ListResult(Result):
 
 class GlobParams(Params):
     pattern: str = Field(min_length=1, description="Glob, e.g. **/*.md")
-    path: str = Field("/", min_length=1, description=_DIR)
+    path: str = Field("/", description=_DIR)
     limit: int | None = Field(None, ge=1, le=MAX_ENTRIES, description="Most entries")
 
 
@@ -99,7 +99,7 @@ class GlobResult(Result):
 
 class GrepParams(Params):
     pattern: str = Field(min_length=1, description="Text to find (a regex with regex=true)")
-    path: str = Field("/", min_length=1, description="File or directory to search")
+    path: str = Field("/", description="File or directory to search")
     regex: bool = Field(False, description="Pattern is an RE2 regular expression")
     ignore_case: bool = Field(False, description="Match upper and lower case alike")
     context: int = Field(0, ge=0, le=20, description="Lines around each match")
@@ -127,7 +127,7 @@ class GrepResult(Result):
 
 
 class WriteParams(Params):
-    path: str = Field(min_length=1, description=_PATH)
+    path: str = Field(description=_PATH)
     content: str = Field(description="The whole new content")
     mode: Literal["overwrite", "create", "append"] = Field(
         "overwrite", description="create refuses an existing file"
@@ -138,7 +138,7 @@ class WriteParams(Params):
 
 
 class EditParams(Params):
-    path: str = Field(min_length=1, description=_PATH)
+    path: str = Field(description=_PATH)
     old: str = Field(min_length=1, description="Exact text to replace")
     new: str = Field(description="Replacement text")
     replace_all: bool = Field(False, description="Replace every occurrence")
@@ -152,13 +152,13 @@ class EditResult(Result):
 
 
 class TransferParams(Params):
-    src: str = Field(min_length=1, description="Path to move or copy")
-    dst: str = Field(min_length=1, description="New path")
+    src: str = Field(description="Path to move or copy")
+    dst: str = Field(description="New path")
     overwrite: bool = Field(False, description="Replace an existing file")
 
 
 class DeleteParams(Params):
-    path: str = Field(min_length=1, description=_PATH)
+    path: str = Field(description=_PATH)
     recursive: bool = Field(False, description="Delete a directory and its content")
 
 
@@ -168,7 +168,7 @@ class DeleteResult(Result):
 
 
 class MkdirParams(Params):
-    path: str = Field(min_length=1, description=_PATH)
+    path: str = Field(description=_PATH)
     parents: bool = Field(True, description="Create missing parents")
     exist_ok: bool = Field(True, description="An existing directory is no error")
 

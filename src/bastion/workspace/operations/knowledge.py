@@ -37,7 +37,7 @@ class SearchParams(Params):
     query: str = Field(min_length=1, description="What to look for")
     mode: SearchModeName | None = Field(None, description=_MODE)
     k: int = Field(10, ge=1, le=MAX_K, description="Most results")
-    path: str = Field("/", min_length=1, description=_UNDER)
+    path: str = Field("/", description=_UNDER)
     filter: dict[str, Any] | None = Field(None, description=_FILTER)
     related: bool = Field(False, description="Add documents linked from the hits")
 
@@ -62,7 +62,7 @@ class AskParams(Params):
     question: str = Field(min_length=1, max_length=MAX_QUESTION, description="The question")
     k: int = Field(8, ge=1, le=MAX_K, description="Chunks to retrieve")
     mode: SearchModeName | None = Field(None, description=_MODE)
-    path: str = Field("/", min_length=1, description="Only documents under this directory")
+    path: str = Field("/", description="Only documents under this directory")
     filter: dict[str, Any] | None = Field(None, description=_FILTER)
     budget_tokens: int = Field(2048, ge=16, le=32768, description="Tokens of context at most")
 
@@ -88,7 +88,7 @@ class AskResult(Result):
 
 
 class IngestParams(Params):
-    path: str = Field(min_length=1, description="The folder to upload into")
+    path: str = Field(description="The folder to upload into")
     overwrite: bool = Field(False, description="Replace existing files")
 
 

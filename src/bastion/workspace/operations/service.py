@@ -27,14 +27,14 @@ MAX_STDIN = 100_000
 
 class RunParams(Params):
     command: str | list[str] = Field(description="Shell line (sh -c), or program and arguments")
-    cwd: str = Field("/", min_length=1, description="Working directory, e.g. /scratch")
+    cwd: str = Field("/", description="Working directory, e.g. /scratch")
     stdin: str | None = Field(None, max_length=MAX_STDIN, description="Text sent to input")
     timeout: float = Field(30.0, gt=0, le=300, description="Seconds before it is killed")
 
 
 class StartParams(Params):
     command: str | list[str] = Field(description="Shell line (sh -c), or program and arguments")
-    cwd: str = Field("/", min_length=1, description="Working directory, e.g. /scratch")
+    cwd: str = Field("/", description="Working directory, e.g. /scratch")
     stdin: str | None = Field(None, max_length=MAX_STDIN, description="Text sent to input")
     timeout: float = Field(600.0, gt=0, le=3600, description="Seconds before it is killed")
 
