@@ -85,16 +85,14 @@ def _statuses(e: Endpoint) -> list[int]:
 
 def _operation(e: Endpoint, schemas: _Schemas) -> dict[str, Any]:
     op = e.operation
-    answer = {
-        "description": "OK",
-        "content": {"application/json": {"schema": schemas.of(op.result, "serialization")}},
+    content: dict[str, Any] = {
+        "application/json": {"schema": schemas.of(op.result, "serialization")}
     }
     if e.path == "/v1/files/read":
-        answer["content"]["application/octet-stream"] = {
-            "schema": {"type": "string", "format": "binary"}
-        }
+        content["application/octet-stream"] = {"schema": {"type": "string", "format": "binary"}}
     if op.name == "ask":
-        answer["content"]["text/event-stream"] = {"schema": {"type": "string"}}
+        content["text/event-stream"] = {"schema": {"type": "string"}}
+    answer = {"description": "OK", "content": content}
     doc: dict[str, Any] = {
         "operationId": f"{op.name}_{e.method.lower()}",
         "summary": op.summary,

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from bastion.core.paths import VPath
 from bastion.core.text import RELEVANCE_FLOOR
-from bastion.workspace.operations import search_mode
+from bastion.workspace.modes import search_mode
 from bastion.workspace.routing import parse_in
 from bastion.workspace.searching import Searching
 

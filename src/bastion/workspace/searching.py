@@ -13,7 +13,7 @@ from bastion.core.models import Action
 from bastion.core.operation import Operation
 from bastion.core.paths import VPath
 from bastion.workspace.hitcheck import SearchView
-from bastion.workspace.operations import search_mode
+from bastion.workspace.modes import search_mode
 from bastion.workspace.routing import Router, parse_in
 
 if TYPE_CHECKING:

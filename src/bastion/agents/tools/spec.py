@@ -328,9 +328,9 @@ def _derived(
             "in presets"
         )
     about = _description(hint) or declared.description
-    annotation = declared.annotation
+    annotation: Any = declared.annotation
     if declared.metadata:
-        annotation = Annotated[(annotation, *declared.metadata)]  # type: ignore[valid-type]
+        annotation = Annotated[(annotation, *declared.metadata)]
     return annotation, Field(default, description=about)
 
 

@@ -10,14 +10,15 @@ from it or checked against it (``tests/unit/test_operations.py``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.fields import FieldInfo
 
 from bastion.core.errors import BastionError
+from bastion.workspace.modes import MODES, SearchModeName, search_mode
 
 __all__ = [
     "DECLARED",
@@ -28,19 +29,6 @@ __all__ = [
     "SearchModeName",
     "search_mode",
 ]
-
-SearchModeName = Literal["bm25", "vector", "hybrid"]
-MODES: tuple[str, ...] = ("bm25", "vector", "hybrid")
-"""Every search mode, in the order the index offers them."""
-
-
-def search_mode(asked: str | None, offered: Sequence[str]) -> str:
-    """The search mode of a call: ``asked`` when given, else ``hybrid`` where the index offers
-    it, else ``bm25`` (a keyword-only index). The one place the default is chosen: the
-    workspace, the HTTP API, the agent tools and the CLI all pass ``None`` for "the default"."""
-    if asked is not None:
-        return asked
-    return "hybrid" if "hybrid" in offered else "bm25"
 
 
 class _Declared:
