@@ -137,3 +137,18 @@ def test_a_long_or_odd_field_name_is_cut_and_quoted_in_one_line(
     )
     message = r.json()["error"]["message"]
     assert r.status_code == 400 and "\n" not in message and "z" * 100 not in message
+
+
+def test_an_upload_under_another_name_is_refused_not_ignored(
+    client: httpx.Client, token: Token
+) -> None:
+    r = client.post(
+        "/v1/ingest",
+        data={"path": "/docs/w"},
+        files={"file": ("a.md", b"a"), "files": ("b.md", b"b")},
+        headers=auth(token("raj")),
+    )
+    assert r.status_code == 400 and r.json()["error"]["code"] == "unknown_field"
+    assert "'files'" in r.json()["error"]["message"]
+    gone = client.get("/v1/files/stat", params={"path": "/docs/w/a.md"}, headers=auth(token()))
+    assert gone.status_code == 404

@@ -131,7 +131,7 @@ async def ingest(request: Request, _: None) -> Response:
     and indexed before the response (the write updates the index)."""
     ws = state_of(request).view(request)
     async with request.form(max_files=_MAX_UPLOAD_FILES, max_fields=10) as form:
-        fields = {k: v for k, v in form.items() if k != "file" and isinstance(v, str)}
+        fields = {k: v for k, v in form.items() if k != "file"}  # a file elsewhere: refused
         args = parse_args(IngestParams, fields, "form")
         base = ws.parse_path(args.path, operation="ingest")
         overwrite = args.overwrite
