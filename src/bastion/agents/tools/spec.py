@@ -371,6 +371,8 @@ def _argument_error(name: str, exc: ValidationError) -> str:
         message = error["msg"]
         if error["type"] == "extra_forbidden":
             message = "unknown argument"
+        elif error["type"] == "string_unicode":  # a bounded string is checked as UTF-8 first
+            message = "holds a lone surrogate (half a UTF-16 pair, not text); send text"
         problems.append(f"{where}: {message}")
     text = f"invalid arguments for {name}: " + "; ".join(problems) + "; fix them and call again"
     text = " ".join(text.split())
