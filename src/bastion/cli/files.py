@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from bastion.cli.common import common_options, options, resolve_principal, settings
+from bastion.cli.declared import declared_option
 from bastion.cli.output import emit, note
 from bastion.cli.session import Session, open_session
 
@@ -77,7 +78,7 @@ def _long(e: FileInfo) -> str:
 
 @click.command("tree")
 @click.argument("path", default="/")
-@click.option("--depth", type=click.IntRange(1), default=None, help="Levels to show (default all).")
+@declared_option("list", "depth", "--depth", help="Levels to show (default all).")
 @common_options()
 def tree_command(path: str, depth: int | None) -> None:
     """Show the folder PATH (default /) and everything below it that you may see."""
@@ -187,8 +188,8 @@ def cat_command(path: str, line_range: str | None, byte_range: str | None) -> No
 @click.argument("source", type=click.File("rb"), default="-")
 @click.option("--create", is_flag=True, help="Refuse to replace an existing file.")
 @click.option("--append", is_flag=True, help="Add to the end of the file.")
-@click.option("--if-version", default=None, help="Refuse unless the file is at this version.")
-@click.option("--backup", is_flag=True, help="Keep the previous content as PATH.bak.")
+@declared_option("write", "if_version", "--if-version")
+@declared_option("write", "backup", "--backup", help="Keep the previous content as PATH.bak.")
 @click.option("--no-parents", is_flag=True, help="Refuse when the folder does not exist.")
 @common_options()
 def put_command(
@@ -214,7 +215,9 @@ def put_command(
 
 @click.command("rm")
 @click.argument("path")
-@click.option("-r", "--recursive", is_flag=True, help="Delete a folder and everything in it.")
+@declared_option(
+    "delete", "recursive", "-r", "--recursive", help="Delete a folder and everything in it."
+)
 @common_options()
 def rm_command(path: str, recursive: bool) -> None:
     """Delete the file PATH (a folder with -r)."""
@@ -227,7 +230,13 @@ def _transfer(name: str, verb: str) -> click.Command:
     @click.command(name)
     @click.argument("source")
     @click.argument("target")
-    @click.option("-f", "--overwrite", is_flag=True, help="Replace an existing target file.")
+    @declared_option(
+        "move" if name == "mv" else "copy",
+        "overwrite",
+        "-f",
+        "--overwrite",
+        help="Replace an existing target file.",
+    )
     @common_options()
     def command(source: str, target: str, overwrite: bool) -> None:
         with _session() as session:
@@ -252,11 +261,11 @@ cp_command = _transfer("cp", "copied")
 @click.command("grep")
 @click.argument("pattern")
 @click.argument("path", default="/")
-@click.option("-E", "--regex", is_flag=True, help="PATTERN is an RE2 regular expression.")
-@click.option("-i", "--ignore-case", is_flag=True)
-@click.option("-C", "--context", type=click.IntRange(0, 20), default=0, help="Lines around.")
-@click.option("--glob", "name_glob", default=None, help="Only files matching this glob.")
-@click.option("--max", "max_total", type=click.IntRange(1), default=1000, show_default=True)
+@declared_option("grep", "regex", "-E", "--regex", help="PATTERN is an RE2 regular expression.")
+@declared_option("grep", "ignore_case", "-i", "--ignore-case")
+@declared_option("grep", "context", "-C", "--context")
+@declared_option("grep", "glob", "--glob", "name_glob", help="Only files matching this glob.")
+@declared_option("grep", "max_total", "--max", "max_total")
 @common_options()
 def grep_command(
     pattern: str,
@@ -284,8 +293,8 @@ def grep_command(
 
 @click.command("glob")
 @click.argument("pattern")
-@click.option("--path", default="/", show_default=True, help="Where a relative PATTERN starts.")
-@click.option("--limit", type=click.IntRange(1), default=None, help="At most this many entries.")
+@declared_option("glob", "path", "--path", help="Where a relative PATTERN starts.")
+@declared_option("glob", "limit", "--limit", help="At most this many entries.")
 @common_options()
 def glob_command(pattern: str, path: str, limit: int | None) -> None:
     """Entries matching the glob PATTERN (**/*.md) that you may see."""

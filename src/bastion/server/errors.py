@@ -40,7 +40,14 @@ from bastion.core.errors import (
 )
 from bastion.governance.errors import AuthenticationError
 
-__all__ = ["ApiError", "BodyTooLargeError", "describe", "error_response", "status_of"]
+__all__ = [
+    "ApiError",
+    "BodyTooLargeError",
+    "describe",
+    "error_response",
+    "status_for",
+    "status_of",
+]
 
 log = logging.getLogger("bastion.server")
 
@@ -87,6 +94,13 @@ class BodyTooLargeError(ApiError):
         super().__init__(
             413, "body_too_large", f"request body is over the {limit}-byte limit; send less"
         )
+
+
+def status_for(cls: type[BaseException]) -> int:
+    """The HTTP status of an error class (what :func:`status_of` gives its instances)."""
+    if issubclass(cls, BastionError):
+        return next((status for known, status in _STATUS if issubclass(cls, known)), 400)
+    return 500
 
 
 def status_of(exc: BaseException) -> tuple[int, str]:

@@ -344,7 +344,7 @@ class Workspace:
         self,
         query: str,
         *,
-        mode: str = "hybrid",
+        mode: str | None = None,
         k: int = 10,
         min_score: float | None = None,
         filter: Mapping[str, Any] | None = None,
@@ -354,7 +354,9 @@ class Workspace:
         """The ``k`` best chunks for ``query`` that this principal may read.
 
         ``mode`` is ``bm25``, ``vector`` or ``hybrid`` (a keyword-only index offers ``bm25``
-        only); ``path`` limits the search to a directory; ``filter`` takes ``tags``,
+        only; by default hybrid where the index offers it, else bm25:
+        :func:`bastion.workspace.operations.search_mode`); ``path`` limits the search to a
+        directory; ``filter`` takes ``tags``,
         ``section``, ``date_from``, ``date_to``, ``doc_ids`` and ``classifications``;
         ``min_score`` drops weaker hits (scores are on the mode's own scale); ``related=True``
         adds, flagged, the documents one relation away from the hits.
@@ -402,7 +404,7 @@ class Workspace:
         question: str,
         *,
         k: int = 8,
-        mode: str = "hybrid",
+        mode: str | None = None,
         budget_tokens: int = 2048,
         reranker: Reranker | None = None,
         chat: ChatModel | None = None,

@@ -30,6 +30,7 @@ from bastion.core.paths import VPath
 from bastion.sandbox import RunResult
 from bastion.sandbox.approval import Effect, Review
 from bastion.sandbox.background import ProcessInfo
+from bastion.workspace.operations import DECLARED, MAX_STDIN, operation
 
 __all__ = [
     "EXECUTE_TOOLS",
@@ -40,15 +41,14 @@ __all__ = [
     "process",
 ]
 
-MAX_TIMEOUT = 300
-"""Most seconds one call may run (the wall limit the model may ask for)."""
-MAX_BACKGROUND_TIMEOUT = 3600
-"""Most seconds a background process may live."""
-FOREGROUND_TIMEOUT = 30
-BACKGROUND_TIMEOUT = 600
-"""The timeouts when the model gives none."""
-MAX_STDIN = 100_000
-"""Most characters of ``stdin``."""
+_RUN, _START = operation("run"), operation("start_process")
+MAX_TIMEOUT = int(_RUN.bounds("timeout")[1] or 0)
+"""Most seconds one call may run (the wall limit the model may ask for): ``run``'s."""
+MAX_BACKGROUND_TIMEOUT = int(_START.bounds("timeout")[1] or 0)
+"""Most seconds a background process may live: ``start_process``'s."""
+FOREGROUND_TIMEOUT = int(_RUN.default("timeout"))
+BACKGROUND_TIMEOUT = int(_START.default("timeout"))
+"""The timeouts when the model gives none: the declared defaults."""
 _MAX_COMMAND = 100_000
 _MAX_WORDS = 1_000
 
@@ -69,7 +69,13 @@ def _command(command: str | list[str]) -> str | list[str]:
     return command
 
 
-@tool(needs={Capability.EXECUTE}, changes=True, paths=("cwd",), command="command")
+@tool(
+    needs={Capability.EXECUTE},
+    changes=True,
+    paths=("cwd",),
+    command="command",
+    derive={"cwd": "run.cwd", "stdin": "run.stdin"},
+)
 async def execute(
     s: ToolSession,
     command: Annotated[
@@ -77,7 +83,7 @@ async def execute(
         Field(description="Shell line (run by sh -c), or program and arguments"),
         AfterValidator(_command),
     ],
-    cwd: Annotated[str, Field(description="Working directory, e.g. /scratch")] = "/",
+    cwd: str = DECLARED,
     timeout: Annotated[
         int | None,
         Field(
@@ -87,9 +93,7 @@ async def execute(
             "at most 300 unless background",
         ),
     ] = None,
-    stdin: Annotated[
-        str | None, Field(max_length=MAX_STDIN, description="Text sent to input")
-    ] = None,
+    stdin: str | None = DECLARED,
     background: Annotated[
         bool, Field(description="Start it and return its id at once; see the process tool")
     ] = False,
