@@ -18,6 +18,7 @@ from bastion.governance.answer.text import number_markers
 from bastion.server.errors import ApiError, describe, status_of
 from bastion.server.handlers import api, body_json, flag, integer, ok, required, text
 from bastion.server.state import ServerState, state_of
+from bastion.server.uploads import read_upload
 
 __all__ = ["routes"]
 
@@ -147,7 +148,9 @@ async def ingest(request: Request) -> Response:
     """Files of a multipart form into the folder ``path``: each written through the guard,
     and indexed before the response (the write updates the index)."""
     ws = state_of(request).view(request)
-    async with request.form(max_files=_MAX_UPLOAD_FILES, max_fields=10) as form:
+    async with read_upload(
+        request, fields=("path", "overwrite"), max_files=_MAX_UPLOAD_FILES
+    ) as form:
         folder = form.get("path")
         if not isinstance(folder, str) or not folder:
             raise ApiError(400, "missing_field", "'path' (the folder to upload into) is required")
