@@ -29,7 +29,7 @@ async def lifespan(app: ASGIApp) -> AsyncIterator[None]:
     to_app, app_inbox = anyio.create_memory_object_stream[Message](4)
     to_test, test_inbox = anyio.create_memory_object_stream[Message](4)
     scope = {"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}
-    async with anyio.create_task_group() as group:
+    async with to_app, app_inbox, to_test, test_inbox, anyio.create_task_group() as group:
         group.start_soon(app, scope, app_inbox.receive, to_test.send)
         await to_app.send({"type": "lifespan.startup"})
         started = await test_inbox.receive()

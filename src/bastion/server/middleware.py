@@ -175,6 +175,14 @@ def _header(scope: Scope, name: bytes) -> bytes | None:
     return next((v for k, v in scope.get("headers", []) if k.lower() == name), None)
 
 
+def _wants_json(scope: Scope, body: bytes) -> bool:
+    """A body for the API is JSON; so is every POST to ``/mcp`` (its transport answers any
+    other with a line of plain text)."""
+    if scope["path"] == "/mcp":
+        return bool(scope["method"] == "POST")
+    return bool(body) and scope["path"].startswith("/v1/")
+
+
 def _is_json(content_type: bytes | None) -> bool:
     media, *params = (content_type or b"").decode("latin-1").lower().split(";")
     charset = [p.split("=", 1)[1].strip(' "') for p in params if p.strip().startswith("charset=")]
@@ -225,11 +233,7 @@ class BodyLimit:
             if not message.get("more_body", False):
                 break
         body = b"".join(chunks)
-        if (
-            body
-            and scope["path"].startswith("/v1/")
-            and not _is_json(_header(scope, b"content-type"))
-        ):
+        if _wants_json(scope, body) and not _is_json(_header(scope, b"content-type")):
             problem = _refuse(
                 415,
                 "unsupported_media_type",
