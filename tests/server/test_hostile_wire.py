@@ -2,7 +2,7 @@
 what no HTTP client library would send. Each answer is a 4xx of one line, never a 5xx.
 
 A request uvicorn itself cannot parse (a NUL or a raw non-ASCII byte in the request line,
-a Content-Length that is not a number) is refused by uvicorn with its own plain-text line
+two Host headers, a Content-Length that is not a number) is refused by uvicorn with its own plain-text line
 (``Invalid HTTP request received.``) before the app runs; everything that reaches the app
 is answered in JSON. Bodies stay under 64 KiB, what uvicorn reads ahead of the app, so the
 connection ends cleanly after a refusal that leaves the body unread."""
@@ -97,7 +97,8 @@ CASES: dict[str, tuple[str, bytes, tuple[bytes, ...], bytes, int, str | None]] =
     "a Content-Length that is not a number": (
         "POST", b"/v1/files/write", (b"Content-Type: application/json", b"Content-Length: 1x"), b"{}", 400, None,
     ),
-    "a header of 20 KiB": ("GET", b"/v1/me", (b"X-Pad: " + b"p" * 20_000,), b"", 431, None),
+    "150 headers": ("GET", b"/v1/me", tuple(b"X-H%d: v" % i for i in range(150)), b"", 431, "headers_too_large"),
+    "two Host headers": ("GET", b"/v1/me", (b"Host: evil.example",), b"", 400, None),
     "a foreign origin": ("GET", b"/v1/me", (b"Origin: http://evil.example",), b"", 403, "forbidden_origin"),
     "a chunked JSON body over the limit": (
         "POST", b"/v1/files/write", (b"Content-Type: application/json", b"Transfer-Encoding: chunked"),
