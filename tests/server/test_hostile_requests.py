@@ -199,6 +199,8 @@ CASES: dict[str, tuple[str, str, bytes, list[tuple[bytes, bytes]], list[bytes], 
     "Content-Length over the limit": (
         "POST", "/v1/files/write", b"", [JSON, (b"content-length", b"99999999999")], [], 413, "body_too_large",
     ),
+    "a method no endpoint takes": ("BREW", "/v1/files", b"", [], [], 405, "method_not_allowed"),
+    "TRACE on the page": ("TRACE", "/", b"", [], [], 405, "method_not_allowed"),
     "two Content-Type headers": (
         "POST", "/v1/files/write", b"", [JSON, (b"content-type", b"text/plain")], [b"{}"], 400, "bad_header",
     ),
@@ -231,6 +233,24 @@ def test_each_malformed_request_has_its_one_answer(served: Served, name: str) ->
     reply = served.call(method, path, query=query, headers=headers, chunks=chunks)
     assert_answered(reply, served)
     assert (reply.status, reply.json()["error"]["code"]) == (status, code), reply.body[:200]
+
+
+@pytest.mark.parametrize(
+    "range_",
+    [
+        b"bytes=abc",
+        b"bytes=5-1",
+        b"bytes=999999-",
+        b"bytes=" + b",".join(b"%d-%d" % (i, i) for i in range(500)),
+    ],
+)
+@pytest.mark.parametrize("path", ["/", "/static/app.js"])
+def test_a_range_on_the_page_is_ignored(served: Served, path: str, range_: bytes) -> None:
+    """The page and its files come back whole: Starlette answered a malformed Range with
+    plain text, and nothing here needs ranges (file bytes are read with start/end)."""
+    reply = served.call("GET", path, headers=[(b"range", range_), (b"if-range", b"\xff")])
+    assert reply.status == 200 and len(reply.body) > 1000
+    assert_answered(reply, served)
 
 
 @pytest.mark.parametrize("name", sorted(UNSIGNED))

@@ -69,6 +69,7 @@ _SINGLE = (b"authorization", b"content-type", b"content-length")
 """Headers a request may carry once: two ``Authorization`` headers would leave the choice of
 principal to whichever part reads first."""
 
+_IGNORED = (b"range", b"if-range")
 _URL_TEXT = re.compile(rb"[\x21-\x7e]*")
 _BAD_ESCAPE = re.compile(rb"%(?![0-9A-Fa-f]{2})")
 _HEADER_VALUE = re.compile(rb"[\t\x20-\x7e\x80-\xff]*")
@@ -153,21 +154,30 @@ def header_problem(headers: list[tuple[bytes, bytes]]) -> ApiError | None:
 
 class RequestShape:
     """Refuses a URL path, query string or header set that is malformed (``400``), too long
-    (``414``) or too large (``431``), before any handler parses it."""
+    (``414``) or too large (``431``), before any handler parses it.
+
+    ``Range`` is dropped: the page and its static files are small and come back whole (a
+    server may ignore ``Range``, RFC 9110), where Starlette's file responses answered a
+    malformed one with a line of plain text. Byte ranges of workspace files are asked for
+    with ``start``/``end``."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
+            headers = list(scope.get("headers", []))
             problem = (
                 path_problem(scope)
                 or query_problem(scope.get("query_string", b""))
-                or header_problem(list(scope.get("headers", [])))
+                or header_problem(headers)
             )
             if problem is not None:
                 await error_response(problem)(scope, receive, send)
                 return
+            kept = [(k, v) for k, v in headers if k.lower() not in _IGNORED]
+            if len(kept) != len(headers):
+                scope = {**scope, "headers": kept}
         await self.app(scope, receive, send)
 
 
