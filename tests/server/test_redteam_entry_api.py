@@ -34,7 +34,8 @@ def test_a_body_that_is_not_a_json_object_is_a_400_never_a_500(
 ) -> None:
     """Class: malformed bodies. A body nested deeper than the parser's stack raised
     RecursionError, answered as a 500 (gap, fixed in ``body_json``)."""
-    r = client.post(url, content=body, headers=auth(token()))
+    json_type = {"Content-Type": "application/json"}
+    r = client.post(url, content=body, headers=auth(token()) | json_type)
     assert r.status_code == 400, r.text
     assert r.json()["error"]["code"] == "bad_json"
 

@@ -23,6 +23,7 @@ from bastion.workspace.operations.knowledge import (
     RepairParams,
     SearchParams,
 )
+from bastion.server.uploads import read_upload
 
 __all__ = ["ENDPOINTS", "routes"]
 
@@ -130,8 +131,10 @@ async def ingest(request: Request, _: None) -> Response:
     """Files of a multipart form into the folder ``path``: each written through the guard,
     and indexed before the response (the write updates the index)."""
     ws = state_of(request).view(request)
-    async with request.form(max_files=_MAX_UPLOAD_FILES, max_fields=10) as form:
-        fields = {k: v for k, v in form.items() if k != "file"}  # a file elsewhere: refused
+    async with read_upload(
+        request, fields=tuple(IngestParams.model_fields), max_files=_MAX_UPLOAD_FILES
+    ) as form:
+        fields = {k: v for k, v in form.items() if k != "file"}
         args = parse_args(IngestParams, fields, "form")
         base = ws.parse_path(args.path, operation="ingest")
         overwrite = args.overwrite
