@@ -17,13 +17,13 @@ from bastion.governance.answer.text import number_markers
 from bastion.server.errors import ApiError, describe, status_of
 from bastion.server.handlers import Endpoint, endpoint, ok, parse_args
 from bastion.server.state import ServerState, state_of
+from bastion.server.uploads import read_upload
 from bastion.workspace.operations.knowledge import (
     AskParams,
     IngestParams,
     RepairParams,
     SearchParams,
 )
-from bastion.server.uploads import read_upload
 
 __all__ = ["ENDPOINTS", "routes"]
 

@@ -109,14 +109,19 @@ class _Form:
         if kind != b"form-data" or b"name" not in options:
             raise _bad('each part needs Content-Disposition: form-data; name="..."')
         self.name = _text(options[b"name"], "a part's name")
+        if self.name != self.file_field and self.name not in self.fields:
+            known = ", ".join(sorted({*self.fields, self.file_field}))
+            raise ApiError(
+                400,
+                "unknown_field",
+                f"unknown field {self.name[:64]!r} in the form; check its spelling "
+                f"(fields: {known})",
+            )
         if b"filename" in options:
             self._open_file(options[b"filename"])
             return
         if self.name == self.file_field:
             raise ApiError(400, "bad_field", f"the {self.file_field!r} part must be a file")
-        if self.name not in self.fields:
-            known = ", ".join(sorted({*self.fields, self.file_field}))
-            raise ApiError(400, "unknown_field", f"unknown form field; the form takes {known}")
         if any(name == self.name for name, _ in self.items):
             raise ApiError(400, "bad_field", "a form field is given twice; give it once")
         self.value = bytearray()
