@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import json
 import os
 import resource
 import shutil
@@ -29,6 +30,7 @@ __all__ = [
     "NETWORK_NAMES",
     "SYSTEM_NAMES",
     "Outcome",
+    "Tree",
     "bwrap_binary",
     "command_line",
     "exit_status",
@@ -36,7 +38,6 @@ __all__ = [
     "sandbox_ids",
     "spawn",
     "start_background",
-    "wait_gone",
 ]
 
 SYSTEM_NAMES = frozenset({"usr", "bin", "sbin", "lib", "lib32", "lib64", "proc", "dev", "tmp"})
@@ -61,6 +62,10 @@ _ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp
 _CHUNK = 65536
 _DRAIN_SECONDS = 5.0
 _POLL_SECONDS = 0.25
+_REAP_SECONDS = 5.0
+"""How long bubblewrap gets to exit by itself after its namespace's init is killed."""
+_ARG_ROOM = 64 * 1024
+"""Room kept under ``ARG_MAX`` for what the kernel adds (the program's path, auxv)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +95,7 @@ def bwrap_binary() -> str:
     path = _find()
     ids = sandbox_ids()
     probe = [path, *_isolation(), "--ro-bind", "/usr", "/usr", *_system_links()]
-    probe += ["--size", "1048576", "--tmpfs", "/tmp"]  # noqa: S108 (a sized /tmp)
+    probe += _scratch(1024 * 1024)
     seccomp = filter_fd()
     if seccomp is not None:  # the filter loads too, or nothing runs
         probe += ["--seccomp", str(seccomp)]
@@ -167,6 +172,19 @@ def _system_links() -> list[str]:
     return args
 
 
+def _scratch(tmp_bytes: int) -> list[str]:
+    """``/proc``, a minimal ``/dev`` made read-only (bubblewrap's is an unsized tmpfs in the
+    host's memory), and one tmpfs of ``tmp_bytes`` at ``/dev/shm`` with ``/tmp`` a link to it:
+    POSIX shared memory and temporary files share one size, and a file deleted while open
+    still counts against it until it is closed."""
+    shm = "/dev/shm"  # noqa: S108 (the sandbox's own, sized)
+    tmp = "/tmp"  # noqa: S108 (a link to it)
+    return [
+        *("--proc", "/proc", "--dev", "/dev", "--size", str(tmp_bytes), "--tmpfs", shm),
+        *("--remount-ro", "/dev", "--symlink", shm, tmp),
+    ]
+
+
 def command_line(
     binary: str,
     view: Path,
@@ -191,18 +209,46 @@ def command_line(
             args += ["--ro-bind-fd", str(bound[prefix]), prefix]
         else:
             args += ["--ro-bind", str(view / prefix.lstrip("/")), prefix]
-    args += ["--ro-bind", "/usr", "/usr", *_system_links()]
-    args += ["--proc", "/proc", "--dev", "/dev", "--size", str(tmp_bytes)]
-    args += ["--tmpfs", "/tmp", "--clearenv"]  # noqa: S108
+    args += ["--ro-bind", "/usr", "/usr", *_system_links(), *_scratch(tmp_bytes), "--clearenv"]
     if network:
         args += ["--tmpfs", "/etc"]
         for name in NETWORK_FILES:
             args += ["--ro-bind-try", name, name]
+        args += ["--remount-ro", "/etc"]  # an unsized tmpfs: nothing may be written there
     if seccomp is not None:
         args += ["--seccomp", str(seccomp)]
-    for key, value in {**_ENV, **env}.items():
+    environment = {**_ENV, **env}
+    for key, value in environment.items():
         args += ["--setenv", key, value]
-    return [*args, "--chdir", cwd, "--", *argv]
+    args += ["--chdir", cwd, "--", *argv]
+    _check_length(args, [*argv, *(f"{k}={v}" for k, v in environment.items())])
+    return args
+
+
+def _check_length(args: Sequence[str], inner: Sequence[str]) -> None:
+    """:class:`SandboxError` when the kernel would refuse to start bubblewrap or the command:
+    one argument or variable over its per-string limit (32 pages, 128 KiB: a command of
+    100,000 characters outside ASCII is over it), or all of them over ``ARG_MAX``."""
+    most = 32 * os.sysconf("SC_PAGE_SIZE") - 1
+    try:
+        sizes = [len(os.fsencode(item)) for item in inner]
+        total = sum(len(os.fsencode(item)) + 1 + 8 for item in args)
+    except UnicodeError:
+        raise SandboxError(
+            "the command or its environment holds text that is not valid Unicode; nothing was run"
+        ) from None
+    largest = max(sizes, default=0)
+    if largest > most:
+        raise SandboxError(
+            f"the command has an argument or variable of {largest:,} bytes (UTF-8) and the "
+            f"kernel takes at most {most:,} in one; write the long part to a file in the "
+            "workspace and run that; nothing was run"
+        )
+    if total > os.sysconf("SC_ARG_MAX") - _ARG_ROOM:
+        raise SandboxError(
+            f"the command and its environment take {total:,} bytes, over the kernel's limit "
+            "for starting a program; write the long part to a file; nothing was run"
+        )
 
 
 def _limiter(limits: RunLimits) -> Callable[[], None]:
@@ -238,74 +284,115 @@ def _process_options(limits: RunLimits, pass_fds: Sequence[int]) -> dict[str, An
     }
 
 
-def start_background(
-    args: list[str], limits: RunLimits, pass_fds: Sequence[int]
-) -> subprocess.Popen[bytes]:
-    """Start bubblewrap for a background process: pipes for all three streams, read by the
-    caller's threads (``bastion.sandbox.background``)."""
-    return subprocess.Popen(  # noqa: S603 (bubblewrap's argument list, built here)
-        args,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        **_process_options(limits, pass_fds),
-    )
+@dataclass(eq=False)
+class Tree:
+    """A started sandbox: bubblewrap (the caller's child) and, under it, the init of the
+    sandbox's PID namespace (PID 1 inside), held by a pidfd once bubblewrap has reported it."""
+
+    pid: int
+    """bubblewrap's process id (a child of the caller, reaped by the caller)."""
+    init: int | None = None
+    """A pidfd of the namespace's init; ``None`` when bubblewrap reported none."""
+    pidns: int | None = None
+    """The inode of the sandbox's PID namespace (its processes are found by it in ``/proc``)."""
+
+    def kill(self) -> None:
+        """End every process of the command at once: SIGKILL to the namespace's init. When a
+        PID namespace's init dies, the kernel sends SIGKILL to every other process of the
+        namespace in one pass (under the task-list lock, so none forks meanwhile, and none
+        sees another die before its own kill is pending), reaps them all, and only then lets
+        init's parent, bubblewrap, see init's end; bubblewrap reaps it and exits. So no
+        process of the command runs on after a sibling dies, and none is left as a zombie.
+        Without a pidfd (bubblewrap died or was killed before reporting), bubblewrap's process
+        group is killed; its child dies with it (``--die-with-parent``)."""
+        if self.init is not None:
+            try:
+                signal.pidfd_send_signal(self.init, signal.SIGKILL)
+            except ProcessLookupError:
+                return  # init has been reaped: so has every process of its namespace
+            except OSError:
+                pass
+            else:
+                return
+        _kill(self.pid)
+
+    def close(self) -> None:
+        """Close the pidfd (once bubblewrap has been reaped, or after the kill)."""
+        if self.init is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.init)
+            self.init = None
+
+    def __del__(self) -> None:
+        self.close()
 
 
-def kill_tree(pid: int) -> frozenset[int]:
-    """Kill bubblewrap's process group (its PID namespace dies with it), and each process of
-    its tree as it was just before, one by one: the command runs in a session of its own
-    (``--new-session``), so it is not in that group, and ending it must not hang on the
-    namespace's teardown alone. The processes to wait for with :func:`wait_gone`."""
-    tree = _tree(pid)
-    _kill(pid)
-    for member in tree:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(member, signal.SIGKILL)
+def kill_tree(tree: Tree) -> None:
+    """Kill the whole tree of a sandbox at once (:meth:`Tree.kill`); bubblewrap then exits
+    by itself, to be reaped by its caller (``Popen.wait``)."""
+    tree.kill()
+
+
+def _with_info(args: Sequence[str], fd: int) -> list[str]:
+    """bubblewrap's arguments with ``--info-fd``: it writes the namespace init's pid there
+    right after creating it, before the command runs."""
+    return [args[0], "--info-fd", str(fd), *args[1:]]
+
+
+def _started(fd: int, pid: int) -> Tree:
+    """Read bubblewrap's ``--info-fd`` report from ``fd`` (closed here) and hold its init by
+    a pidfd. bubblewrap writes the report before it lets its child run; on end of file (it
+    failed first) the tree has no init."""
+    data = b""
+    try:
+        while b"}" not in data and len(data) < _CHUNK:
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        os.close(fd)
+    tree = Tree(pid)
+    try:
+        info = json.loads(data)
+        child, pidns = int(info["child-pid"]), int(info["pid-namespace"])
+        handle = os.pidfd_open(child)
+    except (ValueError, KeyError, TypeError, OSError):
+        return tree
+    if _parent(child) != pid:  # gone, and its number reused: not ours to kill
+        os.close(handle)
+        return tree
+    tree.init, tree.pidns = handle, pidns
     return tree
 
 
-def _stats() -> list[tuple[int, bytes, int, int]]:
-    """(pid, state, parent, process group) of every process (one pass over ``/proc``)."""
-    found = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = Path(entry.path, "stat").read_bytes().rsplit(b")", 1)[1].split()
-            found.append((int(entry.name), fields[0], int(fields[1]), int(fields[2])))
-        except (OSError, IndexError, ValueError):
-            continue
-    return found
+def _parent(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
 
 
-def _tree(pid: int) -> frozenset[int]:
-    children: dict[int, list[int]] = {}
-    for child, _, parent, _ in _stats():
-        children.setdefault(parent, []).append(child)
-    found = {pid}
-    stack = [pid]
-    while stack:
-        for child in children.get(stack.pop(), []):
-            if child not in found:
-                found.add(child)
-                stack.append(child)
-    return frozenset(found)
-
-
-def wait_gone(pids: frozenset[int], group: int | None = None, seconds: float = 5.0) -> None:
-    """Wait until none of ``pids``, and no process of the process group ``group``, runs any
-    more (gone, or a zombie waiting to be reaped). bubblewrap's first process in the sandbox
-    is in its group, and the kernel ends it only once every other process of its PID
-    namespace is gone, so this waits for processes forked after ``pids`` was taken too."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if not any(
-            state not in (b"Z", b"X") and (p in pids or pgrp == group)
-            for p, state, _, pgrp in _stats()
-        ):
-            return
-        time.sleep(0.005)
+def start_background(
+    args: list[str], limits: RunLimits, pass_fds: Sequence[int]
+) -> tuple[subprocess.Popen[bytes], Tree]:
+    """Start bubblewrap for a background process: pipes for all three streams, read by the
+    caller's threads (``bastion.sandbox.background``); with the :class:`Tree` to kill."""
+    read_end, write_end = os.pipe()
+    try:
+        popen = subprocess.Popen(  # noqa: S603 (bubblewrap's argument list, built here)
+            _with_info(args, write_end),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            **_process_options(limits, (*pass_fds, write_end)),
+        )
+    except BaseException:
+        os.close(read_end)
+        raise
+    finally:
+        os.close(write_end)
+    return popen, _started(read_end, popen.pid)
 
 
 def exit_status(code: int, *, killed: bool) -> tuple[int | None, int | None]:
@@ -319,47 +406,63 @@ async def spawn(
     timeout: float,
     limits: RunLimits,
     pass_fds: Sequence[int] = (),
-    written: Callable[[], int] | None = None,
+    written: Callable[[Tree], int] | None = None,
 ) -> Outcome:
-    """Run bubblewrap; kill the whole tree (bubblewrap's PID namespace dies with it) when the
-    wall ``timeout`` passes, a stream goes over ``limits.output_bytes``, or ``written()`` (the
-    bytes the command has left in the view, polled) goes over ``limits.written_bytes``."""
+    """Run bubblewrap; kill the whole tree at once (:meth:`Tree.kill`) when the wall
+    ``timeout`` passes (counted from before bubblewrap starts, whatever ``stdin`` does: it is
+    fed while the command runs), a stream goes over ``limits.output_bytes``, or
+    ``written(tree)`` (the bytes the command has taken in the view, polled) goes over
+    ``limits.written_bytes``."""
     start = time.monotonic()
-    proc = await asyncio.create_subprocess_exec(
-        *args,
-        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        **_process_options(limits, pass_fds),
-    )
+    read_end, write_end = os.pipe()
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *_with_info(args, write_end),
+            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            **_process_options(limits, (*pass_fds, write_end)),
+        )
+    except BaseException:
+        os.close(read_end)
+        raise
+    finally:
+        os.close(write_end)
+    reading = asyncio.ensure_future(asyncio.to_thread(_started, read_end, proc.pid))
+    tree = Tree(proc.pid)
     over = asyncio.Event()
     assert proc.stdout is not None and proc.stderr is not None
     out = asyncio.ensure_future(_capped(proc.stdout, limits.output_bytes, over))
     err = asyncio.ensure_future(_capped(proc.stderr, limits.output_bytes, over))
-    if stdin is not None:
-        assert proc.stdin is not None
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            proc.stdin.write(stdin)
-            await proc.stdin.drain()
-        proc.stdin.close()
+    feeder = asyncio.ensure_future(_feed(proc.stdin, stdin))
     waiter = asyncio.ensure_future(proc.wait())
     capped = asyncio.ensure_future(over.wait())
-    filled = asyncio.ensure_future(_meter(written, limits.written_bytes))
+    filled: asyncio.Future[None] | None = None
     limit: str | None = None
     try:
-        done, _ = await asyncio.wait(
-            {waiter, capped, filled}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
-        )
-        if waiter not in done:
-            limit = "output" if capped in done else "written" if filled in done else "timeout"
-            tree = kill_tree(proc.pid)
-            await waiter
-            await asyncio.to_thread(wait_gone, tree, proc.pid)
+        try:
+            tree = await asyncio.wait_for(asyncio.shield(reading), _left(start, timeout))
+        except TimeoutError:
+            limit = "timeout"  # bubblewrap did not even report: its process group is killed
+        else:
+            meter = None if written is None else functools.partial(written, tree)
+            filled = asyncio.ensure_future(_meter(meter, limits.written_bytes))
+            done, _ = await asyncio.wait(
+                {waiter, capped, filled},
+                timeout=_left(start, timeout),
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+            if waiter not in done:
+                limit = "output" if capped in done else "written" if filled in done else "timeout"
+        if limit is not None:
+            await _end(tree, waiter)
     finally:
-        capped.cancel()
-        filled.cancel()
+        for task in (capped, filled, feeder):
+            if task is not None:
+                task.cancel()
         if not waiter.done():  # cancelled from outside: never leave the tree behind
-            _kill(proc.pid)
+            tree.kill()
+        tree.close()
     duration = time.monotonic() - start
     (stdout, out_cut), (stderr, err_cut) = await asyncio.wait_for(
         asyncio.gather(out, err), _DRAIN_SECONDS
@@ -368,6 +471,34 @@ async def spawn(
     assert code is not None
     exit_code, sig = _status(code, killed=limit is not None)
     return Outcome(exit_code, sig, duration, stdout, stderr, out_cut, err_cut, limit)
+
+
+def _left(start: float, timeout: float) -> float:
+    return max(0.0, start + timeout - time.monotonic())
+
+
+async def _end(tree: Tree, waiter: asyncio.Future[int]) -> None:
+    """Kill the tree and wait for bubblewrap to exit (it reaps the namespace's init first);
+    should it not, its process group is killed too."""
+    tree.kill()
+    try:
+        await asyncio.wait_for(asyncio.shield(waiter), _REAP_SECONDS)
+    except TimeoutError:
+        _kill(tree.pid)
+        await waiter
+
+
+async def _feed(pipe: asyncio.StreamWriter | None, data: bytes | None) -> None:
+    """Write ``data`` to the command's input while it runs, then close it; a command that
+    stops reading (or never reads) only blocks this task, never the clock."""
+    if pipe is None or data is None:
+        return
+    try:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            pipe.write(data)
+            await pipe.drain()
+    finally:
+        pipe.close()
 
 
 async def _meter(written: Callable[[], int] | None, cap: int) -> None:

@@ -21,6 +21,7 @@ from bastion.core.paths import VPath
 from bastion.sandbox.bwrap import (
     NETWORK_NAMES,
     SYSTEM_NAMES,
+    Tree,
     bwrap_binary,
     command_line,
     sandbox_ids,
@@ -29,6 +30,7 @@ from bastion.sandbox.bwrap import (
 from bastion.sandbox.port import SandboxWorkspace
 from bastion.sandbox.result import RunLimits, RunResult, SandboxError
 from bastion.sandbox.seccomp import filter_fd
+from bastion.sandbox.usage import held_bytes
 from bastion.sandbox.view import Change, Snapshot, diff, materialize, written
 from bastion.sandbox.writeback import Applied, write_back
 
@@ -53,15 +55,24 @@ class Prepared:
     args: list[str]
     limits: RunLimits
     seccomp: int | None
+    tree: Tree | None = None
+    """The running sandbox, once started (its processes are looked at for the written bytes,
+    and it is what a kill ends)."""
 
     @property
     def fds(self) -> tuple[int, ...]:
         """Descriptors bubblewrap inherits (bound folders, the seccomp filter)."""
         return (*self.snap.bound.values(), *(() if self.seccomp is None else (self.seccomp,)))
 
-    def written(self) -> int:
-        """Bytes the command has left in the view so far (polled for the limit)."""
-        return written(self.snap)
+    def written(self, tree: Tree | None = None) -> int:
+        """Bytes the command has taken in the view so far (polled for the limit): what the
+        view holds, and the files there that its processes (of ``tree``, or the one this
+        started) hold open or mapped after deleting their names."""
+        total = written(self.snap)
+        tree = tree or self.tree
+        if tree is not None and tree.pidns is not None:
+            total += held_bytes(tree.pidns, self.snap.root.stat().st_dev)
+        return total
 
     def close_fds(self) -> None:
         """Close the descriptors once bubblewrap holds its own (it has started) or is gone."""
@@ -87,6 +98,8 @@ class Prepared:
 
     async def remove(self) -> None:
         self.close_fds()
+        if self.tree is not None:
+            self.tree.close()
         await asyncio.to_thread(shutil.rmtree, self.folder, True)
 
 
