@@ -61,8 +61,9 @@ async def test_a_command_that_ends_over_the_written_limit_brings_nothing_back(
     # no meter while it runs (a first poll that came after the write, on a loaded machine,
     # killed the command and made this test a race): only the check after the command can
     # catch it
-    async def never(written: object, cap: int) -> None:
+    async def never(over: object) -> str:
         await asyncio.Event().wait()
+        return "never"
 
     monkeypatch.setattr("bastion.sandbox.bwrap._meter", never)
     ws = await workspace(READER)

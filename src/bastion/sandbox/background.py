@@ -232,8 +232,8 @@ def _watch(ref: weakref.ref[_Process], popen: subprocess.Popen[bytes]) -> None:
                 return
             if time.monotonic() > proc.deadline:
                 proc.kill("timeout")
-            elif _over(proc):
-                proc.kill("written")
+            elif (limit := _over(proc)) is not None:
+                proc.kill(limit)
             del proc
             continue
         proc = ref()
@@ -242,14 +242,14 @@ def _watch(ref: weakref.ref[_Process], popen: subprocess.Popen[bytes]) -> None:
         return
 
 
-def _over(proc: _Process) -> bool:
-    """True when the process has written more than its limit; a poll that fails (the view
-    changing under the walk) counts as not over: the next poll, and the check at the end,
+def _over(proc: _Process) -> str | None:
+    """The limit the process is over (``Prepared.over``); a poll that fails (the view
+    changing under the walk) counts as none: the next poll, and the check at the end,
     still hold."""
     try:
-        return proc.prepared.written() > proc.prepared.limits.written_bytes
+        return proc.prepared.over()
     except (OSError, RuntimeError, ValueError):
-        return False
+        return None
 
 
 class Processes:

@@ -293,6 +293,8 @@ class Tree:
     """bubblewrap's process id (a child of the caller, reaped by the caller)."""
     init: int | None = None
     """A pidfd of the namespace's init; ``None`` when bubblewrap reported none."""
+    init_pid: int | None = None
+    """The init's process id on the host (to read its root through ``/proc``)."""
     pidns: int | None = None
     """The inode of the sandbox's PID namespace (its processes are found by it in ``/proc``)."""
 
@@ -362,7 +364,7 @@ def _started(fd: int, pid: int) -> Tree:
     if _parent(child) != pid:  # gone, and its number reused: not ours to kill
         os.close(handle)
         return tree
-    tree.init, tree.pidns = handle, pidns
+    tree.init, tree.init_pid, tree.pidns = handle, child, pidns
     return tree
 
 
@@ -406,13 +408,12 @@ async def spawn(
     timeout: float,
     limits: RunLimits,
     pass_fds: Sequence[int] = (),
-    written: Callable[[Tree], int] | None = None,
+    over: Callable[[Tree], str | None] | None = None,
 ) -> Outcome:
     """Run bubblewrap; kill the whole tree at once (:meth:`Tree.kill`) when the wall
     ``timeout`` passes (counted from before bubblewrap starts, whatever ``stdin`` does: it is
-    fed while the command runs), a stream goes over ``limits.output_bytes``, or
-    ``written(tree)`` (the bytes the command has taken in the view, polled) goes over
-    ``limits.written_bytes``."""
+    fed while the command runs), a stream goes over ``limits.output_bytes``, or ``over(tree)``
+    (polled: what the command has taken in the view and in ``/tmp``) names a limit."""
     start = time.monotonic()
     read_end, write_end = os.pipe()
     try:
@@ -430,14 +431,14 @@ async def spawn(
         os.close(write_end)
     reading = asyncio.ensure_future(asyncio.to_thread(_started, read_end, proc.pid))
     tree = Tree(proc.pid)
-    over = asyncio.Event()
+    cut = asyncio.Event()
     assert proc.stdout is not None and proc.stderr is not None
-    out = asyncio.ensure_future(_capped(proc.stdout, limits.output_bytes, over))
-    err = asyncio.ensure_future(_capped(proc.stderr, limits.output_bytes, over))
+    out = asyncio.ensure_future(_capped(proc.stdout, limits.output_bytes, cut))
+    err = asyncio.ensure_future(_capped(proc.stderr, limits.output_bytes, cut))
     feeder = asyncio.ensure_future(_feed(proc.stdin, stdin))
     waiter = asyncio.ensure_future(proc.wait())
-    capped = asyncio.ensure_future(over.wait())
-    filled: asyncio.Future[None] | None = None
+    capped = asyncio.ensure_future(cut.wait())
+    filled: asyncio.Future[str] | None = None
     limit: str | None = None
     try:
         try:
@@ -445,15 +446,18 @@ async def spawn(
         except TimeoutError:
             limit = "timeout"  # bubblewrap did not even report: its process group is killed
         else:
-            meter = None if written is None else functools.partial(written, tree)
-            filled = asyncio.ensure_future(_meter(meter, limits.written_bytes))
+            filled = asyncio.ensure_future(
+                _meter(None if over is None else functools.partial(over, tree))
+            )
             done, _ = await asyncio.wait(
                 {waiter, capped, filled},
                 timeout=_left(start, timeout),
                 return_when=asyncio.FIRST_COMPLETED,
             )
             if waiter not in done:
-                limit = "output" if capped in done else "written" if filled in done else "timeout"
+                limit = "output" if capped in done else "timeout"
+                if filled in done:
+                    limit = filled.result()
         if limit is not None:
             await _end(tree, waiter)
     finally:
@@ -501,21 +505,20 @@ async def _feed(pipe: asyncio.StreamWriter | None, data: bytes | None) -> None:
         pipe.close()
 
 
-async def _meter(written: Callable[[], int] | None, cap: int) -> None:
-    """Return once ``written()`` is over ``cap``; never when there is nothing to poll. Polls
-    at most every quarter second, less often when one poll is slow (a large view), so the
-    poll costs a few per cent of a core at most."""
-    if written is None:
+async def _meter(over: Callable[[], str | None] | None) -> str:
+    """Return the limit ``over()`` names once it names one; never when there is nothing to
+    poll. Polls at most every quarter second, less often when one poll is slow (a large
+    view), so the poll costs a few per cent of a core at most."""
+    while over is None:
         await asyncio.Event().wait()
-        return
     while True:
         start = time.monotonic()
         try:
-            if await asyncio.to_thread(written) > cap:
-                return
+            limit = await asyncio.to_thread(over)
         except (OSError, RuntimeError, ValueError):
-            pass  # a walk that failed (the view changing under it): the next one, or the end
-
+            limit = None  # a walk that failed (the view changing under it): the next, or the end
+        if limit is not None:
+            return limit
         await asyncio.sleep(max(_POLL_SECONDS, 20 * (time.monotonic() - start)))
 
 
