@@ -42,8 +42,8 @@ async def test_many_files_over_the_written_limit_bring_nothing_back() -> None:
     ws = await workspace(READER)
     limits = RunLimits(written_bytes=200_000, file_bytes=100_000)
     result = await ws.run(
-        "for i in $(seq 1 50); do head -c 50000 /dev/zero > /scratch/f$i; done; "
-        "echo changed >> /scratch/a.txt; sleep 20",
+        "echo changed >> /scratch/a.txt; "
+        "for i in $(seq 1 50); do head -c 50000 /dev/zero > /scratch/f$i; done; sleep 20",
         timeout=60,
         limits=limits,
     )

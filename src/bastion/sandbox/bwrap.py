@@ -63,7 +63,7 @@ _CHUNK = 65536
 _DRAIN_SECONDS = 5.0
 _POLL_SECONDS = 0.25
 _REAP_SECONDS = 5.0
-"""How long bubblewrap gets to exit by itself after its namespace's init is killed."""
+"""How long bubblewrap gets to exit by itself after its namespace's PID 1 is killed."""
 _ARG_ROOM = 64 * 1024
 """Room kept under ``ARG_MAX`` for what the kernel adds (the program's path, auxv)."""
 
@@ -152,6 +152,10 @@ def _isolation(*, network: bool = False) -> list[str]:
         "--unshare-uts",
         *([] if network else ["--unshare-net"]),
         "--unshare-cgroup-try",
+        # the command itself is the namespace's PID 1, bubblewrap's child: bubblewrap reaps it
+        # (its own init would be left, killed by --die-with-parent, for the host to reap), and
+        # when it ends the kernel ends every process it left
+        "--as-pid-1",
         "--die-with-parent",
         "--new-session",
         "--hostname",
@@ -286,32 +290,33 @@ def _process_options(limits: RunLimits, pass_fds: Sequence[int]) -> dict[str, An
 
 @dataclass(eq=False)
 class Tree:
-    """A started sandbox: bubblewrap (the caller's child) and, under it, the init of the
-    sandbox's PID namespace (PID 1 inside), held by a pidfd once bubblewrap has reported it."""
+    """A started sandbox: bubblewrap (the caller's child) and, under it, the command as the
+    PID 1 of its own PID namespace (``--as-pid-1``), held by a pidfd once bubblewrap has
+    reported it."""
 
     pid: int
     """bubblewrap's process id (a child of the caller, reaped by the caller)."""
     init: int | None = None
-    """A pidfd of the namespace's init; ``None`` when bubblewrap reported none."""
+    """A pidfd of the namespace's PID 1; ``None`` when bubblewrap reported none."""
     init_pid: int | None = None
-    """The init's process id on the host (to read its root through ``/proc``)."""
+    """That process's id on the host (to read its root through ``/proc``)."""
     pidns: int | None = None
     """The inode of the sandbox's PID namespace (its processes are found by it in ``/proc``)."""
 
     def kill(self) -> None:
-        """End every process of the command at once: SIGKILL to the namespace's init. When a
-        PID namespace's init dies, the kernel sends SIGKILL to every other process of the
+        """End every process of the command at once: SIGKILL to the namespace's PID 1. When a
+        PID namespace's PID 1 dies, the kernel sends SIGKILL to every other process of the
         namespace in one pass (under the task-list lock, so none forks meanwhile, and none
-        sees another die before its own kill is pending), reaps them all, and only then lets
-        init's parent, bubblewrap, see init's end; bubblewrap reaps it and exits. So no
-        process of the command runs on after a sibling dies, and none is left as a zombie.
-        Without a pidfd (bubblewrap died or was killed before reporting), bubblewrap's process
-        group is killed; its child dies with it (``--die-with-parent``)."""
+        is woken by another's end before its own kill is pending), reaps them all, and only
+        then lets PID 1's parent, bubblewrap, see its end; bubblewrap reaps it and exits. So
+        no process of the command runs on after a sibling dies, and none is left as a
+        zombie. Without a pidfd (bubblewrap died or was killed before reporting), bubblewrap's
+        process group is killed; its child dies with it (``--die-with-parent``)."""
         if self.init is not None:
             try:
                 signal.pidfd_send_signal(self.init, signal.SIGKILL)
             except ProcessLookupError:
-                return  # init has been reaped: so has every process of its namespace
+                return  # PID 1 has been reaped: so has every process of its namespace
             except OSError:
                 pass
             else:
@@ -336,15 +341,15 @@ def kill_tree(tree: Tree) -> None:
 
 
 def _with_info(args: Sequence[str], fd: int) -> list[str]:
-    """bubblewrap's arguments with ``--info-fd``: it writes the namespace init's pid there
-    right after creating it, before the command runs."""
+    """bubblewrap's arguments with ``--info-fd``: it writes its child's pid (the namespace's
+    PID 1) there right after creating it, before the command runs."""
     return [args[0], "--info-fd", str(fd), *args[1:]]
 
 
 def _started(fd: int, pid: int) -> Tree:
-    """Read bubblewrap's ``--info-fd`` report from ``fd`` (closed here) and hold its init by
+    """Read bubblewrap's ``--info-fd`` report from ``fd`` (closed here) and hold its child by
     a pidfd. bubblewrap writes the report before it lets its child run; on end of file (it
-    failed first) the tree has no init."""
+    failed first) the tree has no PID 1."""
     data = b""
     try:
         while b"}" not in data and len(data) < _CHUNK:
@@ -482,7 +487,7 @@ def _left(start: float, timeout: float) -> float:
 
 
 async def _end(tree: Tree, waiter: asyncio.Future[int]) -> None:
-    """Kill the tree and wait for bubblewrap to exit (it reaps the namespace's init first);
+    """Kill the tree and wait for bubblewrap to exit (it reaps the namespace's PID 1 first);
     should it not, its process group is killed too."""
     tree.kill()
     try:

@@ -11,7 +11,7 @@ such count: its tmpfs counts a deleted file against its size until the file is c
 A tmpfs counts the bytes of its files against its size but not the files themselves: an empty
 file still takes kernel memory (an inode, a directory entry), and the default number allowed is
 in the millions. :func:`scratch_fd` opens the sandbox's ``/dev/shm`` (``/tmp`` links to it)
-from the host through ``/proc/<init>/root``, and :func:`entries` counts what it holds.
+from the host through ``/proc/<pid>/root`` of its PID 1, and :func:`entries` counts what it holds.
 """
 
 from __future__ import annotations
@@ -56,13 +56,13 @@ def held_bytes(pidns: int, device: int) -> int:
     return sum(sizes.values())
 
 
-def scratch_fd(init: int, size: int) -> int | None:
+def scratch_fd(pid: int, size: int) -> int | None:
     """A descriptor of the sandbox's ``/dev/shm`` tmpfs, seen from the host through the root
-    of its init (process ``init``), once it is mounted there (a tmpfs of ``size`` bytes, not
+    of its PID 1 (process ``pid``), once it is mounted there (a tmpfs of ``size`` bytes, not
     the host's own ``/dev/shm``); ``None`` before, or where ``/proc`` does not let this
     caller in. The caller closes it."""
     try:
-        fd = os.open(f"/proc/{init}/root/dev/shm", os.O_RDONLY | os.O_DIRECTORY)
+        fd = os.open(f"/proc/{pid}/root/dev/shm", os.O_RDONLY | os.O_DIRECTORY)
     except OSError:
         return None
     try:
