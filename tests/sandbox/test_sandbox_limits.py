@@ -65,7 +65,7 @@ async def test_a_command_that_ends_over_the_written_limit_brings_nothing_back(
         await asyncio.Event().wait()
         return "never"
 
-    monkeypatch.setattr("bastion.sandbox.bwrap._meter", never)
+    monkeypatch.setattr("bastion.sandbox.spawn._meter", never)
     ws = await workspace(READER)
     result = await ws.run(
         "head -c 3000 /dev/zero > /scratch/big; echo ok",

@@ -5,11 +5,13 @@ it may read, under their virtual paths; read-only mounts read-only), inside bubb
 user, PID, IPC, UTS and network namespaces. What it creates, changes or deletes comes back
 through the normal guarded write path, per path. See ``docs/sandbox.md``.
 
-Modules: ``result`` (limits, result, error), ``bwrap`` (the isolated process), ``seccomp``
-(the system-call filter), ``view`` (materializing the view, diffing it, metering what was
-written), ``localbind`` (binding large read-only local folders), ``writeback`` (changes through
-the guard), ``runner`` (the whole call), ``background`` and ``process_info`` (background
-processes, each its owner's).
+Modules: ``result`` (limits, result, error), ``bwrap`` (bubblewrap's command line),
+``spawn`` (the running sandbox, its limits and the one kill of its whole tree), ``usage``
+(what a running sandbox holds that no walk sees), ``seccomp`` (the system-call filter),
+``view`` (materializing the view, diffing it, metering what was written), ``localbind``
+(binding large read-only local folders), ``writeback`` (changes through the guard),
+``runner`` (the whole call), ``background`` and ``process_info`` (background processes, each
+its owner's).
 """
 
 from bastion.sandbox.process_info import OutputChunk, ProcessInfo

@@ -38,11 +38,11 @@ from typing import Literal
 
 from bastion.core.errors import NotFoundError, OperationError
 from bastion.core.paths import VPath
-from bastion.sandbox.bwrap import exit_status, kill_tree, start_background
 from bastion.sandbox.port import SandboxWorkspace
 from bastion.sandbox.process_info import OutputBuffer, OutputChunk, ProcessInfo, Stream, drain
 from bastion.sandbox.result import RunLimits, SandboxError
 from bastion.sandbox.runner import Prepared, argv_of, prepare
+from bastion.sandbox.spawn import exit_status, kill_tree, start_background
 from bastion.sandbox.view import Copied, diff
 from bastion.sandbox.writeback import Applied, write_back
 

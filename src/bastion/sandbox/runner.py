@@ -21,15 +21,14 @@ from bastion.core.paths import VPath
 from bastion.sandbox.bwrap import (
     NETWORK_NAMES,
     SYSTEM_NAMES,
-    Tree,
     bwrap_binary,
     command_line,
     sandbox_ids,
-    spawn,
 )
 from bastion.sandbox.port import SandboxWorkspace
 from bastion.sandbox.result import RunLimits, RunResult, SandboxError
 from bastion.sandbox.seccomp import filter_fd
+from bastion.sandbox.spawn import Tree, spawn
 from bastion.sandbox.usage import entries, held_bytes, scratch_fd
 from bastion.sandbox.view import Change, Snapshot, diff, materialize, written
 from bastion.sandbox.writeback import Applied, write_back
