@@ -8,12 +8,17 @@ Real bubblewrap and real processes; each case is an attack that got past the lim
 
 from __future__ import annotations
 
+import asyncio
+import json
 import platform
 
 import pytest
-from sandbox_support import READER, require_bwrap, workspace
+from sandbox_support import OWNER, READER, require_bwrap, workspace
 
-from bastion import RunLimits, SandboxError
+from bastion import RunLimits, SandboxError, Workspace
+from bastion.agents.openai import OpenAITools
+from bastion.agents.tools import Toolset
+from bastion.sandbox import ProcessInfo
 
 pytestmark = pytest.mark.usefixtures("bwrap")
 
@@ -239,6 +244,14 @@ async def test_a_multibyte_command_over_the_kernels_limit_is_a_clear_error() -> 
         await ws.run("true", env={"BIG": "é" * 70_000})
 
 
+async def test_the_execute_tool_says_so_in_one_line() -> None:
+    tools = OpenAITools(Toolset(await workspace(OWNER)))
+    out = json.loads(await tools.call("execute", json.dumps({"command": "echo " + "é" * 70_000})))
+    assert out["success"] is False
+    assert "\n" not in out["error"] and "kernel takes at most" in out["error"]
+    assert "failed unexpectedly" not in out["error"]
+
+
 async def test_arguments_over_the_kernels_total_are_a_clear_error() -> None:
     ws = await workspace(READER)
     with pytest.raises(SandboxError, match="over the kernel's limit for starting a program"):
@@ -249,3 +262,32 @@ async def test_a_command_just_under_the_kernels_limit_runs() -> None:
     ws = await workspace(READER)
     result = await ws.run(["sh", "-c", 'printf %s "$0" | wc -c', "é" * 65_000], timeout=30)
     assert result.ok and result.stdout.strip() == "130000"
+
+
+# -- background processes are held to the same limits ---------------------------------------
+
+
+async def _ended(ws: Workspace, pid: str) -> ProcessInfo:
+    for _ in range(1200):  # a bound, not a timing: the limits end these within a second
+        (info,) = [p for p in await ws.processes() if p.id == pid]
+        if info.state != "running":
+            return info
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"process {pid} still running")
+
+
+async def test_a_background_process_is_held_to_the_tmp_and_written_limits() -> None:
+    ws = await workspace(READER)
+    many = await ws.start_process(
+        "cd /tmp; i=0; while : > f$i; do i=$((i+1)); done",
+        cwd="/scratch",
+        limits=RunLimits(tmp_bytes=MiB),
+    )
+    held = await ws.start_process(
+        "exec 3> /scratch/big; rm /scratch/big; head -c 30000000 /dev/zero >&3; sleep 60",
+        cwd="/scratch",
+        limits=RunLimits(written_bytes=8 * MiB),
+    )
+    first, second = await _ended(ws, many.id), await _ended(ws, held.id)
+    assert (first.state, first.limit) == ("killed", "tmp")
+    assert (second.state, second.limit) == ("killed", "written")
