@@ -2,7 +2,8 @@
 
 Classes pinned (docs/security.md, "sandbox"): no host environment variable is readable inside
 (not in the command's environment, nor in any other process's ``/proc/<pid>/environ``: PID 1
-inside is the command itself), in the foreground or the background; a
+inside is the sandbox's small shell, with the command's environment), in the foreground or the
+background; a
 hidden file, its sidecar and a folder of hidden entries only are absent inside (``ls``,
 ``find``, ``stat``); names written inside come back through the guard (a sidecar that would
 loosen labels, a sidecar of a hidden file, a file over a hidden folder, links, FIFOs).
@@ -36,7 +37,7 @@ async def test_no_process_inside_holds_the_host_environment(
     result = await ws.run(_EVERY_ENVIRON + "; tr '\\0' '\\n' < /proc/1/environ | sort")
     assert SECRET not in result.stdout and "BASTION_REDTEAM_TOKEN" not in result.stdout
     assert "PATH=" in result.stdout  # the command's own environment was read
-    # PID 1 is the command (bubblewrap's --as-pid-1): its environment is the allow-listed one
+    # PID 1 (the shell that starts the command): the allow-listed environment
     assert result.stdout.splitlines()[-4:] == [
         "HOME=/tmp",
         "LANG=C.UTF-8",

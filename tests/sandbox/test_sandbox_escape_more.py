@@ -99,7 +99,7 @@ async def test_proc_1_is_the_sandbox_not_the_host_init(
         " for p in /proc/[0-9]*; do cat $p/cmdline | tr '\\0' ' '; echo; done"
     )
     lines = result.stdout.splitlines()
-    # PID 1 is the command's own shell (bubblewrap's --as-pid-1); the host's is init/systemd
+    # PID 1 is the sandbox's small shell that started the command; the host's is init/systemd
     assert lines[0] == "Name:\tsh"
     pids = {int(p) for p in lines[1].split()}
     assert len(pids) < 10  # the shell and its pipeline: nothing of the host's

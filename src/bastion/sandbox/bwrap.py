@@ -40,6 +40,12 @@ NETWORK_FILES = (
 _NOBODY = 65534
 _ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp"}  # noqa: S108
 """The environment every command gets (inside the sandbox; the host's is never passed)."""
+_INIT = 'exec 3<&0; "$@" <&3 3<&- & exec 3<&-; wait $! 2>/dev/null'
+"""PID 1 of the sandbox: a shell that starts the command (its input passed on), reaps what
+ends, and exits with the command's status, whereupon the kernel ends every process left. It
+holds nothing but the three standard streams the command shares, so its death is seen by no
+process inside before the kernel's kill of them all (bastion.sandbox.spawn.Tree.kill); and the
+command, not being PID 1, keeps the ordinary signal behaviour."""
 _ARG_ROOM = 64 * 1024
 """Room kept under ``ARG_MAX`` for what the kernel adds (the program's path, auxv)."""
 
@@ -114,9 +120,8 @@ def _isolation(*, network: bool = False) -> list[str]:
         "--unshare-uts",
         *([] if network else ["--unshare-net"]),
         "--unshare-cgroup-try",
-        # the command itself is the namespace's PID 1, bubblewrap's child: bubblewrap reaps it
-        # (its own init would be left, killed by --die-with-parent, for the host to reap), and
-        # when it ends the kernel ends every process it left
+        # PID 1 is bubblewrap's own child, the small shell of _INIT, and bubblewrap reaps it
+        # (bubblewrap's init would be left, killed by --die-with-parent, for the host to reap)
         "--as-pid-1",
         "--die-with-parent",
         "--new-session",
@@ -186,7 +191,7 @@ def command_line(
     environment = {**_ENV, **env}
     for key, value in environment.items():
         args += ["--setenv", key, value]
-    args += ["--chdir", cwd, "--", *argv]
+    args += ["--chdir", cwd, "--", "/bin/sh", "-c", _INIT, "sh", *argv]
     _check_length(args, [*argv, *(f"{k}={v}" for k, v in environment.items())])
     return args
 

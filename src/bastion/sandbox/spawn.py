@@ -80,9 +80,9 @@ def _process_options(limits: RunLimits, pass_fds: Sequence[int]) -> dict[str, An
 
 @dataclass(eq=False)
 class Tree:
-    """A started sandbox: bubblewrap (the caller's child) and, under it, the command as the
-    PID 1 of its own PID namespace (``--as-pid-1``), held by a pidfd once bubblewrap has
-    reported it."""
+    """A started sandbox: bubblewrap (the caller's child) and, under it, the PID 1 of the
+    sandbox's PID namespace (``--as-pid-1``: the shell that starts the command), held by a
+    pidfd once bubblewrap has reported it."""
 
     pid: int
     """bubblewrap's process id (a child of the caller, reaped by the caller)."""
@@ -97,10 +97,11 @@ class Tree:
         """End every process of the command at once: SIGKILL to the namespace's PID 1. When a
         PID namespace's PID 1 dies, the kernel sends SIGKILL to every other process of the
         namespace in one pass (under the task-list lock, so none forks meanwhile, and none
-        is woken by another's end before its own kill is pending), reaps them all, and only
-        then lets PID 1's parent, bubblewrap, see its end; bubblewrap reaps it and exits. So
-        no process of the command runs on after a sibling dies, and none is left as a
-        zombie. Without a pidfd (bubblewrap died or was killed before reporting), bubblewrap's
+        is woken by another's end before its own kill is pending; PID 1 holds nothing but
+        the standard streams the others share, so none sees its end either), reaps them all,
+        and only then lets PID 1's parent, bubblewrap, see its end; bubblewrap reaps it and
+        exits. So no process of the command runs on after a sibling dies, and none is left as
+        a zombie. Without a pidfd (bubblewrap died or was killed before reporting), bubblewrap's
         process group is killed; its child dies with it (``--die-with-parent``)."""
         if self.init is not None:
             try:
