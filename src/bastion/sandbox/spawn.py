@@ -96,9 +96,10 @@ class Tree:
     def kill(self) -> None:
         """End every process of the command at once: SIGKILL to the namespace's PID 1. When a
         PID namespace's PID 1 dies, the kernel sends SIGKILL to every other process of the
-        namespace in one pass (under the task-list lock, so none forks meanwhile, and none
-        is woken by another's end before its own kill is pending; PID 1 holds nothing but
-        the standard streams the others share, so none sees its end either), reaps them all,
+        namespace in one pass under the task-list lock (none forks meanwhile; the pass takes
+        less time than a killed process takes to exit, so one that a sibling's end would wake
+        already has its own kill pending; PID 1 holds nothing but the standard streams the
+        others share, so none sees its end), reaps them all,
         and only then lets PID 1's parent, bubblewrap, see its end; bubblewrap reaps it and
         exits. So no process of the command runs on after a sibling dies, and none is left as
         a zombie. Without a pidfd (bubblewrap died or was killed before reporting), bubblewrap's
