@@ -13,6 +13,7 @@ import os
 import resource
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -212,27 +213,13 @@ async def spawn(
     fed while the command runs), a stream goes over ``limits.output_bytes``, or ``over(tree)``
     (polled: what the command has taken in the view and in ``/tmp``) names a limit."""
     start = time.monotonic()
-    read_end, write_end = os.pipe()
-    try:
-        proc = await asyncio.create_subprocess_exec(
-            *_with_info(args, write_end),
-            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            **_process_options(limits, (*pass_fds, write_end)),
-        )
-    except BaseException:
-        os.close(read_end)
-        raise
-    finally:
-        os.close(write_end)
+    proc, read_end = await _start(args, stdin, limits, pass_fds)
     reading = asyncio.ensure_future(asyncio.to_thread(_started, read_end, proc.pid))
     tree = Tree(proc.pid)
     cut = asyncio.Event()
     assert proc.stdout is not None and proc.stderr is not None
     out = asyncio.ensure_future(_capped(proc.stdout, limits.output_bytes, cut))
     err = asyncio.ensure_future(_capped(proc.stderr, limits.output_bytes, cut))
-    feeder = asyncio.ensure_future(_feed(proc.stdin, stdin))
     waiter = asyncio.ensure_future(proc.wait())
     capped = asyncio.ensure_future(cut.wait())
     filled: asyncio.Future[str] | None = None
@@ -258,7 +245,7 @@ async def spawn(
         if limit is not None:
             await _end(tree, waiter)
     finally:
-        for task in (capped, filled, feeder):
+        for task in (capped, filled):
             if task is not None:
                 task.cancel()
         if not waiter.done():  # cancelled from outside: never leave the tree behind
@@ -272,6 +259,35 @@ async def spawn(
     assert code is not None
     exit_code, sig = _status(code, killed=limit is not None)
     return Outcome(exit_code, sig, duration, stdout, stderr, out_cut, err_cut, limit)
+
+
+async def _start(
+    args: list[str], stdin: bytes | None, limits: RunLimits, pass_fds: Sequence[int]
+) -> tuple[asyncio.subprocess.Process, int]:
+    """Start bubblewrap reporting on a pipe (``--info-fd``), its input fed by a thread of its
+    own; the process and the pipe's read end (for :func:`_started`)."""
+    read_end, write_end = os.pipe()
+    given, feed = os.pipe() if stdin is not None else (None, None)
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *_with_info(args, write_end),
+            stdin=subprocess.DEVNULL if given is None else given,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            **_process_options(limits, (*pass_fds, write_end)),
+        )
+    except BaseException:
+        os.close(read_end)
+        if feed is not None:
+            os.close(feed)
+        raise
+    finally:
+        os.close(write_end)
+        if given is not None:
+            os.close(given)
+    if feed is not None and stdin is not None:
+        threading.Thread(target=_feed, args=(feed, stdin), daemon=True).start()
+    return proc, read_end
 
 
 def _left(start: float, timeout: float) -> float:
@@ -289,17 +305,18 @@ async def _end(tree: Tree, waiter: asyncio.Future[int]) -> None:
         await waiter
 
 
-async def _feed(pipe: asyncio.StreamWriter | None, data: bytes | None) -> None:
-    """Write ``data`` to the command's input while it runs, then close it; a command that
-    stops reading (or never reads) only blocks this task, never the clock."""
-    if pipe is None or data is None:
-        return
+def _feed(fd: int, data: bytes) -> None:
+    """Write ``data`` to the command's input while it runs, then close it (a thread of its
+    own): a command that stops reading, or never reads, blocks only this thread, never the
+    clock, and the write fails once the tree has ended (no reader left)."""
     try:
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            pipe.write(data)
-            await pipe.drain()
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view[:_CHUNK]) :]
+    except OSError:
+        pass  # the command ended, or closed its input
     finally:
-        pipe.close()
+        os.close(fd)
 
 
 async def _meter(over: Callable[[], str | None] | None) -> str:
