@@ -39,12 +39,12 @@ from typing import Literal
 from bastion.core.errors import NotFoundError, OperationError
 from bastion.core.paths import VPath
 from bastion.sandbox.approval import Review, screen
-from bastion.sandbox.bwrap import exit_status, kill_tree, start_background, wait_gone
 from bastion.sandbox.egress import Recorder
 from bastion.sandbox.port import SandboxWorkspace
 from bastion.sandbox.process_info import OutputBuffer, OutputChunk, ProcessInfo, Stream, drain
 from bastion.sandbox.result import RunLimits, SandboxError
 from bastion.sandbox.runner import Prepared, argv_of, prepare
+from bastion.sandbox.spawn import exit_status, kill_tree, start_background
 from bastion.sandbox.view import Copied, diff
 from bastion.sandbox.writeback import Applied, write_back
 
@@ -92,7 +92,7 @@ class _Process:
         self.lock = asyncio.Lock()
         self.loop = asyncio.get_running_loop()
         self.finishing: asyncio.Task[None] | None = None
-        self.proc = start_background(prepared.args, limits, prepared.fds)
+        self.proc, prepared.tree = start_background(prepared.args, limits, prepared.fds)
         prepared.close_fds()  # bubblewrap holds its own copies now
         assert self.proc.stdout is not None and self.proc.stderr is not None
         self.readers = [
@@ -105,15 +105,15 @@ class _Process:
 
     # -- the end -----------------------------------------------------------------------------
 
-    def kill(self, limit: str) -> frozenset[int]:
-        """Kill the whole tree (any thread); the first reason given is the one kept. Returns
-        the tree's processes (for :func:`~bastion.sandbox.bwrap.wait_gone`)."""
-        if self.proc.poll() is not None:
-            return frozenset()
+    def kill(self, limit: str) -> None:
+        """Kill the whole tree at once (any thread); the first reason given is the one kept.
+        bubblewrap then exits by itself (``self.proc.wait()``)."""
+        if self.proc.poll() is not None or self.prepared.tree is None:
+            return
         if self.limit is None:
             self.limit = limit
         self.killed = True
-        return kill_tree(self.proc.pid)
+        kill_tree(self.prepared.tree)
 
     def exited(self) -> None:
         """Called by the watcher thread once bubblewrap is gone."""
@@ -234,8 +234,8 @@ def _watch(ref: weakref.ref[_Process], popen: subprocess.Popen[bytes]) -> None:
                 return
             if time.monotonic() > proc.deadline:
                 proc.kill("timeout")
-            elif _over(proc):
-                proc.kill("written")
+            elif (limit := _over(proc)) is not None:
+                proc.kill(limit)
             del proc
             continue
         proc = ref()
@@ -244,14 +244,14 @@ def _watch(ref: weakref.ref[_Process], popen: subprocess.Popen[bytes]) -> None:
         return
 
 
-def _over(proc: _Process) -> bool:
-    """True when the process has written more than its limit; a poll that fails (the view
-    changing under the walk) counts as not over: the next poll, and the check at the end,
+def _over(proc: _Process) -> str | None:
+    """The limit the process is over (``Prepared.over``); a poll that fails (the view
+    changing under the walk) counts as none: the next poll, and the check at the end,
     still hold."""
     try:
-        return proc.prepared.written() > proc.prepared.limits.written_bytes
+        return proc.prepared.over()
     except (OSError, RuntimeError, ValueError):
-        return False
+        return None
 
 
 class Processes:
@@ -386,9 +386,8 @@ class Processes:
     async def kill(self, owner: tuple[str, str], pid: str) -> ProcessInfo:
         """Kill the process's whole tree; its changes not yet written back stay out."""
         proc = self._find(owner, pid)
-        tree = proc.kill("killed")
+        proc.kill("killed")
         await asyncio.to_thread(proc.proc.wait)
-        await asyncio.to_thread(wait_gone, tree, proc.proc.pid)
         while proc.ended is None:  # the watcher thread records the end
             await asyncio.sleep(0.01)
         await proc.settle()
@@ -410,10 +409,10 @@ class Processes:
             for p in self._procs.values()
             if (owner is None or p.owner == owner) and p.ended is None
         ]
-        trees = [proc.kill("killed") for proc in chosen]
-        for proc, tree in zip(chosen, trees, strict=True):
+        for proc in chosen:
+            proc.kill("killed")
+        for proc in chosen:
             await asyncio.to_thread(proc.proc.wait)
-            await asyncio.to_thread(wait_gone, tree, proc.proc.pid)
         for proc in chosen:
             while proc.ended is None:
                 await asyncio.sleep(0.01)
@@ -437,8 +436,8 @@ def _kill_all(handles: dict[str, tuple[subprocess.Popen[bytes], Prepared]]) -> N
     """Kill every running process (the registry is being collected, or the interpreter
     exits) and remove every view left; nothing is written back."""
     for popen, prepared in list(handles.values()):
-        if popen.poll() is None:
-            kill_tree(popen.pid)
+        if popen.poll() is None and prepared.tree is not None:
+            kill_tree(prepared.tree)
         if popen.stdin is not None:
             with contextlib.suppress(OSError):
                 popen.stdin.close()

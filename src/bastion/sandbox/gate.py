@@ -6,11 +6,12 @@ no route out. Bastion makes the proxy's listening socket *in that namespace*, on
 from the host's namespace after the allow-list admits the host. Nothing runs inside the sandbox
 to forward (no binary the sandbox must have), and no socket of the host is reachable from it.
 
-How: bubblewrap is started with ``--info-fd`` (it writes its sandbox's PID there once the
-namespaces exist) and ``--block-fd`` (it waits there before running the command). A short
-helper process (this interpreter, ``-I -S``) joins the sandbox's user and network namespaces
-(one ``setns`` on a pidfd: Linux 5.8 or later), makes the listening socket, hands its
-descriptor back over a socket pair and exits; the proxy serves it; then the command is let go.
+How: bubblewrap is started with ``--json-status-fd`` (it writes its sandbox's PID there once
+the namespaces exist; ``--info-fd`` is the kill's, in ``bastion.sandbox.spawn``) and
+``--block-fd`` (it waits there before running the command). A short helper process (this
+interpreter, ``-I -S``) joins the sandbox's user and network namespaces (one ``setns`` on a
+pidfd: Linux 5.8 or later), makes the listening socket, hands its descriptor back over a
+socket pair and exits; the proxy serves it; then the command is let go.
 If any step fails, the command still starts, with no proxy listening: nothing gets out, the
 failure is recorded, and every connection is refused.
 """
@@ -70,7 +71,7 @@ class EgressGate:
     @property
     def args(self) -> list[str]:
         """bubblewrap's arguments that let the gate in."""
-        return ["--info-fd", str(self._info_w), "--block-fd", str(self._block_r)]
+        return ["--json-status-fd", str(self._info_w), "--block-fd", str(self._block_r)]
 
     @property
     def fds(self) -> tuple[int, ...]:
@@ -137,18 +138,21 @@ class EgressGate:
 
 
 def _read_pid(fd: int) -> int | None:
-    """The sandbox's PID from bubblewrap's info (``None`` when it ended first)."""
+    """The sandbox's PID from bubblewrap's first status document (``None`` when it ended
+    first). The status descriptor carries several JSON documents; the first names the PID."""
     data = b""
+    decoder = json.JSONDecoder()
     while True:
         chunk = os.read(fd, 4096)
         if not chunk:
             return None
         data += chunk
         try:
-            info = json.loads(data)
+            info, _ = decoder.raw_decode(data.decode("utf-8").lstrip())
         except ValueError:
             continue
-        return int(info["child-pid"])
+        if isinstance(info, dict) and "child-pid" in info:
+            return int(info["child-pid"])
 
 
 def _listener_in(pid: int) -> socket.socket:

@@ -21,14 +21,18 @@ class RunLimits:
     processes: int = 256
     """RLIMIT_NPROC of the sandbox's user: a fork bomb fails to fork past it."""
     memory_bytes: int = 2 * 1024**3
-    """RLIMIT_AS of every process in the sandbox."""
+    """RLIMIT_AS of every process in the sandbox (memory no address space holds, memfds and
+    System V IPC, is refused by the seccomp filter; ``docs/sandbox.md`` says what is not
+    counted)."""
     file_bytes: int = 64 * 1024**2
     """RLIMIT_FSIZE: the largest file a process may write."""
     cpu_seconds: int | None = None
     """RLIMIT_CPU of every process (``None``: only the wall timeout applies)."""
     tmp_bytes: int = 256 * 1024**2
-    """Size of the private ``/tmp`` (a tmpfs, held in the host's memory): past it, writes there
-    fail with ``No space left on device``."""
+    """Size of the private ``/tmp`` and ``/dev/shm`` together (one tmpfs, held in the host's
+    memory): past it, writes there fail with ``No space left on device``. More entries there
+    than it has 4 KiB blocks kill the command (``limit="tmp"``): a tmpfs counts bytes, not
+    files."""
     written_bytes: int = 256 * 1024**2
     """Most disk the command may take in the view, all entries together: each file it
     created or changed counts its size rounded up to 4 KiB, each new folder or link 4 KiB.
@@ -80,8 +84,8 @@ class RunResult:
     stdout_truncated: bool = False
     stderr_truncated: bool = False
     limit: str | None = None
-    """The limit that ended the command or stopped its changes: ``"timeout"``, ``"output"``
-    or ``"written"``; ``None`` otherwise."""
+    """The limit that ended the command or stopped its changes: ``"timeout"``, ``"output"``,
+    ``"tmp"`` (too many entries in ``/tmp``) or ``"written"``; ``None`` otherwise."""
     changed: tuple[str, ...] = ()
     """Workspace paths written back (created or changed), as this principal."""
     deleted: tuple[str, ...] = ()

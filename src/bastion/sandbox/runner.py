@@ -25,13 +25,14 @@ from bastion.sandbox.bwrap import (
     bwrap_binary,
     command_line,
     sandbox_ids,
-    spawn,
 )
 from bastion.sandbox.egress import Recorder
 from bastion.sandbox.gate import EgressGate
 from bastion.sandbox.port import SandboxWorkspace
 from bastion.sandbox.result import RunLimits, RunResult, SandboxError
 from bastion.sandbox.seccomp import filter_fd
+from bastion.sandbox.spawn import Tree, spawn
+from bastion.sandbox.usage import entries, held_bytes, scratch_fd
 from bastion.sandbox.view import Change, Snapshot, diff, materialize, written
 from bastion.sandbox.writeback import Applied, write_back
 
@@ -60,6 +61,11 @@ class Prepared:
     """Asked about each change before it is written back (``bastion.sandbox.approval``)."""
     gate: EgressGate | None = None
     """The egress proxy, when the network is an allow-list (``bastion.sandbox.gate``)."""
+    tree: Tree | None = None
+    """The running sandbox, once started (its processes are looked at for the written bytes,
+    and it is what a kill ends)."""
+    scratch: int | None = None
+    """A descriptor of the running sandbox's ``/tmp`` tmpfs, once seen (to count entries)."""
 
     @property
     def fds(self) -> tuple[int, ...]:
@@ -73,9 +79,29 @@ class Prepared:
         if self.gate is not None:
             self.gate.open()
 
-    def written(self) -> int:
-        """Bytes the command has left in the view so far (polled for the limit)."""
-        return written(self.snap)
+    def written(self, tree: Tree | None = None) -> int:
+        """Bytes the command has taken in the view so far (polled for the limit): what the
+        view holds, and the files there that its processes (of ``tree``, or the one this
+        started) hold open or mapped after deleting their names."""
+        total = written(self.snap)
+        tree = tree or self.tree
+        if tree is not None and tree.pidns is not None:
+            total += held_bytes(tree.pidns, self.snap.root.stat().st_dev)
+        return total
+
+    def over(self, tree: Tree | None = None) -> str | None:
+        """The limit the running command is over (polled): ``"tmp"`` when ``/tmp`` holds more
+        entries than ``limits.tmp_bytes`` has 4 KiB blocks (its tmpfs counts bytes, not
+        files), ``"written"`` past ``limits.written_bytes``; ``None`` within both."""
+        tree = tree or self.tree
+        if tree is not None and tree.init_pid is not None:
+            if self.scratch is None:
+                self.scratch = scratch_fd(tree.init_pid, self.limits.tmp_bytes)
+            if self.scratch is not None and entries(self.scratch) > self.limits.tmp_bytes // 4096:
+                return "tmp"
+        if self.written(tree) > self.limits.written_bytes:
+            return "written"
+        return None
 
     def close_fds(self) -> None:
         """Close the descriptors once bubblewrap holds its own (it has started) or is gone."""
@@ -105,6 +131,11 @@ class Prepared:
         self.close_fds()
         if self.gate is not None:
             await self.gate.close()
+        if self.tree is not None:
+            self.tree.close()
+        if self.scratch is not None:
+            os.close(self.scratch)
+            self.scratch = None
         await asyncio.to_thread(shutil.rmtree, self.folder, True)
 
 
@@ -197,9 +228,7 @@ async def run_in_sandbox(
     try:
         prepared.start_egress()
         try:
-            outcome = await spawn(
-                prepared.args, data, timeout, chosen, prepared.fds, prepared.written
-            )
+            outcome = await spawn(prepared.args, data, timeout, chosen, prepared.fds, prepared.over)
         finally:
             prepared.close_fds()
         limit, applied = await prepared.bring_back(ws, outcome.limit)

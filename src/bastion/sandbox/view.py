@@ -120,7 +120,8 @@ async def materialize(
                 continue
             if ids is not None:
                 os.chown(target, *ids)
-        for name in ("usr", "proc", "dev", "tmp", *(["etc"] if "etc" in system else [])):
+        # /tmp is a link bubblewrap makes to the sized /dev/shm (bastion.sandbox.bwrap)
+        for name in ("usr", "proc", "dev", *(["etc"] if "etc" in system else [])):
             (root / name).mkdir(mode=0o755)
         for mount in ws.mounts:
             if str(mount.prefix) in snap.bound:
