@@ -19,11 +19,10 @@ from parity_world import USER, Tokens, World
 @contextlib.contextmanager
 def serving(world: World, tokens: Tokens) -> Iterator[str]:
     """The world's file served as ``bastion serve`` serves it (``opened_app``), on loopback."""
-    from server.support import running
-
     from bastion.config import WorkspaceConfig
     from bastion.server import ServerSettings
     from bastion.server.loading import ServerFile, opened_app
+    from server.support import running
 
     file = ServerFile(WorkspaceConfig.from_file(world.config), ServerSettings(), tokens.identity)
     with opened_app(file) as app, running(app) as url:
@@ -214,7 +213,10 @@ class Cli(Driver):
         elif op == "search":
             args = ["search", a["query"], "--path", a.get("path", "/")]
         elif op in ("write", "create"):
-            args, stdin = ["put", a["path"], *(["--create"] if op == "create" else [])], a["content"]
+            args, stdin = (
+                ["put", a["path"], *(["--create"] if op == "create" else [])],
+                a["content"],
+            )
         elif op == "delete":
             args = ["rm", a["path"], *(["-r"] if a.get("recursive") else [])]
         elif op in ("move", "copy"):
@@ -230,4 +232,3 @@ class Cli(Driver):
             "stdout": as_json(result.stdout),
             "stderr": [as_json(line) for line in result.stderr.splitlines()],
         }
-

@@ -315,7 +315,10 @@ class OpenAI(ToolDriver):
         self.adapter = OpenAITools(self.toolset)
 
     def describe(self) -> Any:
-        return {"chat": self.adapter.definitions(), "responses": self.adapter.definitions("responses")}
+        return {
+            "chat": self.adapter.definitions(),
+            "responses": self.adapter.definitions("responses"),
+        }
 
     def tool(self, name: str, arguments: dict[str, Any]) -> Any:
         call = {"id": "c1", "function": {"name": name, "arguments": json.dumps(arguments)}}

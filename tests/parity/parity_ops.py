@@ -41,9 +41,7 @@ OPERATIONS = (
 )
 
 
-CHANGING = frozenset(
-    {"write", "create", "append", "edit", "mkdir", "delete", "move", "copy"}
-)
+CHANGING = frozenset({"write", "create", "append", "edit", "mkdir", "delete", "move", "copy"})
 LATE = frozenset({"audit", "index", "reindex", "index_dir", "processes"})
 
 

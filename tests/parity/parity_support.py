@@ -5,6 +5,7 @@ what legitimately differs between the two worlds normalized away."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import enum
 import json
@@ -83,10 +84,8 @@ class Held:
 
     def close(self) -> None:
         self._loop.loop.call_soon_threadsafe(self._queue.put_nowait, None)
-        try:
+        with contextlib.suppress(Exception):  # a client that fails to close changes no answer
             self._task.result(TIMEOUT)
-        except Exception:  # noqa: BLE001 - a client that fails to close changes no answer
-            pass
 
 
 async def _ready(ready: asyncio.Future[Any]) -> None:
