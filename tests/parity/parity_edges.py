@@ -11,9 +11,9 @@ from typing import Any, ClassVar
 
 import httpx
 from click.testing import CliRunner
-from parity_library import Driver, McpClientDriver
+from parity_library import OPERATOR_TASKS, Driver, McpClientDriver
 from parity_support import Held, Loop, as_json
-from parity_world import USER, Tokens, World
+from parity_world import OPERATOR, USER, Tokens, World
 
 
 @contextlib.contextmanager
@@ -225,10 +225,32 @@ class Cli(Driver):
             args = [self.entry[op]]
         else:
             args = [self.entry[op], *(a[k] for k in ("path", "pattern", "question") if k in a)]
-        args += ["--json", "--config", str(self.world.config), "--as", USER]
+        args += ["--json", "--config", str(self.world.config), "--as", self.user]
         result = CliRunner().invoke(main, args, input=stdin)
         return {
             "exit": result.exit_code,
             "stdout": as_json(result.stdout),
             "stderr": [as_json(line) for line in result.stderr.splitlines()],
         }
+
+
+class HttpOperator(HttpApi):
+    user = OPERATOR
+    entry: ClassVar[Mapping[str, str]] = {
+        op: name for op, name in HttpApi.entry.items() if op in OPERATOR_TASKS
+    }
+
+
+class WebPageOperator(WebPage):
+    user = OPERATOR
+    entry: ClassVar[Mapping[str, str]] = {
+        op: name for op, name in WebPage.entry.items() if op in OPERATOR_TASKS
+    }
+
+
+class CliOperator(Cli):
+    user = OPERATOR
+    entry: ClassVar[Mapping[str, str]] = {
+        op: name for op, name in Cli.entry.items() if op in OPERATOR_TASKS
+    }
+    aliases: ClassVar[Mapping[str, str]] = {}

@@ -14,7 +14,17 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from parity_edges import Cli, HttpApi, McpServerHttp, McpStdio, WebPage, serving
+from parity_edges import (
+    Cli,
+    CliOperator,
+    HttpApi,
+    HttpOperator,
+    McpServerHttp,
+    McpStdio,
+    WebPage,
+    WebPageOperator,
+    serving,
+)
 from parity_library import (
     Driver,
     IntentTools,
@@ -23,6 +33,7 @@ from parity_library import (
     OpenAI,
     PydanticAI,
     PythonAsync,
+    PythonOperator,
     PythonSync,
 )
 from parity_support import Loop
@@ -41,10 +52,14 @@ FRONTS: Mapping[str, type[Driver]] = {
     "http-api": HttpApi,
     "web-page": WebPage,
     "cli": Cli,
+    "python-operator": PythonOperator,
+    "http-operator": HttpOperator,
+    "web-page-operator": WebPageOperator,
+    "cli-operator": CliOperator,
 }
 """Every front end, by name; the name is also the front end's lane in the worlds."""
 
-SERVED = frozenset({"mcp-http", "http-api", "web-page"})
+SERVED = frozenset({"mcp-http", "http-api", "web-page", "http-operator", "web-page-operator"})
 """Front ends that reach the world through its server."""
 
 FIXED_TIME = 1_767_225_600  # 2026-01-01: every seeded entry's time, in both worlds
@@ -87,7 +102,7 @@ class Worlds:
             make: Callable[..., Driver] = cls
             extra: dict[str, Any] = {}
             if front in SERVED:
-                extra = {"url": self.url(world), "token": self.tokens.token()}
+                extra = {"url": self.url(world), "token": self.tokens.token(cls.user)}
             self._drivers[key] = make(world, self.loop, front, **extra)
         return self._drivers[key]
 

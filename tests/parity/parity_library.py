@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from parity_support import Held, Loop, as_json, plain, told
-from parity_world import USER, World
+from parity_world import OPERATOR, USER, World
 
 from bastion.agents.tools import Toolset
 from bastion.config import WorkspaceConfig
@@ -33,6 +33,9 @@ class Driver:
         """Every name of the front end the driver calls."""
         return frozenset(cls.entry.values()) | frozenset(cls.aliases)
 
+    user: ClassVar[str] = USER
+    """Who the driver acts for."""
+
     def __init__(self, world: World, loop: Loop, lane: str) -> None:
         self.world, self.loop, self.lane = world, loop, lane
 
@@ -47,11 +50,11 @@ class Driver:
         return None
 
 
-def build(world: World, *, sync: bool = False) -> Any:
-    """The workspace of the world's file acting for the principal (as every entry point
-    builds it)."""
+def build(world: World, *, sync: bool = False, user: str = USER) -> Any:
+    """The workspace of the world's file acting for ``user`` (as every entry point builds
+    it)."""
     config = WorkspaceConfig.from_file(world.config)
-    ws = config.build(principal=config.users[USER])
+    ws = config.build(principal=config.users[user])
     return ws.sync() if sync else ws
 
 
@@ -97,7 +100,7 @@ class PythonAsync(Driver):
 
     def __init__(self, world: World, loop: Loop, lane: str) -> None:
         super().__init__(world, loop, lane)
-        self.ws = build(world, sync=self.sync)
+        self.ws = build(world, sync=self.sync, user=self.user)
 
     def _do(self, value: Any) -> Any:
         return value if self.sync else self.loop.run(value)
@@ -164,6 +167,20 @@ class PythonSync(PythonAsync):
     """``bastion.SyncWorkspace``: the blocking facade."""
 
     sync = True
+
+
+OPERATOR_TASKS = frozenset({"describe", "audit", "index", "reindex", "index_dir"})
+"""What the operator is driven for: what its ``audit`` and ``reindex`` grants change."""
+
+
+class PythonOperator(PythonAsync):
+    """The library for an operator, who reads every principal's audit records."""
+
+    user = OPERATOR
+    entry: ClassVar[Mapping[str, str]] = {
+        op: name for op, name in PythonAsync.entry.items() if op in OPERATOR_TASKS
+    }
+    aliases: ClassVar[Mapping[str, str]] = {}
 
 
 # -- the agent tool set through each adapter ---------------------------------------------------

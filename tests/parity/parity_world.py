@@ -41,6 +41,10 @@ TENANT = "acme"
 ROLES = ("staff",)
 CLEARANCE = "internal"
 
+OPERATOR = "olga"
+"""An operator: ``ana``'s reach, plus the ``audit`` and ``reindex`` actions on ``/``."""
+PEOPLE = {USER: ROLES, OPERATOR: (*ROLES, "ops")}
+
 ISSUER = "https://id.parity.test"
 AUDIENCE = "bastion-parity"
 
@@ -119,14 +123,19 @@ labels = {{ tenant = "acme", classification = "internal" }}
 rules = [
   {{ effect = "deny", actions = ["*"], paths = ["/docs/vault/**"] }},
   {{ effect = "allow", actions = ["execute"], paths = ["/**"] }},
+  {{ effect = "allow", actions = ["audit", "reindex"], paths = ["/**"], roles = ["ops"] }},
   {{ effect = "allow", actions = ["*"], paths = ["/**"] }},
 ]
 
-[users.{USER}]
-tenant = "{TENANT}"
-roles = {list(ROLES)!r}
-clearance = "{CLEARANCE}"
-""".replace("'", '"')
+{_users()}""".replace("'", '"')
+
+
+def _users() -> str:
+    return "".join(
+        f'\n[users.{user}]\ntenant = "{TENANT}"\nroles = {list(roles)!r}\n'
+        f'clearance = "{CLEARANCE}"\n'
+        for user, roles in PEOPLE.items()
+    )
 
 
 @dataclass(frozen=True)
@@ -184,14 +193,14 @@ class Tokens:
             keys=(VerificationKey.hmac(self.key, algorithm="HS256", kid="k1"),),
         )
 
-    def token(self) -> str:
+    def token(self, user: str = USER) -> str:
         now = int(time.time())
         claims: dict[str, Any] = {
             "iss": ISSUER,
             "aud": AUDIENCE,
-            "sub": USER,
+            "sub": user,
             "tenant": TENANT,
-            "roles": list(ROLES),
+            "roles": list(PEOPLE[user]),
             "clearance": CLEARANCE,
             "iat": now,
             "exp": now + 3600,

@@ -93,17 +93,22 @@ CONTROLS = {
     "list-docs": "handbook.md",
     "describe": "/docs",
     "run-read": "/docs/mixed/visible.md",
+    "index-status": "bm25",
 }
 """What a working front end shows for these scenarios: each driver must really reach the
 workspace, or two equal failures would pass for parity."""
+
+OPERATOR_CONTROLS = {"audit-own": '"principal": "ana"'}
+"""An operator reads every principal's records."""
 
 
 @pytest.mark.parametrize("front", list(FRONTS))
 def test_each_front_end_really_answers(worlds: Worlds, front: str) -> None:
     checked = 0
+    controls = OPERATOR_CONTROLS if front.endswith("-operator") else CONTROLS
     for scenario in SCENARIOS:
-        if scenario.name in CONTROLS and scenario.op in FRONTS[front].offers():
+        if scenario.name in controls and scenario.op in FRONTS[front].offers():
             answer = worlds.driver(front, "full").call(scenario.op, scenario.bound(front))
-            assert CONTROLS[scenario.name] in _shown(answer), (front, scenario.name, answer)
+            assert controls[scenario.name] in _shown(answer), (front, scenario.name, answer)
             checked += 1
-    assert checked >= 2, front
+    assert checked >= 1, front
