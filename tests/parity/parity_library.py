@@ -46,6 +46,10 @@ class Driver:
     def call(self, op: str, args: dict[str, Any]) -> Any:
         raise NotImplementedError
 
+    def prepare(self, reads: list[str]) -> None:
+        """Read ``reads`` first where the front end asks for it (the agent tools change only
+        files read in the session)."""
+
     def close(self) -> None:
         return None
 
@@ -238,6 +242,10 @@ class ToolDriver(Driver):
             return self.describe()
         return self.tool(self.entry[op], tool_arguments(op, args))
 
+    def prepare(self, reads: list[str]) -> None:
+        for path in reads:
+            self.tool("read_file", {"path": path})
+
     def describe(self) -> Any:
         raise NotImplementedError
 
@@ -265,6 +273,10 @@ class IntentTools(ToolDriver):
     def __init__(self, world: World, loop: Loop, lane: str) -> None:
         Driver.__init__(self, world, loop, lane)
         self.toolset = Toolset(build(world), style="intent")
+
+    def prepare(self, reads: list[str]) -> None:
+        for path in reads:
+            self.loop.run(self.toolset.call("access", {"path": path}))
 
     def call(self, op: str, a: dict[str, Any]) -> Any:
         if op == "describe":

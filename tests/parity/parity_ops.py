@@ -64,8 +64,14 @@ class Scenario:
     def bound(self, lane: str) -> dict[str, Any]:
         """The arguments with ``{lane}`` filled in."""
         return {
-            k: v.replace("{lane}", lane) if isinstance(v, str) else v for k, v in self.args.items()
+            k: v.replace("{lane}", lane) if isinstance(v, str) else v
+            for k, v in self.args.items()
+            if k != "reads"
         }
+
+    def reads(self, lane: str) -> list[str]:
+        """Files an agent reads first (its tools change only files it has read)."""
+        return [path.replace("{lane}", lane) for path in self.args.get("reads", ())]
 
 
 def _s(name: str, op: str, **args: Any) -> Scenario:
@@ -132,14 +138,27 @@ SCENARIOS: tuple[Scenario, ...] = (
     _s("create-in-hidden-folder", "create", path="/docs/team/{lane}-c2.md", content="x\n"),
     _s("append-drop-box-over", "append", path="/drop/{lane}-append.md", content="more\n"),
     _s("append-hidden-mount", "append", path="/board/{lane}-log.md", content="more\n"),
-    _s("edit-visible", "edit", path=f"{LANE}/a.md", old="alpha", new="ALPHA"),
+    _s(
+        "edit-visible",
+        "edit",
+        path=f"{LANE}/a.md",
+        old="alpha",
+        new="ALPHA",
+        reads=[f"{LANE}/a.md"],
+    ),
     _s("edit-label-hidden", "edit", path="/docs/mixed/secret.md", old=WORD, new="x"),
     _s("edit-drop-box", "edit", path="/drop/{lane}-edit.md", old="left", new="x"),
     _s("mkdir-in-hidden-folder", "mkdir", path="/docs/team/{lane}-dir"),
     _s("mkdir-hidden-mount", "mkdir", path="/board/{lane}-dir"),
     _s("delete-label-hidden", "delete", path="/docs/mixed/secret.md"),
     _s("delete-hidden-folder", "delete", path="/docs/team"),
-    _s("delete-mixed-folder", "delete", path=f"{LANE}/mixed", recursive=True),
+    _s(
+        "delete-mixed-folder",
+        "delete",
+        path=f"{LANE}/mixed",
+        recursive=True,
+        reads=[f"{LANE}/mixed/b.md"],
+    ),
     _s("delete-drop-box", "delete", path="/drop/{lane}-delete.md"),
     _s("move-into-hidden-folder", "move", src=f"{LANE}/sub/c.md", dst="/docs/team/{lane}-c.md"),
     _s("move-folder-with-hidden", "move", src=f"{LANE}/only", dst=f"{LANE}/moved"),

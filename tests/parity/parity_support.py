@@ -155,7 +155,5 @@ def normal(value: Any, root: str) -> Any:
     if isinstance(value, list):
         return [normal(v, root) for v in value]
     if isinstance(value, str):
-        text = value.replace(root, "<root>")
-        text = _ISO.sub("<time>", text)
-        return text
+        return _ISO.sub("<time>", value.replace(root, "<root>"))
     return value

@@ -51,7 +51,9 @@ def test_the_same_answer_with_and_without_what_the_principal_may_not_see(
     answers = {}
     for name in ("full", "bare"):
         world = worlds.worlds[name]
-        answer = worlds.driver(front, name).call(scenario.op, scenario.bound(front))
+        driver = worlds.driver(front, name)
+        driver.prepare(scenario.reads(front))
+        answer = driver.call(scenario.op, scenario.bound(front))
         answers[name] = normal(answer, str(world.root))
     full, bare = _shown(answers["full"]), _shown(answers["bare"])
     echoed = full  # the caller's own words may come back (a query, a pattern, a command)
