@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import time
 from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar
 
@@ -78,7 +79,19 @@ class HttpApi(Driver):
                 query["regex"] = "true" if a.get("regex") else "false"
             return _answer(self.http.get(route, params=query))
         body = {**a, "mode": "create"} if op == "create" else a
-        return _answer(self.http.post(route, json=body))
+        answer = _answer(self.http.post(route, json=body))
+        if op == "reindex" and answer["status"] == 202:  # a job: its end, not its progress
+            answer["body"] = {"job": "started"}
+            answer["after"] = self._job_done()
+        return answer
+
+    def _job_done(self) -> Any:
+        deadline = time.monotonic() + 120
+        while True:
+            status = self.http.get("/v1/index/status").json()
+            if not status.get("job", {}).get("running") or time.monotonic() > deadline:
+                return status
+            time.sleep(0.05)
 
 
 class WebPage(HttpApi):
