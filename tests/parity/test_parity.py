@@ -31,6 +31,10 @@ CASES = [
 ]
 
 
+_SHOWN = 120
+"""Lines of a difference shown (an audit log's can run to thousands)."""
+
+
 @pytest.fixture(scope="module")
 def worlds(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Worlds]:
     both = Worlds(tmp_path_factory.mktemp("parity"))
@@ -61,9 +65,13 @@ def test_the_same_answer_with_and_without_what_the_principal_may_not_see(
         echoed = echoed.replace(json.dumps(given)[1:-1], "") if isinstance(given, str) else echoed
     assert SECRET not in echoed, f"{front} {scenario.name} shows hidden content:\n{full}"
     if full != bare:
-        diff = "\n".join(
+        lines = list(
             difflib.unified_diff(bare.splitlines(), full.splitlines(), "bare", "full", lineterm="")
         )
+        more = (
+            f"\n... {len(lines) - _SHOWN} more lines of difference" if len(lines) > _SHOWN else ""
+        )
+        diff = "\n".join(lines[:_SHOWN]) + more
         pytest.fail(f"{front} {scenario.name}: the hidden entries change the answer\n{diff}")
 
 
