@@ -5,6 +5,8 @@ command line with ``--json``."""
 from __future__ import annotations
 
 import contextlib
+import socket
+import subprocess
 import sys
 import time
 from collections.abc import Iterator, Mapping
@@ -183,6 +185,45 @@ class McpStdio(McpClientDriver):
             args=["-m", "bastion.cli", "mcp", "--config", str(world.config), "--as", USER],
         )
         self.held = Held(loop, lambda: Client(params, read_timeout_seconds=120))
+
+
+class McpCliHttp(McpClientDriver):
+    """``bastion mcp --transport http --config FILE --as USER``, a real subprocess."""
+
+    def __init__(self, world: World, loop: Loop, lane: str) -> None:
+        from mcp import Client
+
+        from server.support import free_port
+
+        Driver.__init__(self, world, loop, lane)
+        port = free_port()
+        command = [
+            sys.executable, "-m", "bastion.cli", "mcp", "--transport", "http",
+            "--port", str(port), "--config", str(world.config), "--as", USER,
+        ]  # fmt: skip
+        self.log = (world.root.parent / f"{world.name}-mcp-http.log").open("wb")
+        self.process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    self.close()
+                    raise RuntimeError(
+                        f"bastion mcp --transport http did not start ({port})"
+                    ) from None
+                time.sleep(0.1)
+        url = f"http://127.0.0.1:{port}/mcp"
+        self.held = Held(loop, lambda: Client(url, read_timeout_seconds=120))
+
+    def close(self) -> None:
+        if hasattr(self, "held"):
+            self.held.close()
+        self.process.terminate()
+        self.process.wait(timeout=30)
+        self.log.close()
 
 
 class Cli(Driver):

@@ -61,7 +61,7 @@ ADAPTER_FRONTS: Mapping[str, tuple[str, ...]] = {
     "langchain": ("langchain",),
     "pydantic_ai": ("pydantic-ai",),
     "openai": ("openai",),
-    "mcp": ("mcp-inprocess", "mcp-stdio", "mcp-http"),
+    "mcp": ("mcp-inprocess", "mcp-stdio", "mcp-http", "mcp-cli-http"),
 }
 
 
