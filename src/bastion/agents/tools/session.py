@@ -52,9 +52,10 @@ from bastion.core.errors import (
     ScopeError,
 )
 from bastion.core.globs import Glob
-from bastion.core.models import Action, FileInfo, WriteMode
+from bastion.core.models import Action, FileInfo, Scope, WriteMode
 from bastion.core.mounts import MountTable
 from bastion.core.paths import VPath
+from bastion.core.principal import labels_admit
 from bastion.sandbox.result import RunLimits
 from bastion.workspace.workspace import EditResult, TextPage, Workspace
 
@@ -326,7 +327,7 @@ class ToolSession:
         self.approval = approval
         self.run_limits = run_limits
         """The limits of the commands the ``execute`` tool runs (``None``: the defaults)."""
-        self._mounts = MountTable(workspace.mounts)
+        self._mounts = _existing_mounts(workspace)
 
     @property
     def principal(self) -> str:
@@ -363,8 +364,9 @@ class ToolSession:
     # -- writes ------------------------------------------------------------------------------
 
     def _may(self, action: Action, path: VPath) -> bool:
-        """Whether the mount's scope and the policy may allow ``action`` on ``path``."""
-        mount = self._mounts.find(path)
+        """Whether the mount's scope and the policy may allow ``action`` on ``path`` (under
+        a mount hidden from the principal as under no mount: nothing is looked up there)."""
+        mount = None if self._mounts is None else self._mounts.find(path)
         if mount is None or not mount.scope.allows(action):
             return False
         ws = self.workspace
@@ -578,3 +580,20 @@ class ToolSession:
             f"cannot {task} yet: read these files first (read_file), then retry: {shown}{more} "
             "(not read in this session, or changed since)"
         )
+
+
+def _existing_mounts(workspace: Workspace) -> MountTable | None:
+    """The mounts that exist for the workspace's principal: all but those its labels hide
+    (as the guard decides: a write-only drop box is never hidden). A session that looked up
+    a path under a hidden mount would stat it, and leave an audit record, where under no
+    mount at all it would not (the parity suite, tests/parity). ``None`` when every mount
+    is hidden."""
+    policy, principal = workspace.policy, workspace.principal
+    roles = policy.effective_roles(principal)
+    seen = [
+        mount
+        for mount in workspace.mounts
+        if mount.scope is Scope.WRITE_ONLY
+        or labels_admit(mount.labels, principal, roles, policy.classifications)
+    ]
+    return MountTable(seen) if seen else None
