@@ -246,6 +246,7 @@ class Cli(Driver):
         "audit": "audit",
         "reindex": "reindex",
         "index_dir": "index",
+        "run": "run",
     }
     aliases: ClassVar[Mapping[str, str]] = {"tree": "list"}
 
@@ -277,6 +278,8 @@ class Cli(Driver):
             args = [self.entry[op], a["src"], a["dst"]]
         elif op in ("audit", "reindex", "index_dir"):
             args = [self.entry[op]]
+        elif op == "run":
+            args = ["run", a["command"]]
         else:
             args = [self.entry[op], *(a[k] for k in ("path", "pattern", "question") if k in a)]
         args += ["--json", "--config", str(self.world.config), "--as", self.user]
