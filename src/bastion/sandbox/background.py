@@ -24,11 +24,11 @@ from __future__ import annotations
 import asyncio
 import builtins
 import contextlib
+import functools
 import hashlib
 import os
 import secrets
 import shlex
-import shutil
 import subprocess
 import threading
 import time
@@ -43,6 +43,7 @@ from bastion.sandbox.port import SandboxWorkspace
 from bastion.sandbox.process_info import OutputBuffer, OutputChunk, ProcessInfo, Stream, drain
 from bastion.sandbox.result import RunLimits, SandboxError
 from bastion.sandbox.runner import Prepared, argv_of, prepare
+from bastion.sandbox.tree import remove_tree
 from bastion.sandbox.view import Copied, diff
 from bastion.sandbox.writeback import Applied, write_back
 
@@ -173,7 +174,7 @@ class _Process:
             if await asyncio.to_thread(self.prepared.written) > self.prepared.limits.written_bytes:
                 self.kill("written")
                 return
-            changes = await asyncio.to_thread(diff, snap)
+            changes = await asyncio.to_thread(functools.partial(diff, snap, live=True))
             applied = await write_back(self.ws, changes)
             for change in changes:
                 key = change.key
@@ -437,4 +438,4 @@ def _kill_all(handles: dict[str, tuple[subprocess.Popen[bytes], Prepared]]) -> N
         with contextlib.suppress(subprocess.TimeoutExpired):
             popen.wait(timeout=5)
         prepared.close_fds()
-        shutil.rmtree(prepared.folder, ignore_errors=True)
+        remove_tree(prepared.folder)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
-import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from bastion.sandbox.bwrap import (
 from bastion.sandbox.port import SandboxWorkspace
 from bastion.sandbox.result import RunLimits, RunResult, SandboxError
 from bastion.sandbox.seccomp import filter_fd
+from bastion.sandbox.tree import remove_tree
 from bastion.sandbox.view import Change, Snapshot, diff, materialize, written
 from bastion.sandbox.writeback import Applied, write_back
 
@@ -87,7 +87,7 @@ class Prepared:
 
     async def remove(self) -> None:
         self.close_fds()
-        await asyncio.to_thread(shutil.rmtree, self.folder, True)
+        await asyncio.to_thread(remove_tree, self.folder)
 
 
 async def prepare(
@@ -114,6 +114,7 @@ async def prepare(
         view.mkdir(mode=0o755)
         system = NETWORK_NAMES if limits.network else SYSTEM_NAMES
         snap = await materialize(ws, view, ids, system)
+        snap.read_cap = limits.written_bytes
         prepared = Prepared(folder, snap, [], limits, None)
         try:
             if not (view.joinpath(*cwd.parts)).is_dir():
@@ -137,7 +138,7 @@ async def prepare(
             prepared.close_fds()
             raise
     except BaseException:
-        await asyncio.to_thread(shutil.rmtree, folder, True)
+        await asyncio.to_thread(remove_tree, folder)
         raise
     return prepared
 
