@@ -119,9 +119,8 @@ class _Reader:
                 continue
             self.seen += 1
             if self.seen > self.limit:  # more entries than the written limit can hold
-                self.over = True
-                break
-            self.judge(item)
+                self.over, self.read = True, False
+            self.judge(item)  # the entry that went over is named among the refused
             if self.over:
                 break
         unread = [] if self.over else walk.unread
@@ -178,6 +177,7 @@ class _Reader:
         data = got[1]
         if len(data) > self.budget:
             self.over = True
+            self.changed.append(Change(path, "write", b"", base))
             return
         self.budget -= len(data)
         if base is None or hashlib.sha256(data).digest() != base.digest:
@@ -244,12 +244,12 @@ def _child(parent: VPath, name: str) -> VPath | str:
 
 def _shown(parent: VPath, name: str) -> str:
     """``parent/name`` for a report, the name escaped: bytes that are no UTF-8 as ``\\xNN``,
-    anything but printable ASCII as Python writes it (``\\x01``, ``\\u0301``)."""
+    anything but printable ASCII as Python writes it (``\\x01``, ``\\u0301``, ``\\\\``)."""
     text = "".join(
         f"\\x{ord(ch) - 0xDC00:02x}"
         if 0xDC80 <= ord(ch) <= 0xDCFF
         else ch
-        if ch.isascii() and ch.isprintable()
+        if ch.isascii() and ch.isprintable() and ch != "\\"
         else ascii(ch)[1:-1]
         for ch in name
     )
