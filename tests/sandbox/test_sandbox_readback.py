@@ -201,7 +201,8 @@ def test_a_folder_swapped_after_the_look_is_not_entered(tmp_path: Path, outside:
     seen = []
     fd = os.open(snap.root, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        for item in Walk(fd, 0, lambda item: item.depth):
+        walk = Walk(fd, "", lambda item: item.name)
+        for item in walk:
             seen.append(item.name)
             if item.name == "d":  # looked at as a folder: now a link to outside
                 (snap.root / "scratch" / "d").rmdir()
@@ -214,6 +215,7 @@ def test_a_folder_swapped_after_the_look_is_not_entered(tmp_path: Path, outside:
         os.close(fd)
     assert "secret.txt" not in seen and "sub" not in seen
     assert "other.txt" not in seen and "mine.txt" not in seen
+    assert walk.changed == ["d", "e"]  # reported: nothing below them counts as deleted
 
 
 def test_an_ancestor_swapped_while_the_walk_is_below_it_is_left(
@@ -239,7 +241,7 @@ def test_an_ancestor_swapped_while_the_walk_is_below_it_is_left(
     finally:
         os.close(fd)
     assert "second" not in seen and "secret.txt" not in seen
-    assert len(walk.unread) == 1
+    assert len(walk.changed) == 1 and walk.unread == []
 
 
 # -- deep and wide -------------------------------------------------------------------------------

@@ -123,7 +123,7 @@ class _Reader:
             self.judge(item)  # the entry that went over is named among the refused
             if self.over:
                 break
-        unread = [] if self.over else walk.unread
+        unread = [] if self.over else [*walk.unread, *walk.changed]
         for folder in unread:
             self.changed.append(Change(folder, "refuse", reason=_UNREAD))
         if self.over:

@@ -21,7 +21,7 @@ whatever the command renames meanwhile: nothing outside the view can arrive.
 The walk is iterative (no recursion, however deep the tree) and holds few descriptors: a level's
 descriptor is kept only every :data:`CHECKPOINT` levels; a level in between is opened again,
 name by name from its nearest held ancestor, when the walk comes back to it, and must still be
-the same directory (else it is reported in :attr:`Walk.unread` and left).
+the same directory (else it is reported in :attr:`Walk.changed` and left).
 """
 
 from __future__ import annotations
@@ -156,8 +156,11 @@ class Walk(Generic[T]):
     root: T
     enter: Callable[[Item[T]], T | None]
     unread: list[T] = field(default_factory=list)
-    """Tags of directories entered but not read to the end: unreadable (permissions, too many
-    open descriptors), or no longer the directory that was listed when the walk came back."""
+    """Tags of directories that could not be read (permissions, too many open descriptors)."""
+    changed: list[T] = field(default_factory=list)
+    """Tags of directories not read to the end because they changed under the walk: swapped
+    for something else between the look and the open, or no longer the directory that was
+    listed when the walk came back to it (a live tree)."""
 
     def __iter__(self) -> Iterator[Item[T]]:
         stack: list[_Frame[T]] = []
@@ -173,7 +176,7 @@ class Walk(Generic[T]):
                         os.close(top.fd)
                     continue
                 if top.fd < 0 and not self._reopen(stack):
-                    self.unread.append(top.tag)
+                    self.changed.append(top.tag)
                     top.pending.clear()
                     continue
                 name = top.pending.pop()
@@ -197,13 +200,16 @@ class Walk(Generic[T]):
         try:
             fd = _open(top.fd, item.name, _DIR_FLAGS)
         except OSError as exc:
-            if exc.errno not in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
+            if exc.errno in (errno.ENOTDIR, errno.ELOOP):
+                self.changed.append(tag)  # swapped for a file or a link since the look
+            elif exc.errno != errno.ENOENT:  # gone, with all it held
                 self.unread.append(tag)  # there, but not readable
-            return  # else gone, or swapped for something else since it was looked at
+            return
         try:
             if ident(os.fstat(fd)) != ident(item.info):
                 os.close(fd)
-                return  # another directory swapped in: not the one that was looked at
+                self.changed.append(tag)  # another directory swapped in: not entered
+                return
             pending = _listing(fd)
         except OSError:
             os.close(fd)
