@@ -6,10 +6,11 @@ user, PID, IPC, UTS and network namespaces. What it creates, changes or deletes 
 through the normal guarded write path, per path. See ``docs/sandbox.md``.
 
 Modules: ``result`` (limits, result, error), ``bwrap`` (the isolated process), ``seccomp``
-(the system-call filter), ``view`` (materializing the view, diffing it, metering what was
-written), ``localbind`` (binding large read-only local folders), ``writeback`` (changes through
-the guard), ``runner`` (the whole call), ``background`` and ``process_info`` (background
-processes, each its owner's).
+(the system-call filter), ``view`` (materializing the view), ``snapshot`` (what was copied,
+what changed), ``tree`` (walking and removing a folder the command wrote, by descriptor),
+``readback`` (diffing the view, metering what was written), ``localbind`` (binding large
+read-only local folders), ``writeback`` (changes through the guard), ``runner`` (the whole
+call), ``background`` and ``process_info`` (background processes, each its owner's).
 """
 
 from bastion.sandbox.process_info import OutputChunk, ProcessInfo

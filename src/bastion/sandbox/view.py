@@ -60,7 +60,7 @@ async def materialize(
     fd = os.open(root, _DIR_FLAGS)
     try:
         snap.root_id = ident(os.fstat(fd))
-        _bind_local(ws, entries, snap)
+        await asyncio.to_thread(_bind_local, ws, entries, snap)  # walks local folders
         batch = _Batch(fd, ids, snap)
         for entry in entries:
             if _under_bound(entry.path, snap):
