@@ -365,3 +365,20 @@ async def test_a_mount_over_a_0700_folder_is_readable_inside(
     assert result.exit_code == 0, result.stderr
     assert result.stdout == "private words\nmore private words\na.md\nsub\n"
     assert result.refused == {} and result.changed == ()
+
+
+@pytest.mark.parametrize("name", ["bad\x01name", NFD, ".bastion-tmp-leftover"])
+async def test_a_name_the_store_never_lists_is_not_shown_by_binding_its_folder(
+    host_tree: Path, name: str
+) -> None:
+    """A folder otherwise fit to be bound holds a name the local store does not list (a
+    control character, not NFC, its own temporary files): it is copied, so the name stays out."""
+    (host_tree / "corpus" / name).write_text(HIDDEN)
+    (host_tree / "corpus" / name).chmod(0o644)
+    ws = Workspace(
+        [Mount.of("/corpus", LocalStore(host_tree / "corpus"), scope="read_only")],
+        policy=Policy(rules=(Rule.allow("execute", "/**"), Rule.allow("*", "/**"))),
+        principal=READER,
+    )
+    result = await ws.run("ls -a /corpus; cat /corpus/* 2>&1")
+    assert result.stdout == ".\n..\nopen.md\nopen words\n"
