@@ -8,8 +8,10 @@ through the normal guarded write path, per path. See ``docs/sandbox.md``.
 Modules: ``result`` (limits, result, error), ``bwrap`` (bubblewrap's command line),
 ``spawn`` (the running sandbox, its limits and the one kill of its whole tree), ``usage``
 (what a running sandbox holds that no walk sees), ``seccomp`` (the system-call filter),
-``view`` (materializing the view, diffing it, metering what was written), ``localbind``
-(binding large read-only local folders), ``writeback`` (changes through the guard),
+``view`` (materializing the view), ``snapshot`` (what was copied, what changed), ``tree``
+(walking and removing a folder the command wrote, by descriptor), ``readback`` (diffing the
+view, metering what was written), ``localbind`` (binding large read-only local folders),
+``writeback`` (changes through the guard),
 ``approval`` (a reviewer asked about each change before the write-back), ``egress``, ``proxy``
 and ``gate`` (network by allow-list: the list, the proxy, the proxy's socket inside the
 command's network namespace), ``runner`` (the whole call), ``background`` and

@@ -24,11 +24,11 @@ from __future__ import annotations
 import asyncio
 import builtins
 import contextlib
+import functools
 import hashlib
 import os
 import secrets
 import shlex
-import shutil
 import subprocess
 import threading
 import time
@@ -45,6 +45,7 @@ from bastion.sandbox.process_info import OutputBuffer, OutputChunk, ProcessInfo,
 from bastion.sandbox.result import RunLimits, SandboxError
 from bastion.sandbox.runner import Prepared, argv_of, prepare
 from bastion.sandbox.spawn import exit_status, kill_tree, start_background
+from bastion.sandbox.tree import remove_tree
 from bastion.sandbox.view import Copied, diff
 from bastion.sandbox.writeback import Applied, write_back
 
@@ -175,7 +176,10 @@ class _Process:
             if await asyncio.to_thread(self.prepared.written) > self.prepared.limits.written_bytes:
                 self.kill("written")
                 return
-            changes = await screen(await asyncio.to_thread(diff, snap), self.prepared.review)
+            changes = await screen(
+                await asyncio.to_thread(functools.partial(diff, snap, live=True)),
+                self.prepared.review,
+            )
             applied = await write_back(self.ws, changes)
             for change in changes:
                 key = change.key
@@ -444,4 +448,4 @@ def _kill_all(handles: dict[str, tuple[subprocess.Popen[bytes], Prepared]]) -> N
         with contextlib.suppress(subprocess.TimeoutExpired):
             popen.wait(timeout=5)
         prepared.close_fds()
-        shutil.rmtree(prepared.folder, ignore_errors=True)
+        remove_tree(prepared.folder)

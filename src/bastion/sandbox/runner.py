@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
-import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ from bastion.sandbox.port import SandboxWorkspace
 from bastion.sandbox.result import RunLimits, RunResult, SandboxError
 from bastion.sandbox.seccomp import filter_fd
 from bastion.sandbox.spawn import Tree, spawn
+from bastion.sandbox.tree import remove_tree
 from bastion.sandbox.usage import entries, held_bytes, scratch_fd
 from bastion.sandbox.view import Change, Snapshot, diff, materialize, written
 from bastion.sandbox.writeback import Applied, write_back
@@ -136,7 +136,7 @@ class Prepared:
         if self.scratch is not None:
             os.close(self.scratch)
             self.scratch = None
-        await asyncio.to_thread(shutil.rmtree, self.folder, True)
+        await asyncio.to_thread(remove_tree, self.folder)
 
 
 async def prepare(
@@ -166,6 +166,7 @@ async def prepare(
         view.mkdir(mode=0o755)
         system = NETWORK_NAMES if limits.network else SYSTEM_NAMES
         snap = await materialize(ws, view, ids, system)
+        snap.read_cap = limits.written_bytes
         prepared = Prepared(folder, snap, [], limits, None, review)
         try:
             if limits.egress is not None:
@@ -196,7 +197,7 @@ async def prepare(
                 await prepared.gate.close()
             raise
     except BaseException:
-        await asyncio.to_thread(shutil.rmtree, folder, True)
+        await asyncio.to_thread(remove_tree, folder)
         raise
     return prepared
 
