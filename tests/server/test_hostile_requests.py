@@ -144,6 +144,13 @@ CASES: dict[str, tuple[str, str, bytes, list[tuple[bytes, bytes]], list[bytes], 
     ),
     "JSON with 1e999": ("POST", "/v1/search", b"", [JSON], [b'{"query":"x","k":1e999}'], 400, "bad_field"),
     "JSON with NaN": ("POST", "/v1/search", b"", [JSON], [b'{"query":"x","k":NaN}'], 400, "bad_field"),
+    "JSON naming a field twice": (
+        "POST", "/v1/files/write", b"", [JSON], [b'{"path":"/docs/a.md","path":"/docs/b.md"}'],
+        400, "bad_json",
+    ),
+    "JSON naming a nested field twice": (
+        "POST", "/v1/search", b"", [JSON], [b'{"query":"x","filter":{"a":1,"a":2}}'], 400, "bad_json",
+    ),
     "JSON in Latin-1": ("POST", "/v1/files/write", b"", [JSON], [b'{"path":"\xe9"}'], 400, "bad_json"),
     "JSON with a lone surrogate in a path": (
         "POST", "/v1/files/write", b"", [JSON], [b'{"path":"/docs/\\ud800.md","content":"x"}'],

@@ -142,11 +142,27 @@ def _narrowed(op: Operation, exclude: frozenset[str]) -> type[Params]:
     return create_model(f"{op.params.__name__}Query", __base__=Params, **kept)
 
 
+class _DuplicateKeyError(ValueError):
+    """A JSON object names one key twice (parsers disagree on which value wins)."""
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    data = dict(pairs)
+    if len(data) != len(pairs):
+        raise _DuplicateKeyError
+    return data
+
+
 async def body_json(request: Request) -> Mapping[str, Any]:
-    """The request's JSON object (a 400 for anything else)."""
+    """The request's JSON object (a 400 for anything else, a key given twice included: one
+    parser would take the first value and another the last)."""
     raw = await request.body()
     try:
-        data = json.loads(raw or b"{}")
+        data = json.loads(raw or b"{}", object_pairs_hook=_unique)
+    except _DuplicateKeyError:
+        raise ApiError(
+            400, "bad_json", "the body names a field twice; give each field once"
+        ) from None
     except (ValueError, UnicodeDecodeError, RecursionError):
         # RecursionError: a body nested deeper than the parser's stack; a 400 like any other
         raise ApiError(400, "bad_json", "the body is not valid JSON; send a JSON object") from None
