@@ -4,8 +4,13 @@ records every request, admitted or refused.
 
 A refused request is answered ``403 Forbidden`` with a one-line reason; a request the proxy
 cannot read is answered ``400``, a host it cannot reach ``502``. A plain-HTTP request is sent
-on with ``Connection: close`` and the ``Proxy-*`` headers removed; a tunnel carries bytes both
-ways, unread. One :class:`Proxy` serves one command (``bastion.sandbox.gate``).
+on with ``Connection: close``, the ``Proxy-*`` headers removed and its ``Host`` header set to
+the host that was admitted (a ``Host`` naming another site on the same address is not sent);
+only that one request goes: its body is what ``Content-Length`` says (a chunked body is
+refused, ``411``), and anything the client sends after it (a second, pipelined request) is
+never forwarded. A head with a bare CR or LF, or a folded header line, is refused. A tunnel
+carries bytes both ways, unread. One :class:`Proxy` serves one command
+(``bastion.sandbox.gate``).
 """
 
 from __future__ import annotations
@@ -27,11 +32,25 @@ _HEAD_LIMIT = 16 * 1024
 _HEAD_SECONDS = 30.0
 _CONNECT_SECONDS = 10.0
 _CHUNK = 65536
-_DROPPED = (b"proxy-connection", b"proxy-authorization", b"connection", b"keep-alive")
+_DROPPED = (
+    b"proxy-connection",
+    b"proxy-authorization",
+    b"connection",
+    b"keep-alive",
+    b"host",
+    b"content-length",
+    b"transfer-encoding",
+)
 
 
 class _BadRequest(ValueError):
-    pass
+    code = 400
+    phrase = "Bad Request"
+
+
+class _LengthRequired(_BadRequest):
+    code = 411
+    phrase = "Length Required"
 
 
 class Proxy:
@@ -83,11 +102,11 @@ class Proxy:
         try:
             try:
                 head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), _HEAD_SECONDS)
-                method, host, port, first = _parse(head)
+                method, host, port, first, body = _parse(head)
             except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError):
                 return
             except _BadRequest as exc:
-                await _answer(writer, 400, "Bad Request", str(exc))
+                await _answer(writer, exc.code, exc.phrase, str(exc))
                 return
             target = f"{host}:{port}"
             if not self.egress.admits(host, port):
@@ -110,7 +129,7 @@ class Proxy:
                 writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
             else:
                 upstream.write(first)
-            await asyncio.gather(_pipe(reader, upstream), _pipe(up_reader, writer))
+            await asyncio.gather(_pipe(reader, upstream, body), _pipe(up_reader, writer))
         except (ConnectionError, OSError):
             pass
         finally:
@@ -120,9 +139,12 @@ class Proxy:
             self._open.discard(writer)
 
 
-def _parse(head: bytes) -> tuple[str, str, int, bytes]:
-    """(method, host, port, the head to send upstream) of a request head."""
-    lines = head.split(b"\r\n")
+def _parse(head: bytes) -> tuple[str, str, int, bytes, int | None]:
+    """(method, host, port, the head to send upstream, the body's length: ``None`` for a
+    tunnel) of a request head."""
+    lines = head[:-4].split(b"\r\n")
+    if any(b"\r" in line or b"\n" in line or line[:1] in (b" ", b"\t") for line in lines):
+        raise _BadRequest("a bare CR or LF, or a folded header line, in the request head")
     try:
         method_b, target_b, version_b = lines[0].split(b" ")
         method, target = method_b.decode("ascii"), target_b.decode("ascii")
@@ -132,7 +154,7 @@ def _parse(head: bytes) -> tuple[str, str, int, bytes]:
         host, _, port_text = target.rpartition(":")
         if not host or not port_text.isdigit():
             raise _BadRequest("CONNECT needs host:port")
-        return method, _bare(host), _port(port_text), b""
+        return method, _bare(host), _port(port_text), b"", None
     url = urlsplit(target)
     if url.scheme != "http" or not url.hostname:
         raise _BadRequest("give an absolute http:// URL (use CONNECT for https)")
@@ -141,15 +163,32 @@ def _parse(head: bytes) -> tuple[str, str, int, bytes]:
     except ValueError:
         raise _BadRequest("the URL's port is not a number") from None
     path = (url.path or "/") + (f"?{url.query}" if url.query else "")
-    kept = [
-        line
-        for line in lines[1:]
-        if line and line.split(b":", 1)[0].strip().lower() not in _DROPPED
-    ]
+    headers = [(line.split(b":", 1)[0].strip().lower(), line) for line in lines[1:]]
+    if any(name == b"transfer-encoding" for name, _ in headers):
+        raise _LengthRequired("a chunked request body is not proxied; send a Content-Length")
+    lengths = {
+        line.split(b":", 1)[1].strip() for name, line in headers if name == b"content-length"
+    }
+    if len(lengths) > 1 or not all(v.isdigit() for v in lengths):
+        raise _BadRequest("the Content-Length is not one number")
+    kept = [line for name, line in headers if line and name not in _DROPPED]
+    authority = url.hostname if url.port is None else f"{url.hostname}:{url.port}"
+    if ":" in url.hostname:  # an IPv6 address
+        authority = f"[{url.hostname}]" + ("" if url.port is None else f":{url.port}")
+    length = int(lengths.pop()) if lengths else 0
+    sized = [f"Content-Length: {length}".encode("ascii")] if length else []
     first = b"\r\n".join(
-        [f"{method} {path} ".encode("ascii") + version_b, *kept, b"Connection: close", b"", b""]
+        [
+            f"{method} {path} ".encode("ascii") + version_b,
+            f"Host: {authority}".encode("ascii"),
+            *kept,
+            *sized,
+            b"Connection: close",
+            b"",
+            b"",
+        ]
     )
-    return method, url.hostname, port, first
+    return method, url.hostname, port, first, length
 
 
 def _bare(host: str) -> str:
@@ -174,16 +213,25 @@ async def _connect(
     return None, None
 
 
-async def _pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+async def _pipe(
+    src: asyncio.StreamReader, dst: asyncio.StreamWriter, limit: int | None = None
+) -> None:
+    """Copy ``src`` to ``dst`` until its end, or ``limit`` bytes (then stop reading ``src``:
+    what follows is never forwarded)."""
     try:
-        while data := await src.read(_CHUNK):
+        while limit is None or limit > 0:
+            data = await src.read(_CHUNK if limit is None else min(_CHUNK, limit))
+            if not data:
+                break
+            if limit is not None:
+                limit -= len(data)
             dst.write(data)
             await dst.drain()
     except (ConnectionError, OSError):
         pass
     finally:
         with contextlib.suppress(OSError, RuntimeError):
-            if dst.can_write_eof():
+            if limit is None and dst.can_write_eof():  # a request's end is its length
                 dst.write_eof()
 
 
