@@ -307,3 +307,32 @@ print('; '.join(out))
     assert "abstract: ConnectionRefusedError" in result.stdout
     assert "connected" not in result.stdout and "resolved" not in result.stdout
     assert "udp 8.8.8.8: OSError" in result.stdout  # no route out: Network is unreachable
+
+
+@pytest.mark.parametrize("network", ["none", "allow-list"])
+async def test_proc_net_shows_the_sandboxs_own_network_only(network: str) -> None:
+    require_bwrap()
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    port = listener.getsockname()[1]
+    abstract = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    abstract.bind(f"\0bastion-redteam-net-{port}")
+    abstract.listen(1)
+    limits = RunLimits() if network == "none" else _limits("allowed.test")
+    try:
+        result = await _workspace().run(
+            "cat /proc/net/tcp /proc/net/tcp6 /proc/net/unix", limits=limits, timeout=60
+        )
+    finally:
+        listener.close()
+        abstract.close()
+    assert f"bastion-redteam-net-{port}" not in result.stdout
+    assert result.exit_code == 0, result.stderr
+    ports = {
+        int(line.split()[1].rsplit(":", 1)[1], 16)
+        for line in result.stdout.splitlines()
+        if line.strip()[:1].isdigit() and ":" in line.split()[1]
+    }
+    assert port not in ports
+    assert ports <= ({3128} if network == "allow-list" else set())
