@@ -336,3 +336,56 @@ async def test_proc_net_shows_the_sandboxs_own_network_only(network: str) -> Non
     }
     assert port not in ports
     assert ports <= ({3128} if network == "allow-list" else set())
+
+
+_FLOOD = """
+import socket, subprocess, sys, time
+held = []
+for _ in range(400):
+    s = socket.socket()
+    s.connect(('127.0.0.1', 3128))
+    held.append(s)
+
+def alive():
+    count = 0
+    for s in held:
+        s.setblocking(False)
+        try:
+            count += s.recv(1, socket.MSG_PEEK) != b''
+        except BlockingIOError:
+            count += 1
+        except OSError:
+            pass
+    return count
+
+for _ in range(100):  # until the proxy has looked at every connection
+    if alive() <= int(sys.argv[2]):
+        break
+    time.sleep(0.2)
+print('alive', alive(), flush=True)
+for s in held:
+    s.close()
+url = 'http://allowed.test:%s/after' % sys.argv[1]
+for _ in range(100):  # until the proxy has seen them closed
+    got = subprocess.run(['curl', '-sS', url], capture_output=True, text=True).stdout
+    if got:
+        break
+    time.sleep(0.2)
+print(got, end='')
+"""
+
+
+async def test_a_flood_of_idle_connections_holds_a_bounded_number_open(
+    server: Recording,
+) -> None:
+    from bastion.sandbox.proxy import MAX_CONNECTIONS
+
+    # each connection held open is a descriptor of Bastion's own process: a command opening
+    # thousands would starve it (and every other run) of descriptors
+    result = await _workspace().run(
+        ["python3", "-c", _FLOOD, str(server.port), str(MAX_CONNECTIONS)],
+        limits=_limits("allowed.test"),
+        timeout=60,
+    )
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.splitlines() == [f"alive {MAX_CONNECTIONS}", "hello"]

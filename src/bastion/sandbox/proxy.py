@@ -9,8 +9,9 @@ the host that was admitted (a ``Host`` naming another site on the same address i
 only that one request goes: its body is what ``Content-Length`` says (a chunked body is
 refused, ``411``), and anything the client sends after it (a second, pipelined request) is
 never forwarded. A head with a bare CR or LF, or a folded header line, is refused. A tunnel
-carries bytes both ways, unread. One :class:`Proxy` serves one command
-(``bastion.sandbox.gate``).
+carries bytes both ways, unread. A command holds at most :data:`MAX_CONNECTIONS` connections
+to it at once (a slow or idle one is dropped after 30 s without a whole head). One
+:class:`Proxy` serves one command (``bastion.sandbox.gate``).
 """
 
 from __future__ import annotations
@@ -23,12 +24,15 @@ from urllib.parse import urlsplit
 
 from bastion.sandbox.egress import Egress, EgressRefused, Recorder
 
-__all__ = ["Proxy"]
+__all__ = ["MAX_CONNECTIONS", "Proxy"]
 
 log = logging.getLogger(__name__)
 
 _HEAD_LIMIT = 16 * 1024
 """Most bytes of a request's line and headers."""
+MAX_CONNECTIONS = 64
+"""Most connections one command holds open to its proxy at once (each one, and its upstream,
+is a descriptor of Bastion's own process); past it a new one is closed at once."""
 _HEAD_SECONDS = 30.0
 _CONNECT_SECONDS = 10.0
 _CHUNK = 65536
@@ -93,6 +97,9 @@ class Proxy:
             raise
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if len(self._open) >= MAX_CONNECTIONS:  # each holds descriptors of Bastion's process
+            writer.close()
+            return
         task = asyncio.current_task()
         if task is not None:
             self._tasks.add(task)
