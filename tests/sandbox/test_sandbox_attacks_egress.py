@@ -389,3 +389,12 @@ async def test_a_flood_of_idle_connections_holds_a_bounded_number_open(
     )
     assert result.exit_code == 0, result.stderr
     assert result.stdout.splitlines() == [f"alive {MAX_CONNECTIONS}", "hello"]
+
+
+def test_an_ipv6_entry_is_all_address_unless_bracketed() -> None:
+    listed = Egress(allow=["2001:db8::1:80", "[2001:db8::2]:443", "::1", "1.2.3.4:22"])
+    assert listed.admits("2001:db8::1:80", 443) and listed.admits("[2001:db8::1:80]", 80)
+    assert not listed.admits("2001:db8::1", 80)  # not the address with a port 80
+    assert listed.admits("[2001:db8::2]", 443) and not listed.admits("2001:db8::2", 80)
+    assert listed.admits("::1", 8080) and listed.admits("1.2.3.4", 22)
+    assert not listed.admits("1.2.3.4", 80)

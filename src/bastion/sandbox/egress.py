@@ -6,7 +6,8 @@ proxy Bastion runs for that command (``bastion.sandbox.proxy``); the proxy admit
 when its host is on the list, and audits every request, admitted or refused.
 
 An entry is ``name``, ``*.name`` (any name below it, not ``name`` itself) or either with
-``:port`` (only that port; without one, any port). Names are compared lower-cased, without a
+``:port`` (only that port; without one, any port), or an IP address (``[v6]:port`` for an IPv6
+address with a port: a bare IPv6 address is all address). Names are compared lower-cased, without a
 trailing dot. An IP address is admitted only when the list names that address.
 
 The proxy resolves names itself. By default (:func:`public_addresses`) a name must resolve to
@@ -79,7 +80,9 @@ def _entry(text: str) -> _Entry:
     port: int | None = None
     name = raw
     head, sep, tail = raw.rpartition(":")
-    if sep and tail.isdigit() and not head.endswith(":"):  # not a bare IPv6 address
+    # a bare IPv6 address is an address, whatever its last group (``2001:db8::1:80``);
+    # an IPv6 address with a port is written ``[2001:db8::1]:80``
+    if sep and tail.isdigit() and _ip(raw) is None:
         name, port = head, int(tail)
         if not 0 < port < 65536:
             raise ConfigurationError(f"network allow-list entry {text!r}: port out of range")
