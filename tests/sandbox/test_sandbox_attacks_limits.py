@@ -130,3 +130,22 @@ async def test_a_double_fork_into_a_new_session_dies_with_the_command() -> None:
     again = await ws.run("sleep 3; ls /scratch", timeout=10)
     assert "late" not in again.stdout
     assert not await ws.exists("/scratch/late") and not await ws.exists("/scratch/late2")
+
+
+async def test_system_names_replaced_at_the_root_and_filled_count_as_written() -> None:
+    # the view's root is the command's to change: /tmp and /bin are links it may remove and
+    # make again as folders on the host's disk, outside every mount
+    ws = await workspace(READER)
+    result = await ws.run(
+        "rm /tmp /bin && mkdir /tmp /bin && for i in 1 2 3 4 5 6; do "
+        "head -c 4M /dev/zero > /tmp/f$i; head -c 4M /dev/zero > /bin/f$i; done; sleep 3; "
+        "echo x > /scratch/ok",
+        limits=RunLimits(written_bytes=4 << 20),
+        timeout=30,
+    )
+    assert result.limit == "written" and result.changed == ()
+    again = await ws.run("ls -ld /tmp; touch /newtop; ls /", timeout=30)
+    assert again.stdout.startswith("lrwxrwxrwx")  # a fresh view: /tmp is the link again
+    assert again.refused == {
+        "/newtop": "/newtop is not under any mount; mounted: /docs, /out, /scratch"
+    }
