@@ -19,7 +19,7 @@ import unicodedata
 import pytest
 from sandbox_support import OWNER, READER, require_bwrap
 
-from bastion import MemoryAuditSink, MemoryStore, Mount, Policy, Rule, Scope, Workspace
+from bastion import Labels, MemoryAuditSink, MemoryStore, Mount, Policy, Rule, Scope, Workspace
 from bastion.core.errors import NotFoundError, PolicyDeniedError
 from bastion.core.paths import VPath
 from bastion.sandbox import RunLimits
@@ -207,3 +207,23 @@ async def test_modes_set_user_id_and_extended_attributes_never_come_back() -> No
     assert info.size == len("#!/bin/sh\n")
     again = await world.ws.run("stat -c %A tool", cwd="/w")
     assert again.stdout.startswith("-") and "s" not in again.stdout  # copied in afresh
+
+
+async def test_a_hidden_mounts_name_is_answered_like_no_mount_at_all() -> None:
+    owner = Workspace(
+        [
+            Mount.of("/s", MemoryStore()),
+            Mount.of("/secret", MemoryStore(), labels=Labels(classification="confidential")),
+        ],
+        policy=Policy(rules=RULES),
+        principal=OWNER,
+    )
+    ws = owner.with_principal(READER)
+    result = await ws.run(
+        "ls /; mkdir -p /secret/x /nomount/x; echo a > /secret/f; echo b > /nomount/f", cwd="/s"
+    )
+    assert "secret" not in result.stdout
+    for name in ("x", "f"):
+        hidden, none = result.refused[f"/secret/{name}"], result.refused[f"/nomount/{name}"]
+        assert hidden.replace("/secret/", "/nomount/") == none
+    assert await owner.list("/secret") == []
