@@ -90,17 +90,18 @@ def _limits(*allow: str) -> RunLimits:
     return RunLimits(network=Egress(allow=allow, resolve=_loopback))
 
 
-def _workspace() -> Workspace:
+def _workspace(audit: MemoryAuditSink | None = None) -> Workspace:
     return Workspace(
         [Mount.of("/scratch", MemoryStore())],
         policy=Policy(rules=RULES),
         principal=Principal.of("agent"),
-        audit=MemoryAuditSink(),
+        audit=audit or MemoryAuditSink(),
     )
 
 
-async def _raw(request: str, limits: RunLimits) -> str:
-    result = await _workspace().run(["bash", "-c", _RAW, request], limits=limits, timeout=60)
+async def _raw(request: str, limits: RunLimits, audit: MemoryAuditSink | None = None) -> str:
+    ws = _workspace(audit)
+    result = await ws.run(["bash", "-c", _RAW, request], limits=limits, timeout=60)
     return result.stdout
 
 
@@ -189,11 +190,17 @@ async def test_curl_posts_a_body_through_the_proxy(server: Recording) -> None:
 async def test_requests_that_would_reach_past_the_list_are_refused(
     server: Recording, request_text: str, first_line: str
 ) -> None:
+    audit = MemoryAuditSink()
     answer = await _raw(
-        request_text.replace("{port}", str(server.port)), _limits(f"allowed.test:{server.port}")
+        request_text.replace("{port}", str(server.port)),
+        _limits(f"allowed.test:{server.port}"),
+        audit,
     )
     assert answer.splitlines()[0] == first_line
     assert server.received == []
+    # every request is audited, the ones the proxy cannot read too
+    (record,) = [r for r in audit.records if r.operation == "egress"]
+    assert not record.allowed and first_line.split(" ", 2)[1] in record.reason + " 403"
 
 
 async def test_http_1_0_without_host_and_odd_spellings_of_the_name_reach_it(

@@ -35,6 +35,7 @@ MAX_CONNECTIONS = 64
 is a descriptor of Bastion's own process); past it a new one is closed at once."""
 _HEAD_SECONDS = 30.0
 _CONNECT_SECONDS = 10.0
+_LINGER_SECONDS = 1.0
 _CHUNK = 65536
 _DROPPED = (
     b"proxy-connection",
@@ -112,25 +113,26 @@ class Proxy:
                 method, host, port, first, body = _parse(head)
             except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError):
                 return
-            except _BadRequest as exc:
-                await _answer(writer, exc.code, exc.phrase, str(exc))
+            except _BadRequest as exc:  # audited too: a request, though not one to forward
+                self._note("-", False, f"refused ({exc.code}): {exc}")
+                await _answer(reader, writer, exc.code, exc.phrase, str(exc))
                 return
             target = f"{host}:{port}"
             if not self.egress.admits(host, port):
                 why = f"{host} is not on the sandbox's network allow-list"
                 self._note(target, False, f"{method} refused: {why}")
-                await _answer(writer, 403, "Forbidden", f"bastion: {why}; ask an operator")
+                await _answer(reader, writer, 403, "Forbidden", f"bastion: {why}; ask an operator")
                 return
             try:
                 addresses = await self.egress.addresses(host, port)
             except EgressRefused as exc:
                 self._note(target, False, f"{method} refused: {exc}")
-                await _answer(writer, 403, "Forbidden", f"bastion: {exc}")
+                await _answer(reader, writer, 403, "Forbidden", f"bastion: {exc}")
                 return
             self._note(target, True, f"{method} admitted")
             up_reader, upstream = await _connect(addresses, port)
             if up_reader is None or upstream is None:
-                await _answer(writer, 502, "Bad Gateway", f"bastion: cannot reach {target}")
+                await _answer(reader, writer, 502, "Bad Gateway", f"bastion: cannot reach {target}")
                 return
             if method == "CONNECT":
                 writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
@@ -242,12 +244,27 @@ async def _pipe(
                 dst.write_eof()
 
 
-async def _answer(writer: asyncio.StreamWriter, code: int, phrase: str, text: str) -> None:
+async def _answer(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, code: int, phrase: str, text: str
+) -> None:
+    """Answer with ``code`` and a one-line ``text``, then close our side and let the client
+    finish sending (what it sent is read and dropped, for a second at most): a socket closed
+    with unread input is reset, and the reset can destroy the answer before it is read."""
     body = (text + "\n").encode("utf-8")
     writer.write(
         f"HTTP/1.1 {code} {phrase}\r\nContent-Type: text/plain; charset=utf-8\r\n"
         f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode("ascii")
         + body
     )
-    with contextlib.suppress(ConnectionError, OSError):
+    with contextlib.suppress(ConnectionError, OSError, RuntimeError):
         await writer.drain()
+        if writer.can_write_eof():
+            writer.write_eof()
+        deadline = asyncio.get_running_loop().time() + _LINGER_SECONDS
+        left = _CHUNK * 4
+        while left > 0:
+            timeout = deadline - asyncio.get_running_loop().time()
+            data = await asyncio.wait_for(reader.read(_CHUNK), max(timeout, 0))
+            if not data:
+                break
+            left -= len(data)
