@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from bastion.core.paths import VPath
 from bastion.sandbox.view import Change
 
 __all__ = ["Effect", "Review", "screen"]
@@ -43,18 +44,26 @@ one-line reason it is refused (the change is then not applied)."""
 
 _KINDS: dict[str, _Kind] = {"write": "write", "delete": "delete", "mkdir": "mkdir"}
 _FAILED = "not written back: the approval check failed; ask the user"
+_BELOW = "not written back: the new folder {} it needs was not approved; ask the user"
 
 
 async def screen(changes: list[Change], review: Review | None) -> list[Change]:
     """``changes`` with each one ``review`` refuses turned into a refusal carrying its reason.
-    A reviewer that raises refuses (fails closed)."""
+    A reviewer that raises refuses (fails closed). A change below a new folder whose ``mkdir``
+    is refused is refused too, unasked: writing ``new/sub/f`` makes its folders, so it would
+    make the refused ``new`` anyway."""
     if review is None:
         return changes
     screened: list[Change] = []
+    kept_out: list[VPath] = []
     for change in changes:
         kind = _KINDS.get(change.kind)
         if kind is None:  # refused already
             screened.append(change)
+            continue
+        above = next((f for f in kept_out if change.path.is_relative_to(f)), None)
+        if above is not None:
+            screened.append(_refused(change, _BELOW.format(above)))
             continue
         effect = Effect(str(change.path), kind)
         try:
@@ -65,5 +74,11 @@ async def screen(changes: list[Change], review: Review | None) -> list[Change]:
         if reason is None:
             screened.append(change)
         else:
-            screened.append(Change(change.path, "refuse", shown=change.shown, reason=reason))
+            screened.append(_refused(change, reason))
+            if kind == "mkdir":
+                kept_out.append(change.path)
     return screened
+
+
+def _refused(change: Change, reason: str) -> Change:
+    return Change(change.path, "refuse", shown=change.shown, reason=reason)

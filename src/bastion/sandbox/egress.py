@@ -6,7 +6,8 @@ proxy Bastion runs for that command (``bastion.sandbox.proxy``); the proxy admit
 when its host is on the list, and audits every request, admitted or refused.
 
 An entry is ``name``, ``*.name`` (any name below it, not ``name`` itself) or either with
-``:port`` (only that port; without one, any port). Names are compared lower-cased, without a
+``:port`` (only that port; without one, any port), or an IP address (``[v6]:port`` for an IPv6
+address with a port: a bare IPv6 address is all address). Names are compared lower-cased, without a
 trailing dot. An IP address is admitted only when the list names that address.
 
 The proxy resolves names itself. By default (:func:`public_addresses`) a name must resolve to
@@ -79,7 +80,9 @@ def _entry(text: str) -> _Entry:
     port: int | None = None
     name = raw
     head, sep, tail = raw.rpartition(":")
-    if sep and tail.isdigit() and not head.endswith(":"):  # not a bare IPv6 address
+    # a bare IPv6 address is an address, whatever its last group (``2001:db8::1:80``);
+    # an IPv6 address with a port is written ``[2001:db8::1]:80``
+    if sep and tail.isdigit() and _ip(raw) is None:
         name, port = head, int(tail)
         if not 0 < port < 65536:
             raise ConfigurationError(f"network allow-list entry {text!r}: port out of range")
@@ -128,6 +131,28 @@ class Egress:
         return await resolve(name, port)
 
 
+_EMBEDDING = (
+    ipaddress.IPv6Network("::/96"),  # IPv4-compatible (deprecated)
+    ipaddress.IPv6Network("64:ff9b::/96"),  # NAT64, well-known prefix
+    ipaddress.IPv6Network("64:ff9b:1::/48"),  # NAT64, local use
+    ipaddress.IPv6Network("2002::/16"),  # 6to4
+)
+
+
+def _public(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    """Whether ``ip`` is a public address, and so is any IPv4 address it carries (mapped,
+    IPv4-compatible, NAT64, 6to4, Teredo): ``64:ff9b::7f00:1`` reaches ``127.0.0.1`` through a
+    NAT64 gateway, and Python's ``is_global`` calls it public."""
+    if not ip.is_global:
+        return False
+    if isinstance(ip, ipaddress.IPv4Address):
+        return True
+    carried = [ip.ipv4_mapped, ip.sixtofour, *(ip.teredo or ())]
+    if any(ip in net for net in _EMBEDDING[:3]):
+        carried.append(ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF))
+    return all(v4 is None or v4.is_global for v4 in carried)
+
+
 async def public_addresses(host: str, port: int) -> list[str]:
     """Resolve ``host`` with the host's resolver; refuse it unless every address is public
     (not loopback, private, link-local, multicast, reserved or unspecified)."""
@@ -142,8 +167,7 @@ async def public_addresses(host: str, port: int) -> list[str]:
             raise EgressRefused(f"{host} does not resolve ({exc.strerror or exc})") from None
         found = list(dict.fromkeys(str(info[4][0]) for info in infos))
     for address in found:
-        ip = ipaddress.ip_address(address.split("%", 1)[0])
-        if not ip.is_global:
+        if not _public(ipaddress.ip_address(address.split("%", 1)[0])):
             raise EgressRefused(
                 f"{host} resolves to a non-public address ({address}); the proxy does not "
                 "reach the host's own network"

@@ -4,8 +4,14 @@ records every request, admitted or refused.
 
 A refused request is answered ``403 Forbidden`` with a one-line reason; a request the proxy
 cannot read is answered ``400``, a host it cannot reach ``502``. A plain-HTTP request is sent
-on with ``Connection: close`` and the ``Proxy-*`` headers removed; a tunnel carries bytes both
-ways, unread. One :class:`Proxy` serves one command (``bastion.sandbox.gate``).
+on with ``Connection: close``, the ``Proxy-*`` headers removed and its ``Host`` header set to
+the host that was admitted (a ``Host`` naming another site on the same address is not sent);
+only that one request goes: its body is what ``Content-Length`` says (a chunked body is
+refused, ``411``), and anything the client sends after it (a second, pipelined request) is
+never forwarded. A head with a bare CR or LF, or a folded header line, is refused. A tunnel
+carries bytes both ways, unread. A command holds at most :data:`MAX_CONNECTIONS` connections
+to it at once (a slow or idle one is dropped after 30 s without a whole head). One
+:class:`Proxy` serves one command (``bastion.sandbox.gate``).
 """
 
 from __future__ import annotations
@@ -18,20 +24,38 @@ from urllib.parse import urlsplit
 
 from bastion.sandbox.egress import Egress, EgressRefused, Recorder
 
-__all__ = ["Proxy"]
+__all__ = ["MAX_CONNECTIONS", "Proxy"]
 
 log = logging.getLogger(__name__)
 
 _HEAD_LIMIT = 16 * 1024
 """Most bytes of a request's line and headers."""
+MAX_CONNECTIONS = 64
+"""Most connections one command holds open to its proxy at once (each one, and its upstream,
+is a descriptor of Bastion's own process); past it a new one is closed at once."""
 _HEAD_SECONDS = 30.0
 _CONNECT_SECONDS = 10.0
+_LINGER_SECONDS = 1.0
 _CHUNK = 65536
-_DROPPED = (b"proxy-connection", b"proxy-authorization", b"connection", b"keep-alive")
+_DROPPED = (
+    b"proxy-connection",
+    b"proxy-authorization",
+    b"connection",
+    b"keep-alive",
+    b"host",
+    b"content-length",
+    b"transfer-encoding",
+)
 
 
 class _BadRequest(ValueError):
-    pass
+    code = 400
+    phrase = "Bad Request"
+
+
+class _LengthRequired(_BadRequest):
+    code = 411
+    phrase = "Length Required"
 
 
 class Proxy:
@@ -74,6 +98,9 @@ class Proxy:
             raise
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if len(self._open) >= MAX_CONNECTIONS:  # each holds descriptors of Bastion's process
+            writer.close()
+            return
         task = asyncio.current_task()
         if task is not None:
             self._tasks.add(task)
@@ -83,34 +110,35 @@ class Proxy:
         try:
             try:
                 head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), _HEAD_SECONDS)
-                method, host, port, first = _parse(head)
+                method, host, port, first, body = _parse(head)
             except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError):
                 return
-            except _BadRequest as exc:
-                await _answer(writer, 400, "Bad Request", str(exc))
+            except _BadRequest as exc:  # audited too: a request, though not one to forward
+                self._note("-", False, f"refused ({exc.code}): {exc}")
+                await _answer(reader, writer, exc.code, exc.phrase, str(exc))
                 return
             target = f"{host}:{port}"
             if not self.egress.admits(host, port):
                 why = f"{host} is not on the sandbox's network allow-list"
                 self._note(target, False, f"{method} refused: {why}")
-                await _answer(writer, 403, "Forbidden", f"bastion: {why}; ask an operator")
+                await _answer(reader, writer, 403, "Forbidden", f"bastion: {why}; ask an operator")
                 return
             try:
                 addresses = await self.egress.addresses(host, port)
             except EgressRefused as exc:
                 self._note(target, False, f"{method} refused: {exc}")
-                await _answer(writer, 403, "Forbidden", f"bastion: {exc}")
+                await _answer(reader, writer, 403, "Forbidden", f"bastion: {exc}")
                 return
             self._note(target, True, f"{method} admitted")
             up_reader, upstream = await _connect(addresses, port)
             if up_reader is None or upstream is None:
-                await _answer(writer, 502, "Bad Gateway", f"bastion: cannot reach {target}")
+                await _answer(reader, writer, 502, "Bad Gateway", f"bastion: cannot reach {target}")
                 return
             if method == "CONNECT":
                 writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
             else:
                 upstream.write(first)
-            await asyncio.gather(_pipe(reader, upstream), _pipe(up_reader, writer))
+            await asyncio.gather(_pipe(reader, upstream, body), _pipe(up_reader, writer))
         except (ConnectionError, OSError):
             pass
         finally:
@@ -120,9 +148,12 @@ class Proxy:
             self._open.discard(writer)
 
 
-def _parse(head: bytes) -> tuple[str, str, int, bytes]:
-    """(method, host, port, the head to send upstream) of a request head."""
-    lines = head.split(b"\r\n")
+def _parse(head: bytes) -> tuple[str, str, int, bytes, int | None]:
+    """(method, host, port, the head to send upstream, the body's length: ``None`` for a
+    tunnel) of a request head."""
+    lines = head[:-4].split(b"\r\n")
+    if any(b"\r" in line or b"\n" in line or line[:1] in (b" ", b"\t") for line in lines):
+        raise _BadRequest("a bare CR or LF, or a folded header line, in the request head")
     try:
         method_b, target_b, version_b = lines[0].split(b" ")
         method, target = method_b.decode("ascii"), target_b.decode("ascii")
@@ -132,7 +163,7 @@ def _parse(head: bytes) -> tuple[str, str, int, bytes]:
         host, _, port_text = target.rpartition(":")
         if not host or not port_text.isdigit():
             raise _BadRequest("CONNECT needs host:port")
-        return method, _bare(host), _port(port_text), b""
+        return method, _bare(host), _port(port_text), b"", None
     url = urlsplit(target)
     if url.scheme != "http" or not url.hostname:
         raise _BadRequest("give an absolute http:// URL (use CONNECT for https)")
@@ -141,15 +172,32 @@ def _parse(head: bytes) -> tuple[str, str, int, bytes]:
     except ValueError:
         raise _BadRequest("the URL's port is not a number") from None
     path = (url.path or "/") + (f"?{url.query}" if url.query else "")
-    kept = [
-        line
-        for line in lines[1:]
-        if line and line.split(b":", 1)[0].strip().lower() not in _DROPPED
-    ]
+    headers = [(line.split(b":", 1)[0].strip().lower(), line) for line in lines[1:]]
+    if any(name == b"transfer-encoding" for name, _ in headers):
+        raise _LengthRequired("a chunked request body is not proxied; send a Content-Length")
+    lengths = {
+        line.split(b":", 1)[1].strip() for name, line in headers if name == b"content-length"
+    }
+    if len(lengths) > 1 or not all(v.isdigit() for v in lengths):
+        raise _BadRequest("the Content-Length is not one number")
+    kept = [line for name, line in headers if line and name not in _DROPPED]
+    authority = url.hostname if url.port is None else f"{url.hostname}:{url.port}"
+    if ":" in url.hostname:  # an IPv6 address
+        authority = f"[{url.hostname}]" + ("" if url.port is None else f":{url.port}")
+    length = int(lengths.pop()) if lengths else 0
+    sized = [f"Content-Length: {length}".encode("ascii")] if length else []
     first = b"\r\n".join(
-        [f"{method} {path} ".encode("ascii") + version_b, *kept, b"Connection: close", b"", b""]
+        [
+            f"{method} {path} ".encode("ascii") + version_b,
+            f"Host: {authority}".encode("ascii"),
+            *kept,
+            *sized,
+            b"Connection: close",
+            b"",
+            b"",
+        ]
     )
-    return method, url.hostname, port, first
+    return method, url.hostname, port, first, length
 
 
 def _bare(host: str) -> str:
@@ -174,25 +222,49 @@ async def _connect(
     return None, None
 
 
-async def _pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+async def _pipe(
+    src: asyncio.StreamReader, dst: asyncio.StreamWriter, limit: int | None = None
+) -> None:
+    """Copy ``src`` to ``dst`` until its end, or ``limit`` bytes (then stop reading ``src``:
+    what follows is never forwarded)."""
     try:
-        while data := await src.read(_CHUNK):
+        while limit is None or limit > 0:
+            data = await src.read(_CHUNK if limit is None else min(_CHUNK, limit))
+            if not data:
+                break
+            if limit is not None:
+                limit -= len(data)
             dst.write(data)
             await dst.drain()
     except (ConnectionError, OSError):
         pass
     finally:
         with contextlib.suppress(OSError, RuntimeError):
-            if dst.can_write_eof():
+            if limit is None and dst.can_write_eof():  # a request's end is its length
                 dst.write_eof()
 
 
-async def _answer(writer: asyncio.StreamWriter, code: int, phrase: str, text: str) -> None:
+async def _answer(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, code: int, phrase: str, text: str
+) -> None:
+    """Answer with ``code`` and a one-line ``text``, then close our side and let the client
+    finish sending (what it sent is read and dropped, for a second at most): a socket closed
+    with unread input is reset, and the reset can destroy the answer before it is read."""
     body = (text + "\n").encode("utf-8")
     writer.write(
         f"HTTP/1.1 {code} {phrase}\r\nContent-Type: text/plain; charset=utf-8\r\n"
         f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode("ascii")
         + body
     )
-    with contextlib.suppress(ConnectionError, OSError):
+    with contextlib.suppress(ConnectionError, OSError, RuntimeError):
         await writer.drain()
+        if writer.can_write_eof():
+            writer.write_eof()
+        deadline = asyncio.get_running_loop().time() + _LINGER_SECONDS
+        left = _CHUNK * 4
+        while left > 0:
+            timeout = deadline - asyncio.get_running_loop().time()
+            data = await asyncio.wait_for(reader.read(_CHUNK), max(timeout, 0))
+            if not data:
+                break
+            left -= len(data)
