@@ -293,14 +293,11 @@ class Journal:
         if cap is not None:
             total = int(db.execute("SELECT COALESCE(SUM(size), 0) FROM blobs").fetchone()[0])
             while total > cap:
-                ids = [r[0] for r in db.execute("SELECT id FROM changes ORDER BY id LIMIT 64")]
-                if not ids:
+                row = db.execute("SELECT MIN(id) FROM changes").fetchone()
+                if row[0] is None:
                     break
-                db.execute(
-                    f"DELETE FROM changes WHERE id IN ({','.join('?' * len(ids))})",  # noqa: S608 (placeholders)
-                    ids,
-                )
-                dropped += len(ids)
+                db.execute("DELETE FROM changes WHERE id = ?", (row[0],))
+                dropped += 1
                 _collect(db)
                 total = int(db.execute("SELECT COALESCE(SUM(size), 0) FROM blobs").fetchone()[0])
         return dropped
@@ -360,6 +357,32 @@ class Journal:
         return [
             Change(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], tuple(found[r[0]])) for r in rows
         ]
+
+    def labels_seen(
+        self, paths: Iterable[str], hashes: Iterable[str]
+    ) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+        """Every label set the journal recorded for each of ``paths`` and each of the contents
+        ``hashes`` (as JSON): a content or a path once labelled stays that hard to read."""
+        by_path: dict[str, set[str]] = {}
+        by_hash: dict[str, set[str]] = {}
+        sql = (
+            "SELECT path, before_hash, before_labels, after_hash, after_labels FROM entries"
+            " WHERE {column} IN ({marks})"
+        )
+        with self._lock:
+            for column, wanted in (("path", list(paths)), ("before_hash", list(hashes))):
+                columns = [column] if column == "path" else ["before_hash", "after_hash"]
+                for col in columns:
+                    for i in range(0, len(wanted), 500):
+                        part = wanted[i : i + 500]
+                        query = sql.format(column=col, marks=",".join("?" * len(part)))
+                        for path, bh, bl, ah, al in self._db.execute(query, part):
+                            for h, lab in ((bh, bl), (ah, al)):
+                                if lab is not None:
+                                    by_path.setdefault(path, set()).add(lab)
+                                    if h is not None:
+                                        by_hash.setdefault(h, set()).add(lab)
+        return by_path, by_hash
 
     def checkpoint_named(self, name: str) -> Checkpoint:
         with self._lock:

@@ -25,11 +25,18 @@ from bastion.core.errors import (
     NotFoundError,
 )
 from bastion.core.guard import GuardContext, GuardedStore
-from bastion.core.models import Action, WriteMode
+from bastion.core.models import Action, Labels, WriteMode
 from bastion.core.paths import VPath
 from bastion.core.sidecars import labelled_file_of
 from bastion.workspace.indexing import IndexFollower
-from bastion.workspace.journal.db import Change, Checkpoint, Entry, Journal, State, digest
+from bastion.workspace.journal.db import (
+    Change,
+    Checkpoint,
+    Journal,
+    State,
+    digest,
+    labels_from_json,
+)
 from bastion.workspace.routing import Router
 from bastion.workspace.writing import make_dirs, write_file
 
@@ -69,26 +76,54 @@ class ChangeReview:
 
     # -- seeing ------------------------------------------------------------------------------
 
-    def _visible(self, entry: Entry) -> bool:
+    async def _shown(self, changes: list[Change]) -> list[Change]:
+        """``changes`` with only the entries the principal may read, those without any left
+        out. An entry is shown when its mount and the policy let the principal read the path,
+        and every label set the journal ever recorded for the path or for the contents
+        (before and after) admits it, and so do the labels of the file there now."""
+        paths = {e.path for c in changes for e in c.entries}
+        hashes = {h for c in changes for e in c.entries for h in (e.before.hash, e.after.hash)}
+        hashes.discard(None)
+        by_path, by_hash = await asyncio.to_thread(
+            self._journal.labels_seen, paths, [h for h in hashes if h is not None]
+        )
+        verdict: dict[str, bool] = {}
+        for path in paths:
+            verdict[path] = await self._path_visible(path, by_path.get(path, set()))
+        admits = self._ctx.admits
+        shown = []
+        for change in changes:
+            entries = tuple(
+                e
+                for e in change.entries
+                if verdict[e.path]
+                and all(
+                    admits(labels)
+                    for h in (e.before.hash, e.after.hash)
+                    if h is not None
+                    for labels in _parsed(by_hash.get(h, set()))
+                )
+            )
+            if entries:
+                shown.append(replace(change, entries=entries))
+        return shown
+
+    async def _path_visible(self, path: str, seen: set[str]) -> bool:
         ctx = self._ctx
         try:
-            vp = VPath.parse(entry.path)
-            guarded, _ = self._router.route(vp)
+            vp = VPath.parse(path)
+            guarded, rel = self._router.route(vp)
         except (NotFoundError, InvalidPathError):
             return False
         if not guarded.mount.scope.allows(Action.READ) or ctx.blocked(vp) is not None:
             return False
-        if not ctx.allows(Action.READ, vp):
+        if not ctx.allows(Action.READ, vp) or not all(ctx.admits(x) for x in _parsed(seen)):
             return False
-        return all(s.labels is None or ctx.admits(s.labels) for s in (entry.before, entry.after))
-
-    def _shown(self, changes: list[Change]) -> list[Change]:
-        shown = []
-        for change in changes:
-            entries = tuple(e for e in change.entries if self._visible(e))
-            if entries:
-                shown.append(replace(change, entries=entries))
-        return shown
+        try:  # what is there now: the guard's own verdict on it
+            now = await guarded.inner.stat(rel)
+        except NotFoundError:
+            return True
+        return guarded.visible(now)
 
     async def changes(
         self,
@@ -107,10 +142,10 @@ class ChangeReview:
                 principal=principal,
                 after_id=after,
             )
-            return self._shown(found)
+            return await self._shown(found)
 
     async def _change(self, change: int) -> Change:
-        found = self._shown(await asyncio.to_thread(self._journal.changes, ids=[change]))
+        found = await self._shown(await asyncio.to_thread(self._journal.changes, ids=[change]))
         if not found:
             raise NotFoundError(f"change {change} not found; list changes with changes()")
         return found[0]
@@ -149,7 +184,7 @@ class ChangeReview:
         """Take back the principal's own last change (in ``thread``, when given), if it is not
         an undo already taken back (see :meth:`Workspace.undo_last`)."""
         with self._ctx.operation("undo", "/"):
-            mine = self._shown(
+            mine = await self._shown(
                 await asyncio.to_thread(
                     self._journal.changes, principal=self._ctx.principal.id, thread=thread
                 )
@@ -161,7 +196,7 @@ class ChangeReview:
     async def revert(self, thread: str) -> Rollback:
         """Take back every change of ``thread`` (see :meth:`Workspace.revert`)."""
         with self._ctx.operation("revert", "/"):
-            found = self._shown(await asyncio.to_thread(self._journal.changes, thread=thread))
+            found = await self._shown(await asyncio.to_thread(self._journal.changes, thread=thread))
             if not found:
                 raise NotFoundError(f"no change in thread {thread!r} to revert")
             return await self._roll_back(found)
@@ -181,7 +216,7 @@ class ChangeReview:
         """Take back every change made after the checkpoint (see :meth:`Workspace.restore`)."""
         with self._ctx.operation("restore", "/"):
             cp = await asyncio.to_thread(self._journal.checkpoint_named, name)
-            found = self._shown(
+            found = await self._shown(
                 await asyncio.to_thread(self._journal.changes, after_id=cp.change_id)
             )
             if not found:
@@ -260,6 +295,10 @@ class ChangeReview:
                 f"{path} changed after change {change_id}; review it (diff) and undo by hand"
             )
         return guarded, rel, found is not None and found.is_file, version
+
+
+def _parsed(seen: set[str]) -> list[Labels]:
+    return [labels for raw in seen if (labels := labels_from_json(raw)) is not None]
 
 
 def _unified(path: str, before: State, after: State, old: bytes, new: bytes) -> str:

@@ -1,0 +1,146 @@
+"""The change journal is governed like everything else: a change list, a diff or an undo shows
+and touches only what the viewer may read (and write); restoring a labelled file restores it
+as hard to read as it was; every review action is audited."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bastion import (
+    AccessDeniedError,
+    Labels,
+    MemoryStore,
+    Mount,
+    NotFoundError,
+    Policy,
+    Principal,
+    SyncWorkspace,
+    Workspace,
+)
+from bastion.workspace.journal import Journal
+
+ADMIN = Principal.of("admin", tenant="acme", roles={"hr"}, clearance="restricted")
+READER = Principal.of("reader", tenant="acme", clearance="internal")
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> SyncWorkspace:
+    ws = Workspace(
+        [
+            Mount.of("/vault", MemoryStore(), labels=Labels(classification="confidential")),
+            Mount.of("/docs", MemoryStore(), labels=Labels(classification="public")),
+            Mount.of("/ro", MemoryStore(), scope="read_only"),
+        ],
+        policy=Policy.allow_all(),
+        principal=ADMIN,
+        journal=Journal(tmp_path / "journal.db"),
+    ).sync()
+    ws.write("/docs/plan.txt", "zebra launch plan\n")
+    ws.write("/docs/plan.txt.labels.yaml", "roles: [hr]\n")
+    ws.write("/docs/pay.md", "---\nclassification: confidential\n---\nzebra salary\n")
+    ws.write("/docs/open.md", "zebra canteen\n")
+    ws.write("/vault/secret.txt", "zebra vault\n")
+    return ws
+
+
+def _reader(ws: SyncWorkspace) -> SyncWorkspace:
+    return ws.with_principal(READER)
+
+
+def _seen(view: SyncWorkspace) -> set[str]:
+    return {e.path for c in view.changes() for e in c.entries}
+
+
+def test_a_change_list_shows_only_what_the_viewer_may_read(ws: SyncWorkspace) -> None:
+    reader = _reader(ws)
+    assert _seen(reader) == {"/docs/open.md"}
+    assert _seen(ws) >= {"/docs/plan.txt", "/docs/pay.md", "/vault/secret.txt"}
+
+
+@pytest.mark.parametrize("path", ["/vault/secret.txt", "/docs/plan.txt", "/docs/pay.md"])
+def test_a_hidden_change_is_not_found_for_diff_or_undo(ws: SyncWorkspace, path: str) -> None:
+    ws.write(
+        path,
+        "zebra changed\n"
+        if not path.endswith(".md")
+        else "---\nclassification: confidential\n---\nzebra changed\n",
+    )
+    change = ws.changes()[-1]
+    reader = _reader(ws)
+    with pytest.raises(NotFoundError) as diff_error:
+        reader.diff(change.id)
+    with pytest.raises(NotFoundError) as undo_error:
+        reader.undo(change.id)
+    for error in (diff_error, undo_error):
+        assert "zebra" not in str(error.value) and path not in str(error.value)
+    assert "changed" in ws.read_text(path)  # untouched
+
+
+def test_a_file_that_was_visible_and_became_hidden_is_not_shown(ws: SyncWorkspace) -> None:
+    ws.write("/docs/open.md", "---\nclassification: confidential\n---\nzebra now secret\n")
+    reader = _reader(ws)
+    change = ws.changes()[-1]
+    with pytest.raises(NotFoundError):
+        reader.diff(change.id)  # the after side would show what the reader may not read
+    assert all("now secret" not in reader.diff(c.id) for c in reader.changes())
+
+
+def test_undo_needs_write_access(ws: SyncWorkspace, tmp_path: Path) -> None:
+    readonly = Workspace(
+        [Mount.of("/docs", ws.aio.mounts[0].store, scope="read_only")],
+        policy=Policy.allow_all(),
+        principal=ADMIN,
+        journal=Journal(tmp_path / "journal.db"),
+    ).sync()
+    ws.write("/docs/open.md", "zebra canteen two\n")
+    change = ws.changes()[-1]
+    assert "zebra canteen two" in readonly.diff(change.id)
+    with pytest.raises(AccessDeniedError):
+        readonly.undo(change.id)
+    assert ws.read_text("/docs/open.md") == "zebra canteen two\n"
+
+
+def test_restoring_a_deleted_labelled_file_restores_its_labels(ws: SyncWorkspace) -> None:
+    ws.delete("/docs/plan.txt")
+    assert not ws.exists("/docs/plan.txt.labels.yaml")  # the sidecar went with it
+    ws.undo(ws.changes()[-1].id)
+    assert ws.read_text("/docs/plan.txt") == "zebra launch plan\n"
+    assert ws.stat("/docs/plan.txt").labels.roles == frozenset({"hr"})
+    with pytest.raises(NotFoundError):
+        _reader(ws).read_text("/docs/plan.txt")
+
+
+def test_undoing_a_move_out_of_a_confidential_mount_keeps_it_confidential(
+    ws: SyncWorkspace,
+) -> None:
+    ws.move("/vault/secret.txt", "/docs/secret.txt")
+    reader = _reader(ws)
+    with pytest.raises(NotFoundError):
+        reader.read_text("/docs/secret.txt")  # carried its labels (a sidecar)
+    assert "/docs/secret.txt" not in _seen(reader)
+    ws.undo(ws.changes()[-1].id)
+    assert ws.read_text("/vault/secret.txt") == "zebra vault\n"
+    assert not ws.exists("/docs/secret.txt")
+    assert not ws.exists("/docs/secret.txt.labels.yaml")
+
+
+def test_revert_touches_only_what_the_viewer_may_see(ws: SyncWorkspace) -> None:
+    admin = ws.with_thread("shared")
+    admin.write("/docs/open.md", "zebra canteen two\n")
+    admin.write("/vault/secret.txt", "zebra vault two\n")
+    done = _reader(ws).revert("shared")
+    assert done.restored == ("/docs/open.md",)
+    assert ws.read_text("/vault/secret.txt") == "zebra vault two\n"
+
+
+def test_every_review_action_is_audited(ws: SyncWorkspace) -> None:
+    reader = _reader(ws)
+    ws.write("/docs/open.md", "zebra canteen two\n")
+    change = ws.changes()[-1].id
+    reader.diff(change)
+    reader.undo(change)
+    reader.checkpoint("cp")
+    ops = [r.operation for r in ws.audit.records if r.principal == "reader"]
+    assert ops == ["diff", "undo", "checkpoint"]
