@@ -86,7 +86,7 @@ def test_undo_is_refused_when_the_file_changed_since(ws: SyncWorkspace) -> None:
     ws.write("/w/b.txt", "b\n")
     ws.write("/w/a.txt", "two\n")
     ws.write("/w/a.txt", "three\n")  # someone else's later change
-    with pytest.raises(ConflictError, match="/w/a.txt changed after change"):
+    with pytest.raises(ConflictError, match=r"/w/a\.txt changed after change"):
         ws.undo(ws.changes()[2].id)
     assert ws.read_text("/w/a.txt") == "three\n"
 
