@@ -176,6 +176,12 @@ class Journal:
             raise JournalError(f"the change journal cannot be opened: {exc}") from None
         self._db = db
 
+    def compact(self) -> None:
+        """Fold the write-ahead log into the file and give free pages back to the disk."""
+        with self._lock:
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self._db.execute("VACUUM")
+
     def close(self) -> None:
         with self._lock:
             self._db.close()
