@@ -38,6 +38,12 @@ COMMANDS_EXEMPT: Mapping[str, str] = {
     "demo": "the scripted tour over its own demo workspace",
     "serve": "starts the server: the http-api, web-page and mcp-http front ends",
     "eval": "scores an index on a dataset folder given on the command line",
+    **{
+        name: "the change journal: governed by ChangeReview (what the viewer may read and "
+        "write), tested in tests/security/test_journal_governance.py and tests/cli; no parity "
+        "world keeps a journal yet"
+        for name in ("changes", "diff", "undo", "revert", "checkpoint", "restore")
+    },
 }
 
 METHODS_EXEMPT: Mapping[str, str] = {
@@ -52,6 +58,21 @@ METHODS_EXEMPT: Mapping[str, str] = {
     "kill_process": "background processes: the caller's own process id",
     "close_processes": "background processes: the caller's own",
     "write_back": "background processes: changes of the caller's own process",
+    "with_thread": "makes the view of the same principal in another thread (the caller's choice)",
+    **{
+        name: "the change journal: governed by ChangeReview, tested in "
+        "tests/security/test_journal_governance.py; no parity world keeps a journal yet"
+        for name in (
+            "changes",
+            "diff",
+            "undo",
+            "undo_last",
+            "revert",
+            "checkpoint",
+            "checkpoints",
+            "restore",
+        )
+    },
 }
 
 ADAPTERS_NOT_FRONT_ENDS = frozenset({"scopes", "skills", "skills_model", "skills_tools", "tools"})
