@@ -30,6 +30,20 @@ ROUTES_EXEMPT: Mapping[str, str] = {
     "GET /v1/auth/demo/users": "the demo login (off here); the demo's fixed list of people",
     "POST /v1/auth/demo": "the demo login (off here): a token for a demo user",
     "/static": "the page's static files",
+    **{
+        route: "the change journal: governed by ChangeReview, tested over HTTP in "
+        "tests/server/test_api_changes.py; no parity world keeps a journal yet"
+        for route in (
+            "GET /v1/changes",
+            "GET /v1/changes/diff",
+            "POST /v1/changes/undo",
+            "POST /v1/changes/undo-last",
+            "POST /v1/changes/revert",
+            "GET /v1/checkpoints",
+            "POST /v1/checkpoints",
+            "POST /v1/checkpoints/restore",
+        )
+    },
 }
 
 COMMANDS_EXEMPT: Mapping[str, str] = {
