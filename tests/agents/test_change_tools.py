@@ -42,3 +42,19 @@ async def test_an_undo_over_a_later_change_is_refused(tmp_path: Path) -> None:
     out = await tools.call("undo_last_change", {})
     assert out["success"] is False and "changed after change" in out["error"]
     assert await ws.read_text("/scratch/a.md") == "edited\n"
+
+
+async def test_scoped_workspaces_record_their_thread(tmp_path: Path) -> None:
+    from bastion.agents.scopes import Scopes
+
+    scopes = Scopes.on(MemoryStore(), policy=Policy.allow_all())
+    scopes.journal = Journal(tmp_path / "journal.db")
+    bot = Principal.of("bot")
+    one = scopes.workspace(bot, agent_id="bot", thread_id="t1").workspace
+    two = scopes.workspace(bot, agent_id="bot", thread_id="t2").workspace
+    await one.write("/thread/a.md", "one\n")
+    await two.write("/agent/b.md", "two\n")
+    assert [c.thread for c in await one.changes()] == ["t1", "t2"]
+    await one.revert("t1")
+    assert not await one.exists("/thread/a.md")
+    assert await two.read_text("/agent/b.md") == "two\n"

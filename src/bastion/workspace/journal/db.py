@@ -166,8 +166,12 @@ class Journal:
         self._lock = threading.Lock()
         self._since_prune = 0
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
+            memory = str(path) == ":memory:"  # a journal of this process alone (tests)
+            if not memory:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(
+                ":memory:" if memory else self.path, timeout=30, check_same_thread=False
+            )
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             db.execute("PRAGMA foreign_keys=ON")
