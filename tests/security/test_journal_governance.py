@@ -16,9 +16,11 @@ from bastion import (
     NotFoundError,
     Policy,
     Principal,
+    Rule,
     SyncWorkspace,
     Workspace,
 )
+from bastion.core.models import Action
 from bastion.workspace.journal import Journal
 
 ADMIN = Principal.of("admin", tenant="acme", roles={"hr"}, clearance="restricted")
@@ -144,3 +146,25 @@ def test_every_review_action_is_audited(ws: SyncWorkspace) -> None:
     reader.checkpoint("cp")
     ops = [r.operation for r in ws.audit.records if r.principal == "reader"]
     assert ops == ["diff", "undo", "checkpoint"]
+
+
+def test_a_change_names_no_path_the_viewer_may_not_read(tmp_path: Path) -> None:
+    policy = Policy(
+        rules=(
+            Rule.deny("read", "/docs/private/**", roles={"staff"}),
+            Rule.allow(list(Action), "/**"),
+        )
+    )
+    ws = Workspace(
+        [Mount.of("/docs", MemoryStore())],
+        policy=policy,
+        journal=Journal(tmp_path / "journal.db"),
+    ).sync()
+    ws.write("/docs/private/plan-for-layoffs.txt", "text\n")
+    ws.move("/docs/private/plan-for-layoffs.txt", "/docs/open/renamed.txt")
+    staff = ws.with_principal(Principal.of("sam", roles={"staff"}))
+    (move,) = staff.changes()
+    assert move.target == "/docs/open/renamed.txt"
+    assert "private" not in move.path
+    assert {e.path for e in move.entries} == {"/docs/open", "/docs/open/renamed.txt"}
+    assert "layoffs" not in repr(move) + staff.diff(move.id)

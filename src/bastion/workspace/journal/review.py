@@ -105,7 +105,10 @@ class ChangeReview:
                 )
             )
             if entries:
-                shown.append(replace(change, entries=entries))
+                seen = {e.path for e in entries}
+                path = change.path if change.path in seen else entries[0].path
+                target = change.target if change.target in seen else None
+                shown.append(replace(change, entries=entries, path=path, target=target))
         return shown
 
     async def _path_visible(self, path: str, seen: set[str]) -> bool:
