@@ -168,3 +168,31 @@ def test_a_change_names_no_path_the_viewer_may_not_read(tmp_path: Path) -> None:
     assert "private" not in move.path
     assert {e.path for e in move.entries} == {"/docs/open", "/docs/open/renamed.txt"}
     assert "layoffs" not in repr(move) + staff.diff(move.id)
+
+
+def test_a_hidden_change_reads_like_one_that_never_was(ws: SyncWorkspace) -> None:
+    ws.write("/vault/secret.txt", "zebra vault two\n")
+    hidden = ws.changes()[-1].id
+    missing = hidden + 1000
+    reader = _reader(ws)
+    for call in (reader.diff, reader.undo):
+        with pytest.raises(NotFoundError) as one:
+            call(hidden)
+        with pytest.raises(NotFoundError) as other:
+            call(missing)
+        assert str(one.value).replace(str(hidden), "N") == str(other.value).replace(
+            str(missing), "N"
+        )
+
+
+def test_a_drop_box_is_not_read_back_through_the_journal(tmp_path: Path) -> None:
+    ws = Workspace(
+        [Mount.of("/drop", MemoryStore(), scope="write_only")],
+        policy=Policy.allow_all(),
+        journal=Journal(tmp_path / "journal.db"),
+    ).sync()
+    ws.write("/drop/tip.txt", "zebra anonymous tip\n")
+    ws.write("/drop/tip.txt", "zebra second tip\n")
+    assert ws.changes() == []  # written blind; never shown back, even to the writer
+    with pytest.raises(NotFoundError):
+        ws.diff(1)

@@ -191,3 +191,15 @@ def test_without_a_journal_review_says_so() -> None:
     ws = Workspace([Mount.of("/w", MemoryStore())], policy=Policy.allow_all()).sync()
     with pytest.raises(ConfigurationError, match="no change journal"):
         ws.changes()
+
+
+def test_a_binary_diff_says_so(ws: SyncWorkspace) -> None:
+    ws.write("/w/img.bin", b"\x00\x01\x02")
+    ws.write("/w/img.bin", b"\x00\x01\x03")
+    assert ws.diff(ws.changes()[-1].id) == "Binary files a/w/img.bin and b/w/img.bin differ\n"
+
+
+def test_a_bad_checkpoint_name_is_refused(ws: SyncWorkspace) -> None:
+    with pytest.raises(ValueError, match="printable"):
+        ws.checkpoint("a\nb")
+    assert ws.checkpoints() == []
