@@ -203,3 +203,22 @@ def test_a_bad_checkpoint_name_is_refused(ws: SyncWorkspace) -> None:
     with pytest.raises(ValueError, match="printable"):
         ws.checkpoint("a\nb")
     assert ws.checkpoints() == []
+
+
+def test_changes_come_a_page_at_a_time(ws: SyncWorkspace) -> None:
+    for i in range(7):
+        ws.write(f"/w/{i}.txt", "x\n")
+    first = ws.changes(limit=3)
+    rest = ws.changes(after=first[-1].id, limit=10)
+    assert len(first) == 3 and len(rest) == 4
+    assert [c.id for c in first + rest] == [c.id for c in ws.changes()]
+
+
+def test_undo_last_skips_changes_of_others_and_of_other_threads(journal: Journal) -> None:
+    mine = _ws(journal).with_thread("t1")
+    mine.write("/w/a.txt", "a\n")
+    for i in range(100):  # many later changes that are not mine in t1
+        mine.with_thread("t2").write(f"/w/t2-{i}.txt", "x\n")
+    mine.undo_last()
+    assert not mine.exists("/w/a.txt")
+    assert mine.exists("/w/t2-99.txt")

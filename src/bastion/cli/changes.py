@@ -11,6 +11,7 @@ import click
 
 from bastion.cli.audit import parse_time
 from bastion.cli.common import common_options, resolve_principal, settings
+from bastion.cli.declared import declared_option
 from bastion.cli.output import emit, printable
 from bastion.cli.session import Session, open_session
 from bastion.workspace.operations.changes import (
@@ -48,12 +49,13 @@ def _rolled(done: RollbackResult) -> str:
 @click.option("--thread", default=None, help="Only this thread's (or session's) changes.")
 @click.option("--since", default=None, help="From this time (or age: 30m, 2h, 7d).")
 @click.option("--after", type=click.IntRange(0), default=None, help="Only changes after this id.")
+@declared_option("changes", "limit", "--limit", help="Most changes shown (then use --after).")
 @common_options()
-def changes_command(thread: str | None, since: str | None, after: int | None) -> None:
+def changes_command(thread: str | None, since: str | None, after: int | None, limit: int) -> None:
     """List the changes you may see, oldest first."""
     when = None if since is None else parse_time(since)
     with _session() as session:
-        found = session.ws.changes(thread=thread, since=when, after=after)
+        found = session.ws.changes(thread=thread, since=when, after=after, limit=limit)
     result = ChangesResult(changes=[ChangeOut.of(c) for c in found])
     emit(result.model_dump(), lambda: "\n".join(_line(c) for c in result.changes))
 

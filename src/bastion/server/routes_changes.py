@@ -29,7 +29,9 @@ __all__ = ["ENDPOINTS", "routes"]
 async def changes(request: Request, args: ChangesParams) -> Response:
     """The changes the principal may see, oldest first."""
     ws = state_of(request).view(request)
-    found = await ws.changes(thread=args.thread, since=args.since, after=args.after)
+    found = await ws.changes(
+        thread=args.thread, since=args.since, after=args.after, limit=args.limit
+    )
     return ok(ChangesResult(changes=[ChangeOut.of(c) for c in found]).model_dump())
 
 

@@ -562,10 +562,15 @@ class Workspace:
     # -- the change journal (docs/changes.md) ------------------------------------------------
 
     async def changes(
-        self, *, thread: str | None = None, since: float | None = None, after: int | None = None
+        self,
+        *,
+        thread: str | None = None,
+        since: float | None = None,
+        after: int | None = None,
+        limit: int = 1000,
     ) -> builtins.list[Change]:
-        """The changes you may see (oldest first): of ``thread``, since a time, after an id."""
-        return await self._changes.changes(thread=thread, since=since, after=after)
+        """The first ``limit`` changes you may see, oldest first (page on with ``after``)."""
+        return await self._changes.changes(thread=thread, since=since, after=after, limit=limit)
 
     async def diff(self, change: int) -> str:
         """What ``change`` did, as a unified diff per file (only files you may read)."""

@@ -327,15 +327,20 @@ class Journal:
         thread: str | None = None,
         since: float | None = None,
         after_id: int | None = None,
+        before_id: int | None = None,
         principal: str | None = None,
         ids: Sequence[int] | None = None,
+        limit: int | None = None,
+        newest: bool = False,
     ) -> list[Change]:
-        """Changes, oldest first, narrowed by each filter given."""
+        """Changes, oldest first, narrowed by each filter given: the first ``limit`` of them,
+        or with ``newest`` the last ``limit``."""
         where, args = ["1=1"], []
         for clause, value in (
             ("thread = ?", thread),
             ("at >= ?", since),
             ("id > ?", after_id),
+            ("id < ?", before_id),
             ("principal = ?", principal),
         ):
             if value is not None:
@@ -344,26 +349,28 @@ class Journal:
         if ids is not None:
             where.append(f"id IN ({','.join('?' * len(ids))})")
             args.extend(ids)
-        sql = " AND ".join(where)
+        order = "DESC" if newest else "ASC"
+        sql = f"SELECT * FROM changes WHERE {' AND '.join(where)} ORDER BY id {order} LIMIT ?"  # noqa: S608 (fixed clauses)
         with self._lock:
-            rows = self._db.execute(
-                f"SELECT * FROM changes WHERE {sql} ORDER BY id",  # noqa: S608 (fixed clauses)
-                args,
-            ).fetchall()
+            rows = self._db.execute(sql, [*args, -1 if limit is None else limit]).fetchall()
+            rows.sort(key=lambda r: r[0])
             found: dict[int, list[Entry]] = {r[0]: [] for r in rows}
-            for e in self._db.execute(
-                "SELECT change_id, path, before_kind, before_hash, before_labels, after_kind,"  # noqa: S608
-                " after_hash, after_labels FROM entries WHERE change_id IN"
-                f" (SELECT id FROM changes WHERE {sql}) ORDER BY change_id, seq",
-                args,
-            ):
-                found[e[0]].append(
-                    Entry(
-                        e[1],
-                        State(e[2], e[3], labels_from_json(e[4])),
-                        State(e[5], e[6], labels_from_json(e[7])),
-                    )
+            wanted = list(found)
+            for i in range(0, len(wanted), 500):
+                part = wanted[i : i + 500]
+                query = (
+                    "SELECT change_id, path, before_kind, before_hash, before_labels,"  # noqa: S608
+                    " after_kind, after_hash, after_labels FROM entries WHERE change_id IN"
+                    f" ({','.join('?' * len(part))}) ORDER BY change_id, seq"
                 )
+                for e in self._db.execute(query, part):
+                    found[e[0]].append(
+                        Entry(
+                            e[1],
+                            State(e[2], e[3], labels_from_json(e[4])),
+                            State(e[5], e[6], labels_from_json(e[7])),
+                        )
+                    )
         return [
             Change(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], tuple(found[r[0]])) for r in rows
         ]

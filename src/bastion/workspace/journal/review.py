@@ -135,17 +135,28 @@ class ChangeReview:
         since: float | None = None,
         principal: str | None = None,
         after: int | None = None,
+        limit: int = 1000,
     ) -> list[Change]:
-        """The changes the principal may see, oldest first (see :meth:`Workspace.changes`)."""
+        """The first ``limit`` changes the principal may see, oldest first, after the change
+        ``after`` (a page: the next starts after the last id) (see :meth:`Workspace.changes`)."""
+        if limit < 1:
+            raise ValueError("limit must be at least 1")
         with self._ctx.operation("changes", "/"):
-            found = await asyncio.to_thread(
-                self._journal.changes,
-                thread=thread,
-                since=since,
-                principal=principal,
-                after_id=after,
-            )
-            return await self._shown(found)
+            shown: list[Change] = []
+            while len(shown) < limit:
+                batch = await asyncio.to_thread(
+                    self._journal.changes,
+                    thread=thread,
+                    since=since,
+                    principal=principal,
+                    after_id=after,
+                    limit=limit,
+                )
+                if not batch:
+                    break
+                shown += await self._shown(batch)
+                after = batch[-1].id
+            return shown[:limit]
 
     async def _change(self, change: int) -> Change:
         found = await self._shown(await asyncio.to_thread(self._journal.changes, ids=[change]))
@@ -187,14 +198,22 @@ class ChangeReview:
         """Take back the principal's own last change (in ``thread``, when given), if it is not
         an undo already taken back (see :meth:`Workspace.undo_last`)."""
         with self._ctx.operation("undo", "/"):
-            mine = await self._shown(
-                await asyncio.to_thread(
-                    self._journal.changes, principal=self._ctx.principal.id, thread=thread
+            below: int | None = None
+            while True:  # the newest first, a page at a time, until one is shown
+                page = await asyncio.to_thread(
+                    self._journal.changes,
+                    principal=self._ctx.principal.id,
+                    thread=thread,
+                    before_id=below,
+                    limit=64,
+                    newest=True,
                 )
-            )
-            if not mine:
-                raise NotFoundError("you have no change to undo")
-            return await self._roll_back([mine[-1]])
+                if not page:
+                    raise NotFoundError("you have no change to undo")
+                mine = await self._shown(page)
+                if mine:
+                    return await self._roll_back([mine[-1]])
+                below = page[0].id
 
     async def revert(self, thread: str) -> Rollback:
         """Take back every change of ``thread`` (see :meth:`Workspace.revert`)."""

@@ -34,6 +34,7 @@ class ChangesParams(Params):
     thread: str | None = Field(None, max_length=200, description="Only this thread's changes")
     since: float | None = Field(None, ge=0, description="Only changes from this time (epoch s)")
     after: int | None = Field(None, ge=0, description="Only changes after this id")
+    limit: int = Field(1000, ge=1, le=10_000, description="Most changes in the page")
 
 
 class ChangeParams(Params):
