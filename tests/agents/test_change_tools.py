@@ -47,8 +47,9 @@ async def test_an_undo_over_a_later_change_is_refused(tmp_path: Path) -> None:
 async def test_scoped_workspaces_record_their_thread(tmp_path: Path) -> None:
     from bastion.agents.scopes import Scopes
 
-    scopes = Scopes.on(MemoryStore(), policy=Policy.allow_all())
-    scopes.journal = Journal(tmp_path / "journal.db")
+    scopes = Scopes.on(
+        MemoryStore(), policy=Policy.allow_all(), journal=Journal(tmp_path / "journal.db")
+    )
     bot = Principal.of("bot")
     one = scopes.workspace(bot, agent_id="bot", thread_id="t1").workspace
     two = scopes.workspace(bot, agent_id="bot", thread_id="t2").workspace

@@ -296,6 +296,7 @@ class Scopes:
         agent_scope: Scope | str = Scope.READ_WRITE,
         thread_scope: Scope | str = Scope.READ_WRITE,
         labels: Mapping[ScopeKind | str, Labels] | None = None,
+        journal: Journal | None = None,
     ) -> Scopes:
         """Every area in one store: ``global/``, ``agents/{id}/`` and ``threads/{id}/``.
         The global area is read-only by default: agents share it, a program fills it."""
@@ -314,6 +315,7 @@ class Scopes:
             policy=policy,
             audit=audit,
             mounts=mounts,
+            journal=journal,
         )
 
     def workspace(
