@@ -222,3 +222,36 @@ def test_undo_last_skips_changes_of_others_and_of_other_threads(journal: Journal
     mine.undo_last()
     assert not mine.exists("/w/a.txt")
     assert mine.exists("/w/t2-99.txt")
+
+
+CHILD = """
+import sys
+from bastion import LocalStore, Mount, Policy, Principal, Workspace
+from bastion.workspace.journal import Journal
+ws = Workspace([Mount.of("/w", LocalStore(sys.argv[1]))], policy=Policy.allow_all(),
+               principal=Principal.of("child"), journal=Journal(sys.argv[2])).sync()
+ws.with_thread("child-thread").write("/w/from-child.txt", "made in another process\\n")
+"""
+
+
+def test_another_process_records_into_the_same_journal(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    root = tmp_path / "files"
+    root.mkdir()
+    journal = Journal(tmp_path / "j.db")
+    ws = _ws(journal, LocalStore(root))
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, str(root), str(tmp_path / "j.db")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    assert done.returncode == 0, done.stderr
+    (change,) = ws.changes(thread="child-thread")
+    assert change.principal == "child"
+    ws.undo(change.id)
+    assert not (root / "from-child.txt").exists()
