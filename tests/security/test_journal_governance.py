@@ -196,3 +196,12 @@ def test_a_drop_box_is_not_read_back_through_the_journal(tmp_path: Path) -> None
     assert ws.changes() == []  # written blind; never shown back, even to the writer
     with pytest.raises(NotFoundError):
         ws.diff(1)
+
+
+def test_labels_are_worked_out_from_a_long_front_matter(ws: SyncWorkspace) -> None:
+    tags = ", ".join(f"tag{i:04d}" for i in range(800))  # front matter past 4 KiB
+    ws.write("/docs/long.md", f"---\nclassification: public\ntags: [{tags}]\n---\nzebra\n")
+    (entry,) = ws.changes()[-1].entries
+    assert entry.after.labels is not None and entry.after.labels.undetermined == ""
+    assert "tag0799" in entry.after.labels.tags
+    assert "/docs/long.md" in _seen(_reader(ws))

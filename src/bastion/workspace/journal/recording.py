@@ -26,6 +26,7 @@ from bastion.core.models import FileInfo, Labels, WriteMode
 from bastion.core.operation import GuardContext, Operation, operation_in_progress
 from bastion.core.paths import VPath
 from bastion.core.ports import ReadCheck, Store
+from bastion.knowledge.ingest.frontmatter import LABEL_BYTES
 from bastion.workspace.journal.db import ABSENT, Journal, State, digest
 
 __all__ = ["JournalledStore", "Threads"]
@@ -144,7 +145,7 @@ class JournalledStore(Store):
             except (NotFoundError, IsADirectoryError_):
                 pass  # nothing there (or a folder: the write itself refuses)
         new = old + data if mode is WriteMode.APPEND else data
-        labels = await self.inner.prospective(path, new[:4096]) or self._labels
+        labels = await self.inner.prospective(path, new[:LABEL_BYTES]) or self._labels
         new_hash = digest(new)
         after = State("file", new_hash, labels)
         contents = [(new_hash, new)]
