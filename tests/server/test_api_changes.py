@@ -56,6 +56,8 @@ def test_review_undo_and_restore_over_http(client: httpx.Client, token: Token) -
     diff = client.get("/v1/changes/diff", params={"change": seen[1]["id"]}, headers=auth(ana))
     assert "-one\n+two\n" in diff.json()["diff"]
     assert client.post("/v1/checkpoints", json={"name": "cp"}, headers=auth(ana)).status_code == 200
+    bad = client.post("/v1/checkpoints", json={"name": "a\nb"}, headers=auth(ana))
+    assert bad.status_code == 400
     _write(client, ana, "/docs/b.md", "b\n")
     _write(client, boss, "/docs/a.md", "three\n")  # someone else changed a.md since
     refused = client.post("/v1/changes/undo", json={"change": seen[1]["id"]}, headers=auth(ana))

@@ -27,7 +27,9 @@ __all__ = [
     "RollbackResult",
 ]
 
-_NAME = Field(min_length=1, max_length=200, description="A checkpoint's name")
+_NAME = Field(
+    min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$", description="A checkpoint's name"
+)
 
 
 class ChangesParams(Params):
