@@ -77,7 +77,7 @@ IndexProgress = Callable[[int, int, str], None]
 
 _log = logging.getLogger(__name__)
 _VARIABLE = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-_TOP_KEYS = frozenset({"mounts", "policy", "knowledge", "principal", "users", "audit"})
+_TOP_KEYS = frozenset({"mounts", "policy", "knowledge", "principal", "users", "audit", "journal"})
 _MOUNT_KEYS = frozenset({"prefix", "url", "scope", "labels", "description", "timeout", "options"})
 _LABEL_KEYS = frozenset({"tenant", "classification", "roles", "tags"})
 _PRINCIPAL_KEYS = frozenset({"id", "tenant", "roles", "clearance", "tags"})
@@ -257,6 +257,7 @@ class WorkspaceConfig:
     """The ``[users]`` table (or ``users = "users.toml"``): who ``--as USER`` may name."""
     audit: Path | None = None
     """``audit = "FILE"``: the JSON-lines audit log (``bastion audit`` reads it back)."""
+    journal: Mapping[str, Any] | None = None  # [journal]: the change journal (docs/changes.md)
 
     @classmethod
     def from_file(
@@ -328,7 +329,7 @@ class WorkspaceConfig:
         audit = data.get("audit")
         if audit is not None:
             audit = folder / Path(name(expand_env(audit, environ, "audit"), "audit")).expanduser()
-        return cls(mounts, policy, knowledge, folder, principal, users, audit)
+        return cls(mounts, policy, knowledge, folder, principal, users, audit, data.get("journal"))
 
     def open_mounts(self) -> list[Mount]:
         """Build every store and mount it; on an error, close those already opened."""
@@ -410,6 +411,7 @@ class WorkspaceConfig:
         *,
         owner: bool = False,
     ) -> tuple[Workspace, list[Mount], Knowledge | None]:
+        from bastion.workspace.journal.settings import open_journal
         from bastion.workspace.workspace import Workspace
 
         mounts = self.open_mounts()
@@ -417,7 +419,8 @@ class WorkspaceConfig:
         try:
             knowledge = self.open_knowledge()
             # Built for its owner, who may index every file; then the view of the principal.
-            ws = Workspace(mounts, policy=self.policy, audit=audit, knowledge=knowledge)
+            j = open_journal(self.journal, self.base)
+            ws = Workspace(mounts, policy=self.policy, audit=audit, knowledge=knowledge, journal=j)
             if self.knowledge is not None and (
                 self.knowledge.index_on_open if index_on_open is None else index_on_open
             ):

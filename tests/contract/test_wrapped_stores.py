@@ -39,6 +39,7 @@ from bastion.stores.folder import FolderStore
 from bastion.stores.local import LocalStore
 from bastion.stores.sqlite import SqliteStore
 from bastion.workspace.doclabels import DocumentLabels
+from bastion.workspace.journal import Journal, JournalledStore, Threads
 
 from .store_contract import StoreContract
 
@@ -50,7 +51,13 @@ limit is policy, not store behaviour)."""
 LIMIT = 600.0
 """A time limit no contract call comes near: the wrapper is there, the limit never fires."""
 FOLDER = P("/threads/t-1")
-WRAPPERS: tuple[type[Store], ...] = (GuardedStore, DocumentLabels, TimedStore, FolderStore)
+WRAPPERS: tuple[type[Store], ...] = (
+    GuardedStore,
+    DocumentLabels,
+    TimedStore,
+    FolderStore,
+    JournalledStore,
+)
 DERIVED = frozenset({"exists", "read_all", "makedirs", "walk", "copy_file"})
 """Port methods the base class derives from the primitives alone: a wrapper that inherits one
 runs it through its own (forwarded, checked) primitives. Every other port method, each hook
@@ -67,6 +74,11 @@ def local(tmp_path: Path) -> Iterator[LocalStore]:
 
 def labelled(inner: Store) -> DocumentLabels:
     return DocumentLabels(inner, Labels(), POLICY.classifications)
+
+
+def journalled(inner: Store) -> JournalledStore:
+    """``inner`` with every change recorded in a journal of its own (docs/changes.md)."""
+    return JournalledStore(inner, Journal(":memory:"), Threads(), VPath.ROOT, Labels())
 
 
 def guarded(inner: Store, policy: Policy = POLICY, who: Principal | None = None) -> GuardedStore:
@@ -141,6 +153,20 @@ class TestGuardedLocalStore(StoreContract):
     @pytest.fixture
     def store(self, local: LocalStore) -> Store:
         return guarded(local)
+
+
+class TestJournalledMemoryStore(StoreContract):
+    @pytest.fixture
+    def store(self, tmp_path: Path) -> Store:
+        journal = Journal(tmp_path / "journal.db")
+        return JournalledStore(MemoryStore(), journal, Threads(), VPath.ROOT, Labels())
+
+
+class TestJournalledLocalStore(StoreContract):
+    @pytest.fixture
+    def store(self, local: LocalStore, tmp_path: Path) -> Store:
+        journal = Journal(tmp_path / "journal.db")
+        return JournalledStore(local, journal, Threads(), VPath.ROOT, Labels())
 
 
 class TestFolderOfMemoryStore(StoreContract):
@@ -288,6 +314,7 @@ STACKS: dict[str, tuple[Callable[[Store], Store], VPath, bool]] = {
     "folder": (lambda s: FolderStore(s, FOLDER), FOLDER, False),
     "guarded": (guarded, VPath.ROOT, False),
     "labelled": (labelled, VPath.ROOT, True),
+    "journalled": (journalled, VPath.ROOT, False),
     "workspace stack": (as_the_workspace_builds_it, FOLDER, True),
 }
 

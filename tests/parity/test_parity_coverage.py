@@ -30,6 +30,20 @@ ROUTES_EXEMPT: Mapping[str, str] = {
     "GET /v1/auth/demo/users": "the demo login (off here); the demo's fixed list of people",
     "POST /v1/auth/demo": "the demo login (off here): a token for a demo user",
     "/static": "the page's static files",
+    **{
+        route: "the change journal: governed by ChangeReview, tested over HTTP in "
+        "tests/server/test_api_changes.py; no parity world keeps a journal yet"
+        for route in (
+            "GET /v1/changes",
+            "GET /v1/changes/diff",
+            "POST /v1/changes/undo",
+            "POST /v1/changes/undo-last",
+            "POST /v1/changes/revert",
+            "GET /v1/checkpoints",
+            "POST /v1/checkpoints",
+            "POST /v1/checkpoints/restore",
+        )
+    },
 }
 
 COMMANDS_EXEMPT: Mapping[str, str] = {
@@ -38,6 +52,12 @@ COMMANDS_EXEMPT: Mapping[str, str] = {
     "demo": "the scripted tour over its own demo workspace",
     "serve": "starts the server: the http-api, web-page and mcp-http front ends",
     "eval": "scores an index on a dataset folder given on the command line",
+    **{
+        name: "the change journal: governed by ChangeReview (what the viewer may read and "
+        "write), tested in tests/security/test_journal_governance.py and tests/cli; no parity "
+        "world keeps a journal yet"
+        for name in ("changes", "diff", "undo", "revert", "checkpoint", "restore")
+    },
 }
 
 METHODS_EXEMPT: Mapping[str, str] = {
@@ -52,6 +72,21 @@ METHODS_EXEMPT: Mapping[str, str] = {
     "kill_process": "background processes: the caller's own process id",
     "close_processes": "background processes: the caller's own",
     "write_back": "background processes: changes of the caller's own process",
+    "with_thread": "makes the view of the same principal in another thread (the caller's choice)",
+    **{
+        name: "the change journal: governed by ChangeReview, tested in "
+        "tests/security/test_journal_governance.py; no parity world keeps a journal yet"
+        for name in (
+            "changes",
+            "diff",
+            "undo",
+            "undo_last",
+            "revert",
+            "checkpoint",
+            "checkpoints",
+            "restore",
+        )
+    },
 }
 
 ADAPTERS_NOT_FRONT_ENDS = frozenset({"scopes", "skills", "skills_model", "skills_tools", "tools"})

@@ -44,6 +44,7 @@ from bastion.core.policy import Policy
 from bastion.core.ports import Store
 from bastion.core.principal import Principal
 from bastion.stores.folder import FolderStore
+from bastion.workspace.journal import Journal
 from bastion.workspace.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -261,6 +262,7 @@ class Scopes:
         policy: Policy,
         audit: AuditSink | None = None,
         mounts: Iterable[Mount] = (),
+        journal: Journal | None = None,
     ) -> None:
         self._areas: dict[ScopeKind, Area] = {}
         for kind, area in (
@@ -276,6 +278,9 @@ class Scopes:
         self.audit = audit if audit is not None else MemoryAuditSink()
         """One audit sink for every workspace these scopes build."""
         self._extra = tuple(mounts)
+        self.journal = journal
+        """The change journal every workspace these scopes build records into, each change
+        with its thread id (docs/changes.md); ``None``: none."""
         self._threads: dict[str, weakref.WeakSet[Workspace]] = {}
         """The live workspaces built for each thread: ending it ends their processes."""
 
@@ -291,6 +296,7 @@ class Scopes:
         agent_scope: Scope | str = Scope.READ_WRITE,
         thread_scope: Scope | str = Scope.READ_WRITE,
         labels: Mapping[ScopeKind | str, Labels] | None = None,
+        journal: Journal | None = None,
     ) -> Scopes:
         """Every area in one store: ``global/``, ``agents/{id}/`` and ``threads/{id}/``.
         The global area is read-only by default: agents share it, a program fills it."""
@@ -309,6 +315,7 @@ class Scopes:
             policy=policy,
             audit=audit,
             mounts=mounts,
+            journal=journal,
         )
 
     def workspace(
@@ -349,9 +356,11 @@ class Scopes:
             principal=principal,
             audit=self.audit,
             knowledge=knowledge,
+            journal=self.journal,
         )
         thread = ids[ScopeKind.THREAD]
         if thread is not None:
+            ws = ws.with_thread(thread)
             if len(self._threads) > 256:  # forget threads whose workspaces are all gone
                 self._threads = {k: v for k, v in self._threads.items() if len(v)}
             self._threads.setdefault(thread, weakref.WeakSet()).add(ws)

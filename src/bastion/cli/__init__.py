@@ -48,6 +48,7 @@ def demo() -> None:
 def _register() -> None:
     from bastion.cli.ask import ask_command
     from bastion.cli.audit import audit_command
+    from bastion.cli.changes import CHANGE_COMMANDS
     from bastion.cli.files import FILE_COMMANDS
     from bastion.cli.knowledge import (
         eval_command,
@@ -74,6 +75,8 @@ def _register() -> None:
     main.add_command(run_command)
     main.add_command(audit_command)
     main.add_command(serve_command)
+    for command in CHANGE_COMMANDS:
+        main.add_command(command)
 
 
 _register()

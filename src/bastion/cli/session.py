@@ -74,6 +74,7 @@ def open_session(
     from bastion.core.audit import AuditSink, MemoryAuditSink
     from bastion.core.audit_sinks import JsonLinesAuditSink
     from bastion.stores.mount_checks import close_now
+    from bastion.workspace.journal.settings import open_journal
     from bastion.workspace.workspace import Workspace
 
     sink: AuditSink = (
@@ -92,7 +93,15 @@ def open_session(
                 "note: no --as or --token: acting as the owner (tenant default, clearance "
                 f"public), who may not see labelled documents; try --as USER ({names}, ...)"
             )
-        ws = Workspace(mounts, policy=config.policy, principal=who, audit=sink, knowledge=knowledge)
+        journal = open_journal(config.journal, config.base)
+        ws = Workspace(
+            mounts,
+            policy=config.policy,
+            principal=who,
+            audit=sink,
+            knowledge=knowledge,
+            journal=journal,
+        )
         yield Session(ws.sync(), who, config, knowledge)
     finally:
         try:

@@ -25,7 +25,14 @@ from bastion.core.policy import Decision, Policy
 from bastion.core.principal import Principal, labels_admit
 from bastion.core.ratelimit import RateLimiter
 
-__all__ = ["GuardContext", "Operation", "current_operation", "folded", "note_refusal"]
+__all__ = [
+    "GuardContext",
+    "Operation",
+    "current_operation",
+    "folded",
+    "note_refusal",
+    "operation_in_progress",
+]
 
 _in_operation: ContextVar[Operation | None] = ContextVar("bastion_operation", default=None)
 
@@ -127,6 +134,11 @@ class Operation:
         self._nested = False
         self._start = 0.0
         self._token: Token[Operation | None] | None = None
+
+    @property
+    def context(self) -> GuardContext:
+        """The guard context (principal, policy) the operation runs for."""
+        return self._ctx
 
     def refuse(self, reason: str) -> None:
         """Record the real reason of a refusal (for the audit log, not the caller)."""
@@ -235,6 +247,11 @@ def folded() -> _Folded | None:
     """The stand-in for a nested operation when one is in progress, else ``None``: a caller
     inside an operation need not build (and name) a new one that would be folded anyway."""
     return _FOLDED if _in_operation.get() is not None else None
+
+
+def operation_in_progress() -> Operation | None:
+    """The operation in progress, or ``None`` outside any."""
+    return _in_operation.get()
 
 
 def current_operation() -> Operation:

@@ -22,7 +22,7 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from bastion.server import routes_admin, routes_files, routes_knowledge
+from bastion.server import routes_admin, routes_changes, routes_files, routes_knowledge
 from bastion.server.auth import Authenticator, DemoLogin
 from bastion.server.errors import error_response
 from bastion.server.mcp_http import McpHub
@@ -84,6 +84,7 @@ def create_app(
         *routes_files.routes,
         *routes_knowledge.routes,
         *routes_admin.routes,
+        *routes_changes.routes,
         Route("/openapi.json", openapi, methods=["GET"]),
         Route("/mcp", hub, methods=["GET", "POST", "DELETE"]),
         Route("/", page, methods=["GET"]),

@@ -44,6 +44,7 @@ from bastion.workspace.doclabels import DocumentLabels
 from bastion.workspace.files import EditResult, FileOps, TextPage
 from bastion.workspace.fsmap import filesystem_map
 from bastion.workspace.indexing import IndexFollower, KnowledgeLink
+from bastion.workspace.journal import ChangeReview, Journal, JournalledStore, Threads
 from bastion.workspace.routing import Router, parse_request
 from bastion.workspace.running import ProcessGate, egress_recorder, may_execute
 from bastion.workspace.searching import Progress, Searching, Segments
@@ -63,6 +64,7 @@ if TYPE_CHECKING:
     from bastion.sandbox.result import RunLimits, RunResult
     from bastion.workspace.grep import GrepResult
     from bastion.workspace.indexing import IndexSummary
+    from bastion.workspace.journal import Change, Checkpoint, Rollback
 
 __all__ = ["EditResult", "SyncWorkspace", "TextPage", "Workspace"]
 
@@ -71,8 +73,22 @@ class _Shared:
     """State shared by every principal view of one workspace."""
 
     def __init__(
-        self, mounts: MountTable, policy: Policy, audit: AuditSink, knowledge: Knowledge | None
+        self,
+        mounts: MountTable,
+        policy: Policy,
+        audit: AuditSink,
+        knowledge: Knowledge | None,
+        journal: Journal | None = None,
     ) -> None:
+        self.journal = journal
+        self.threads = Threads()
+        if journal is not None:  # the one hook on the write path (docs/changes.md)
+            mounts = MountTable(
+                replace(
+                    m, store=JournalledStore(m.store, journal, self.threads, m.prefix, m.labels)
+                )
+                for m in mounts.mounts
+            )
         self.mounts = mounts
         self.policy = policy
         self.audit = audit
@@ -97,8 +113,10 @@ class Workspace:
         audit: AuditSink | None = None,
         knowledge: Knowledge | None = None,
         document_labels: bool = True,
+        journal: Journal | None = None,
     ) -> None:
-        """``document_labels`` applies each file's own labels (Markdown front matter, a
+        """``journal`` records every change for review and undo (docs/changes.md).
+        ``document_labels`` applies each file's own labels (Markdown front matter, a
         ``<name>.labels.yaml`` sidecar) on every path: reads, listings, grep and search
         (``bastion.workspace.doclabels``). Turn it off only where no file carries labels."""
         table = mounts if isinstance(mounts, MountTable) else MountTable(mounts)
@@ -110,13 +128,16 @@ class Workspace:
                 for m in table.mounts
             )
         sink = audit if audit is not None else MemoryAuditSink()
-        self._shared = _Shared(table, policy, sink, knowledge)
+        self._shared = _Shared(table, policy, sink, knowledge, journal)
         self._bind(principal or Principal.of("local"), owner=principal is None)
 
-    def _bind(self, principal: Principal, *, owner: bool = False) -> None:
-        """Build this view's parts for ``principal``."""
+    def _bind(
+        self, principal: Principal, *, owner: bool = False, thread: str | None = None
+    ) -> None:
+        """Build this view's parts for ``principal`` (acting in ``thread``)."""
         shared = self._shared
         self.principal = principal
+        self.thread = thread
         self._owner = owner
         self._ctx = GuardContext(principal, shared.policy, shared.audit, shared.limiter)
         self._knowledge = shared.knowledge
@@ -127,12 +148,21 @@ class Workspace:
         self._transfers = Transfers(self._router, follower)
         self._searching = Searching(shared.knowledge, self._router, owner=owner)
         self._asking = Asking(self._searching, self.search)
+        shared.threads.bind(self._ctx, thread)
+        self._changes = ChangeReview(self._router, follower, shared.journal)
 
     def with_principal(self, principal: Principal) -> Workspace:
         """A view of the same workspace acting for ``principal``."""
         view = object.__new__(Workspace)
         view._shared = self._shared
         view._bind(principal)
+        return view
+
+    def with_thread(self, thread: str | None) -> Workspace:
+        """A view for the same principal whose changes are journalled as ``thread``'s."""
+        view = object.__new__(Workspace)
+        view._shared = self._shared
+        view._bind(self.principal, owner=self._owner, thread=thread)
         return view
 
     def sync(self) -> SyncWorkspace:
@@ -529,6 +559,47 @@ class Workspace:
         scope does); the number killed. Dropping the workspace kills them too."""
         return await self._shared.processes.close()
 
+    # -- the change journal (docs/changes.md) ------------------------------------------------
+
+    async def changes(
+        self,
+        *,
+        thread: str | None = None,
+        since: float | None = None,
+        after: int | None = None,
+        limit: int = 1000,
+    ) -> builtins.list[Change]:
+        """The first ``limit`` changes you may see, oldest first (page on with ``after``)."""
+        return await self._changes.changes(thread=thread, since=since, after=after, limit=limit)
+
+    async def diff(self, change: int) -> str:
+        """What ``change`` did, as a unified diff per file (only files you may read)."""
+        return await self._changes.diff(change)
+
+    async def undo(self, change: int) -> Rollback:
+        """Take ``change`` back; a conflict, and nothing changed, if a file changed since."""
+        return await self._changes.undo(change)
+
+    async def undo_last(self) -> Rollback:
+        """Take back your own last change (in this view's thread, when it has one)."""
+        return await self._changes.undo_last(self.thread)
+
+    async def revert(self, thread: str) -> Rollback:
+        """Take back every change of ``thread`` you may see; all or nothing, as :meth:`undo`."""
+        return await self._changes.revert(thread)
+
+    async def checkpoint(self, name: str) -> Checkpoint:
+        """Name this point of the journal, for :meth:`restore`."""
+        return await self._changes.checkpoint(name)
+
+    async def checkpoints(self) -> builtins.list[Checkpoint]:
+        """The checkpoints, oldest first."""
+        return await self._changes.checkpoints()
+
+    async def restore(self, checkpoint: str) -> Rollback:
+        """Take back every change (you may see) made after ``checkpoint``; as :meth:`undo`."""
+        return await self._changes.restore(checkpoint)
+
 
 # -- the blocking facade ---------------------------------------------------------------------
 
@@ -587,6 +658,9 @@ class SyncWorkspace:
     def with_principal(self, principal: Principal) -> SyncWorkspace:
         return SyncWorkspace(self.aio.with_principal(principal))
 
+    def with_thread(self, thread: str | None) -> SyncWorkspace:
+        return SyncWorkspace(self.aio.with_thread(thread))
+
     stat = _blocking(Workspace.stat)
     exists = _blocking(Workspace.exists)
     read_bytes = _blocking(Workspace.read_bytes)
@@ -615,3 +689,11 @@ class SyncWorkspace:
     kill_process = _blocking(Workspace.kill_process)
     write_back = _blocking(Workspace.write_back)
     close_processes = _blocking(Workspace.close_processes)
+    changes = _blocking(Workspace.changes)
+    diff = _blocking(Workspace.diff)
+    undo = _blocking(Workspace.undo)
+    undo_last = _blocking(Workspace.undo_last)
+    revert = _blocking(Workspace.revert)
+    checkpoint = _blocking(Workspace.checkpoint)
+    checkpoints = _blocking(Workspace.checkpoints)
+    restore = _blocking(Workspace.restore)

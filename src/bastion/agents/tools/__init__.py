@@ -2,6 +2,7 @@
 and the tool set of one principal. The MCP and OpenAI adapters (``bastion.agents.mcp``,
 ``bastion.agents.openai``) only convert these."""
 
+from bastion.agents.tools.changes import CHANGE_TOOLS
 from bastion.agents.tools.commands import CommandRule
 from bastion.agents.tools.execute import EXECUTE_TOOLS
 from bastion.agents.tools.granular import GRANULAR_TOOLS
@@ -22,6 +23,7 @@ from bastion.agents.tools.spec import Capability, Output, Tool, ToolArgumentErro
 from bastion.agents.tools.toolset import PERMISSIONS, Toolset, capabilities
 
 __all__ = [
+    "CHANGE_TOOLS",
     "EXECUTE_TOOLS",
     "GRANULAR_TOOLS",
     "INTENT_TOOLS",

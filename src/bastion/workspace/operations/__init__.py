@@ -21,6 +21,7 @@ from bastion.workspace.operations.base import (
     SearchModeName,
     search_mode,
 )
+from bastion.workspace.operations.changes import CHANGE_OPERATIONS
 from bastion.workspace.operations.files import FILE_OPERATIONS, MAX_ENTRIES, Entry
 from bastion.workspace.operations.knowledge import KNOWLEDGE_OPERATIONS, MAX_K, MAX_QUESTION
 from bastion.workspace.operations.service import MAX_STDIN, SERVICE_OPERATIONS
@@ -43,7 +44,15 @@ __all__ = [
 ]
 
 OPERATIONS: Mapping[str, Operation] = MappingProxyType(
-    {op.name: op for op in (*FILE_OPERATIONS, *KNOWLEDGE_OPERATIONS, *SERVICE_OPERATIONS)}
+    {
+        op.name: op
+        for op in (
+            *FILE_OPERATIONS,
+            *KNOWLEDGE_OPERATIONS,
+            *SERVICE_OPERATIONS,
+            *CHANGE_OPERATIONS,
+        )
+    }
 )
 """Every declared operation by name."""
 

@@ -1,0 +1,266 @@
+"""The one hook on the write path: a store wrapper that journals every change below the guard.
+
+Every front end (the library, the agent tools, the sandbox's write-back, HTTP, the CLI) writes
+through :class:`~bastion.workspace.workspace.Workspace`, whose guarded stores call the mount's
+store; the workspace wraps each mount's store in :class:`JournalledStore`, so a ``write``,
+``delete``, ``rename`` or ``mkdir`` that reaches a store is journalled, whoever asked. The
+store calls one workspace operation makes (a move's sidecar, then the file; a copy's files)
+form one change, with the operation's principal and the thread of its workspace view.
+
+The record is written before the store is called: a journal that cannot be written raises
+:class:`~bastion.workspace.journal.db.JournalError` and the store is never touched. A store
+call that then fails takes its entries back out of the journal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import weakref
+from collections import OrderedDict
+from collections.abc import AsyncIterator
+from typing import Any
+
+from bastion.core.errors import IsADirectoryError_, NotFoundError
+from bastion.core.models import FileInfo, Labels, WriteMode
+from bastion.core.operation import GuardContext, Operation, operation_in_progress
+from bastion.core.paths import VPath
+from bastion.core.ports import ReadCheck, Store
+from bastion.knowledge.ingest.frontmatter import LABEL_BYTES
+from bastion.workspace.journal.db import ABSENT, Journal, State, digest
+
+__all__ = ["JournalledStore", "Threads"]
+
+_OPEN_CHANGES = 256
+"""Operations remembered with the change they are recording into."""
+
+
+class Threads:
+    """Which thread (or session) each workspace view acts in, by its guard context; and the
+    change each operation in progress is recording into. Shared by a workspace's mounts."""
+
+    def __init__(self) -> None:
+        self._threads: weakref.WeakKeyDictionary[GuardContext, str] = weakref.WeakKeyDictionary()
+        self._open: OrderedDict[int, tuple[Operation, int]] = OrderedDict()
+
+    def bind(self, ctx: GuardContext, thread: str | None) -> None:
+        if thread is None:
+            self._threads.pop(ctx, None)
+        else:
+            self._threads[ctx] = thread
+
+    def thread_of(self, ctx: GuardContext) -> str | None:
+        return self._threads.get(ctx)
+
+    def change_of(self, op: Operation) -> int | None:
+        found = self._open.get(id(op))
+        return found[1] if found is not None and found[0] is op else None
+
+    def opened(self, op: Operation, change: int) -> None:
+        self._open[id(op)] = (op, change)  # the operation is held, so its id stays its own
+        if len(self._open) > _OPEN_CHANGES:
+            self._open.popitem(last=False)
+
+
+class JournalledStore(Store):
+    """``inner`` (a mount's store) with every change recorded in ``journal``."""
+
+    def __init__(
+        self, inner: Store, journal: Journal, threads: Threads, prefix: VPath, labels: Labels
+    ) -> None:
+        self.inner = inner
+        self.kind = inner.kind
+        self.timeout = inner.timeout
+        self._journal = journal
+        self._threads = threads
+        self._prefix = prefix
+        self._labels = labels
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self.inner, attr)
+
+    def describe(self) -> str:
+        return self.inner.describe()
+
+    def change_mark(self) -> object | None:
+        return self.inner.change_mark()
+
+    # -- reads pass through ------------------------------------------------------------------
+
+    async def stat(self, path: VPath) -> FileInfo:
+        return await self.inner.stat(path)
+
+    async def read_range(self, path: VPath, offset: int = 0, length: int | None = None) -> bytes:
+        return await self.inner.read_range(path, offset, length)
+
+    async def read_file(
+        self,
+        path: VPath,
+        offset: int = 0,
+        length: int | None = None,
+        *,
+        check: ReadCheck | None = None,
+    ) -> tuple[FileInfo, bytes]:
+        return await self.inner.read_file(path, offset, length, check=check)
+
+    async def list(self, path: VPath) -> builtins.list[FileInfo]:
+        return await self.inner.list(path)
+
+    async def exists(self, path: VPath) -> bool:
+        return await self.inner.exists(path)
+
+    async def walk(
+        self, path: VPath = VPath.ROOT, *, max_depth: int | None = None
+    ) -> AsyncIterator[FileInfo]:
+        async for info in self.inner.walk(path, max_depth=max_depth):
+            yield info
+
+    async def entries(self, path: VPath) -> builtins.list[FileInfo]:
+        return await self.inner.entries(path)
+
+    async def odd_names(self, path: VPath) -> frozenset[str]:
+        return await self.inner.odd_names(path)
+
+    async def relabelling(self, path: VPath, data: bytes | None) -> tuple[Labels, Labels] | None:
+        return await self.inner.relabelling(path, data)
+
+    async def prospective(self, path: VPath, data: bytes) -> Labels | None:
+        return await self.inner.prospective(path, data)
+
+    # -- changes are journalled --------------------------------------------------------------
+
+    async def write(
+        self,
+        path: VPath,
+        data: bytes,
+        *,
+        mode: WriteMode = WriteMode.OVERWRITE,
+        if_version: str | None = None,
+    ) -> FileInfo:
+        before, old = ABSENT, b""
+        if mode is not WriteMode.CREATE:
+            try:
+                info, old = await self.inner.read_file(path)
+                before = self._file(info, old)
+            except (NotFoundError, IsADirectoryError_):
+                pass  # nothing there (or a folder: the write itself refuses)
+        new = old + data if mode is WriteMode.APPEND else data
+        labels = await self.inner.prospective(path, new[:LABEL_BYTES]) or self._labels
+        new_hash = digest(new)
+        after = State("file", new_hash, labels)
+        contents = [(new_hash, new)]
+        if before.hash is not None and before.hash != new_hash:
+            contents.append((before.hash, old))
+        token = await self._record([(path, before, after)], contents)
+        try:
+            return await self.inner.write(path, data, mode=mode, if_version=if_version)
+        except BaseException:
+            await self._forget(token, 1)
+            raise
+
+    async def delete(self, path: VPath, *, recursive: bool = False) -> None:
+        states, contents = await self._tree(path, recursive=recursive)
+        token = await self._record([(p, s, ABSENT) for p, s in states], contents)
+        try:
+            await self.inner.delete(path, recursive=recursive)
+        except BaseException:
+            await self._forget(token, len(states))
+            raise
+
+    async def rename(self, src: VPath, dst: VPath) -> None:
+        states, contents = await self._tree(src, recursive=True)
+        moved = [(p, s, ABSENT) for p, s in states]
+        base = len(src.parts)
+        for p, s in states:
+            target = dst.join(VPath(p.parts[base:]))
+            moved.append((target, ABSENT, s))
+        if states:
+            try:  # a file the rename replaces
+                info, old = await self.inner.read_file(dst)
+            except (NotFoundError, IsADirectoryError_):
+                pass
+            else:
+                moved[len(states)] = (dst, self._file(info, old), moved[len(states)][2])
+                contents.append((digest(old), old))
+        token = await self._record(moved, contents)
+        try:
+            await self.inner.rename(src, dst)
+        except BaseException:
+            await self._forget(token, len(moved))
+            raise
+
+    async def mkdir(self, path: VPath) -> None:
+        token = await self._record([(path, ABSENT, State("dir", None, self._labels))], [])
+        try:
+            await self.inner.mkdir(path)
+        except BaseException:
+            await self._forget(token, 1)
+            raise
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def _file(self, info: FileInfo, data: bytes) -> State:
+        return State("file", digest(data), info.labels or self._labels)
+
+    async def _tree(
+        self, path: VPath, *, recursive: bool
+    ) -> tuple[builtins.list[tuple[VPath, State]], builtins.list[tuple[str, bytes]]]:
+        """The state of ``path`` and, for a folder (``recursive``), of everything under it,
+        parents first; and the contents they name."""
+        try:
+            info = await self.inner.stat(path)
+        except NotFoundError:
+            return [], []  # the store call says so
+        found = [info]
+        if info.is_dir and recursive:
+            found += [i async for i in self.inner.walk(path)]
+        states: builtins.list[tuple[VPath, State]] = []
+        contents: builtins.list[tuple[str, bytes]] = []
+        for entry in found:
+            if entry.is_dir:
+                states.append((entry.path, State("dir", None, entry.labels or self._labels)))
+            elif entry.is_file:
+                seen, data = await self.inner.read_file(entry.path)
+                state = self._file(seen, data)
+                states.append((entry.path, state))
+                contents.append((digest(data), data))
+        return states, contents
+
+    async def _record(
+        self,
+        entries: builtins.list[tuple[VPath, State, State]],
+        contents: builtins.list[tuple[str, bytes]],
+    ) -> tuple[int, Operation | None]:
+        op = operation_in_progress()
+        if not entries:
+            return 0, op
+        change = None if op is None else self._threads.change_of(op)
+        if op is None:
+            head: tuple[str, str | None, str | None, str, str, str | None] = (
+                "(store)",
+                None,
+                None,
+                "store",
+                str(self._prefix.join(entries[0][0])) if entries else str(self._prefix),
+                None,
+            )
+        else:
+            ctx = op.context
+            head = (
+                ctx.principal.id,
+                ctx.principal.tenant,
+                self._threads.thread_of(ctx),
+                op.name,
+                str(op.path),
+                None if op.target is None else str(op.target),
+            )
+        rows = [(str(self._prefix.join(p)), b, a) for p, b, a in entries]
+        made = await asyncio.to_thread(self._journal.record, change, head, rows, contents)
+        if op is not None and change != made:
+            self._threads.opened(op, made)
+        return made, op
+
+    async def _forget(self, token: tuple[int, Operation | None], count: int) -> None:
+        if not count or not token[0]:
+            return
+        await asyncio.to_thread(self._journal.forget, token[0], count)

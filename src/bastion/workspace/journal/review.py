@@ -1,0 +1,340 @@
+"""ChangeReview and undo, for one principal: what changed, the diff, and taking changes back.
+
+Everything goes through the principal's guard. A change list or a diff shows only the entries
+the viewer may read now (the mount visible and readable, the policy allowing ``read``, the
+labels the file had before and after admitting the viewer); journal content is never read for
+any other entry. Undo, revert and restore touch only those entries, and write through the
+guarded stores, so the viewer must also be allowed to write there. Each is refused with a
+:class:`ConflictError`, before anything is written, when a file is not what the journal says
+the changes left there; each write is conditional on the version just checked, so a writer
+that comes in between is a conflict too. Each review action is one audited operation; an undo
+is itself journalled (and so can be undone).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+from dataclasses import dataclass, replace
+
+from bastion.core.errors import (
+    ConfigurationError,
+    ConflictError,
+    DirectoryNotEmptyError,
+    InvalidPathError,
+    NotFoundError,
+)
+from bastion.core.guard import GuardContext, GuardedStore
+from bastion.core.models import Action, Labels, WriteMode
+from bastion.core.paths import VPath
+from bastion.core.sidecars import labelled_file_of
+from bastion.workspace.indexing import IndexFollower
+from bastion.workspace.journal.db import (
+    Change,
+    Checkpoint,
+    Journal,
+    State,
+    digest,
+    labels_from_json,
+)
+from bastion.workspace.routing import Router
+from bastion.workspace.writing import make_dirs, write_file
+
+__all__ = ["ChangeReview", "Rollback"]
+
+_BINARY_PROBE = 8192
+
+
+@dataclass(frozen=True, slots=True)
+class Rollback:
+    """What an undo, a revert or a restore did."""
+
+    changes: tuple[int, ...]
+    """The changes taken back."""
+    restored: tuple[str, ...]
+    """Files written back (their earlier content)."""
+    removed: tuple[str, ...]
+    """Files and folders removed (they did not exist before)."""
+
+
+class ChangeReview:
+    """The journal as the principal of ``router`` may see and change it."""
+
+    def __init__(self, router: Router, index: IndexFollower, journal: Journal | None) -> None:
+        self._router = router
+        self._ctx: GuardContext = router.ctx
+        self._index = index
+        self._kept = journal
+
+    @property
+    def _journal(self) -> Journal:
+        if self._kept is None:
+            raise ConfigurationError(
+                "this workspace keeps no change journal; give it one (journal=Journal(path))"
+            )
+        return self._kept
+
+    # -- seeing ------------------------------------------------------------------------------
+
+    async def _shown(self, changes: list[Change]) -> list[Change]:
+        """``changes`` with only the entries the principal may read, those without any left
+        out. An entry is shown when its mount and the policy let the principal read the path,
+        and every label set the journal ever recorded for the path or for the contents
+        (before and after) admits it, and so do the labels of the file there now."""
+        paths = {e.path for c in changes for e in c.entries}
+        hashes = {h for c in changes for e in c.entries for h in (e.before.hash, e.after.hash)}
+        hashes.discard(None)
+        by_path, by_hash = await asyncio.to_thread(
+            self._journal.labels_seen, paths, [h for h in hashes if h is not None]
+        )
+        verdict: dict[str, bool] = {}
+        for path in paths:
+            verdict[path] = await self._path_visible(path, by_path.get(path, set()))
+        admits = self._ctx.admits
+        shown = []
+        for change in changes:
+            entries = tuple(
+                e
+                for e in change.entries
+                if verdict[e.path]
+                and all(
+                    admits(labels)
+                    for h in (e.before.hash, e.after.hash)
+                    if h is not None
+                    for labels in _parsed(by_hash.get(h, set()))
+                )
+            )
+            if entries:
+                seen = {e.path for e in entries}
+                path = change.path if change.path in seen else entries[0].path
+                target = change.target if change.target in seen else None
+                shown.append(replace(change, entries=entries, path=path, target=target))
+        return shown
+
+    async def _path_visible(self, path: str, seen: set[str]) -> bool:
+        ctx = self._ctx
+        try:
+            vp = VPath.parse(path)
+            guarded, rel = self._router.route(vp)
+        except (NotFoundError, InvalidPathError):
+            return False
+        if not guarded.mount.scope.allows(Action.READ) or ctx.blocked(vp) is not None:
+            return False
+        if not ctx.allows(Action.READ, vp) or not all(ctx.admits(x) for x in _parsed(seen)):
+            return False
+        try:  # what is there now: the guard's own verdict on it
+            now = await guarded.inner.stat(rel)
+        except NotFoundError:
+            return True
+        return guarded.visible(now)
+
+    async def changes(
+        self,
+        *,
+        thread: str | None = None,
+        since: float | None = None,
+        principal: str | None = None,
+        after: int | None = None,
+        limit: int = 1000,
+    ) -> list[Change]:
+        """The first ``limit`` changes the principal may see, oldest first, after the change
+        ``after`` (a page: the next starts after the last id) (see :meth:`Workspace.changes`)."""
+        if limit < 1:
+            raise ValueError("limit must be at least 1")
+        with self._ctx.operation("changes", "/"):
+            shown: list[Change] = []
+            while len(shown) < limit:
+                batch = await asyncio.to_thread(
+                    self._journal.changes,
+                    thread=thread,
+                    since=since,
+                    principal=principal,
+                    after_id=after,
+                    limit=limit,
+                )
+                if not batch:
+                    break
+                shown += await self._shown(batch)
+                after = batch[-1].id
+            return shown[:limit]
+
+    async def _change(self, change: int) -> Change:
+        found = await self._shown(await asyncio.to_thread(self._journal.changes, ids=[change]))
+        if not found:
+            raise NotFoundError(f"change {change} not found; list changes with changes()")
+        return found[0]
+
+    async def diff(self, change: int) -> str:
+        """A unified diff, file by file, of what the change did (see :meth:`Workspace.diff`)."""
+        with self._ctx.operation("diff", "/"):
+            found = await self._change(change)
+            net: dict[str, tuple[State, State]] = {}
+            for e in found.entries:
+                first = net.get(e.path, (e.before, e.after))[0]
+                net[e.path] = (first, e.after)
+            parts = []
+            for path, (before, after) in net.items():
+                if before.kind != "file" and after.kind != "file":
+                    continue
+                old = await self._content(before)
+                new = await self._content(after)
+                parts.append(_unified(path, before, after, old, new))
+            return "".join(parts)
+
+    async def _content(self, state: State) -> bytes:
+        if state.hash is None:
+            return b""
+        return await asyncio.to_thread(self._journal.content, state.hash)
+
+    # -- undoing -----------------------------------------------------------------------------
+
+    async def undo(self, change: int) -> Rollback:
+        """Take one change back (see :meth:`Workspace.undo`)."""
+        with self._ctx.operation("undo", "/"):
+            found = await self._change(change)
+            return await self._roll_back([found])
+
+    async def undo_last(self, thread: str | None) -> Rollback:
+        """Take back the principal's own last change (in ``thread``, when given), if it is not
+        an undo already taken back (see :meth:`Workspace.undo_last`)."""
+        with self._ctx.operation("undo", "/"):
+            below: int | None = None
+            while True:  # the newest first, a page at a time, until one is shown
+                page = await asyncio.to_thread(
+                    self._journal.changes,
+                    principal=self._ctx.principal.id,
+                    thread=thread,
+                    before_id=below,
+                    limit=64,
+                    newest=True,
+                )
+                if not page:
+                    raise NotFoundError("you have no change to undo")
+                mine = await self._shown(page)
+                if mine:
+                    return await self._roll_back([mine[-1]])
+                below = page[0].id
+
+    async def revert(self, thread: str) -> Rollback:
+        """Take back every change of ``thread`` (see :meth:`Workspace.revert`)."""
+        with self._ctx.operation("revert", "/"):
+            found = await self._shown(await asyncio.to_thread(self._journal.changes, thread=thread))
+            if not found:
+                raise NotFoundError(f"no change in thread {thread!r} to revert")
+            return await self._roll_back(found)
+
+    async def checkpoint(self, name: str) -> Checkpoint:
+        """Name the present point of the journal (see :meth:`Workspace.checkpoint`)."""
+        with self._ctx.operation("checkpoint", "/"):
+            if not name or len(name) > 200 or not name.isprintable():
+                raise ValueError("a checkpoint name is 1 to 200 printable characters")
+            return await asyncio.to_thread(self._journal.checkpoint, name, self._ctx.principal.id)
+
+    async def checkpoints(self) -> list[Checkpoint]:
+        with self._ctx.operation("checkpoints", "/"):
+            return await asyncio.to_thread(self._journal.checkpoints)
+
+    async def restore(self, name: str) -> Rollback:
+        """Take back every change made after the checkpoint (see :meth:`Workspace.restore`)."""
+        with self._ctx.operation("restore", "/"):
+            cp = await asyncio.to_thread(self._journal.checkpoint_named, name)
+            found = await self._shown(
+                await asyncio.to_thread(self._journal.changes, after_id=cp.change_id)
+            )
+            if not found:
+                return Rollback((), (), ())
+            return await self._roll_back(found)
+
+    async def _roll_back(self, changes: list[Change]) -> Rollback:
+        """Put every path the changes touched back as it was before the first of them, after
+        checking that each is still as the last of them left it."""
+        expected: dict[str, tuple[State, int]] = {}
+        target: dict[str, State] = {}
+        for change in reversed(changes):
+            for e in reversed(change.entries):
+                expected.setdefault(e.path, (e.after, change.id))
+                target[e.path] = e.before
+        now = {path: await self._check(path, *seen) for path, seen in expected.items()}
+        after = {path: seen[0] for path, seen in expected.items()}
+        writes = [p for p, s in target.items() if s.kind == "file" and after[p] != s]
+        removals = [p for p, s in target.items() if s.kind is None and not after[p].absent]
+        folders = [p for p, s in target.items() if s.kind == "dir" and after[p].absent]
+        contents: dict[str, bytes] = {}
+        for path in writes:  # every write checked against limits and policy before any is made
+            guarded, rel, there, _ = now[path]
+            contents[path] = await self._content(target[path])
+            mode = WriteMode.OVERWRITE if there else WriteMode.CREATE
+            await guarded.check_write(rel, len(contents[path]), mode)
+        for path in removals:
+            guarded, rel, _, _ = now[path]
+            if after[path].kind == "file":
+                await guarded.check_removal(rel)
+        for path in sorted(folders, key=lambda p: p.count("/")):
+            guarded, rel, _, _ = now[path]
+            await make_dirs(guarded, rel)
+        # labels (sidecars) land before the files they label, and go after them
+        for path in sorted(writes, key=lambda p: labelled_file_of(VPath.parse(p)) is None):
+            guarded, rel, there, version = now[path]
+            mode = WriteMode.OVERWRITE if there else WriteMode.CREATE
+            await write_file(guarded, rel, contents[path], mode, version, True)
+        files = sorted(
+            (p for p in removals if after[p].kind == "file"),
+            key=lambda p: labelled_file_of(VPath.parse(p)) is not None,
+        )
+        dirs = sorted((p for p in removals if after[p].kind == "dir"), key=lambda p: -p.count("/"))
+        removed = []
+        for path in files + dirs:
+            guarded, rel, _, _ = now[path]
+            try:
+                await guarded.delete(rel)
+            except (DirectoryNotEmptyError, NotFoundError):
+                continue  # a folder someone has put files in since is left as it is
+            removed.append(path)
+        for path in writes:
+            await self._index.changed(VPath.parse(path))
+        for path in removed:
+            await self._index.removed(VPath.parse(path))
+        return Rollback(tuple(c.id for c in changes), tuple(writes), tuple(removed))
+
+    async def _check(
+        self, path: str, state: State, change_id: int
+    ) -> tuple[GuardedStore, VPath, bool, str | None]:
+        """Raise a conflict unless ``path`` is as ``state`` says the change left it; the
+        store, the path in it, whether a file is there and its version."""
+        guarded, rel = self._router.route(VPath.parse(path))
+        found = await guarded.lookup(rel)
+        version = None
+        if found is None:
+            same = state.absent
+        elif found.is_dir:
+            same = state.kind == "dir"
+        else:
+            info, data = await guarded.read_file(rel)
+            version = info.version
+            same = state.kind == "file" and digest(data) == state.hash
+        if not same:
+            raise ConflictError(
+                f"{path} changed after change {change_id}; review it (diff) and undo by hand"
+            )
+        return guarded, rel, found is not None and found.is_file, version
+
+
+def _parsed(seen: set[str]) -> list[Labels]:
+    return [labels for raw in seen if (labels := labels_from_json(raw)) is not None]
+
+
+def _unified(path: str, before: State, after: State, old: bytes, new: bytes) -> str:
+    a = "/dev/null" if before.kind != "file" else f"a{path}"
+    b = "/dev/null" if after.kind != "file" else f"b{path}"
+    if b"\0" in old[:_BINARY_PROBE] or b"\0" in new[:_BINARY_PROBE]:
+        return f"Binary files {a} and {b} differ\n"
+    lines = difflib.unified_diff(
+        old.decode("utf-8", "replace").splitlines(keepends=True),
+        new.decode("utf-8", "replace").splitlines(keepends=True),
+        a,
+        b,
+    )
+    out = []
+    for line in lines:
+        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+    return "".join(out)
