@@ -136,9 +136,9 @@ class TreeOps:
                     continue
                 searched += 1
                 if matcher.inline(data):
-                    scan = matcher.scan(data, budget)
+                    scan = matcher.scan(data, budget, max_per_file)
                 else:  # off the event loop: RE2 releases the GIL, other callers keep running
-                    scan = await asyncio.to_thread(matcher.scan, data, budget)
+                    scan = await asyncio.to_thread(matcher.scan, data, budget, max_per_file)
                 lines, hits = scan.lines, scan.hits
                 exhausted = scan.stopped
                 if hits:
