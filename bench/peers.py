@@ -37,12 +37,13 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import _peer_tree as tree  # noqa: E402
+import _peer_tree as tree
 
 ROOT = Path(__file__).resolve().parent.parent
 PAYLOAD = ("EDITME\n" + "bastion peers benchmark line of text, 64 bytes long, writes.\n" * 70)[
     :4096
 ]
+BINARY = ["--only-binary", "ripgrep"]
 NPM_PACKAGE = "@modelcontextprotocol/server-filesystem"
 
 # -- the deepagents worker: runs in its own environment, reads one JSON request per line ------
@@ -106,11 +107,11 @@ def install_deepagents(cache: Path) -> tuple[Path, str]:
     env_dir = cache / "deepagents-venv"
     python = env_dir / "bin" / "python"
     probe = [str(python), "-c", "import deepagents"]
-    if not python.exists() or subprocess.run(probe, capture_output=True).returncode:
+    if not python.exists() or subprocess.run(probe, check=False, capture_output=True).returncode:
         venv.create(env_dir, with_pip=True)
         subprocess.run(
-            [str(python), "-m", "pip", "install", "-q", "deepagents", "ripgrep"]
-            + ["--only-binary", "ripgrep"],  # the newest ripgrep is a Rust sdist
+            # the newest ripgrep is a Rust sdist: take the newest binary wheel
+            [str(python), "-m", "pip", "install", "-q", "deepagents", "ripgrep", *BINARY],
             check=True,
         )
     version = subprocess.run(
@@ -142,8 +143,7 @@ def raw_grep(root: Path, needle: str | None, regex: Any = None) -> int:
     found = 0
     for folder, _, files in os.walk(root):
         for name in files:
-            with open(os.path.join(folder, name), "rb") as f:
-                text = f.read().decode("utf-8", "replace")
+            text = (Path(folder) / name).read_bytes().decode("utf-8", "replace")
             if regex is None and needle not in text:
                 continue
             for line in text.splitlines():
@@ -153,7 +153,7 @@ def raw_grep(root: Path, needle: str | None, regex: Any = None) -> int:
 
 
 def raw_tail(path: Path, count: int) -> list[bytes]:
-    with open(path, "rb") as f:
+    with path.open("rb") as f:
         f.seek(0, os.SEEK_END)
         end = f.tell()
         f.seek(max(end - 64 * 1024, 0))
@@ -168,7 +168,7 @@ def raw_durable_write(path: Path, data: bytes) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-    os.rename(tmp, path)
+    tmp.rename(path)
     dfd = os.open(path.parent, os.O_RDONLY)
     try:
         os.fsync(dfd)
@@ -223,7 +223,7 @@ OPS = [
 ]
 
 
-def main() -> None:  # noqa: C901, PLR0915 - one script, read top to bottom
+def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--mcp-rounds", type=int, default=5)
@@ -309,7 +309,7 @@ def main() -> None:  # noqa: C901, PLR0915 - one script, read top to bottom
                 if s is not None:
                     record(op, tool, s)
 
-    async def run_op(op: str, tool: str) -> float | None:  # noqa: C901, PLR0911, PLR0912
+    async def run_op(op: str, tool: str) -> float | None:
         if tool == "bastion":
             if op == "grep_literal":
                 return await atimed(ws.grep(tree.LITERAL, "/w"))
@@ -358,9 +358,9 @@ def main() -> None:  # noqa: C901, PLR0915 - one script, read top to bottom
                     )
                 )
             if op == "move":
-                return timed(lambda: os.rename(path, path.with_name("m" + path.name)))
+                return timed(lambda: path.rename(path.with_name("m" + path.name)))
             if op == "delete":
-                return timed(lambda: os.unlink(path))
+                return timed(path.unlink)
         if tool == "deepagents" and da is not None:
             if op == "grep_literal":
                 return da.call(op=op, pattern=tree.LITERAL)
@@ -459,7 +459,7 @@ def report(
                 cells.append("—")
                 continue
             med, p95 = _ms(theirs)
-            cells.append(f"{med:.2f} ({p95:.2f}), ×{med / b_med:.2f}")
+            cells.append(f"{med:.2f} ({p95:.2f}), x{med / b_med:.2f}")
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     for note in notes:
         lines.append(f"\n{note}")
