@@ -198,7 +198,7 @@ async def mcp_session_times(
             t1 = time.perf_counter()
             result = await session.call_tool(tool, arguments)
             out[op] = time.perf_counter() - t1
-            if result.isError:
+            if getattr(result, "is_error", None) or getattr(result, "isError", None):
                 raise RuntimeError(f"{command} {tool}: {result.content}")
     return out
 
