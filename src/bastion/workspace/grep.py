@@ -344,7 +344,7 @@ def _line_buffer(data: bytes) -> bytes | None:
             data = data.decode("utf-8", "replace").encode()
         if any(mark in data for mark in _WIDE_BREAKS):
             return None
-    if b"\r\n" in data:
+    if b"\r" in data:  # one byte: memchr; a two-byte search costs ten times more
         data = data.replace(b"\r\n", b"\n")
     if any(mark in data for mark in _OTHER_BREAKS):
         return None
