@@ -50,6 +50,7 @@ NPM_PACKAGE = "@modelcontextprotocol/server-filesystem"
 
 WORKER = r"""
 import json, sys, time, os
+SECRET = "OUTSIDE-SECRET"
 from deepagents.backends.filesystem import FilesystemBackend
 tree_root, scratch = sys.argv[1], sys.argv[2]
 ro = FilesystemBackend(root_dir=tree_root, virtual_mode=True, max_file_size_mb=100)
@@ -66,6 +67,15 @@ ops = {
 }
 for line in sys.stdin:
     req = json.loads(line)
+    if req["op"] == "race":
+        escapes = 0
+        for _ in range(req["reads"]):
+            try:
+                escapes += SECRET in str(ro.read(req["path"]))
+            except Exception:
+                pass
+        print(json.dumps({"s": 0, "escapes": escapes}), flush=True)
+        continue
     if req["op"] == "setup":
         with open(os.path.join(scratch, req["path"].lstrip("/")), "w") as f:
             f.write(payload)
@@ -86,6 +96,13 @@ class Worker:
         self.proc = subprocess.Popen(
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
         )
+
+    def ask(self, **req: Any) -> dict[str, Any]:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(json.dumps(req) + "\n")
+        self.proc.stdin.flush()
+        answer: dict[str, Any] = json.loads(self.proc.stdout.readline())
+        return answer
 
     def call(self, **req: Any) -> float:
         assert self.proc.stdin is not None and self.proc.stdout is not None
@@ -176,6 +193,44 @@ def raw_durable_write(path: Path, data: bytes) -> None:
         os.close(dfd)
 
 
+# -- the escape count: reads racing a symlink swap -------------------------------------------
+
+SECRET = "OUTSIDE-SECRET"
+
+
+class Swapper:
+    """Swaps ``target`` between a regular file and a symbolic link to a secret outside the
+    tree, as fast as it can, in a thread: a read that follows the link escapes the root."""
+
+    def __init__(self, target: Path, outside: Path) -> None:
+        import threading
+
+        outside.parent.mkdir(parents=True, exist_ok=True)
+        outside.write_text(SECRET + "\n")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text("inside\n")
+        self.target, self.outside = target, outside
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        link, plain = self.target.with_name(".l"), self.target.with_name(".f")
+        while not self.stop.is_set():
+            link.unlink(missing_ok=True)
+            link.symlink_to(self.outside)
+            link.replace(self.target)
+            plain.write_text("inside\n")
+            plain.replace(self.target)
+
+    def __enter__(self) -> Swapper:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join()
+
+
 # -- MCP over stdio --------------------------------------------------------------------------
 
 
@@ -227,6 +282,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--mcp-rounds", type=int, default=5)
+    parser.add_argument("--race-reads", type=int, default=2000, help="0: no escape count")
     parser.add_argument("--cache", type=Path, default=Path.home() / ".cache/bastion-bench/peers")
     parser.add_argument("--append-docs", action="store_true", help="append to docs/benchmarks.md")
     opts = parser.parse_args()
@@ -402,6 +458,40 @@ def main() -> None:
             for op, s in found.items():
                 record(op, "mcp-filesystem", s)
 
+    escapes: dict[str, str] = {}
+
+    async def race() -> None:
+        """Each tool reads a path inside its root while it is swapped with a link to a file
+        outside; every read that returns the outside file's bytes is an escape."""
+        target = root / "race" / "target.txt"
+        reads = opts.race_reads
+        with Swapper(target, cache / "outside" / "secret.txt"):
+            found = inside = 0
+            for _ in range(reads):
+                try:
+                    text = await ws.read_text("/w/race/target.txt")
+                except Exception:  # a refused or missing read is no escape
+                    continue
+                found += SECRET in text
+                inside += text == "inside\n"
+            escapes["bastion"] = f"{found} of {reads} ({inside} read the file inside)"
+            if da is not None:
+                answer = da.ask(op="race", path="/race/target.txt", reads=reads)
+                escapes["deepagents"] = f"{answer['escapes']} of {reads}"
+            if mcp_entry is not None:
+                from mcp import ClientSession, StdioServerParameters
+                from mcp.client.stdio import stdio_client
+
+                params = StdioServerParameters(command="node", args=[str(mcp_entry), str(root)])
+                async with stdio_client(params) as (r, w), ClientSession(r, w) as session:
+                    await session.initialize()
+                    found = 0
+                    for _ in range(reads):
+                        result = await session.call_tool("read_text_file", {"path": str(target)})
+                        found += any(SECRET in getattr(c, "text", "") for c in result.content)
+                    escapes["mcp-filesystem"] = f"{found} of {reads}"
+        shutil.rmtree(root / "race")
+
     async def run_all() -> None:
         await one_round(0)  # warm-up, not recorded
         times.clear()
@@ -409,8 +499,17 @@ def main() -> None:
             await one_round(r)
         for _ in range(opts.mcp_rounds):
             await mcp_round()
+        if opts.race_reads:
+            await race()
 
     asyncio.run(run_all())
+    if escapes:
+        notes.append(
+            "Escapes (reads of a path inside the root that returned a file outside it, while "
+            "a thread swapped the path with a symbolic link): "
+            + ", ".join(f"{tool} {count}" for tool, count in escapes.items())
+            + "."
+        )
     if da is not None:
         da.close()
     text = report(times, versions, notes, opts)
