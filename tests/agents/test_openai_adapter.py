@@ -43,7 +43,8 @@ SAMPLES: list[tuple[str, dict[str, Any], bool, bool]] = [
     ("read_file", {"path": "/a", "offset": 3, "limit": 10}, True, True),
     ("read_file", {}, False, False),
     ("read_file", {"path": 3}, False, False),
-    ("read_file", {"path": "/a", "offset": -1}, False, False),
+    ("read_file", {"path": "/a", "offset": -1}, True, True),  # from the end
+    ("read_file", {"path": "/a", "offset": -1_000_001}, False, False),
     ("read_file", {"path": "/a", "limit": 0}, False, False),
     ("read_file", {"path": "/a", "extra": 1}, False, False),
     ("read_file", {"path": "/a", "limit": None}, False, True),

@@ -89,7 +89,7 @@ async def test_a_scripted_agent_run() -> None:
                 "edit_file", {"path": "/work/plan.md", "old_string": "one", "new_string": "1"}
             )
         ],
-        [ToolCallPart("read_file", {"path": "/work/plan.md", "offset": -1})],
+        [ToolCallPart("read_file", {"path": "/work/plan.md", "offset": -1_000_001})],
         [TextPart("Done")],
     )
     toolset = BastionToolset(Toolset(ws), skills=SkillLibrary(ws, ["/skills"]))

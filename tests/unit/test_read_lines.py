@@ -111,7 +111,8 @@ async def test_one_operation_one_audit_record_and_the_read_limit() -> None:
     with pytest.raises(IsADirectoryError_):
         await ws.read_lines("/m")
     with pytest.raises(ValueError):
-        await ws.read_lines("/m/f.txt", offset=-1)
+        await ws.read_lines("/m/f.txt", limit=-1)
+    assert (await ws.read_lines("/m/f.txt", offset=-1)).from_end == -1  # from the end
 
 
 READER = Principal.of("reader", clearance="internal")

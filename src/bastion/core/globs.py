@@ -7,15 +7,18 @@ Syntax, per segment: ``*`` (any run of characters except ``/``), ``?`` (one char
 segments, so ``/docs/**`` matches ``/docs`` itself and everything below it. ``*`` matches names
 that start with a dot too: a deny rule on ``/secret/*`` also covers ``/secret/.env``.
 
-Matching uses the two-pointer wildcard algorithm (backtrack only to the last star), at both
-the character and the segment level, so a hostile pattern such as ``*a*a*a*a*b`` costs at
-most O(len(pattern) x len(name)) instead of exponential time.
+Matching uses the two-pointer wildcard algorithm (backtrack only to the last star) at the
+segment level; each segment pattern is compiled once to a regular expression in which every
+run between two stars is an atomic group taking the first place it fits (``(?>.*?run)``, as
+``fnmatch`` does), so a hostile pattern such as ``*a*a*a*a*b`` costs at most
+O(len(pattern) x len(name)) instead of exponential time.
 """
 
 from __future__ import annotations
 
+import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from bastion.core.errors import InvalidPatternError
 from bastion.core.paths import VPath
@@ -88,34 +91,34 @@ def _compile_segment(segment: str) -> _SegmentPattern:
     return tuple(tokens)
 
 
-def _token_matches(token: _Token, ch: str) -> bool:
+def _token_regex(token: _Token) -> str:
     if token == _ANY:
-        return True
+        return "."
     if isinstance(token, _Class):
-        return token.matches(ch)
-    return token == ch
+        body = "".join(re.escape(c) for c in sorted(token.chars))
+        body += "".join(f"{re.escape(lo)}-{re.escape(hi)}" for lo, hi in token.ranges if lo <= hi)
+        if not body:
+            return "." if token.negated else "(?!)"
+        return f"[{'^' if token.negated else ''}{body}]"
+    assert isinstance(token, str)
+    return re.escape(token)
 
 
-def _match_segment(tokens: _SegmentPattern, name: str) -> bool:
-    t = n = 0
-    star = -1
-    mark = 0
-    while n < len(name):
-        if t < len(tokens) and tokens[t] == _STAR:
-            star, mark = t, n
-            t += 1
-        elif t < len(tokens) and _token_matches(tokens[t], name[n]):
-            t += 1
-            n += 1
-        elif star != -1:
-            t = star + 1
-            mark += 1
-            n = mark
+def _segment_regex(tokens: _SegmentPattern) -> re.Pattern[str]:
+    """The segment pattern as a regular expression for ``fullmatch``: runs between stars
+    are atomic and lazy (the first place a fixed-length run fits is always as good as any
+    later one), so matching never backtracks into an earlier run."""
+    runs: list[list[str]] = [[]]
+    for token in tokens:
+        if token == _STAR:
+            runs.append([])
         else:
-            return False
-    while t < len(tokens) and tokens[t] == _STAR:
-        t += 1
-    return t == len(tokens)
+            runs[-1].append(_token_regex(token))
+    parts = ["".join(runs[0])]
+    if len(runs) > 1:
+        parts.extend(f"(?>.*?{''.join(run)})" for run in runs[1:-1])
+        parts.append(".*" + "".join(runs[-1]))
+    return re.compile("".join(parts), re.DOTALL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +127,16 @@ class Glob:
 
     pattern: str
     segments: tuple[_SegmentPattern | str, ...]
+    _regexes: tuple[re.Pattern[str] | None, ...] = field(
+        default=(), init=False, repr=False, compare=False
+    )
+
+    def __post_init__(self) -> None:
+        regexes = tuple(
+            None if seg == _DOUBLE_STAR else _segment_regex(seg)  # type: ignore[arg-type]
+            for seg in self.segments
+        )
+        object.__setattr__(self, "_regexes", regexes)
 
     @classmethod
     def compile(cls, pattern: str) -> Glob:
@@ -172,6 +185,7 @@ class Glob:
     def matches(self, path: VPath) -> bool:
         parts = path.parts
         segs = self.segments
+        regexes = self._regexes
         s = p = 0
         star = -1
         mark = 0
@@ -179,7 +193,7 @@ class Glob:
             if s < len(segs) and segs[s] == _DOUBLE_STAR:
                 star, mark = s, p
                 s += 1
-            elif s < len(segs) and _match_segment(segs[s], parts[p]):  # type: ignore[arg-type]
+            elif s < len(segs) and regexes[s].fullmatch(parts[p]):  # type: ignore[union-attr]
                 s += 1
                 p += 1
             elif star != -1:
@@ -201,6 +215,6 @@ class Glob:
             seg = self.segments[i]
             if seg == _DOUBLE_STAR:
                 return True
-            if not _match_segment(seg, part):  # type: ignore[arg-type]
+            if not self._regexes[i].fullmatch(part):  # type: ignore[union-attr]
                 return False
         return len(self.segments) > len(parts)

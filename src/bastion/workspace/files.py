@@ -28,6 +28,7 @@ from bastion.core.ports import ReadCheck
 from bastion.knowledge.ingest.frontmatter import LABEL_BYTES
 from bastion.workspace.indexing import IndexFollower
 from bastion.workspace.routing import Router, parse_in
+from bastion.workspace.tail import ascii_compatible, read_tail
 from bastion.workspace.writing import carry_labels, make_dirs, refuse_file_at, write_file
 
 __all__ = ["EditResult", "FileOps", "TextPage", "rows_of"]
@@ -60,6 +61,9 @@ class TextPage:
     """Lines follow the page."""
     split: tuple[str, ...] | None = field(default=None, repr=False, compare=False)
     """:attr:`rows`, when the read already split the text (else made on demand)."""
+    from_end: int | None = None
+    """For a read from the end (a negative offset): the page's first line counted from the
+    end of the file (``-1``: the last line); else ``None``."""
 
     @property
     def rows(self) -> tuple[str, ...]:
@@ -140,9 +144,11 @@ class FileOps:
         (see :meth:`Workspace.read_text`)"""
         with self._ctx.operation("read", path) as op:
             vp = parse_in(op, path)
-            if offset < 0 or (limit is not None and limit < 0):
-                raise ValueError("offset and limit must be non-negative")
+            if limit is not None and limit < 0:
+                raise ValueError("limit must be non-negative")
             guarded, rel = self._router.route(vp)
+            if offset < 0:
+                return (await self._tail(guarded, rel, vp, -offset, limit, encoding)).text
             if offset == 0 and limit is None:
                 _, data = await self._read_whole(guarded, rel, vp)
                 return data.decode(encoding, "replace")
@@ -161,10 +167,45 @@ class FileOps:
         follow. (see :meth:`Workspace.read_lines`)"""
         with self._ctx.operation("read", path) as op:
             vp = parse_in(op, path)
-            if offset < 0 or (limit is not None and limit < 0):
-                raise ValueError("offset and limit must be non-negative")
+            if limit is not None and limit < 0:
+                raise ValueError("limit must be non-negative")
             guarded, rel = self._router.route(vp)
+            if offset < 0:
+                return await self._tail(guarded, rel, vp, -offset, limit, encoding)
             return await self._page(guarded, rel, vp, offset, limit, encoding, split=True)
+
+    async def _tail(
+        self,
+        guarded: GuardedStore,
+        rel: VPath,
+        vp: VPath,
+        count: int,
+        limit: int | None,
+        encoding: str,
+    ) -> TextPage:
+        """The page that starts ``count`` lines before the end, read backwards from the end
+        (:mod:`bastion.workspace.tail`), all from one version of the file."""
+        if not ascii_compatible(encoding):
+            raise ValueError(
+                f"a read from the end needs an ASCII-compatible encoding, not {encoding}"
+            )
+        cap = self._ctx.policy.limits.max_file_bytes
+        patience: Patience | None = None
+        while True:
+            try:
+                info, text, more, start = await read_tail(
+                    guarded, rel, vp, count, limit, encoding, cap, _read_more
+                )
+                return TextPage(info.at(vp), text, more, from_end=start)
+            except _Changed:
+                patience = patience or Patience()
+                if not await patience.wait():
+                    break
+            except IsADirectoryError_:
+                raise IsADirectoryError_(
+                    f"{vp} is a directory; use list to see its entries"
+                ) from None
+        raise ConflictError(f"{vp} kept changing while it was being read; read it again")
 
     async def _read(
         self,

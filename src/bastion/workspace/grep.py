@@ -21,6 +21,7 @@ callers while one grep works; see ``docs/grep.md``.
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,6 +55,10 @@ INLINE_WORK = 1 << 20
 _RE2_MAX_MEM = 8 << 20
 _PROBE_MAX_MEM = 256 << 10  # builds any program under the cap, refuses one far over it fast
 _CHECK_WORK = 1 << 22  # work between clock reads (a few milliseconds at worst)
+_WHOLE_TEXT_ANCHORS = re.compile(r"\\[Az]|\(\?[^):]*-[^):]*m")
+"""Syntax whose meaning changes when a line is searched inside a buffer of lines (the start
+or end of the whole text; multi-line mode turned off): such a pattern is matched per line.
+Conservative: an escaped backslash before ``A`` counts too, which only costs speed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +137,7 @@ class Scan:
     """What matching one file found."""
 
     lines: list[str]
-    """The file's lines, decoded (invalid UTF-8 replaced)."""
+    """The file's lines, decoded (invalid UTF-8 replaced); empty when nothing matched."""
     hits: list[int]
     """0-based indices of matching lines, in order."""
     stopped: bool
@@ -141,7 +146,13 @@ class Scan:
 
 @dataclass(frozen=True, slots=True)
 class LineMatcher:
-    """A compiled grep pattern: a predicate over one line, and a budgeted scan of a file."""
+    """A compiled grep pattern: a predicate over one line, and a budgeted scan of a file.
+
+    A file is searched whole (one ``find`` or RE2 call per matching line, not one per line)
+    whenever its lines are exactly its ``\\n``-separated runs; ``whole`` is then the pattern
+    compiled for that: multi-line anchors, and never matching a newline (RE2 ``never_nl``),
+    so a match found in the buffer lies inside one line. Each line it finds is checked again
+    with the per-line program, so the answer is the per-line answer."""
 
     pattern: str
     regex: bool
@@ -150,6 +161,9 @@ class LineMatcher:
     """Work per byte: the RE2 program size, or 1 for plain text."""
     compiled: Any = field(repr=False, compare=False)
     """The RE2 program, or ``None`` for plain text."""
+    whole: Any = field(default=None, repr=False, compare=False)
+    """The RE2 program for a whole buffer of lines, or ``None`` (plain text, or a pattern
+    whose meaning depends on the line being the whole text: ``\\A``, ``\\z``, ``(?-m)``)."""
 
     def __call__(self, line: str) -> bool:
         """Whether ``line`` matches (no budget: for short lines and tests)."""
@@ -163,13 +177,30 @@ class LineMatcher:
         """Whether scanning ``data`` is cheap enough to do on the event loop."""
         return len(data) * self.cost <= INLINE_WORK
 
-    def scan(self, data: bytes, budget: Budget) -> Scan:
-        """The lines of ``data`` that match, spending at most ``budget`` (charged here)."""
+    def scan(self, data: bytes, budget: Budget, limit: int | None = None) -> Scan:
+        """The lines of ``data`` that match, spending at most ``budget`` (charged here);
+        with ``limit``, the scan stops once it has found ``limit + 1`` matching lines."""
         start = time.monotonic()
         deadline = start + budget.seconds
-        lines = data.decode("utf-8", "replace").splitlines()
+        cap = None if limit is None else limit + 1
+        buf = None if self.compiled is not None and self.whole is None else _line_buffer(data)
+        if buf is None:
+            lines = data.decode("utf-8", "replace").splitlines()
+            hits, stopped = self._scan_lines(lines, deadline, cap)
+        else:
+            if self.compiled is None:
+                hits, stopped = self._find_text(buf, deadline, cap)
+            else:
+                hits, stopped = self._find_regex(buf, deadline, cap)
+            lines = _split(buf) if hits else []
+        budget.seconds -= time.monotonic() - start
+        return Scan(lines, hits, stopped)
+
+    def _scan_lines(
+        self, lines: list[str], deadline: float, cap: int | None
+    ) -> tuple[list[int], bool]:
+        """Line by line: for text whose line breaks are not all ``\\n``."""
         hits: list[int] = []
-        stopped = False
         folded = self.pattern.casefold()
         pending = _CHECK_WORK  # read the clock before the first line
         for i, line in enumerate(lines):
@@ -177,20 +208,103 @@ class LineMatcher:
             if pending >= _CHECK_WORK or not i & 1023:
                 pending = 0
                 if time.monotonic() >= deadline:
-                    stopped = True
-                    break
+                    return hits, True
             if self.compiled is None:
                 hit = folded in line.casefold() if self.ignore_case else self.pattern in line
             else:
                 found = self._matches(line, deadline)
                 if found is None:
-                    stopped = True
-                    break
+                    return hits, True
                 hit = found
             if hit:
                 hits.append(i)
-        budget.seconds -= time.monotonic() - start
-        return Scan(lines, hits, stopped)
+                if cap is not None and len(hits) >= cap:
+                    break
+        return hits, False
+
+    def _find_text(self, buf: bytes, deadline: float, cap: int | None) -> tuple[list[int], bool]:
+        """Plain text in a whole buffer: exact (the pattern never holds a line break that
+        a line could match, and case folding never makes or removes one)."""
+        hay: bytes | str
+        needle: bytes | str
+        if not self.ignore_case:
+            hay, needle = buf, self.pattern.encode()
+        elif buf.isascii():
+            folded = self.pattern.casefold()
+            if not folded.isascii():
+                return [], False
+            hay, needle = buf.lower(), folded.encode()
+        else:
+            hay, needle = buf.decode().casefold(), self.pattern.casefold()
+        hits: list[int] = []
+        nl = b"\n" if isinstance(hay, bytes) else "\n"
+        if nl in needle:  # type: ignore[operator]
+            return hits, False
+        pos = line = 0
+        while True:
+            if time.monotonic() >= deadline:
+                return hits, True
+            found = hay.find(needle, pos)  # type: ignore[arg-type]
+            if found < 0:
+                return hits, False
+            line += hay.count(nl, pos, found)  # type: ignore[arg-type]
+            hits.append(line)
+            if cap is not None and len(hits) >= cap:
+                return hits, False
+            end = hay.find(nl, found)  # type: ignore[arg-type]
+            if end < 0:
+                return hits, False
+            pos, line = end + 1, line + 1
+
+    def _find_regex(self, buf: bytes, deadline: float, cap: int | None) -> tuple[list[int], bool]:
+        """RE2 over a whole buffer, in chunks of whole lines of at most the window's bytes;
+        a line longer than a window alone is matched as :meth:`_matches` does."""
+        search = self.whole.search
+        window = WINDOW_WORK // self.cost
+        size = len(buf)
+        hits: list[int] = []
+        pos = line = 0
+        while pos < size:
+            if time.monotonic() >= deadline:
+                return hits, True
+            end = min(pos + window, size)
+            if end < size:
+                cut = buf.rfind(b"\n", pos, end)
+                if cut < 0:  # one line longer than a window: searched in windows
+                    stop = buf.find(b"\n", pos)
+                    stop = size if stop < 0 else stop
+                    found = self._matches(buf[pos:stop].decode(), deadline)
+                    if found is None:
+                        return hits, True
+                    if found:
+                        hits.append(line)
+                        if cap is not None and len(hits) >= cap:
+                            return hits, False
+                    pos, line = stop + 1, line + 1
+                    continue
+                end = cut + 1
+            match = search(buf, pos, end)
+            if match is None:
+                line += buf.count(b"\n", pos, end)
+                pos = end
+                continue
+            at = match.start()
+            if at >= size and buf.endswith(b"\n"):
+                break  # the empty end after the last line break: no line
+            line += buf.count(b"\n", pos, at)
+            before = buf.rfind(b"\n", pos, at)
+            start = pos if before < 0 else before + 1
+            stop = buf.find(b"\n", at)
+            stop = size if stop < 0 else stop
+            found = self._matches(buf[start:stop].decode(), deadline)  # the per-line answer
+            if found is None:
+                return hits, True
+            if found:
+                hits.append(line)
+                if cap is not None and len(hits) >= cap:
+                    return hits, False
+            pos, line = stop + 1, line + 1
+        return hits, False
 
     def _matches(self, line: str, deadline: float | None) -> bool | None:
         """RE2 search of one line, in windows when it is long; ``None`` when out of time."""
@@ -213,6 +327,36 @@ class LineMatcher:
             if end == len(data):
                 return False
             pos = _char_start(data, pos + step)
+
+
+_OTHER_BREAKS = (b"\r", b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e")
+_WIDE_BREAKS = (b"\xc2\x85", b"\xe2\x80\xa8", b"\xe2\x80\xa9")
+"""What ``str.splitlines`` also breaks lines at (in UTF-8), besides ``\\n`` and ``\\r\\n``."""
+
+
+def _line_buffer(data: bytes) -> bytes | None:
+    """``data`` as valid UTF-8 whose lines (as ``str.splitlines`` makes them from the decoded
+    text) are exactly its ``\\n``-separated runs; ``None`` when another line break is in it."""
+    if not data.isascii():
+        try:
+            data.decode()
+        except UnicodeDecodeError:
+            data = data.decode("utf-8", "replace").encode()
+        if any(mark in data for mark in _WIDE_BREAKS):
+            return None
+    if b"\r" in data:  # one byte: memchr; a two-byte search costs ten times more
+        data = data.replace(b"\r\n", b"\n")
+    if any(mark in data for mark in _OTHER_BREAKS):
+        return None
+    return data
+
+
+def _split(buf: bytes) -> list[str]:
+    """The lines of a buffer from :func:`_line_buffer` (``str.splitlines`` of its text)."""
+    lines = buf.decode().split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return lines
 
 
 def _char_start(data: bytes, index: int) -> int:
@@ -244,11 +388,20 @@ def compile_matcher(pattern: str, *, regex: bool, ignore_case: bool) -> LineMatc
     if probe.reverseprogramsize < 0:  # the reverse program did not fit the probe
         raise _too_complex(pattern, None)
     compiled = _compile(pattern, ignore_case, _RE2_MAX_MEM)  # room for the DFA
-    return LineMatcher(pattern, regex, ignore_case, cost=max(size, 1), compiled=compiled)
+    whole = None
+    if _WHOLE_TEXT_ANCHORS.search(pattern) is None:
+        try:
+            whole = _compile("(?m)" + pattern, ignore_case, _RE2_MAX_MEM, never_nl=True)
+        except InvalidPatternError:
+            whole = None  # matched line by line
+        else:
+            size = max(size, whole.programsize, whole.reverseprogramsize)
+    return LineMatcher(pattern, regex, ignore_case, max(size, 1), compiled, whole)
 
 
-def _compile(pattern: str, ignore_case: bool, max_mem: int) -> Any:
+def _compile(pattern: str, ignore_case: bool, max_mem: int, *, never_nl: bool = False) -> Any:
     options = re2.Options()
+    options.never_nl = never_nl
     options.case_sensitive = not ignore_case
     options.max_mem = max_mem
     options.log_errors = False

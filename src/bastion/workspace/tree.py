@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 
 from bastion.core.errors import (
     LimitError,
@@ -24,6 +24,7 @@ from bastion.core.models import FileInfo
 from bastion.core.paths import VPath
 from bastion.workspace.grep import Budget, GrepMatch, GrepResult, clip, compile_matcher
 from bastion.workspace.routing import Router, parse_in
+from bastion.workspace.visible import visible_tree
 
 __all__ = ["TreeOps"]
 
@@ -70,7 +71,12 @@ class TreeOps:
             if not start_info.is_dir:
                 return [start_info] if compiled.matches(start) else []
             found: builtins.list[FileInfo] = []
-            async for entry in self._walk_pruned(start, compiled):
+            if compiled.max_depth is None:  # "**": the walk would go nearly everywhere
+                tree = await visible_tree(self._router, start)
+                walked = _aiter(tree.pruned(start, compiled.could_match_below))
+            else:
+                walked = self._walk_pruned(start, compiled)
+            async for entry in walked:
                 if compiled.matches(entry.path):
                     found.append(entry)
                     if limit is not None and len(found) >= limit:
@@ -113,11 +119,7 @@ class TreeOps:
                 Glob.compile(glob if glob.startswith("/") else "/**/" + glob) if glob else None
             )
             info = await self._router.stat(vp)
-            files = (
-                [info]
-                if info.is_file
-                else [e async for e in self._router.walk(vp, None) if e.is_file]
-            )
+            files = [info] if info.is_file else (await visible_tree(self._router, vp)).files(vp)
             matches: builtins.list[GrepMatch] = []
             skipped: builtins.list[str] = []
             searched = matched_files = total = 0
@@ -136,9 +138,9 @@ class TreeOps:
                     continue
                 searched += 1
                 if matcher.inline(data):
-                    scan = matcher.scan(data, budget)
+                    scan = matcher.scan(data, budget, max_per_file)
                 else:  # off the event loop: RE2 releases the GIL, other callers keep running
-                    scan = await asyncio.to_thread(matcher.scan, data, budget)
+                    scan = await asyncio.to_thread(matcher.scan, data, budget, max_per_file)
                 lines, hits = scan.lines, scan.hits
                 exhausted = scan.stopped
                 if hits:
@@ -188,6 +190,11 @@ class TreeOps:
         if b"\x00" in data[:_BINARY_SNIFF]:
             return None, "binary"
         return data, ""
+
+
+async def _aiter(entries: Iterable[FileInfo]) -> AsyncIterator[FileInfo]:
+    for entry in entries:
+        yield entry
 
 
 def _with_context(path: str, lines: list[str], hits: list[int], context: int) -> list[GrepMatch]:

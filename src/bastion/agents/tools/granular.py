@@ -75,11 +75,16 @@ async def read_file(
     if s.scratch.owns(path):
         vp = VPath.parse(path)
         everything = split_lines(s.scratch.get(path))
-        lines, more = everything[offset : offset + count], len(everything) > offset + count
+        begin = max(len(everything) + offset, 0) if offset < 0 else offset
+        lines, more = everything[begin : begin + count], len(everything) > begin + count
         rows = [line[:-1] if line.endswith("\n") else line for line in lines]
+        if offset < 0:
+            offset = begin - len(everything)
     else:
         page = await s.read_page(path, offset, count)  # the one parse, route, guard and read
         vp, text, more = page.info.path, page.text, page.more
+        if page.from_end is not None:
+            offset = page.from_end  # numbered from the end: -3, -2, -1
         if "\x00" in text:
             return fail(f"{vp} is a binary file; it cannot be shown as text")
         rows = page.rows
@@ -110,13 +115,13 @@ def _numbered(
         rows, total = [_cut(row, width) for row in rows], None
     if total is None:
         total = sum(map(len, rows))
-    first = offset + 1
+    first = offset + 1 if offset >= 0 else offset  # from the end: -3, -2, -1
     shown = len(rows)
     if first + shown > _NUMBER_WIDTH_LIMIT or total + 8 * shown > cap:
         shown = _fitting(rows, first, cap)
     if not shown:
         content = ""
-    elif first + shown <= _COLUMN:
+    elif first > 0 and first + shown <= _COLUMN:
         # Numbers and lines interleaved in one list, joined once: no string per line made.
         parts: list[str] = [""] * (2 * shown)
         parts[0::2] = _number_column()[first : first + shown]

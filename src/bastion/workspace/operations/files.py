@@ -61,9 +61,13 @@ class StatParams(Params):
     path: str = Field(description=_PATH)
 
 
+MAX_TAIL_LINES = 1_000_000
+"""The most lines a read may start before the end of a file (``offset=-1_000_000``)."""
+
+
 class ReadParams(Params):
     path: str = Field(description=_PATH)
-    offset: int = Field(0, ge=0, description="Lines to skip")
+    offset: int = Field(0, ge=-MAX_TAIL_LINES, description="Lines to skip (<0: from end)")
     limit: int | None = Field(None, ge=1, le=5000, description="Most lines to return")
     start: int | None = Field(None, ge=0, description="bytes: first byte")
     end: int | None = Field(None, ge=0, description="bytes: the byte after the last")
