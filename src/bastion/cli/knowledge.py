@@ -137,7 +137,7 @@ def _run_repair(settings_: Any, label: str, *, rebuild: bool = False) -> Any:
     from bastion.knowledge.origin import clear_index
     from bastion.workspace.sync import run_blocking
 
-    principal = resolve_principal(settings_)
+    principal = resolve_principal(settings_, default=False)
     if rebuild:
         if principal is not None:
             raise click.UsageError(

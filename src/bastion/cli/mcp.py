@@ -140,7 +140,7 @@ def _principal(
     """The principal the options name: ``--as``/``--token``, or ``--principal``, ``--role``,
     ``--tenant`` and ``--clearance`` (never both kinds); ``None`` when they name none."""
     settings = load_config(config) if config is not None else None
-    named = resolve_principal(settings)
+    named = resolve_principal(settings, default=False)
     parts = principal_id is not None or roles or tenant is not None or clearance is not None
     if named is not None:
         if parts:

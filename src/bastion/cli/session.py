@@ -87,10 +87,12 @@ def open_session(
             knowledge = config.open_knowledge()
         who = acting(config, principal)
         if who is None and config.users and owner_note:
-            names = ", ".join(list(config.users)[:6])
+            names = list(config.users)[:6]
             note(
-                "note: no --as or --token: acting as the owner (tenant default, clearance "
-                f"public), who may not see labelled documents; try --as USER ({names}, ...)"
+                "note: no --as, --token or default_user: acting as the owner (tenant default, "
+                "clearance public), who may not see labelled documents; pass --as USER "
+                f"({', '.join(names)}, ...) or name one in the workspace file: "
+                f'default_user = "{names[0]}"'
             )
         ws = Workspace(mounts, policy=config.policy, principal=who, audit=sink, knowledge=knowledge)
         yield Session(ws.sync(), who, config, knowledge)

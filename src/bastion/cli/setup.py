@@ -31,13 +31,18 @@ STARTER = """\
 # Where operations are recorded (JSON lines); `bastion audit` reads it back.
 audit = ".bastion/audit.jsonl"
 
+# Who the command line acts as when no --as USER or --token names anyone (a user of [users]).
+default_user = "alice"
+
 # The search index. embedder = "none": keyword search (BM25) only, starts at once;
 # "local": the packaged model adds vector and hybrid search. Fill it with `bastion index`;
 # `bastion mcp`, `bastion serve` and load_workspace index what changed when they open it.
 # It remembers these mounts and this embedder: to change them, `bastion reindex --rebuild`.
+# index = "sqlite": one file, in the core install; "lancedb" needs the lancedb extra.
 [knowledge]
 folder = ".bastion/index"
 embedder = "none"
+index = "sqlite"
 index_on_open = true
 
 # Mounts: a store named by URL at a path prefix, its scope and the labels its documents get
@@ -101,6 +106,7 @@ audit = ".bastion/audit.jsonl"
 [knowledge]
 folder = ".bastion/index"
 embedder = "none"                 # "local" for vector and hybrid search
+index = "sqlite"                  # "lancedb" with the lancedb extra
 """
 
 
