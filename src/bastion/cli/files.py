@@ -28,11 +28,19 @@ if TYPE_CHECKING:
 __all__ = ["FILE_COMMANDS"]
 
 
-def _session() -> AbstractContextManager[Session]:
-    """The workspace of ./bastion.toml (or --config), acting for --as/--token."""
+def _session(*, index: bool = False) -> AbstractContextManager[Session]:
+    """The workspace of ./bastion.toml (or --config), acting for --as/--token; with its
+    ``[knowledge]`` index when ``index`` (a write is then searchable when it returns)."""
     config = settings()
     assert config is not None
-    return open_session(config, resolve_principal(config))
+    return open_session(config, resolve_principal(config), index=index)
+
+
+_NO_INDEX = click.option(
+    "--no-index",
+    is_flag=True,
+    help="Leave the search index as it is (bulk copies: run `bastion index` once at the end).",
+)
 
 
 def info_dict(info: FileInfo) -> dict[str, Any]:
@@ -191,6 +199,7 @@ def cat_command(path: str, line_range: str | None, byte_range: str | None) -> No
 @declared_option("write", "if_version", "--if-version")
 @declared_option("write", "backup", "--backup", help="Keep the previous content as PATH.bak.")
 @click.option("--no-parents", is_flag=True, help="Refuse when the folder does not exist.")
+@_NO_INDEX
 @common_options()
 def put_command(
     path: str,
@@ -200,13 +209,14 @@ def put_command(
     if_version: str | None,
     backup: bool,
     no_parents: bool,
+    no_index: bool,
 ) -> None:
     """Write SOURCE (a file, or - for stdin, the default) to the workspace file PATH."""
     if create and append:
         raise click.UsageError("give --create or --append, not both")
     data = source.read()
     mode = "create" if create else "append" if append else "overwrite"
-    with _session() as session:
+    with _session(index=not no_index) as session:
         info = session.ws.write(
             path, data, mode=mode, parents=not no_parents, backup=backup, if_version=if_version
         )
@@ -218,10 +228,11 @@ def put_command(
 @declared_option(
     "delete", "recursive", "-r", "--recursive", help="Delete a folder and everything in it."
 )
+@_NO_INDEX
 @common_options()
-def rm_command(path: str, recursive: bool) -> None:
+def rm_command(path: str, recursive: bool, no_index: bool) -> None:
     """Delete the file PATH (a folder with -r)."""
-    with _session() as session:
+    with _session(index=not no_index) as session:
         session.ws.delete(path, recursive=recursive)
         emit({"deleted": path}, f"deleted {path}")
 
@@ -237,9 +248,10 @@ def _transfer(name: str, verb: str) -> click.Command:
         "--overwrite",
         help="Replace an existing target file.",
     )
+    @_NO_INDEX
     @common_options()
-    def command(source: str, target: str, overwrite: bool) -> None:
-        with _session() as session:
+    def command(source: str, target: str, overwrite: bool, no_index: bool) -> None:
+        with _session(index=not no_index) as session:
             if name == "mv":
                 info = session.ws.move(source, target, overwrite=overwrite)
             else:
