@@ -67,3 +67,47 @@ def test_the_starters_index_is_the_cores_sqlite_file(starter: Path, run: Run) ->
     assert run("index", "-q").exit_code == 0
     assert (starter / ".bastion" / "index" / "index.sqlite").is_file()
     assert not (starter / ".bastion" / "index" / "tables").exists()
+
+
+_BROKEN = """
+[[mounts]]
+prefix = "/gone"
+url = "file:no-such-folder"
+
+[[mounts]]
+prefix = "/bad"
+url = "memory://"
+scope = "sideways"
+"""
+
+
+def test_config_check_opens_every_store_and_reports_every_problem(starter: Path, run: Run) -> None:
+    config = starter / "bastion.toml"
+    text = config.read_text().replace('default_user = "alice"', 'default_user = "nobody"')
+    config.write_text(text + _BROKEN)
+    done = run("config", "check")
+    assert done.exit_code == 1
+    lines = done.stderr.splitlines()
+    assert lines[-1] == "Error: bastion.toml: 3 problem(s)"
+    assert any(ln.startswith("mount /gone: ") and "no-such-folder" in ln for ln in lines)
+    assert any(ln.startswith("mount /bad: unknown scope") for ln in lines)
+    assert any(ln.startswith("default_user: ") and "nobody" in ln for ln in lines)
+    as_json = json.loads(run("config", "check", "--json").stdout)
+    assert as_json["valid"] is False and len(as_json["problems"]) == 3
+
+
+def test_a_mount_that_cannot_open_answers_its_own_error_and_the_others_work(
+    starter: Path, run: Run
+) -> None:
+    config = starter / "bastion.toml"
+    config.write_text(
+        config.read_text() + _BROKEN.split('[[mounts]]\nprefix = "/bad"', maxsplit=1)[0]
+    )
+    assert run("put", "/scratch/a.md", input="still here\n").exit_code == 0
+    assert run("cat", "/scratch/a.md").stdout == "still here\n"
+    listed = run("ls", "/")
+    assert listed.exit_code == 0 and "scratch/" in listed.stdout.split()
+    gone = run("ls", "/gone", "--json")
+    error = json.loads(gone.stderr.splitlines()[-1])
+    assert gone.exit_code == 1 and error["error"] == "store_failed", gone.stderr
+    assert "/gone" in error["message"]

@@ -229,7 +229,7 @@ def load_config(path: Path) -> WorkspaceConfig:
     (``bastion.server.loading``); ``[identity]`` then verifies ``--token``."""
     from bastion.config import WorkspaceConfig
 
-    if not _server_tables(path):
+    if not server_tables(path):
         return WorkspaceConfig.from_file(path)
     from bastion.server.loading import ServerFile
 
@@ -239,7 +239,7 @@ def load_config(path: Path) -> WorkspaceConfig:
     return workspace
 
 
-def _server_tables(path: Path) -> bool:
+def server_tables(path: Path) -> bool:
     import tomllib
 
     import yaml

@@ -82,7 +82,7 @@ def open_session(
     mounts: list[Mount] = []
     knowledge: Knowledge | None = None
     try:
-        mounts = config.open_mounts()
+        mounts = config.open_mounts(tolerant=True)  # a broken mount: its own error, logged
         if index and config.knowledge is not None:
             knowledge = config.open_knowledge()
         who = acting(config, principal)

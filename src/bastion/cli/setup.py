@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 import click
 
-from bastion.cli.common import CONFIG_NAME, common_options, config_path, load_config
+from bastion.cli.common import CONFIG_NAME, common_options, config_path, load_config, options
 from bastion.cli.errors import CliError
 from bastion.cli.output import emit, note, principal_dict
 
@@ -246,9 +246,21 @@ def _may(config: WorkspaceConfig, principal: Principal) -> dict[str, list[str]]:
 @common_options(identity=False)
 def check_command() -> None:
     """Validate the workspace file and print its mounts and who may do what."""
+    from bastion.cli.common import server_tables
+    from bastion.config.check import check_file
+
     path = config_path()
     assert path is not None
-    config = load_config(path)
+    others = frozenset({"server", "identity"}) if server_tables(path) else frozenset()
+    report = check_file(path, other_tables=others, load=load_config)
+    if report.config is None:
+        # every problem, one line each (stdout: what was asked for), then the error itself
+        emit({"config": str(path), "valid": False, "problems": report.problems}, "")
+        if not options().as_json:
+            for problem in report.problems:
+                click.echo(problem, err=True)
+        raise CliError(f"{path}: {len(report.problems)} problem(s)", code="configuration")
+    config = report.config
     people: dict[str, Principal] = dict(config.users)
     if config.principal is not None:
         people.setdefault(config.principal.id, config.principal)

@@ -37,7 +37,7 @@ import yaml
 
 from bastion.config.env import expand_env, names, unknown
 from bastion.config.people import default_user, load_users, principal_table, users_table
-from bastion.core.errors import ConfigurationError, InvalidPathError
+from bastion.core.errors import BastionError, ConfigurationError, InvalidPathError
 from bastion.core.models import Labels, Scope
 from bastion.core.mounts import Mount
 from bastion.core.paths import VPath
@@ -69,7 +69,7 @@ IndexProgress = Callable[[int, int, str], None]
 """``progress(done, total, path)``, called after each file an index run reads."""
 
 _log = logging.getLogger(__name__)
-_TOP_KEYS = frozenset(
+TOP_KEYS = frozenset(
     {"mounts", "policy", "knowledge", "principal", "users", "default_user", "audit"}
 )
 _MOUNT_KEYS = frozenset({"prefix", "url", "scope", "labels", "description", "timeout", "options"})
@@ -262,20 +262,20 @@ class WorkspaceConfig:
         """Check plain data of the shape of a workspace file."""
         environ = os.environ if env is None else env
         folder = Path(base) if base is not None else Path.cwd()
-        unknown(data, _TOP_KEYS, "workspace file")
-        policy = _policy(data.get("policy"), folder, environ)
+        unknown(data, TOP_KEYS, "workspace file")
+        policy = policy_table(data.get("policy"), folder, environ)
         raw_mounts = data.get("mounts")
         if not isinstance(raw_mounts, list) or not raw_mounts:
             raise ConfigurationError(
                 "workspace file: needs at least one [[mounts]] entry with a prefix and a url"
             )
-        mounts = tuple(_mount(raw, n + 1, policy, environ) for n, raw in enumerate(raw_mounts))
+        mounts = tuple(mount_table(raw, n + 1, policy, environ) for n, raw in enumerate(raw_mounts))
         seen: set[str] = set()
         for mount in mounts:
             if mount.prefix in seen:
                 raise ConfigurationError(f"mount {show(mount.prefix)}: mounted twice")
             seen.add(mount.prefix)
-        knowledge = _knowledge(data.get("knowledge"), folder, environ)
+        knowledge = knowledge_table(data.get("knowledge"), folder, environ)
         principal = principal_table(data.get("principal"), policy, environ)
         users = users_table(data.get("users"), folder, policy, environ)
         audit = data.get("audit")
@@ -284,12 +284,20 @@ class WorkspaceConfig:
         default = default_user(data.get("default_user"), users, environ)
         return cls(mounts, policy, knowledge, folder, principal, users, audit, default)
 
-    def open_mounts(self) -> list[Mount]:
-        """Build every store and mount it; on an error, close those already opened."""
+    def open_mounts(self, *, tolerant: bool = False) -> list[Mount]:
+        """Build every store and mount it; on an error, close those already opened.
+        ``tolerant``: a store that cannot be opened (a missing folder, an unreachable server,
+        a missing extra) is mounted as one that answers every call with that error
+        (:class:`~bastion.config.unavailable.UnavailableStore`), and the others work."""
         opened: list[Mount] = []
         try:
             for mount in self.mounts:
-                opened.append(mount.open(self.base))
+                try:
+                    opened.append(mount.open(self.base))
+                except (BastionError, OSError) as exc:
+                    if not tolerant:
+                        raise
+                    opened.append(_unavailable(mount, exc))
         except BaseException:
             close_now(opened)
             raise
@@ -389,6 +397,23 @@ class WorkspaceConfig:
         return ws, mounts, knowledge
 
 
+def _unavailable(mount: MountConfig, exc: BaseException) -> Mount:
+    """``mount`` on a store that answers every call with ``exc`` as one line."""
+    from bastion.config.unavailable import UnavailableStore
+
+    reason = (exc.strerror or type(exc).__name__) if isinstance(exc, OSError) else str(exc)
+    if not reason.startswith("mount "):
+        reason = f"mount {mount.prefix}: {reason}"
+    _log.warning("%s; the other mounts work", reason)
+    return Mount.of(
+        mount.prefix,
+        UnavailableStore(reason),
+        mount.scope,
+        labels=mount.labels,
+        description=mount.description,
+    )
+
+
 def _index_on_open(ws: Workspace, folder: Path, progress: IndexProgress | None) -> None:
     """Index what changed in the mounts since the last run (new, changed and deleted files),
     as the owner; one log line says what was done."""
@@ -402,7 +427,7 @@ def _index_on_open(ws: Workspace, folder: Path, progress: IndexProgress | None) 
     )
 
 
-def _policy(raw: Any, folder: Path, env: Mapping[str, str]) -> Policy:
+def policy_table(raw: Any, folder: Path, env: Mapping[str, str]) -> Policy:
     if isinstance(raw, str):
         return load_policy(folder / expand_env(raw, env, "policy"))
     if isinstance(raw, dict):
@@ -413,7 +438,7 @@ def _policy(raw: Any, folder: Path, env: Mapping[str, str]) -> Policy:
     )
 
 
-def _mount(raw: Any, number: int, policy: Policy, env: Mapping[str, str]) -> MountConfig:
+def mount_table(raw: Any, number: int, policy: Policy, env: Mapping[str, str]) -> MountConfig:
     data = table(raw, f"mount {number}")
     prefix = data.get("prefix")
     if not isinstance(prefix, str) or not prefix:
@@ -451,7 +476,7 @@ def _options(raw: Any, where: str) -> dict[str, Any]:
     return {k: v for k, v in table(raw, f"{where}: options").items() if v != ""}
 
 
-def _knowledge(raw: Any, folder: Path, env: Mapping[str, str]) -> KnowledgeConfig | None:
+def knowledge_table(raw: Any, folder: Path, env: Mapping[str, str]) -> KnowledgeConfig | None:
     if raw is None:
         return None
     data = table(expand_env(raw, env, "knowledge"), "knowledge")
