@@ -79,7 +79,7 @@ def test_config_check_reports_a_broken_file(
     result = run("config", "check", "--json")
     assert result.exit_code == 1
     assert error_of(result)["error"] == "configuration"
-    assert "1 problem(s)" in error_of(result)["message"]
+    assert "unknown scope" in error_of(result)["message"]
     assert "unknown scope" in json.loads(result.stdout)["problems"][0]
 
 

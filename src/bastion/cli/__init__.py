@@ -18,8 +18,8 @@ __all__ = ["main"]
 @click.group(
     cls=BastionGroup,
     context_settings={"help_option_names": ["-h", "--help"]},
-    epilog="Exit codes: 0 ok, 1 error, 2 usage, 3 an index run skipped files, "
-    "4 an answer failed its verification. See docs/cli.md.",
+    epilog="Exit codes: 0 ok, 1 error (grep: no match), 2 usage (grep: an error), "
+    "3 an index run skipped files, 4 an answer failed its verification. See docs/cli.md.",
 )
 @click.version_option(package_name="bastion", prog_name="bastion")
 def main() -> None:

@@ -24,6 +24,7 @@ from bastion.core.extras import needs
 
 __all__ = [
     "ERROR_CODES",
+    "EXIT_CODES",
     "EXIT_ERROR",
     "EXIT_OK",
     "EXIT_SKIPPED",
@@ -45,6 +46,24 @@ EXIT_SKIPPED = 3
 """An index run finished but skipped files (each named once, with its reason)."""
 EXIT_UNVERIFIED = 4
 """``bastion ask``: an answer came back but failed its verification."""
+
+EXIT_CODES: tuple[tuple[str, str], ...] = (
+    ("0", "done (`grep`: a line matched)"),
+    (
+        "1",
+        "an error; the message (or the JSON object) says which (`grep`: no line matched, "
+        "as grep does)",
+    ),
+    (
+        "2",
+        "a usage error: an unknown option, a missing argument, a bad value, options that do "
+        "not go together (`grep`: any error)",
+    ),
+    ("3", "an index run finished but skipped files"),
+    ("4", "`ask`: the answer failed its verification"),
+    ("any", "`run`: the command's own exit status (`128 + N` for a signal)"),
+)
+"""The exit codes, as ``docs/cli.md`` lists them (a test holds the page to this table)."""
 
 ERROR_CODES: Mapping[type[BaseException], str] = {
     click.UsageError: "usage",
@@ -72,9 +91,10 @@ class CliError(click.ClickException):
     """An error the command line itself finds (an unknown user, a missing index), with its
     stable code."""
 
-    def __init__(self, message: str, code: str = "error") -> None:
+    def __init__(self, message: str, code: str = "error", *, exit_code: int = 1) -> None:
         super().__init__(message)
         self.code = code
+        self.exit_code = exit_code  # type: ignore[misc]  # per error, not per class
 
 
 def fail(exc: BaseException, *, as_json: bool, stream: IO[str] | None = None) -> int:

@@ -19,8 +19,10 @@ import click
 
 from bastion.cli.common import common_options, options, resolve_principal, settings
 from bastion.cli.declared import declared_option
+from bastion.cli.errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
 from bastion.cli.output import emit, note
 from bastion.cli.session import Session, open_session
+from bastion.core.errors import BastionError
 
 if TYPE_CHECKING:
     from bastion.core.models import FileInfo
@@ -287,20 +289,25 @@ def grep_command(
     context: int,
     name_glob: str | None,
     max_total: int,
-) -> None:
-    """Lines matching PATTERN in the files under PATH (default /) that you may read."""
+) -> int:
+    """Lines matching PATTERN in the files under PATH (default /) that you may read. Exit
+    status as grep's: 0 a line matched, 1 none did, 2 an error."""
     kwargs: dict[str, Any] = {
         "regex": regex,
         "ignore_case": ignore_case,
         "glob": name_glob,
         "max_total": max_total,
     }
-    with _session() as session:
-        result = session.ws.grep(pattern, path, context=context, **kwargs)
-        for skipped in result.skipped:
-            note(f"skipped {skipped}")
-        session.say_limited(not result.matches)
-        emit({"pattern": pattern, "path": path, **result.to_dict()}, result.format)
+    try:
+        with _session() as session:
+            result = session.ws.grep(pattern, path, context=context, **kwargs)
+            for skipped in result.skipped:
+                note(f"skipped {skipped}")
+            session.say_limited(not result.matches)
+            emit({"pattern": pattern, "path": path, **result.to_dict()}, result.format)
+    except BastionError as exc:  # grep's convention: 2 for an error, 1 for no match
+        raise CliError(str(exc), code=exc.code, exit_code=EXIT_USAGE) from exc
+    return EXIT_OK if result.matches else EXIT_ERROR
 
 
 @click.command("glob")

@@ -255,11 +255,16 @@ def check_command() -> None:
     report = check_file(path, other_tables=others, load=load_config)
     if report.config is None:
         # every problem, one line each (stdout: what was asked for), then the error itself
-        emit({"config": str(path), "valid": False, "problems": report.problems}, "")
+        problems = report.problems
+        emit({"config": str(path), "valid": False, "problems": problems}, "")
+        if len(problems) == 1:
+            raise CliError(problems[0], code="configuration")
         if not options().as_json:
-            for problem in report.problems:
+            for problem in problems:
                 click.echo(problem, err=True)
-        raise CliError(f"{path}: {len(report.problems)} problem(s)", code="configuration")
+        raise CliError(
+            f"{path}: {len(problems)} problems: {'; '.join(problems)}", code="configuration"
+        )
     config = report.config
     people: dict[str, Principal] = dict(config.users)
     if config.principal is not None:
