@@ -111,3 +111,33 @@ def test_a_mount_that_cannot_open_answers_its_own_error_and_the_others_work(
     error = json.loads(gone.stderr.splitlines()[-1])
     assert gone.exit_code == 1 and error["error"] == "store_failed", gone.stderr
     assert "/gone" in error["message"]
+
+
+_FIXTURES = Path(__file__).resolve().parents[1] / "knowledge" / "fixtures" / "ingest"
+
+
+def _docx(text: str) -> bytes:
+    import io
+
+    import docx
+
+    document = docx.Document()
+    document.add_heading("Payment terms", level=1)
+    document.add_paragraph(text)
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+def test_cat_of_a_pdf_or_a_word_document_prints_its_text(starter: Path, run: Run) -> None:
+    (starter / "docs" / "report.pdf").write_bytes((_FIXTURES / "report.pdf").read_bytes())
+    (starter / "docs" / "terms.docx").write_bytes(_docx("Invoices are paid within 30 days."))
+    pdf = run("cat", "/docs/report.pdf")
+    assert pdf.exit_code == 0, pdf.output
+    assert pdf.stdout.startswith("Quarterly Security Review\n") and "%PDF" not in pdf.stdout
+    assert "cat --bytes" in pdf.stderr
+    word = run("cat", "/docs/terms.docx")
+    assert word.stdout == "# Payment terms\n\nInvoices are paid within 30 days.\n"
+    assert run("cat", "/docs/report.pdf", "--lines", "1").stdout == "Quarterly Security Review\n"
+    raw = run("cat", "/docs/report.pdf", "--bytes", ":")
+    assert raw.stdout_bytes.startswith(b"%PDF")

@@ -136,6 +136,27 @@ def _range(text: str, what: str) -> tuple[int | None, int | None]:
     return start, end
 
 
+_DOCUMENTS = (".pdf", ".docx")
+"""Files ``cat`` shows as their text (what search indexes), not as bytes."""
+
+
+def _document_text(path: str, data: bytes, first: int, limit: int | None) -> str:
+    """A PDF's or a Word document's text, as the index reads it (lines ``first`` on, at most
+    ``limit``); a file that is not one after all is shown as it is."""
+    from bastion.knowledge.ingest import IngestError
+    from bastion.knowledge.ingest.pipeline import parse_document
+
+    try:
+        text = parse_document(data, path).text
+    except IngestError:
+        text = data.decode("utf-8", "replace")
+    else:
+        note(f"note: the text of {path} (`cat --bytes :` prints the file itself)")
+    lines = text.splitlines(keepends=True)[first - 1 :]
+    shown_text = "".join(lines if limit is None else lines[:limit])
+    return shown_text if shown_text.endswith("\n") or not shown_text else shown_text + "\n"
+
+
 @click.command("cat")
 @click.argument("path")
 @click.option(
@@ -154,7 +175,8 @@ def _range(text: str, what: str) -> tuple[int | None, int | None]:
 )
 @common_options()
 def cat_command(path: str, line_range: str | None, byte_range: str | None) -> None:
-    """Print the file PATH, or a range of its lines or bytes (only the range is read)."""
+    """Print the file PATH, or a range of its lines or bytes (only the range is read). A PDF
+    or Word document (.pdf, .docx) prints as its text."""
     if line_range is not None and byte_range is not None:
         raise click.UsageError("give --lines or --bytes, not both")
     with _session() as session:
@@ -180,10 +202,14 @@ def cat_command(path: str, line_range: str | None, byte_range: str | None) -> No
                 sys.stdout.buffer.flush()
             return
         first = 1
+        limit = None
         if line_range is not None:
             start, end = _range(line_range, "--lines")
             first = max(start or 1, 1)
             limit = None if end is None else max(end - first + 1, 0)
+        if path.lower().endswith(_DOCUMENTS):
+            text = _document_text(path, session.ws.read_bytes(path), first, limit)
+        elif line_range is not None:
             text = session.ws.read_text(path, offset=first - 1, limit=limit)
         else:
             text = session.ws.read_text(path)
