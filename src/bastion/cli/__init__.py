@@ -48,6 +48,7 @@ def demo() -> None:
 def _register() -> None:
     from bastion.cli.ask import ask_command
     from bastion.cli.audit import audit_command
+    from bastion.cli.explain import explain_command
     from bastion.cli.files import FILE_COMMANDS
     from bastion.cli.knowledge import (
         eval_command,
@@ -73,6 +74,7 @@ def _register() -> None:
     main.add_command(mcp_command)
     main.add_command(run_command)
     main.add_command(audit_command)
+    main.add_command(explain_command)
     main.add_command(serve_command)
 
 
