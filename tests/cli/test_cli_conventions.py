@@ -60,3 +60,29 @@ def test_every_option_of_every_command_has_help() -> None:
         if isinstance(param, click.Option) and not (param.help or "").strip()
     ]
     assert missing == []
+
+
+def test_errors_name_the_commands_flags_not_python_arguments(starter: Path, run: Run) -> None:
+    assert run("put", "/scratch/d/x.md", input="a\n").exit_code == 0
+    assert run("put", "/scratch/y.md", input="b\n").exit_code == 0
+    taken = run("cp", "/scratch/y.md", "/scratch/d/x.md", "--json")
+    message = json.loads(taken.stderr.splitlines()[-1])["message"]
+    assert "pass -f/--overwrite" in message and "overwrite=True" not in message
+    full = run("rm", "/scratch/d")
+    assert "pass -r/--recursive" in full.stderr and "recursive=True" not in full.stderr
+    bad = run("grep", "-E", "(", "/scratch")
+    assert "leave out -E/--regex" in bad.stderr and "regex=False" not in bad.stderr
+
+
+def test_the_library_keeps_its_own_words_and_the_remedy_as_an_attribute(tmp_path: Path) -> None:
+    import pytest
+
+    from bastion import MemoryStore, Mount, Policy, Workspace
+    from bastion.core.errors import AlreadyExistsError
+
+    ws = Workspace([Mount.of("/m", MemoryStore())], policy=Policy.allow_all()).sync()
+    ws.write("/m/a.md", "a")
+    ws.write("/m/b.md", "b")
+    with pytest.raises(AlreadyExistsError, match="pass overwrite=True") as caught:
+        ws.copy("/m/a.md", "/m/b.md")
+    assert caught.value.remedy == ("overwrite", True)

@@ -332,7 +332,7 @@ def grep_command(
             session.say_limited(not result.matches)
             emit({"pattern": pattern, "path": path, **result.to_dict()}, result.format)
     except BastionError as exc:  # grep's convention: 2 for an error, 1 for no match
-        raise CliError(str(exc), code=exc.code, exit_code=EXIT_USAGE) from exc
+        raise CliError(str(exc), code=exc.code, exit_code=EXIT_USAGE, remedy=exc.remedy) from exc
     return EXIT_OK if result.matches else EXIT_ERROR
 
 

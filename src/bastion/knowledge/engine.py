@@ -300,8 +300,8 @@ class Knowledge:
         if chosen is not SearchMode.BM25 and self.embedder is None:
             raise ConfigurationError(
                 f"{chosen.value} search needs an embedder; this knowledge base is keyword-only "
-                "(use mode='bm25')"
-            )
+                "(pass mode='bm25')"
+            ).needing("mode", "bm25")
         if k <= 0 or not query.strip():
             return []
         k = min(k, _MAX_K)
