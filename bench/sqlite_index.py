@@ -8,7 +8,6 @@ Run: ``PYTHONPATH=src python bench/sqlite_index.py`` (about a minute; no extra n
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 import tempfile
 import time
@@ -63,7 +62,7 @@ def main() -> None:
             if name == "sqlite":
                 knowledge.close()
                 size = sum(
-                    os.path.getsize(p) for p in Path(tmp).iterdir() if p.name.startswith(FILE_NAME)
+                    p.stat().st_size for p in Path(tmp).iterdir() if p.name.startswith(FILE_NAME)
                 )
                 started = time.perf_counter()
                 again = Knowledge(SQLiteIndex(Path(tmp) / FILE_NAME))
