@@ -110,7 +110,8 @@ def test_help_names_the_default_users(run: Run) -> None:
 def test_without_identity_the_owner_acts_and_a_note_names_the_users(demo: Path, run: Run) -> None:
     result = run("ls", "/")  # every demo mount is labelled with a tenant: the owner sees none
     assert result.exit_code == 1
-    assert "no --as or --token" in result.stderr and "ana" in result.stderr
+    assert "no --as, --token or default_user" in result.stderr and "ana" in result.stderr
+    assert 'default_user = "' in result.stderr  # says how to name a default
     assert error_of(run("ls", "/", "--json"))["error"] == "not_found"
 
 

@@ -31,12 +31,12 @@ def test_ls_shows_only_what_the_user_may_see_and_says_nothing_of_the_rest(
 
 def test_an_empty_result_says_whose_view_it_is_and_quiet_drops_it(demo: Path, run: Run) -> None:
     result = run("grep", "--as", "ana", "no such words anywhere", "/larkspur")
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output  # grep's convention: 1, nothing matched
     assert result.stderr == (
         "note: no results among what ana@larkspur (clearance internal) may see\n"
     )
     quiet = run("grep", "-q", "--as", "ana", "no such words anywhere", "/larkspur")
-    assert quiet.exit_code == 0 and quiet.stderr == ""
+    assert quiet.exit_code == 1 and quiet.stderr == ""
 
 
 def test_a_hidden_file_is_not_found_exactly_like_a_missing_one(demo: Path, run: Run) -> None:

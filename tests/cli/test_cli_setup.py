@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -79,6 +80,7 @@ def test_config_check_reports_a_broken_file(
     assert result.exit_code == 1
     assert error_of(result)["error"] == "configuration"
     assert "unknown scope" in error_of(result)["message"]
+    assert "unknown scope" in json.loads(result.stdout)["problems"][0]
 
 
 def test_users_in_the_file_are_checked(tmp_path: Path) -> None:

@@ -116,6 +116,24 @@ try:
     Knowledge.open(folder + "/kb")
 except Exception as exc:
     errors["Knowledge.open"] = f"{type(exc).__name__}: {exc}"
+try:
+    Knowledge.open(folder + "/kb", index="lancedb", embedder=None)
+except Exception as exc:
+    errors["lancedb index"] = f"{type(exc).__name__}: {exc}"
+
+async def keyword_index():
+    # the core's persistent index: SQLite, kept across a reopen, without any extra
+    kb = Knowledge.open(folder + "/core", embedder=None)
+    ws = Workspace([Mount.of("/disk", LocalStore(folder + "/disk"))], policy=Policy.allow_all(),
+                   knowledge=kb)
+    await ws.write("/disk/q.md", "The quokka lives on Rottnest Island.\\n")
+    kb.close()
+    again = Knowledge.open(folder + "/core", embedder=None)
+    out["core_index"] = again.index.kind
+    out["core_hits"] = [h.chunk.doc.path for h in await again.search("quokka", mode="bm25")]
+    again.close()
+
+asyncio.run(keyword_index())
 import contextlib, io
 from bastion.cli import main as cli
 said = io.StringIO()
@@ -146,12 +164,21 @@ def test_the_core_works_without_any_extra_and_names_the_extra_otherwise(tmp_path
     assert sorted(out["grep"]) == ["/db/b.md", "/disk/a.md"]
     assert out["search"][0] == "/disk/a.md"
     errors = out["errors"]
-    assert set(errors) == {"PostgresStore", "postgres", "s3", "Knowledge.open", "bastion mcp"}
+    assert out["core_index"] == "sqlite" and out["core_hits"] == ["/disk/q.md"]
+    assert set(errors) == {
+        "PostgresStore",
+        "postgres",
+        "s3",
+        "Knowledge.open",
+        "lancedb index",
+        "bastion mcp",
+    }
     for name, extra in (
         ("PostgresStore", "postgres"),
         ("postgres", "postgres"),
         ("s3", "s3"),
-        ("Knowledge.open", "lancedb"),
+        ("Knowledge.open", "local-embeddings"),  # the index itself needs no extra (SQLite)
+        ("lancedb index", "lancedb"),
         ("bastion mcp", "mcp"),
     ):
         assert errors[name].split(":")[0] in ("MissingExtraError", "ConfigurationError", "Error")

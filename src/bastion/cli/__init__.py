@@ -18,8 +18,8 @@ __all__ = ["main"]
 @click.group(
     cls=BastionGroup,
     context_settings={"help_option_names": ["-h", "--help"]},
-    epilog="Exit codes: 0 ok, 1 error, 2 usage, 3 an index run skipped files, "
-    "4 an answer failed its verification. See docs/cli.md.",
+    epilog="Exit codes: 0 ok, 1 error (grep: no match), 2 usage (grep: an error), "
+    "3 an index run skipped files, 4 an answer failed its verification. See docs/cli.md.",
 )
 @click.version_option(package_name="bastion", prog_name="bastion")
 def main() -> None:
@@ -49,6 +49,7 @@ def _register() -> None:
     from bastion.cli.ask import ask_command
     from bastion.cli.audit import audit_command
     from bastion.cli.changes import CHANGE_COMMANDS
+    from bastion.cli.explain import explain_command
     from bastion.cli.files import FILE_COMMANDS
     from bastion.cli.knowledge import (
         eval_command,
@@ -74,6 +75,7 @@ def _register() -> None:
     main.add_command(mcp_command)
     main.add_command(run_command)
     main.add_command(audit_command)
+    main.add_command(explain_command)
     main.add_command(serve_command)
     for command in CHANGE_COMMANDS:
         main.add_command(command)

@@ -91,7 +91,13 @@ def answer_dict(answer: Any) -> dict[str, Any]:
 )
 @declared_option("ask", "k", "-k")
 @declared_option("ask", "budget_tokens", "--budget", "budget")
-@click.option("--rerank", type=click.Choice(["none", "chat", "cross-encoder"]), default="none")
+@click.option(
+    "--rerank",
+    type=click.Choice(["none", "chat", "cross-encoder"]),
+    default="none",
+    show_default=True,
+    help="Rerank the retrieved passages: with the chat model, a cross-encoder, or not at all.",
+)
 @click.option(
     "--cross-encoder",
     "cross_encoder",

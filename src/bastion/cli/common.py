@@ -229,7 +229,7 @@ def load_config(path: Path) -> WorkspaceConfig:
     (``bastion.server.loading``); ``[identity]`` then verifies ``--token``."""
     from bastion.config import WorkspaceConfig
 
-    if not _server_tables(path):
+    if not server_tables(path):
         return WorkspaceConfig.from_file(path)
     from bastion.server.loading import ServerFile
 
@@ -239,7 +239,7 @@ def load_config(path: Path) -> WorkspaceConfig:
     return workspace
 
 
-def _server_tables(path: Path) -> bool:
+def server_tables(path: Path) -> bool:
     import tomllib
 
     import yaml
@@ -269,21 +269,38 @@ def users_of(config: WorkspaceConfig | None) -> Mapping[str, Principal]:
     return DEFAULT_USERS
 
 
-def resolve_principal(config: WorkspaceConfig | None) -> Principal | None:
-    """Who this command acts for: the verified ``--token``, else ``--as USER``; ``None``
-    when neither is given (the file's ``[principal]``, else the owner)."""
+def resolve_principal(config: WorkspaceConfig | None, *, default: bool = True) -> Principal | None:
+    """Who this command acts for: the verified ``--token``, else ``--as USER``, else the
+    file's ``default_user`` (unless ``default`` is False: ``index`` runs as the owner, ``mcp``
+    serves the file's ``[principal]``); ``None`` when none is named (the file's
+    ``[principal]``, else the owner)."""
     opts = options()
     if opts.token is not None and opts.user is not None:
         raise click.UsageError("say who asks with --as USER or --token JWT, not both (one of them)")
     if opts.token is not None:
         return _from_token(opts.token, opts.identity, config)
     if opts.user is None:
-        return None
+        return _default_user(config) if default else None
     users = users_of(config)
     principal = users.get(opts.user)
     if principal is None:
         known = ", ".join(sorted(users)) or "(none)"
         raise CliError(f"unknown user {opts.user!r}; known users: {known}", code="unknown_user")
+    return principal
+
+
+def _default_user(config: WorkspaceConfig | None) -> Principal | None:
+    """The file's ``default_user`` (said in one line on stderr), else ``None``."""
+    if config is None or config.default_user is None:
+        return None
+    principal = config.users[config.default_user]
+    opts = options()
+    if not opts.quiet and not opts.as_json:
+        click.echo(
+            f"acting as {principal.id} (default_user of the workspace file); "
+            "--as USER acts as another",
+            err=True,
+        )
     return principal
 
 

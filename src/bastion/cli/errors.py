@@ -24,6 +24,7 @@ from bastion.core.extras import needs
 
 __all__ = [
     "ERROR_CODES",
+    "EXIT_CODES",
     "EXIT_ERROR",
     "EXIT_OK",
     "EXIT_SKIPPED",
@@ -45,6 +46,24 @@ EXIT_SKIPPED = 3
 """An index run finished but skipped files (each named once, with its reason)."""
 EXIT_UNVERIFIED = 4
 """``bastion ask``: an answer came back but failed its verification."""
+
+EXIT_CODES: tuple[tuple[str, str], ...] = (
+    ("0", "done (`grep`: a line matched)"),
+    (
+        "1",
+        "an error; the message (or the JSON object) says which (`grep`: no line matched, "
+        "as grep does)",
+    ),
+    (
+        "2",
+        "a usage error: an unknown option, a missing argument, a bad value, options that do "
+        "not go together (`grep`: any error)",
+    ),
+    ("3", "an index run finished but skipped files"),
+    ("4", "`ask`: the answer failed its verification"),
+    ("any", "`run`: the command's own exit status (`128 + N` for a signal)"),
+)
+"""The exit codes, as ``docs/cli.md`` lists them (a test holds the page to this table)."""
 
 ERROR_CODES: Mapping[type[BaseException], str] = {
     click.UsageError: "usage",
@@ -72,13 +91,49 @@ class CliError(click.ClickException):
     """An error the command line itself finds (an unknown user, a missing index), with its
     stable code."""
 
-    def __init__(self, message: str, code: str = "error") -> None:
+    def __init__(
+        self,
+        message: str,
+        code: str = "error",
+        *,
+        exit_code: int = 1,
+        remedy: tuple[str, object] | None = None,
+    ) -> None:
         super().__init__(message)
         self.code = code
+        self.remedy = remedy
+        self.exit_code = exit_code  # type: ignore[misc]  # per error, not per class
 
 
-def fail(exc: BaseException, *, as_json: bool, stream: IO[str] | None = None) -> int:
-    """Report ``exc`` on stderr and return the exit code for it."""
+def in_flags(message: str, remedy: tuple[str, object] | None, command: Any) -> str:
+    """``message`` with the Python remedy it names (``pass overwrite=True``, from the error's
+    :attr:`~bastion.core.errors.BastionError.remedy`) said as ``command``'s flag
+    (``pass -f/--overwrite``); unchanged when the command has no option for it."""
+    if remedy is None or command is None:
+        return message
+    name, value = remedy
+    for param in getattr(command, "params", ()):
+        if isinstance(param, click.Option) and param.name == name:
+            flags = "/".join(param.opts)
+            if not param.is_flag:
+                said = f"pass {param.opts[-1]} {value}"
+            elif bool(value) == bool(param.flag_value):
+                said = f"pass {flags}"
+            else:
+                said = f"leave out {flags}"
+            return message.replace(f"pass {name}={value!r}", said)
+    return message
+
+
+def fail(
+    exc: BaseException,
+    *,
+    as_json: bool,
+    stream: IO[str] | None = None,
+    command: Any = None,
+) -> int:
+    """Report ``exc`` on stderr and return the exit code for it; a remedy the error names is
+    said in ``command``'s flags (:func:`in_flags`)."""
     code = error_code(exc)
     if isinstance(exc, click.ClickException):
         message = exc.format_message()
@@ -86,8 +141,12 @@ def fail(exc: BaseException, *, as_json: bool, stream: IO[str] | None = None) ->
     else:
         message = str(exc)
         status = EXIT_ERROR
+    remedy = getattr(exc, "remedy", None)
+    message = in_flags(message, remedy, command)
     if as_json:
         click.echo(json.dumps({"error": code, "message": message}, ensure_ascii=False), err=True)
+    elif isinstance(exc, CliError) and remedy is not None:
+        click.echo(f"Error: {message}", err=True)
     elif isinstance(exc, click.ClickException):
         exc.show(stream)
     else:
@@ -120,7 +179,7 @@ class BastionGroup(click.Group):
             click.echo("Aborted!", err=True)
             sys.exit(EXIT_ERROR)
         except (click.ClickException, BastionError) as exc:
-            sys.exit(fail(exc, as_json=as_json))
+            sys.exit(fail(exc, as_json=as_json, command=self.commands.get(command)))
         finally:
             reset_logging()
         sys.exit(result if isinstance(result, int) else EXIT_OK)

@@ -19,8 +19,10 @@ import click
 
 from bastion.cli.common import common_options, options, resolve_principal, settings
 from bastion.cli.declared import declared_option
+from bastion.cli.errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
 from bastion.cli.output import emit, note
 from bastion.cli.session import Session, open_session
+from bastion.core.errors import BastionError
 
 if TYPE_CHECKING:
     from bastion.core.models import FileInfo
@@ -28,11 +30,19 @@ if TYPE_CHECKING:
 __all__ = ["FILE_COMMANDS"]
 
 
-def _session() -> AbstractContextManager[Session]:
-    """The workspace of ./bastion.toml (or --config), acting for --as/--token."""
+def _session(*, index: bool = False) -> AbstractContextManager[Session]:
+    """The workspace of ./bastion.toml (or --config), acting for --as/--token; with its
+    ``[knowledge]`` index when ``index`` (a write is then searchable when it returns)."""
     config = settings()
     assert config is not None
-    return open_session(config, resolve_principal(config))
+    return open_session(config, resolve_principal(config), index=index)
+
+
+_NO_INDEX = click.option(
+    "--no-index",
+    is_flag=True,
+    help="Leave the search index as it is (bulk copies: run `bastion index` once at the end).",
+)
 
 
 def info_dict(info: FileInfo) -> dict[str, Any]:
@@ -126,6 +136,27 @@ def _range(text: str, what: str) -> tuple[int | None, int | None]:
     return start, end
 
 
+_DOCUMENTS = (".pdf", ".docx")
+"""Files ``cat`` shows as their text (what search indexes), not as bytes."""
+
+
+def _document_text(path: str, data: bytes, first: int, limit: int | None) -> str:
+    """A PDF's or a Word document's text, as the index reads it (lines ``first`` on, at most
+    ``limit``); a file that is not one after all is shown as it is."""
+    from bastion.knowledge.ingest import IngestError
+    from bastion.knowledge.ingest.pipeline import parse_document
+
+    try:
+        text = parse_document(data, path).text
+    except IngestError:
+        text = data.decode("utf-8", "replace")
+    else:
+        note(f"note: the text of {path} (`cat --bytes :` prints the file itself)")
+    lines = text.splitlines(keepends=True)[first - 1 :]
+    shown_text = "".join(lines if limit is None else lines[:limit])
+    return shown_text if shown_text.endswith("\n") or not shown_text else shown_text + "\n"
+
+
 @click.command("cat")
 @click.argument("path")
 @click.option(
@@ -144,7 +175,8 @@ def _range(text: str, what: str) -> tuple[int | None, int | None]:
 )
 @common_options()
 def cat_command(path: str, line_range: str | None, byte_range: str | None) -> None:
-    """Print the file PATH, or a range of its lines or bytes (only the range is read)."""
+    """Print the file PATH, or a range of its lines or bytes (only the range is read). A PDF
+    or Word document (.pdf, .docx) prints as its text."""
     if line_range is not None and byte_range is not None:
         raise click.UsageError("give --lines or --bytes, not both")
     with _session() as session:
@@ -170,10 +202,14 @@ def cat_command(path: str, line_range: str | None, byte_range: str | None) -> No
                 sys.stdout.buffer.flush()
             return
         first = 1
+        limit = None
         if line_range is not None:
             start, end = _range(line_range, "--lines")
             first = max(start or 1, 1)
             limit = None if end is None else max(end - first + 1, 0)
+        if path.lower().endswith(_DOCUMENTS):
+            text = _document_text(path, session.ws.read_bytes(path), first, limit)
+        elif line_range is not None:
             text = session.ws.read_text(path, offset=first - 1, limit=limit)
         else:
             text = session.ws.read_text(path)
@@ -191,6 +227,7 @@ def cat_command(path: str, line_range: str | None, byte_range: str | None) -> No
 @declared_option("write", "if_version", "--if-version")
 @declared_option("write", "backup", "--backup", help="Keep the previous content as PATH.bak.")
 @click.option("--no-parents", is_flag=True, help="Refuse when the folder does not exist.")
+@_NO_INDEX
 @common_options()
 def put_command(
     path: str,
@@ -200,13 +237,14 @@ def put_command(
     if_version: str | None,
     backup: bool,
     no_parents: bool,
+    no_index: bool,
 ) -> None:
     """Write SOURCE (a file, or - for stdin, the default) to the workspace file PATH."""
     if create and append:
         raise click.UsageError("give --create or --append, not both")
     data = source.read()
     mode = "create" if create else "append" if append else "overwrite"
-    with _session() as session:
+    with _session(index=not no_index) as session:
         info = session.ws.write(
             path, data, mode=mode, parents=not no_parents, backup=backup, if_version=if_version
         )
@@ -218,10 +256,11 @@ def put_command(
 @declared_option(
     "delete", "recursive", "-r", "--recursive", help="Delete a folder and everything in it."
 )
+@_NO_INDEX
 @common_options()
-def rm_command(path: str, recursive: bool) -> None:
+def rm_command(path: str, recursive: bool, no_index: bool) -> None:
     """Delete the file PATH (a folder with -r)."""
-    with _session() as session:
+    with _session(index=not no_index) as session:
         session.ws.delete(path, recursive=recursive)
         emit({"deleted": path}, f"deleted {path}")
 
@@ -237,9 +276,10 @@ def _transfer(name: str, verb: str) -> click.Command:
         "--overwrite",
         help="Replace an existing target file.",
     )
+    @_NO_INDEX
     @common_options()
-    def command(source: str, target: str, overwrite: bool) -> None:
-        with _session() as session:
+    def command(source: str, target: str, overwrite: bool, no_index: bool) -> None:
+        with _session(index=not no_index) as session:
             if name == "mv":
                 info = session.ws.move(source, target, overwrite=overwrite)
             else:
@@ -275,20 +315,25 @@ def grep_command(
     context: int,
     name_glob: str | None,
     max_total: int,
-) -> None:
-    """Lines matching PATTERN in the files under PATH (default /) that you may read."""
+) -> int:
+    """Lines matching PATTERN in the files under PATH (default /) that you may read. Exit
+    status as grep's: 0 a line matched, 1 none did, 2 an error."""
     kwargs: dict[str, Any] = {
         "regex": regex,
         "ignore_case": ignore_case,
         "glob": name_glob,
         "max_total": max_total,
     }
-    with _session() as session:
-        result = session.ws.grep(pattern, path, context=context, **kwargs)
-        for skipped in result.skipped:
-            note(f"skipped {skipped}")
-        session.say_limited(not result.matches)
-        emit({"pattern": pattern, "path": path, **result.to_dict()}, result.format)
+    try:
+        with _session() as session:
+            result = session.ws.grep(pattern, path, context=context, **kwargs)
+            for skipped in result.skipped:
+                note(f"skipped {skipped}")
+            session.say_limited(not result.matches)
+            emit({"pattern": pattern, "path": path, **result.to_dict()}, result.format)
+    except BastionError as exc:  # grep's convention: 2 for an error, 1 for no match
+        raise CliError(str(exc), code=exc.code, exit_code=EXIT_USAGE, remedy=exc.remedy) from exc
+    return EXIT_OK if result.matches else EXIT_ERROR
 
 
 @click.command("glob")

@@ -137,7 +137,7 @@ def _run_repair(settings_: Any, label: str, *, rebuild: bool = False) -> Any:
     from bastion.knowledge.origin import clear_index
     from bastion.workspace.sync import run_blocking
 
-    principal = resolve_principal(settings_)
+    principal = resolve_principal(settings_, default=False)
     if rebuild:
         if principal is not None:
             raise click.UsageError(
@@ -297,7 +297,13 @@ def reindex_command(index_dir: Path, rebuild: bool) -> None:
 
 @click.command("eval")
 @click.argument("dataset", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--mode", type=_MODES, default="hybrid", show_default=True)
+@click.option(
+    "--mode",
+    type=_MODES,
+    default="hybrid",
+    show_default=True,
+    help="Search mode to score (bm25 needs no model: the core install).",
+)
 @click.option("--split", default="test", show_default=True, help="A file qrels/SPLIT.tsv.")
 @click.option(
     "--out",

@@ -3,8 +3,9 @@
 The workspace comes from a ``--config`` workspace file (``bastion.toml``, the one schema
 ``load_workspace`` reads: mounts by URL with their labels and timeouts, the policy, the index,
 the principal), from ``--mount`` options (folders on disk, or ``memory`` for a scratch area;
-turned into entries of that same schema), or, with neither, from the demo (sample documents
-read-only at ``/docs``, a scratch area, a write-only outbox, a keyword index). Over stdio
+turned into entries of that same schema), or from the demo with ``--demo`` (sample documents
+read-only at ``/docs``, a scratch area, a write-only outbox, a keyword index); with none of
+them, and no ``bastion.toml`` here, it refuses (never the demo unasked). Over stdio
 nothing but the protocol is written to stdout; messages go to stderr.
 """
 
@@ -21,6 +22,7 @@ from typing import Any, Literal, cast
 import click
 
 from bastion.cli.common import common_options, config_path, load_config, options, resolve_principal
+from bastion.cli.errors import CliError
 from bastion.cli.output import Progress, note, shown
 from bastion.core.principal import Principal
 
@@ -60,7 +62,13 @@ _SCOPES = ("read_only", "read_write", "write_only")
 )
 @click.option("--index", "index_dir", type=click.Path(path_type=Path), help="Index folder.")
 @click.option("--keyword-only", is_flag=True, help="Open the index without embeddings.")
-@click.option("--style", type=click.Choice(["granular", "intent"]), default="granular")
+@click.option(
+    "--style",
+    type=click.Choice(["granular", "intent"]),
+    default="granular",
+    show_default=True,
+    help="One tool per operation (granular) or a few intent-level tools (intent).",
+)
 @click.option(
     "--permission",
     "permissions",
@@ -68,13 +76,27 @@ _SCOPES = ("read_only", "read_write", "write_only")
     type=click.Choice(["read", "write", "list", "search"]),
     help="Offer only tools for these permissions. Repeatable.",
 )
-@click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio")
-@click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True)
+@click.option(
+    "--transport",
+    type=click.Choice(["stdio", "http"]),
+    default="stdio",
+    show_default=True,
+    help="Serve over stdin/stdout (an MCP client starts it) or streamable HTTP.",
+)
+@click.option(
+    "--host", default="127.0.0.1", show_default=True, help="Address for --transport http."
+)
+@click.option(
+    "--port",
+    type=click.IntRange(1, 65535),
+    default=8000,
+    show_default=True,
+    help="Port for --transport http.",
+)
 @click.option(
     "--demo",
     is_flag=True,
-    help="Serve the demo workspace (the default with no mounts and no bastion.toml here).",
+    help="Serve the demo workspace (sample documents, in memory).",
 )
 @common_options()
 def mcp_command(
@@ -107,7 +129,13 @@ def mcp_command(
             "--config takes no --mount or --policy: put the mounts and the policy in the file"
         )
     if config is None and not mounts and not demo:
-        config = config_path(required=False)  # ./bastion.toml, else the demo
+        config = config_path(required=False)  # ./bastion.toml
+        if config is None:  # never the demo unasked: an agent would work on sample files
+            raise CliError(
+                "no bastion.toml here: pass --config FILE or --mount PREFIX=DIR, or --demo "
+                "to serve the demo workspace",
+                code="no_config",
+            )
     chosen = _principal(config, principal, roles, tenant, clearance)
     progress = Progress("indexing")  # the index on open: what changed since the last run
     with _workspace(
@@ -140,7 +168,7 @@ def _principal(
     """The principal the options name: ``--as``/``--token``, or ``--principal``, ``--role``,
     ``--tenant`` and ``--clearance`` (never both kinds); ``None`` when they name none."""
     settings = load_config(config) if config is not None else None
-    named = resolve_principal(settings)
+    named = resolve_principal(settings, default=False)
     parts = principal_id is not None or roles or tenant is not None or clearance is not None
     if named is not None:
         if parts:

@@ -83,15 +83,17 @@ def open_session(
     mounts: list[Mount] = []
     knowledge: Knowledge | None = None
     try:
-        mounts = config.open_mounts()
+        mounts = config.open_mounts(tolerant=True)  # a broken mount: its own error, logged
         if index and config.knowledge is not None:
             knowledge = config.open_knowledge()
         who = acting(config, principal)
         if who is None and config.users and owner_note:
-            names = ", ".join(list(config.users)[:6])
+            names = list(config.users)[:6]
             note(
-                "note: no --as or --token: acting as the owner (tenant default, clearance "
-                f"public), who may not see labelled documents; try --as USER ({names}, ...)"
+                "note: no --as, --token or default_user: acting as the owner (tenant default, "
+                "clearance public), who may not see labelled documents; pass --as USER "
+                f"({', '.join(names)}, ...) or name one in the workspace file: "
+                f'default_user = "{names[0]}"'
             )
         journal = open_journal(config.journal, config.base)
         ws = Workspace(

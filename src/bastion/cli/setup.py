@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 import click
 
-from bastion.cli.common import CONFIG_NAME, common_options, config_path, load_config
+from bastion.cli.common import CONFIG_NAME, common_options, config_path, load_config, options
 from bastion.cli.errors import CliError
 from bastion.cli.output import emit, note, principal_dict
 
@@ -31,13 +31,18 @@ STARTER = """\
 # Where operations are recorded (JSON lines); `bastion audit` reads it back.
 audit = ".bastion/audit.jsonl"
 
+# Who the command line acts as when no --as USER or --token names anyone (a user of [users]).
+default_user = "alice"
+
 # The search index. embedder = "none": keyword search (BM25) only, starts at once;
 # "local": the packaged model adds vector and hybrid search. Fill it with `bastion index`;
 # `bastion mcp`, `bastion serve` and load_workspace index what changed when they open it.
 # It remembers these mounts and this embedder: to change them, `bastion reindex --rebuild`.
+# index = "sqlite": one file, in the core install; "lancedb" needs the lancedb extra.
 [knowledge]
 folder = ".bastion/index"
 embedder = "none"
+index = "sqlite"
 index_on_open = true
 
 # Mounts: a store named by URL at a path prefix, its scope and the labels its documents get
@@ -101,6 +106,7 @@ audit = ".bastion/audit.jsonl"
 [knowledge]
 folder = ".bastion/index"
 embedder = "none"                 # "local" for vector and hybrid search
+index = "sqlite"                  # "lancedb" with the lancedb extra
 """
 
 
@@ -240,9 +246,26 @@ def _may(config: WorkspaceConfig, principal: Principal) -> dict[str, list[str]]:
 @common_options(identity=False)
 def check_command() -> None:
     """Validate the workspace file and print its mounts and who may do what."""
+    from bastion.cli.common import server_tables
+    from bastion.config.check import check_file
+
     path = config_path()
     assert path is not None
-    config = load_config(path)
+    others = frozenset({"server", "identity"}) if server_tables(path) else frozenset()
+    report = check_file(path, other_tables=others, load=load_config)
+    if report.config is None:
+        # every problem, one line each (stdout: what was asked for), then the error itself
+        problems = report.problems
+        emit({"config": str(path), "valid": False, "problems": problems}, "")
+        if len(problems) == 1:
+            raise CliError(problems[0], code="configuration")
+        if not options().as_json:
+            for problem in problems:
+                click.echo(problem, err=True)
+        raise CliError(
+            f"{path}: {len(problems)} problems: {'; '.join(problems)}", code="configuration"
+        )
+    config = report.config
     people: dict[str, Principal] = dict(config.users)
     if config.principal is not None:
         people.setdefault(config.principal.id, config.principal)

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from typing import ClassVar
+from typing import ClassVar, Self
 
 __all__ = [
     "AccessDeniedError",
@@ -80,6 +80,15 @@ class BastionError(Exception):
     """
 
     code: ClassVar[str] = "error"
+    remedy: tuple[str, object] | None = None
+    """The parameter, and its value, that the message tells the caller to pass (its text
+    holds ``pass NAME=VALUE`` as Python spells it): each front end says it in its own words
+    (the command line names its flag) by this attribute, never by parsing the message."""
+
+    def needing(self, name: str, value: object) -> Self:
+        """This error, with :attr:`remedy` set; its message says ``pass {name}={value!r}``."""
+        self.remedy = (name, value)
+        return self
 
     def __str__(self) -> str:
         text = super().__str__()
@@ -296,4 +305,6 @@ def reworded(
         plain = _GENERIC.get(type(exc), _STORE_FAILED)
         return cls(plain.format(full))
     shown = "".join(pieces)
-    return cls(shown if mapped else f"{full}: {shown}")
+    out = cls(shown if mapped else f"{full}: {shown}")
+    out.remedy = exc.remedy  # the advice is kept, so is what it names
+    return out

@@ -2,8 +2,8 @@
 
 Part one is the filesystem an agent sees: a folder of sample documents mounted read-only at
 ``/docs`` (local disk), a read-write scratch area at ``/scratch`` (memory) and a write-only
-drop box at ``/outbox``; it reads, writes, edits, greps and searches (hybrid, with the packaged
-local model) as an agent would, and shows what the guard refuses.
+drop box at ``/outbox``; it reads, writes, edits, greps and searches (keyword search over the
+core's SQLite index: no extra needed) as an agent would, and shows what the guard refuses.
 
 Part two is the governed story (:mod:`bastion.demo.story`): two companies' labelled documents,
 the same questions asked by different people, who gets which answer and citations, and who
@@ -78,7 +78,8 @@ def _run_filesystem_tour(out: Callable[[str], Any]) -> None:
     from bastion.knowledge.engine import Knowledge
 
     with tempfile.TemporaryDirectory(prefix="bastion-demo-") as tmp:
-        knowledge = Knowledge.open(Path(tmp) / "index")  # LanceDB + the packaged local model
+        # the core's own index (SQLite, keyword search): the tour needs no extra
+        knowledge = Knowledge.open(Path(tmp) / "index", embedder=None, index="sqlite")
         ws = build_demo_workspace(Path(tmp) / "docs", knowledge)
 
         def step(title: str) -> None:

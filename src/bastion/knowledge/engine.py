@@ -104,20 +104,28 @@ class Knowledge:
         embedder: Embedder | str | None = "local",
         embedding_cache: str | os.PathLike[str] | None = None,
         partitioned: bool = True,
+        index: str = "auto",
         **kwargs: object,
     ) -> Knowledge:
         """The embedded default: a LanceDB index in ``folder``, the packaged local model
         (``"local"``), vectors cached in ``embedding_cache`` (default
         ``folder/embeddings.sqlite``). ``partitioned`` keeps one table per tenant and source
-        (``chunks__tenant_{t}__src_{s}``, see :mod:`bastion.knowledge.index.partitioned`)."""
+        (``chunks__tenant_{t}__src_{s}``, see :mod:`bastion.knowledge.index.partitioned`).
+
+        ``index``: ``"lancedb"`` (the extra), ``"sqlite"`` (the core: one SQLite file,
+        :mod:`bastion.knowledge.index.sqlite`) or ``"auto"``: what the folder already holds,
+        else LanceDB when it is installed, else SQLite."""
         from bastion.knowledge.embedders.cache import CachedEmbedder, EmbeddingCache
-
-        with needs("the embedded index (Knowledge.open, a [knowledge] folder)"):
-            import lancedb  # noqa: F401  # fail here, not at the first table
-
-            from bastion.knowledge.index.lance import LanceIndex
+        from bastion.knowledge.index.sqlite import FILE_NAME
 
         root = Path(folder)
+        kind = _index_kind(root, index, FILE_NAME)
+        if kind == "lancedb":
+            with needs("the LanceDB index ([knowledge] index = 'lancedb')"):
+                import lancedb  # noqa: F401  # fail here, not at the first table
+
+                from bastion.knowledge.index.lance import LanceIndex
+
         root.mkdir(parents=True, exist_ok=True)
         model: Embedder | None
         if embedder == "local":
@@ -135,8 +143,12 @@ class Knowledge:
             model = CachedEmbedder(model, EmbeddingCache(cache_file))
         dim = model.dim if model is not None else None
         name = model.name if model is not None else None
-        index: Index
-        if partitioned:
+        found: Index
+        if kind == "sqlite":
+            from bastion.knowledge.index.sqlite import SQLiteIndex
+
+            found = SQLiteIndex(root / FILE_NAME, dim=dim, embedder=name)
+        elif partitioned:
             from bastion.knowledge.index.partitioned import PartitionedIndex
 
             tables = root / "tables"
@@ -145,17 +157,17 @@ class Knowledge:
             def table(table: str) -> Index:
                 return LanceIndex(tables / table, dim=dim, embedder=name)
 
-            found = _Tables(tables)
-            index = PartitionedIndex(
+            listed = _Tables(tables)
+            found = PartitionedIndex(
                 table,
                 existing=_opened(table, _tables(tables)),
-                discover=found,
-                announce=found.announce,
-                closing=found.close,
+                discover=listed,
+                announce=listed.announce,
+                closing=listed.close,
             )
         else:
-            index = LanceIndex(root / "lance", dim=dim, embedder=name)
-        return cls(index, embedder=model, **kwargs)  # type: ignore[arg-type]
+            found = LanceIndex(root / "lance", dim=dim, embedder=name)
+        return cls(found, embedder=model, **kwargs)  # type: ignore[arg-type]
 
     @property
     def modes(self) -> tuple[SearchMode, ...]:
@@ -288,8 +300,8 @@ class Knowledge:
         if chosen is not SearchMode.BM25 and self.embedder is None:
             raise ConfigurationError(
                 f"{chosen.value} search needs an embedder; this knowledge base is keyword-only "
-                "(use mode='bm25')"
-            )
+                "(pass mode='bm25')"
+            ).needing("mode", "bm25")
         if k <= 0 or not query.strip():
             return []
         k = min(k, _MAX_K)
@@ -313,6 +325,30 @@ class Knowledge:
 
     def close(self) -> None:
         self.index.close()
+
+
+INDEX_KINDS = ("auto", "sqlite", "lancedb")
+"""What ``Knowledge.open(index=)`` and ``[knowledge] index`` accept."""
+
+
+def _index_kind(root: Path, asked: str, sqlite_file: str) -> str:
+    """The index ``Knowledge.open`` makes in ``root``: the one asked for, else (``"auto"``)
+    the one the folder holds, else LanceDB where it is installed, else SQLite (the core)."""
+    if asked not in INDEX_KINDS:
+        raise ConfigurationError(f"unknown index {asked!r}; choose {', '.join(INDEX_KINDS)}")
+    if asked != "auto":
+        return asked
+    if (root / sqlite_file).exists():
+        return "sqlite"
+    if (root / "tables").is_dir() or (root / "lance").is_dir():
+        return "lancedb"
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec("lancedb")
+    except ImportError:  # an import hook that refuses it: not installed, as far as we know
+        found = None
+    return "lancedb" if found is not None else "sqlite"
 
 
 def _opened(table: Callable[[str], Index], names: Sequence[str]) -> dict[str, Index]:

@@ -60,9 +60,17 @@ _LOCAL_SCHEMES = frozenset({"file", "sqlite"})
 _SECRET = re.compile(r"pass|secret|token|key|credential|auth|session|signature", re.IGNORECASE)
 """Option and query names left out of a source's spelling: a rotated credential is the same
 source."""
-_INDEX_PARTS = ("tables", "lance", ORIGIN_FILE)
-"""What :func:`clear_index` removes: the index's tables (``Knowledge.open``'s layout) and the
-record. The embedding cache (vectors by model name and text) is kept: a rebuild reuses it."""
+_INDEX_PARTS = (
+    "tables",
+    "lance",
+    "index.sqlite",
+    "index.sqlite-wal",
+    "index.sqlite-shm",
+    ORIGIN_FILE,
+)
+"""What :func:`clear_index` removes: the index's tables or SQLite file (``Knowledge.open``'s
+layouts) and the record. The embedding cache (vectors by model name and text) is kept: a
+rebuild reuses it."""
 _DEFAULT_FIX = (
     "to index this workspace there instead run `bastion reindex --rebuild` (it starts the "
     "index over), or give [knowledge] another folder"

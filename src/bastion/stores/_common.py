@@ -67,7 +67,7 @@ def conflict(path: VPath, if_version: str) -> ConflictError:
 def not_empty(path: VPath) -> DirectoryNotEmptyError:
     return DirectoryNotEmptyError(
         f"{path} is not empty; pass recursive=True to delete it and its contents"
-    )
+    ).needing("recursive", True)
 
 
 def check_write(path: VPath, mode: WriteMode, if_version: str | None, current: str | None) -> None:

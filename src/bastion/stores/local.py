@@ -300,7 +300,9 @@ class LocalStore(Store):
                             if recursive
                             else "pass recursive=True to delete it and its contents"
                         )
-                        raise DirectoryNotEmptyError(f"{path} is not empty; {hint}") from exc
+                        raise DirectoryNotEmptyError(f"{path} is not empty; {hint}").needing(
+                            "recursive", True
+                        ) from exc
                     raise translate_error(exc, path) from exc
             finally:
                 if lock_fd >= 0:

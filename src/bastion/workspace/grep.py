@@ -414,7 +414,7 @@ def _compile(pattern: str, ignore_case: bool, max_mem: int, *, never_nl: bool = 
         raise InvalidPatternError(
             f"invalid regular expression {pattern[:60]!r}: {exc}; RE2 syntax has no "
             "backreferences or lookaround (pass regex=False for plain text)"
-        ) from exc
+        ).needing("regex", False) from exc
 
 
 def _too_complex(pattern: str, size: int | None) -> InvalidPatternError:

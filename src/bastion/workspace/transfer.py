@@ -85,7 +85,7 @@ class Transfers:
                         # refused before the sidecar, which would relabel the file there
                         raise AlreadyExistsError(
                             f"{d} already exists; pick another name or pass overwrite=True"
-                        )
+                        ).needing("overwrite", True)
                     head = await self._head(src_store, src_rel)
                     await carry_labels(dst_store, dst_rel, info.labels, head)
                 await self._rename(src_store, src_rel, dst_rel, d, info, overwrite=overwrite)
@@ -169,7 +169,7 @@ class Transfers:
         taken = f"{dst} already exists; pick another name or pass overwrite=True"
         if entry.is_dir:
             if existing is not None and (not existing.is_dir or (top and not merge)):
-                raise AlreadyExistsError(taken)
+                raise AlreadyExistsError(taken).needing("overwrite", True)
             if existing is None and not rel.is_root:
                 guarded.check_mkdir(rel)
             return _Step(entry.path, dst, entry, exists=existing is not None or rel.is_root)
@@ -177,7 +177,7 @@ class Transfers:
             if existing.is_dir and not (top and not merge and not overwrite):
                 raise IsADirectoryError_(f"{dst} is a directory; it is not replaced")
             if not overwrite:
-                raise AlreadyExistsError(taken)
+                raise AlreadyExistsError(taken).needing("overwrite", True)
         mode = WriteMode.OVERWRITE if overwrite else WriteMode.CREATE
         await guarded.check_write(rel, entry.size, mode)
         return _Step(entry.path, dst, entry)

@@ -27,7 +27,6 @@ import dataclasses
 import logging
 import math
 import os
-import re
 import tomllib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -36,21 +35,15 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from bastion.core.errors import ConfigurationError, InvalidPathError
+from bastion.config.env import expand_env, names, unknown
+from bastion.config.people import default_user, load_users, principal_table, users_table
+from bastion.core.errors import BastionError, ConfigurationError, InvalidPathError
 from bastion.core.models import Labels, Scope
 from bastion.core.mounts import Mount
 from bastion.core.paths import VPath
 from bastion.core.policy import Policy
-from bastion.core.principal import Principal, is_plain_name
-from bastion.core.schema import (
-    check_keys,
-    list_of_names,
-    list_of_tables,
-    name,
-    show,
-    table,
-    text,
-)
+from bastion.core.principal import Principal
+from bastion.core.schema import name, show, table, text
 from bastion.stores.mount_checks import check_mounts, close_mounts, close_now
 from bastion.stores.registry import mount_from_url
 
@@ -76,64 +69,18 @@ IndexProgress = Callable[[int, int, str], None]
 """``progress(done, total, path)``, called after each file an index run reads."""
 
 _log = logging.getLogger(__name__)
-_VARIABLE = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-_TOP_KEYS = frozenset({"mounts", "policy", "knowledge", "principal", "users", "audit", "journal"})
+TOP_KEYS = frozenset(
+    {"mounts", "policy", "knowledge", "principal", "users", "default_user", "audit", "journal"}
+)
 _MOUNT_KEYS = frozenset({"prefix", "url", "scope", "labels", "description", "timeout", "options"})
 _LABEL_KEYS = frozenset({"tenant", "classification", "roles", "tags"})
-_PRINCIPAL_KEYS = frozenset({"id", "tenant", "roles", "clearance", "tags"})
-_USER_KEYS = frozenset({"id", "tenant", "roles", "clearance", "tags", "about"})
-_KNOWLEDGE_KEYS = frozenset({"folder", "embedder", "variant", "index_on_open"})
+_KNOWLEDGE_KEYS = frozenset({"folder", "embedder", "variant", "index_on_open", "index"})
 _EMBEDDERS = ("local", "none")
-_MOVED = {
-    "index": '"index" is now [knowledge] folder = "..."',
-    "keyword_only": '"keyword_only" is now [knowledge] embedder = "none"',
-    "path": 'a mount\'s "path" is now url = "file:FOLDER" (or "memory://")',
-}
-"""Keys of the old ``bastion mcp`` file, with where they went (said once in the error)."""
-
-
-def expand_env(value: Any, env: Mapping[str, str], where: str) -> Any:
-    """``value`` with ``${NAME}`` / ``${NAME:-default}`` replaced in every string, through
-    lists and tables. ``where`` names the place for the error of a missing variable."""
-    if isinstance(value, str):
-
-        def replace(match: re.Match[str]) -> str:
-            if match.group(0) == "$$":
-                return "$"
-            name, default = match.group(1), match.group(2)
-            if name in env:
-                return env[name]
-            if default is not None:
-                return default
-            raise ConfigurationError(
-                f"{where}: environment variable {name} is not set; set it or write "
-                f"${{{name}:-default}}"
-            )
-
-        return _VARIABLE.sub(replace, value)
-    if isinstance(value, list):
-        return [expand_env(item, env, where) for item in value]
-    if isinstance(value, dict):
-        return {key: expand_env(item, env, where) for key, item in value.items()}
-    return value
-
-
-def _unknown(data: Mapping[str, Any], known: Iterable[str], where: str) -> None:
-    """Unknown keys are an error; a key of the old ``bastion mcp`` file says where it went."""
-    try:
-        check_keys(data, known, where)
-    except ConfigurationError as exc:
-        moved = [_MOVED[k] for k in _MOVED if k in data and k not in known]
-        raise ConfigurationError("; ".join((str(exc), *moved))) from None
-
-
-def _names(value: Any, what: str, where: str) -> frozenset[str]:
-    return frozenset(list_of_names(value, f"{where}: {what}"))
 
 
 def _labels(raw: Any, policy: Policy, where: str) -> Labels:
     data = table(raw, f"{where}: labels")
-    _unknown(data, _LABEL_KEYS, f"{where}: labels")
+    unknown(data, _LABEL_KEYS, f"{where}: labels")
     tenant = data.get("tenant")
     if tenant is not None:
         name(tenant, f"{where}: labels.tenant")
@@ -146,8 +93,8 @@ def _labels(raw: Any, policy: Policy, where: str) -> Labels:
     return Labels(
         tenant=tenant,
         classification=classification,
-        roles=_names(data.get("roles", []), "labels.roles", where),
-        tags=_names(data.get("tags", []), "labels.tags", where),
+        roles=names(data.get("roles", []), "labels.roles", where),
+        tags=names(data.get("tags", []), "labels.tags", where),
     )
 
 
@@ -206,6 +153,9 @@ class KnowledgeConfig:
     """The local model's number format (``"int8"``, ``"bf16"``, ...; ``None``: chosen for the
     machine, :func:`bastion.knowledge.embedders.local.cpu_default`). Variants of the model
     share one vector space: an index built with one opens with another."""
+    index: str = "auto"
+    """``"sqlite"`` (the core: one SQLite file), ``"lancedb"`` (the extra) or ``"auto"``:
+    what the folder holds, else LanceDB where installed, else SQLite."""
 
     def open(self, mounts: Iterable[MountConfig], *, base: Path) -> Knowledge:
         """The index, refused when it was built from other mounts or another embedder than
@@ -231,7 +181,7 @@ class KnowledgeConfig:
             dim=model.dim if model is not None else None,
         )
         new = check_origin(self.folder, origin)
-        knowledge = Knowledge.open(self.folder, embedder=model)
+        knowledge = Knowledge.open(self.folder, embedder=model, index=self.index)
         if new is not None:  # once the index opened: a record never names an index it refused
             try:
                 record_origin(self.folder, new)
@@ -257,7 +207,11 @@ class WorkspaceConfig:
     """The ``[users]`` table (or ``users = "users.toml"``): who ``--as USER`` may name."""
     audit: Path | None = None
     """``audit = "FILE"``: the JSON-lines audit log (``bastion audit`` reads it back)."""
-    journal: Mapping[str, Any] | None = None  # [journal]: the change journal (docs/changes.md)
+    default_user: str | None = None
+    """``default_user = "NAME"``: the user of ``[users]`` the command line acts as when no
+    ``--as`` or ``--token`` names one (``bastion init`` writes one)."""
+    journal: Mapping[str, Any] | None = None
+    """``[journal]``: the change journal (docs/changes.md); checked when it is opened."""
 
     @classmethod
     def from_file(
@@ -310,33 +264,43 @@ class WorkspaceConfig:
         """Check plain data of the shape of a workspace file."""
         environ = os.environ if env is None else env
         folder = Path(base) if base is not None else Path.cwd()
-        _unknown(data, _TOP_KEYS, "workspace file")
-        policy = _policy(data.get("policy"), folder, environ)
+        unknown(data, TOP_KEYS, "workspace file")
+        policy = policy_table(data.get("policy"), folder, environ)
         raw_mounts = data.get("mounts")
         if not isinstance(raw_mounts, list) or not raw_mounts:
             raise ConfigurationError(
                 "workspace file: needs at least one [[mounts]] entry with a prefix and a url"
             )
-        mounts = tuple(_mount(raw, n + 1, policy, environ) for n, raw in enumerate(raw_mounts))
+        mounts = tuple(mount_table(raw, n + 1, policy, environ) for n, raw in enumerate(raw_mounts))
         seen: set[str] = set()
         for mount in mounts:
             if mount.prefix in seen:
                 raise ConfigurationError(f"mount {show(mount.prefix)}: mounted twice")
             seen.add(mount.prefix)
-        knowledge = _knowledge(data.get("knowledge"), folder, environ)
-        principal = _principal(data.get("principal"), policy, environ)
-        users = _users(data.get("users"), folder, policy, environ)
+        knowledge = knowledge_table(data.get("knowledge"), folder, environ)
+        principal = principal_table(data.get("principal"), policy, environ)
+        users = users_table(data.get("users"), folder, policy, environ)
         audit = data.get("audit")
         if audit is not None:
             audit = folder / Path(name(expand_env(audit, environ, "audit"), "audit")).expanduser()
-        return cls(mounts, policy, knowledge, folder, principal, users, audit, data.get("journal"))
+        default = default_user(data.get("default_user"), users, environ)
+        journal = data.get("journal")
+        return cls(mounts, policy, knowledge, folder, principal, users, audit, default, journal)
 
-    def open_mounts(self) -> list[Mount]:
-        """Build every store and mount it; on an error, close those already opened."""
+    def open_mounts(self, *, tolerant: bool = False) -> list[Mount]:
+        """Build every store and mount it; on an error, close those already opened.
+        ``tolerant``: a store that cannot be opened (a missing folder, an unreachable server,
+        a missing extra) is mounted as one that answers every call with that error
+        (:class:`~bastion.config.unavailable.UnavailableStore`), and the others work."""
         opened: list[Mount] = []
         try:
             for mount in self.mounts:
-                opened.append(mount.open(self.base))
+                try:
+                    opened.append(mount.open(self.base))
+                except (BastionError, OSError) as exc:
+                    if not tolerant:
+                        raise
+                    opened.append(_unavailable(mount, exc))
         except BaseException:
             close_now(opened)
             raise
@@ -438,6 +402,23 @@ class WorkspaceConfig:
         return ws, mounts, knowledge
 
 
+def _unavailable(mount: MountConfig, exc: BaseException) -> Mount:
+    """``mount`` on a store that answers every call with ``exc`` as one line."""
+    from bastion.config.unavailable import UnavailableStore
+
+    reason = (exc.strerror or type(exc).__name__) if isinstance(exc, OSError) else str(exc)
+    if not reason.startswith("mount "):
+        reason = f"mount {mount.prefix}: {reason}"
+    _log.warning("%s; the other mounts work", reason)
+    return Mount.of(
+        mount.prefix,
+        UnavailableStore(reason),
+        mount.scope,
+        labels=mount.labels,
+        description=mount.description,
+    )
+
+
 def _index_on_open(ws: Workspace, folder: Path, progress: IndexProgress | None) -> None:
     """Index what changed in the mounts since the last run (new, changed and deleted files),
     as the owner; one log line says what was done."""
@@ -451,114 +432,7 @@ def _index_on_open(ws: Workspace, folder: Path, progress: IndexProgress | None) 
     )
 
 
-def _principal(raw: Any, policy: Policy, env: Mapping[str, str]) -> Principal | None:
-    if raw is None:
-        return None
-    data = table(expand_env(raw, env, "principal"), "principal")
-    _unknown(data, _PRINCIPAL_KEYS, "principal")
-    if "id" not in data:
-        raise ConfigurationError('principal: needs an id such as "docs-agent"')
-    clearance = name(data.get("clearance", "public"), "principal: clearance")
-    if clearance not in policy.classifications.order:
-        known = ", ".join(policy.classifications.order)
-        raise ConfigurationError(f"principal: unknown clearance {clearance!r}; known: {known}")
-    return _plain_principal(
-        Principal.of(
-            name(data["id"], "principal: id"),
-            tenant=name(data.get("tenant", "default"), "principal: tenant"),
-            roles=_names(data.get("roles", []), "roles", "principal"),
-            clearance=clearance,
-            tags=_names(data.get("tags", []), "tags", "principal"),
-        )
-    )
-
-
-def _users(raw: Any, folder: Path, policy: Policy, env: Mapping[str, str]) -> dict[str, Principal]:
-    if raw is None:
-        return {}
-    if isinstance(raw, str):
-        found = load_users(folder / expand_env(raw, env, "users"))
-    else:
-        found = _user_table(expand_env(raw, env, "users"), "users")
-    order = policy.classifications.order
-    for user_id, principal in found.items():
-        if principal.clearance not in order:
-            raise ConfigurationError(
-                f"users: {show(user_id)}: unknown clearance {principal.clearance!r}; "
-                f"known: {', '.join(order)}"
-            )
-    return found
-
-
-def _plain_principal(principal: Principal) -> Principal:
-    """``principal`` when its id, tenant, roles and tags are plain text; else the one-line
-    error naming the field."""
-    fields = (
-        ("id", (principal.id,)),
-        ("tenant", (principal.tenant,)),
-        ("roles", principal.roles),
-        ("tags", principal.tags),
-    )
-    for where, values in fields:
-        for value in values:
-            if not is_plain_name(value):
-                raise ConfigurationError(
-                    f"principal {where} holds a control or invisible character; use plain text"
-                )
-    return principal
-
-
-def _user_table(data: Any, where: str) -> dict[str, Principal]:
-    """Users as a table (``[users.ana]``: user -> settings) or a list of tables with an
-    ``id`` (``[[users]]``, the demo's ``users.toml``); ``about`` is a note, kept out."""
-    if isinstance(data, list):
-        entries: dict[Any, Any] = {}
-        for n, entry in enumerate(list_of_tables(data, where)):
-            entries[name(entry.get("id"), f"{where}: entry {n + 1}: id")] = entry
-    else:
-        entries = dict(table(data, where))
-    users: dict[str, Principal] = {}
-    for user_id, entry in entries.items():
-        at = f"{where}: user {show(user_id)}"
-        settings = table(entry if entry is not None else {}, at)
-        _unknown(settings, _USER_KEYS, at)
-        lists = [settings.get(key, []) for key in ("roles", "tags")]
-        if not all(isinstance(v, list) and all(isinstance(x, str) and x for x in v) for v in lists):
-            raise ConfigurationError(f"{at}: roles and tags must be lists of strings")
-        tenant = name(settings.get("tenant", "default"), f"{at}: tenant")
-        clearance = name(settings.get("clearance", "public"), f"{at}: clearance")
-        try:
-            users[str(user_id)] = _plain_principal(
-                Principal.of(
-                    str(user_id), tenant=tenant, roles=lists[0], clearance=clearance, tags=lists[1]
-                )
-            )
-        except ConfigurationError as exc:
-            raise ConfigurationError(f"{where}: {exc}") from None
-    return users
-
-
-def load_users(path: str | os.PathLike[str]) -> dict[str, Principal]:
-    """Users from a TOML (``.toml``) or YAML file: user -> ``tenant``, ``roles``,
-    ``clearance``, ``tags`` (all optional), at the top level or under ``users``; or a list
-    of such tables with an ``id`` under ``users`` (the demo's ``users.toml``)."""
-    file = Path(path)
-    try:
-        text_ = file.read_text(encoding="utf-8")
-        data: Any = tomllib.loads(text_) if file.suffix == ".toml" else yaml.safe_load(text_)
-    except OSError as exc:
-        raise ConfigurationError(f"cannot read users file {file}: {exc.strerror}") from None
-    except (tomllib.TOMLDecodeError, yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise ConfigurationError(f"users file {file} cannot be parsed: {exc}") from None
-    if isinstance(data, Mapping) and isinstance(data.get("users"), Mapping | list):
-        data = data["users"]
-    try:
-        return _user_table(data, "users")
-    except ConfigurationError as exc:
-        raise ConfigurationError(f"users file {file}: {exc}") from None
-
-
-def _policy(raw: Any, folder: Path, env: Mapping[str, str]) -> Policy:
+def policy_table(raw: Any, folder: Path, env: Mapping[str, str]) -> Policy:
     if isinstance(raw, str):
         return load_policy(folder / expand_env(raw, env, "policy"))
     if isinstance(raw, dict):
@@ -569,13 +443,13 @@ def _policy(raw: Any, folder: Path, env: Mapping[str, str]) -> Policy:
     )
 
 
-def _mount(raw: Any, number: int, policy: Policy, env: Mapping[str, str]) -> MountConfig:
+def mount_table(raw: Any, number: int, policy: Policy, env: Mapping[str, str]) -> MountConfig:
     data = table(raw, f"mount {number}")
     prefix = data.get("prefix")
     if not isinstance(prefix, str) or not prefix:
         raise ConfigurationError(f'mount {number}: needs a prefix such as "/docs"')
     where = f"mount {show(prefix)}"
-    _unknown(data, _MOUNT_KEYS, where)
+    unknown(data, _MOUNT_KEYS, where)
     data = expand_env(data, env, where)
     try:  # one spelling per mount, so that "/a" and "/a/" are found to be the same
         prefix = str(VPath.parse(data["prefix"]))
@@ -607,11 +481,11 @@ def _options(raw: Any, where: str) -> dict[str, Any]:
     return {k: v for k, v in table(raw, f"{where}: options").items() if v != ""}
 
 
-def _knowledge(raw: Any, folder: Path, env: Mapping[str, str]) -> KnowledgeConfig | None:
+def knowledge_table(raw: Any, folder: Path, env: Mapping[str, str]) -> KnowledgeConfig | None:
     if raw is None:
         return None
     data = table(expand_env(raw, env, "knowledge"), "knowledge")
-    _unknown(data, _KNOWLEDGE_KEYS, "knowledge")
+    unknown(data, _KNOWLEDGE_KEYS, "knowledge")
     where = data.get("folder")
     if not isinstance(where, str) or not where:
         raise ConfigurationError("knowledge: needs a folder for the index")
@@ -629,9 +503,12 @@ def _knowledge(raw: Any, folder: Path, env: Mapping[str, str]) -> KnowledgeConfi
             f"knowledge: variant must be one of {', '.join(NUMBER_FORMATS)}, "
             "with embedder = 'local'"
         )
+    index = data.get("index", "auto")
+    if index not in ("auto", "sqlite", "lancedb"):
+        raise ConfigurationError("knowledge: index must be one of auto, sqlite, lancedb")
     path = Path(where).expanduser()
     return KnowledgeConfig(
-        path if path.is_absolute() else folder / path, embedder, on_open, variant
+        path if path.is_absolute() else folder / path, embedder, on_open, variant, index
     )
 
 
