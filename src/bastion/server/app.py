@@ -8,8 +8,10 @@ workspace, checked by :class:`~bastion.config.WorkspaceConfig`).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Sequence
+import signal
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,12 +31,16 @@ from bastion.server.mcp_http import McpHub
 from bastion.server.middleware import BodyLimit, RequestShape, SecurityHeaders
 from bastion.server.openapi import openapi_document
 from bastion.server.origin import HostGuard
+from bastion.server.reload import ConfigWatch, Refresh
+from bastion.server.revocations import Revocations
 from bastion.server.settings import ServerSettings
+from bastion.server.shared import SharedState
 from bastion.server.state import ServerState
 
 if TYPE_CHECKING:
     from bastion.core.principal import Principal
     from bastion.governance.identity_config import IdentityConfig
+    from bastion.server.loading import ServerFile
     from bastion.workspace import Workspace
 
 __all__ = ["STATIC", "create_app"]
@@ -48,9 +54,15 @@ def create_app(
     identity: IdentityConfig | None = None,
     settings: ServerSettings | None = None,
     demo_users: Sequence[tuple[Principal, str]] = (),
+    source: ServerFile | None = None,
+    shared: SharedState | None = None,
 ) -> Starlette:
     """The server for ``workspace``. Tokens are verified with ``identity``; with
-    ``settings.demo_login``, ``demo_users`` (principal, about) may sign in by name."""
+    ``settings.demo_login``, ``demo_users`` (principal, about) may sign in by name.
+
+    ``source``: the workspace file all of these came from; the server follows it (a change
+    applies to the next request, :mod:`bastion.server.reload`) and shares revocations through
+    its ``[server] shared_state`` (or ``shared``, when given)."""
     from bastion.governance.identity import JwtVerifier
 
     chosen = settings or ServerSettings()
@@ -58,18 +70,27 @@ def create_app(
     demo = None
     if chosen.demo_login:
         demo = DemoLogin({p.id: p for p, _ in demo_users}, workspace.policy)
+    watch = None
+    if source is not None and source.path is not None:
+        watch = ConfigWatch(source.path, source.env)
+        if shared is None:
+            shared = SharedState(chosen.shared_state, base=source.path.resolve().parent)
     state = ServerState(
         workspace,
-        Authenticator(verifier, demo),
+        Authenticator(verifier, demo, Revocations(shared) if shared is not None else None),
         chosen,
         demo_users=tuple((p.id, about) for p, about in demo_users) if demo else (),
+        source=source,
+        watch=watch,
     )
     hub = McpHub(state)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        hangup = _on_hangup(watch)
         async with hub.run():
             yield
+        hangup()
         job = state.index_job.task
         if job is not None and not job.done():
             job.cancel()
@@ -93,6 +114,7 @@ def create_app(
         Middleware(SecurityHeaders),
         Middleware(HostGuard, hosts=chosen.host_names(), origins=chosen.trusted_origins()),
         Middleware(RequestShape),
+        Middleware(Refresh, state=state),
     ]
     if chosen.cors_origins:
         middleware.append(
@@ -114,6 +136,27 @@ def create_app(
     )
     app.state.bastion = state
     return app
+
+
+def _on_hangup(watch: ConfigWatch | None) -> Callable[[], None]:
+    """``SIGHUP`` reloads the file on the next request (where signals can be caught: the
+    main thread of a process on a POSIX system); the returned function undoes it."""
+    if watch is None:
+        return lambda: None
+    loop = asyncio.get_running_loop()
+
+    def hup() -> None:
+        watch.forced = True
+
+    try:
+        loop.add_signal_handler(signal.SIGHUP, hup)
+    except (ValueError, RuntimeError, NotImplementedError, AttributeError):
+        return lambda: None
+
+    def undo() -> None:
+        loop.remove_signal_handler(signal.SIGHUP)
+
+    return undo
 
 
 async def _refused(request: Request, exc: Exception) -> Response:

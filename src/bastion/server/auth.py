@@ -9,6 +9,7 @@ JWT that goes through the same checks as any other.
 
 from __future__ import annotations
 
+import copy
 import secrets
 import time
 from collections.abc import Callable
@@ -26,6 +27,7 @@ from bastion.governance.identity import (
     bearer_token,
 )
 from bastion.governance.identity_token import read_token
+from bastion.server.revocations import Revocations
 
 __all__ = ["DEMO_AUDIENCE", "DEMO_ISSUER", "DEMO_KID", "Authenticator", "DemoLogin"]
 
@@ -48,12 +50,21 @@ class DemoLogin:
         self.users = users
         self._secret = secrets.token_bytes(64)
         self._clock = clock
+        self.verifier = self._verifier(policy)
+
+    def _verifier(self, policy: Policy) -> JwtVerifier:
         config = IdentityConfig(
             issuer=DEMO_ISSUER,
             audience=DEMO_AUDIENCE,
             keys=(VerificationKey.hmac(self._secret, algorithm="HS256", kid=DEMO_KID),),
         )
-        self.verifier = JwtVerifier(config, policy=policy, clock=clock)
+        return JwtVerifier(config, policy=policy, clock=self._clock)
+
+    def for_policy(self, policy: Policy) -> DemoLogin:
+        """The same login (its secret: tokens already given stay valid) under ``policy``."""
+        fresh = copy.copy(self)
+        fresh.verifier = self._verifier(policy)
+        return fresh
 
     def token_for(self, user_id: str) -> str:
         """A token for the demo user ``user_id`` (an :class:`AuthenticationError` otherwise)."""
@@ -78,9 +89,16 @@ class Authenticator:
     """The identity of a request, from its ``Authorization`` header; a refusal is an
     :class:`AuthenticationError` whose one line says what to do."""
 
-    def __init__(self, verifier: JwtVerifier | None, demo: DemoLogin | None) -> None:
+    def __init__(
+        self,
+        verifier: JwtVerifier | None,
+        demo: DemoLogin | None,
+        revocations: Revocations | None = None,
+    ) -> None:
         self.verifier = verifier
         self.demo = demo
+        self.revocations = revocations
+        """Revoked tokens (by ``jti`` or subject), checked after a token verifies."""
 
     @property
     def configured(self) -> bool:
@@ -89,14 +107,22 @@ class Authenticator:
 
     def authenticate(self, authorization: str | None) -> Identity:
         token = bearer_token(authorization)
+        verifier = self._verifier_for(token)
+        identity = verifier.authenticate(token)
+        if self.revocations is not None:
+            # the token verified: its claims are the issuer's
+            self.revocations.check(read_token(token, verifier.config.max_token_bytes).payload)
+        return identity
+
+    def _verifier_for(self, token: str) -> JwtVerifier:
         if self.demo is not None:
             limit = self.demo.verifier.config.max_token_bytes
             if self.verifier is not None:
                 limit = max(limit, self.verifier.config.max_token_bytes)
             if read_token(token, limit).kid == DEMO_KID:
-                return self.demo.verifier.authenticate(token)
+                return self.demo.verifier
         if self.verifier is None:
             raise AuthenticationError(
                 "this server trusts no identity provider: sign in with the demo login"
             )
-        return self.verifier.authenticate(token)
+        return self.verifier

@@ -29,6 +29,9 @@ class ServerFile:
     settings: ServerSettings
     identity: Any
     """The :class:`~bastion.governance.identity_config.IdentityConfig`, or ``None``."""
+    path: Path | None = None
+    """Where it was read from (followed while the server runs: :mod:`bastion.server.reload`)."""
+    env: Mapping[str, str] | None = dataclasses.field(default=None, repr=False, compare=False)
 
     @classmethod
     def read(
@@ -56,7 +59,7 @@ class ServerFile:
             workspace = WorkspaceConfig.from_dict(rest, base=file.resolve().parent, env=env)
         except ConfigurationError as exc:
             raise ConfigurationError(f"{file}: {exc}") from None
-        return cls(workspace, settings, identity)
+        return cls(workspace, settings, identity, file, env)
 
 
 @contextlib.contextmanager
@@ -75,4 +78,10 @@ def opened_app(server: ServerFile) -> Iterator[Starlette]:
         people = [(u.principal, u.about) for u in users()]
     owner = dataclasses.replace(server.workspace, principal=None)
     with owner.opened() as ws:
-        yield create_app(ws, identity=server.identity, settings=server.settings, demo_users=people)
+        yield create_app(
+            ws,
+            identity=server.identity,
+            settings=server.settings,
+            demo_users=people,
+            source=server,
+        )

@@ -23,6 +23,8 @@ from bastion.server.settings import ServerSettings
 
 if TYPE_CHECKING:
     from bastion.governance.identity import Identity
+    from bastion.server.loading import ServerFile
+    from bastion.server.reload import ConfigWatch
     from bastion.workspace import Workspace
 
 __all__ = ["IndexJob", "ServerState", "state_of"]
@@ -63,10 +65,18 @@ class ServerState:
         settings: ServerSettings,
         *,
         demo_users: tuple[tuple[str, str], ...] = (),
+        source: ServerFile | None = None,
+        watch: ConfigWatch | None = None,
     ) -> None:
         self.workspace = workspace
         self.auth = auth
         self.settings = settings
+        self.source = source
+        """The checked workspace file the running configuration came from (``None``: built
+        by a program, never reloaded)."""
+        self.watch = watch
+        self.generation = 0
+        """Bumped by every reload: whatever is remembered per configuration carries it."""
         self.demo_users = demo_users
         """``(id, about)`` of each demo user, listed only when the demo login is on."""
         rpm = settings.requests_per_minute
@@ -85,6 +95,16 @@ class ServerState:
         if self.limiter is not None:
             self.limiter.check(identity.principal)
         return identity
+
+    def reconfigure(self, server: ServerFile) -> list[str]:
+        """Replace the policy, the mounts' scopes and labels and the identity with those of
+        ``server`` at once; what waits for a restart is returned as notes."""
+        from bastion.server.reconfigure import reconfigured
+
+        workspace, auth, notes = reconfigured(self, server)
+        self.workspace, self.auth, self.source = workspace, auth, server
+        self.generation += 1
+        return notes
 
     @staticmethod
     def may(ws: Workspace, action: Action) -> bool:

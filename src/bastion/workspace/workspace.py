@@ -135,6 +135,24 @@ class Workspace:
         view._bind(principal)
         return view
 
+    def reconfigured(self, *, policy: Policy, mounts: Iterable[Mount]) -> Workspace:
+        """A new owner workspace over the same stores, index, audit and processes with
+        ``policy`` and ``mounts`` (the same stores, with new scopes or labels): what a server
+        swaps in when its file changes. Nothing it remembers about access is carried over
+        (decisions, labels, search checks are all keyed to the new one)."""
+        old = self._shared
+        table = MountTable(
+            replace(m, store=m.store.inner) if isinstance(m.store, DocumentLabels) else m
+            for m in mounts
+        )
+        knowledge = old.knowledge.knowledge if old.knowledge is not None else None
+        fresh = Workspace(table, policy=policy, audit=old.audit, knowledge=knowledge)
+        fresh._shared.processes = old.processes
+        if old.limiter is not None and policy.rate_limit == old.policy.rate_limit:
+            fresh._shared.limiter = old.limiter
+            fresh._bind(fresh.principal, owner=True)
+        return fresh
+
     def sync(self) -> SyncWorkspace:
         """The blocking facade over this workspace."""
         return SyncWorkspace(self)
