@@ -38,6 +38,7 @@ COMMANDS_EXEMPT: Mapping[str, str] = {
     "demo": "the scripted tour over its own demo workspace",
     "serve": "starts the server: the http-api, web-page and mcp-http front ends",
     "eval": "scores an index on a dataset folder given on the command line",
+    "token": "revokes tokens in the servers' shared state (the operator's); reads no workspace",
 }
 
 METHODS_EXEMPT: Mapping[str, str] = {
@@ -45,6 +46,7 @@ METHODS_EXEMPT: Mapping[str, str] = {
     "parse_path": "parses a path string; reads nothing",
     "mounts": "the mount table the caller built",
     "policy": "the policy the caller built",
+    "reconfigured": "a server's reload: a new owner workspace with the caller's new policy",
     "rebuild_index": "the operator check of reindex (driven), then a rebuild",
     "start_process": "background processes: driven through the process tool's list",
     "read_output": "background processes: output of the caller's own process id",

@@ -117,7 +117,9 @@ def test_a_file_that_does_not_parse_keeps_the_running_configuration(
 
 def test_a_new_identity_key_applies_at_once(served: tuple[Path, httpx.Client]) -> None:
     path, client = served
-    rewrite(path, path.read_text().replace('issuer = "https://id.test"', 'issuer = "https://other"'))
+    rewrite(
+        path, path.read_text().replace('issuer = "https://id.test"', 'issuer = "https://other"')
+    )
     r = _read(client, token())
     assert r.status_code == 401 and "issuer" in r.json()["error"]["message"]
 

@@ -46,6 +46,7 @@ def demo() -> None:
 
 
 def _register() -> None:
+    from bastion.cli.admin import token_group
     from bastion.cli.ask import ask_command
     from bastion.cli.audit import audit_command
     from bastion.cli.files import FILE_COMMANDS
@@ -74,6 +75,7 @@ def _register() -> None:
     main.add_command(run_command)
     main.add_command(audit_command)
     main.add_command(serve_command)
+    main.add_command(token_group)
 
 
 _register()
