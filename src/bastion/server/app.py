@@ -40,7 +40,7 @@ from bastion.server.state import ServerState
 if TYPE_CHECKING:
     from bastion.core.principal import Principal
     from bastion.governance.identity_config import IdentityConfig
-    from bastion.server.loading import ServerFile
+    from bastion.server.file import ServerFile
     from bastion.workspace import Workspace
 
 __all__ = ["STATIC", "create_app"]
@@ -72,7 +72,7 @@ def create_app(
         demo = DemoLogin({p.id: p for p, _ in demo_users}, workspace.policy)
     watch = None
     if source is not None and source.path is not None:
-        watch = ConfigWatch(source.path, source.env)
+        watch = ConfigWatch(source.path, lambda p, env: type(source).read(p, env=env), source.env)
         if shared is None:
             shared = SharedState(chosen.shared_state, base=source.path.resolve().parent)
     state = ServerState(
@@ -81,7 +81,6 @@ def create_app(
         chosen,
         demo_users=tuple((p.id, about) for p, about in demo_users) if demo else (),
         source=source,
-        watch=watch,
     )
     hub = McpHub(state)
 
@@ -114,7 +113,7 @@ def create_app(
         Middleware(SecurityHeaders),
         Middleware(HostGuard, hosts=chosen.host_names(), origins=chosen.trusted_origins()),
         Middleware(RequestShape),
-        Middleware(Refresh, state=state),
+        Middleware(Refresh, state=state, watch=watch),
     ]
     if chosen.cors_origins:
         middleware.append(

@@ -12,33 +12,32 @@ from bastion.core.paths import VPath
 from bastion.server.auth import Authenticator
 
 if TYPE_CHECKING:
-    from bastion.server.loading import ServerFile
-    from bastion.server.state import ServerState
+    from bastion.server.file import ServerFile
     from bastion.workspace import Workspace
 
 __all__ = ["reconfigured"]
 
 
 def reconfigured(
-    state: ServerState, server: ServerFile
+    running: Workspace, auth: Authenticator, before: ServerFile | None, server: ServerFile
 ) -> tuple[Workspace, Authenticator, list[str]]:
-    """The workspace and authenticator ``server`` asks for, built over what ``state`` runs;
-    raises (a :class:`~bastion.core.errors.ConfigurationError`) before anything is swapped."""
+    """The workspace and authenticator ``server`` asks for, built over the ``running``
+    workspace and ``auth`` (read from ``before``); raises (a
+    :class:`~bastion.core.errors.ConfigurationError`) before anything is swapped."""
     from bastion.governance.identity import JwtVerifier
 
     notes: list[str] = []
-    before = state.source
     old_urls = (
         {_key(m.prefix): (m.url, dict(m.options)) for m in before.workspace.mounts}
         if before is not None
         else {}
     )
-    running = {str(m.prefix): m for m in state.workspace.mounts}
+    live = {str(m.prefix): m for m in running.mounts}
     mounts: list[Mount] = []
     waiting: list[str] = []
     for wanted in server.workspace.mounts:
         prefix = _key(wanted.prefix)
-        current = running.get(prefix)
+        current = live.get(prefix)
         if current is None:
             waiting.append(f"new mount {prefix}")
             continue
@@ -52,7 +51,7 @@ def reconfigured(
                 description=wanted.description,
             )
         )
-    removed = sorted(set(running) - {_key(m.prefix) for m in server.workspace.mounts})
+    removed = sorted(set(live) - {_key(m.prefix) for m in server.workspace.mounts})
     if removed:
         notes.append(f"removed {', '.join(removed)}")
     if before is not None:
@@ -64,10 +63,10 @@ def reconfigured(
         notes.append(f"{', '.join(waiting)} wait for a restart")
     policy = server.workspace.policy
     verifier = JwtVerifier(server.identity, policy=policy) if server.identity else None
-    demo = state.auth.demo.for_policy(policy) if state.auth.demo is not None else None
-    auth = Authenticator(verifier, demo, state.auth.revocations)
-    workspace = state.workspace.reconfigured(policy=policy, mounts=mounts)
-    return workspace, auth, notes
+    demo = auth.demo.for_policy(policy) if auth.demo is not None else None
+    fresh = Authenticator(verifier, demo, auth.revocations)
+    workspace = running.reconfigured(policy=policy, mounts=mounts)
+    return workspace, fresh, notes
 
 
 def _key(prefix: str | VPath) -> str:

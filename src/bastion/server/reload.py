@@ -19,26 +19,35 @@ The revoked tokens are refreshed by the same middleware (:mod:`bastion.server.re
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import anyio
 import anyio.to_thread
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from bastion.core.errors import BastionError
+from bastion.server.auth import Authenticator
 
 if TYPE_CHECKING:
-    from bastion.server.loading import ServerFile
-    from bastion.server.state import ServerState
+    from bastion.server.file import ServerFile
 
 __all__ = ["ConfigWatch", "Refresh"]
 
 log = logging.getLogger("bastion.server")
 
 Stamp = tuple[int, int, int, int]
+
+
+class Followed(Protocol):
+    """What a reload changes (the server's state)."""
+
+    auth: Authenticator
+    generation: int
+
+    def reconfigure(self, server: ServerFile) -> list[str]: ...
 
 
 def _stamp(path: Path) -> Stamp | None:
@@ -54,6 +63,8 @@ class ConfigWatch:
     """The workspace file a server was started from, and the stamp of what it loaded."""
 
     path: Path
+    read: Callable[[Path, Mapping[str, str] | None], ServerFile]
+    """Reads and checks the file (``ServerFile.read``)."""
     env: Mapping[str, str] | None = None
     stamp: Stamp | None = None
     forced: bool = False
@@ -67,7 +78,7 @@ class ConfigWatch:
     def changed(self) -> bool:
         return self.forced or _stamp(self.path) != self.stamp
 
-    async def follow(self, state: ServerState) -> None:
+    async def follow(self, state: Followed) -> None:
         """Reload into ``state`` when the file changed (one reload at a time; the requests
         that arrive meanwhile wait for it, then see the new configuration)."""
         if not self.changed():
@@ -79,7 +90,7 @@ class ConfigWatch:
             self.forced = False
             self.stamp = seen
             try:
-                server = await anyio.to_thread.run_sync(self._read)
+                server = await anyio.to_thread.run_sync(self.read, self.path, self.env)
                 notes = state.reconfigure(server)
             except BastionError as exc:
                 log.error("reload refused, the running configuration stays: %s", exc)
@@ -91,25 +102,21 @@ class ConfigWatch:
                 "".join(f"; {note}" for note in notes),
             )
 
-    def _read(self) -> ServerFile:
-        from bastion.server.loading import ServerFile
-
-        return ServerFile.read(self.path, env=self.env)
-
 
 class Refresh:
     """ASGI middleware: the file and the revoked tokens are brought up to date before each
     request is handled."""
 
-    def __init__(self, app: ASGIApp, *, state: ServerState) -> None:
+    def __init__(self, app: ASGIApp, *, state: Followed, watch: ConfigWatch | None) -> None:
         self.app = app
         self.state = state
+        self.watch = watch
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             state = self.state
-            if state.watch is not None:
-                await state.watch.follow(state)
+            if self.watch is not None:
+                await self.watch.follow(state)
             revocations = state.auth.revocations
             if revocations is not None:
                 await revocations.refresh()

@@ -23,8 +23,7 @@ from bastion.server.settings import ServerSettings
 
 if TYPE_CHECKING:
     from bastion.governance.identity import Identity
-    from bastion.server.loading import ServerFile
-    from bastion.server.reload import ConfigWatch
+    from bastion.server.file import ServerFile
     from bastion.workspace import Workspace
 
 __all__ = ["IndexJob", "ServerState", "state_of"]
@@ -66,7 +65,6 @@ class ServerState:
         *,
         demo_users: tuple[tuple[str, str], ...] = (),
         source: ServerFile | None = None,
-        watch: ConfigWatch | None = None,
     ) -> None:
         self.workspace = workspace
         self.auth = auth
@@ -74,7 +72,6 @@ class ServerState:
         self.source = source
         """The checked workspace file the running configuration came from (``None``: built
         by a program, never reloaded)."""
-        self.watch = watch
         self.generation = 0
         """Bumped by every reload: whatever is remembered per configuration carries it."""
         self.demo_users = demo_users
@@ -101,7 +98,7 @@ class ServerState:
         ``server`` at once; what waits for a restart is returned as notes."""
         from bastion.server.reconfigure import reconfigured
 
-        workspace, auth, notes = reconfigured(self, server)
+        workspace, auth, notes = reconfigured(self.workspace, self.auth, self.source, server)
         self.workspace, self.auth, self.source = workspace, auth, server
         self.generation += 1
         return notes
