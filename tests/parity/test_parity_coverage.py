@@ -29,6 +29,8 @@ ROUTES_EXEMPT: Mapping[str, str] = {
     "GET /": "the page itself (static); its calls are the web-page front end",
     "GET /v1/auth/demo/users": "the demo login (off here); the demo's fixed list of people",
     "POST /v1/auth/demo": "the demo login (off here): a token for a demo user",
+    "POST /v1/auth/login": "a session cookie for a local account; reads no workspace",
+    "POST /v1/auth/logout": "ends the caller's own session; reads no workspace",
     "/static": "the page's static files",
 }
 
@@ -39,6 +41,7 @@ COMMANDS_EXEMPT: Mapping[str, str] = {
     "serve": "starts the server: the http-api, web-page and mcp-http front ends",
     "eval": "scores an index on a dataset folder given on the command line",
     "token": "revokes tokens in the servers' shared state (the operator's); reads no workspace",
+    "user": "local accounts in the servers' shared state (the operator's); reads no workspace",
 }
 
 METHODS_EXEMPT: Mapping[str, str] = {

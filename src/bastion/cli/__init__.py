@@ -46,7 +46,7 @@ def demo() -> None:
 
 
 def _register() -> None:
-    from bastion.cli.admin import token_group
+    from bastion.cli.admin import token_group, user_group
     from bastion.cli.ask import ask_command
     from bastion.cli.audit import audit_command
     from bastion.cli.files import FILE_COMMANDS
@@ -76,6 +76,7 @@ def _register() -> None:
     main.add_command(audit_command)
     main.add_command(serve_command)
     main.add_command(token_group)
+    main.add_command(user_group)
 
 
 _register()

@@ -1,9 +1,11 @@
-"""``bastion token revoke``: what an operator changes in the shared state of a workspace's
-servers (``[server] shared_state``, :mod:`bastion.server.shared`). Every server process of the
-workspace honours a revocation within a second."""
+"""``bastion token revoke`` and ``bastion user add|passwd|disable``: what an operator changes
+in the shared state of a workspace's servers (``[server] shared_state``,
+:mod:`bastion.server.shared`). Every server process of the workspace honours a revocation
+within a second."""
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING
 
 import click
@@ -12,9 +14,10 @@ from bastion.cli.common import common_options, config_path
 from bastion.cli.output import emit
 
 if TYPE_CHECKING:
+    from bastion.server.accounts import Accounts
     from bastion.server.shared import SharedState
 
-__all__ = ["token_group"]
+__all__ = ["token_group", "user_group"]
 
 
 def _shared() -> SharedState:
@@ -66,3 +69,66 @@ def revoke_command(jti: str | None, subject: str | None) -> None:
             {"revoked": {"subject": subject}},
             f"revoked every token of {subject} issued until now",
         )
+
+
+@click.group("user")
+def user_group() -> None:
+    """Local accounts of the workspace's servers (who each one is: the file's [users])."""
+
+
+_STDIN = click.option(
+    "--password-stdin",
+    is_flag=True,
+    help="Read the password from the first line of standard input (no prompt).",
+)
+
+
+def _password(from_stdin: bool) -> str:
+    if from_stdin:
+        return sys.stdin.readline().rstrip("\r\n")
+    value: str = click.prompt("Password", hide_input=True, confirmation_prompt=True)
+    return value
+
+
+def _accounts() -> Accounts:
+    from bastion.server.accounts import Accounts
+
+    return Accounts(_shared())
+
+
+@user_group.command("add")
+@click.argument("name")
+@_STDIN
+@common_options(identity=False)
+def user_add(name: str, password_stdin: bool) -> None:
+    """Add the account NAME (a name of the file's [users]) with a password."""
+    from bastion.cli.common import load_config
+
+    path = config_path()
+    assert path is not None
+    if name not in load_config(path).users:
+        raise click.UsageError(
+            f"{name} is not in the workspace's [users]: add it there first (tenant, roles, "
+            "clearance), then its account"
+        )
+    _accounts().add(name, _password(password_stdin))
+    emit({"added": name}, f"added account {name}")
+
+
+@user_group.command("passwd")
+@click.argument("name")
+@_STDIN
+@common_options(identity=False)
+def user_passwd(name: str, password_stdin: bool) -> None:
+    """Set the password of NAME (enabling it again); its sessions so far end."""
+    _accounts().passwd(name, _password(password_stdin))
+    emit({"changed": name}, f"changed the password of {name}; its sessions so far are revoked")
+
+
+@user_group.command("disable")
+@click.argument("name")
+@common_options(identity=False)
+def user_disable(name: str) -> None:
+    """Stop NAME from signing in; its sessions so far end (passwd enables it again)."""
+    _accounts().disable(name)
+    emit({"disabled": name}, f"disabled {name}; its sessions so far are revoked")

@@ -24,7 +24,8 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from bastion.server import routes_admin, routes_files, routes_knowledge
+from bastion.server import routes_admin, routes_auth, routes_files, routes_knowledge
+from bastion.server.accounts import Accounts
 from bastion.server.auth import Authenticator, DemoLogin
 from bastion.server.errors import error_response
 from bastion.server.mcp_http import McpHub
@@ -33,6 +34,7 @@ from bastion.server.openapi import openapi_document
 from bastion.server.origin import HostGuard
 from bastion.server.reload import ConfigWatch, Refresh
 from bastion.server.revocations import Revocations
+from bastion.server.sessions import Sessions
 from bastion.server.settings import ServerSettings
 from bastion.server.shared import SharedState
 from bastion.server.state import ServerState
@@ -75,13 +77,19 @@ def create_app(
         watch = ConfigWatch(source.path, lambda p, env: type(source).read(p, env=env), source.env)
         if shared is None:
             shared = SharedState(chosen.shared_state, base=source.path.resolve().parent)
+    accounts = sessions = None
+    if shared is not None and source is not None:
+        accounts = Accounts(shared)
+        sessions = Sessions(accounts.session_secret(), source.workspace.users, workspace.policy)
+    revocations = Revocations(shared) if shared is not None else None
     state = ServerState(
         workspace,
-        Authenticator(verifier, demo, Revocations(shared) if shared is not None else None),
+        Authenticator(verifier, demo, revocations, sessions),
         chosen,
         demo_users=tuple((p.id, about) for p, about in demo_users) if demo else (),
         source=source,
     )
+    state.accounts = accounts
     hub = McpHub(state)
 
     @contextlib.asynccontextmanager
@@ -104,6 +112,7 @@ def create_app(
         *routes_files.routes,
         *routes_knowledge.routes,
         *routes_admin.routes,
+        *routes_auth.routes,
         Route("/openapi.json", openapi, methods=["GET"]),
         Route("/mcp", hub, methods=["GET", "POST", "DELETE"]),
         Route("/", page, methods=["GET"]),

@@ -28,6 +28,7 @@ from bastion.governance.identity import (
 )
 from bastion.governance.identity_token import read_token
 from bastion.server.revocations import Revocations
+from bastion.server.sessions import Sessions
 
 __all__ = ["DEMO_AUDIENCE", "DEMO_ISSUER", "DEMO_KID", "Authenticator", "DemoLogin"]
 
@@ -94,11 +95,33 @@ class Authenticator:
         verifier: JwtVerifier | None,
         demo: DemoLogin | None,
         revocations: Revocations | None = None,
+        sessions: Sessions | None = None,
     ) -> None:
         self.verifier = verifier
         self.demo = demo
         self.revocations = revocations
         """Revoked tokens (by ``jti`` or subject), checked after a token verifies."""
+        self.sessions = sessions
+        """The local accounts' session cookies (``None``: no accounts on this server)."""
+
+    def authenticate_request(
+        self, authorization: str | None, cookie: str | None, *, unsafe: bool, origin: bool
+    ) -> Identity:
+        """A bearer token when the request has one, else the session cookie. A request that
+        may change something (``unsafe``) is taken on its cookie only with an ``Origin``
+        header (one checked to be this server's page): cross-site request forgery."""
+        if authorization is not None or cookie is None or self.sessions is None:
+            return self.authenticate(authorization)
+        if unsafe and not origin:
+            raise AuthenticationError(
+                "a change signed in by cookie must come from this server's page "
+                "(no Origin header): send 'Authorization: Bearer <token>' instead"
+            )
+        identity = self.sessions.identify(cookie)
+        if self.revocations is not None:
+            limit = self.sessions.verifier.config.max_token_bytes
+            self.revocations.check(read_token(cookie, limit).payload)
+        return identity
 
     @property
     def configured(self) -> bool:

@@ -64,7 +64,10 @@ def reconfigured(
     policy = server.workspace.policy
     verifier = JwtVerifier(server.identity, policy=policy) if server.identity else None
     demo = auth.demo.for_policy(policy) if auth.demo is not None else None
-    fresh = Authenticator(verifier, demo, auth.revocations)
+    sessions = None
+    if auth.sessions is not None:
+        sessions = auth.sessions.for_config(server.workspace.users, policy)
+    fresh = Authenticator(verifier, demo, auth.revocations, sessions)
     workspace = running.reconfigured(policy=policy, mounts=mounts)
     return workspace, fresh, notes
 

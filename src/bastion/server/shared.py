@@ -1,4 +1,6 @@
-"""What every server process of one workspace shares besides the workspace: revoked tokens.
+"""What every server process of one workspace shares besides the workspace: revoked tokens,
+local accounts (:mod:`bastion.server.accounts`) and the key their session cookies are signed
+with.
 
 One SQLite file (several processes on one machine) or one PostgreSQL database (several
 machines) holds the table; ``bastion token revoke`` writes it, every server process reads it
@@ -33,6 +35,10 @@ _SCHEMA = (
     " jti TEXT PRIMARY KEY, revoked_at DOUBLE PRECISION NOT NULL)",
     "CREATE TABLE IF NOT EXISTS bastion_revoked_subjects ("
     " subject TEXT PRIMARY KEY, revoked_at DOUBLE PRECISION NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS bastion_accounts ("
+    " name TEXT PRIMARY KEY, hash TEXT NOT NULL, disabled INTEGER NOT NULL,"
+    " changed_at DOUBLE PRECISION NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS bastion_secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
 )
 
 

@@ -19,10 +19,12 @@ from bastion.core.paths import VPath
 from bastion.core.policy import RateLimit
 from bastion.core.ratelimit import RateLimiter
 from bastion.server.auth import Authenticator
+from bastion.server.sessions import COOKIE, LoginLimiter
 from bastion.server.settings import ServerSettings
 
 if TYPE_CHECKING:
     from bastion.governance.identity import Identity
+    from bastion.server.accounts import Accounts
     from bastion.server.file import ServerFile
     from bastion.workspace import Workspace
 
@@ -79,6 +81,10 @@ class ServerState:
         rpm = settings.requests_per_minute
         self.limiter = RateLimiter(RateLimit(rpm, 60.0)) if rpm is not None else None
         self.index_job = IndexJob()
+        self.accounts: Accounts | None = None
+        """The local accounts (with :attr:`Authenticator.sessions`), when the server has a
+        shared state and a workspace file."""
+        self.logins = LoginLimiter()
 
     def view(self, request: Request) -> Workspace:
         """The workspace acting for this request's principal (401 without a valid token;
@@ -87,7 +93,12 @@ class ServerState:
         return self.workspace.with_principal(identity.principal)
 
     def identify(self, request: Request) -> Identity:
-        identity = self.auth.authenticate(request.headers.get("authorization"))
+        identity = self.auth.authenticate_request(
+            request.headers.get("authorization"),
+            request.cookies.get(COOKIE),
+            unsafe=request.method not in ("GET", "HEAD"),
+            origin="origin" in request.headers,
+        )
         request.state.principal = identity.principal.id
         if self.limiter is not None:
             self.limiter.check(identity.principal)

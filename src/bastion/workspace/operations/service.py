@@ -108,6 +108,15 @@ class DemoLoginParams(Params):
     user: str = Field(min_length=1, description="A demo user's name")
 
 
+class LoginParams(Params):
+    user: str = Field(min_length=1, max_length=128, description="An account's name")
+    password: str = Field(min_length=1, max_length=1024, description="Its password")
+
+
+class SignedIn(Result):
+    user: str
+
+
 class Token(Result):
     token: str
     token_type: str
@@ -160,5 +169,18 @@ SERVICE_OPERATIONS: tuple[Operation, ...] = (
         params=DemoLoginParams,
         result=Token,
         errors=(NotFoundError,),
+    ),
+    Operation(
+        name="login",
+        summary="Sign in with a local account: a session cookie (HttpOnly, SameSite=Strict)",
+        params=LoginParams,
+        result=SignedIn,
+        errors=(NotFoundError, RateLimitError),
+    ),
+    Operation(
+        name="logout",
+        summary="End this session: its cookie is revoked in every process",
+        params=NoParams,
+        result=SignedIn,
     ),
 )
