@@ -156,3 +156,24 @@ def test_a_short_password_is_refused(tmp_path: Path) -> None:
     rewrite(config, config.read_text() + USERS)
     code, out = _cli(config, "user", "add", "ana", "--password-stdin", stdin="short\n")
     assert code != 0 and "a password has 12 to 1024 characters" in out
+
+
+def test_login_and_logout_answer_in_their_declared_shapes(site: tuple[Path, str]) -> None:
+    from bastion.server.openapi import all_endpoints
+
+    _, url = site
+    declared = {(e.method, e.path): e for e in all_endpoints()}
+    r = _login(url)
+    login = declared[("POST", "/v1/auth/login")]
+    assert r.status_code == login.status
+    login.operation.result.model_validate(r.json())
+    with httpx.Client(base_url=url) as client:
+        client.cookies.set("bastion_session", r.cookies["bastion_session"])
+        out = client.post("/v1/auth/logout", headers={"Origin": url})
+        logout = declared[("POST", "/v1/auth/logout")]
+        assert out.status_code == logout.status
+        logout.operation.result.model_validate(out.json())
+        assert (
+            "bastion_session" not in client.cookies
+            or "max-age=0" in out.headers["set-cookie"].lower()
+        )

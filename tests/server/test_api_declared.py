@@ -68,5 +68,11 @@ def test_every_endpoint_answers_in_its_declared_shape(client: httpx.Client, toke
         assert response.status_code == e.status, path
         e.operation.result.model_validate(response.json())
     untried = set(by_route) - {(m, p) for m, p, _ in calls}
-    # the demo login is off on this server (tests/server/test_redteam_entry_api.py signs in)
-    assert untried == {("GET", "/v1/auth/demo/users"), ("POST", "/v1/auth/demo")}
+    # the demo login is off on this server (tests/server/test_redteam_entry_api.py signs in);
+    # local accounts need a workspace file (tests/server/test_accounts.py checks their shapes)
+    assert untried == {
+        ("GET", "/v1/auth/demo/users"),
+        ("POST", "/v1/auth/demo"),
+        ("POST", "/v1/auth/login"),
+        ("POST", "/v1/auth/logout"),
+    }
