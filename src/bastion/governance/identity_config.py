@@ -21,6 +21,7 @@ import yaml
 from bastion.core.errors import ConfigurationError
 from bastion.core.schema import list_of_names, show
 from bastion.governance.claims import ClaimsMapping
+from bastion.governance.identity_jwks import check_provider_url
 from bastion.governance.identity_keys import SUPPORTED_ALGORITHMS, VerificationKey
 
 __all__ = ["DEFAULT_LEEWAY_SECONDS", "DEFAULT_MAX_TOKEN_BYTES", "IdentityConfig"]
@@ -54,6 +55,17 @@ class IdentityConfig:
     role_clearances: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     """Clearance an (effective) role brings: ``{"hr": "confidential"}``. A principal's maximum
     clearance is the highest of its own and those of its effective roles."""
+    jwks_url: str | None = None
+    """The provider's key set (JWKS), fetched and refetched on an unknown ``kid``
+    (:mod:`bastion.governance.identity_jwks`); ``keys`` may then be empty."""
+    discovery: bool = False
+    """Find the key set (and the sign-in endpoints) in the issuer's
+    ``/.well-known/openid-configuration``."""
+
+    @property
+    def remote_keys(self) -> bool:
+        """True when keys come from the provider (``jwks_url`` or ``discovery``)."""
+        return self.jwks_url is not None or self.discovery
 
     def __post_init__(self) -> None:
         fix = object.__setattr__
@@ -62,8 +74,20 @@ class IdentityConfig:
         fix(self, "keys", tuple(self.keys))
         fix(self, "required_claims", frozenset(_strs(self.required_claims, "required_claims")))
         fix(self, "role_clearances", _role_clearances(self.role_clearances))
-        if not self.keys or not all(isinstance(k, VerificationKey) for k in self.keys):
-            raise ConfigurationError("identity needs at least one key (VerificationKey)")
+        if self.jwks_url is not None:
+            check_provider_url(self.jwks_url, "jwks_url")
+        if not isinstance(self.discovery, bool):
+            raise ConfigurationError("identity discovery must be true or false")
+        if self.discovery:
+            if not isinstance(self.issuer, str):
+                raise ConfigurationError("identity discovery needs exactly one issuer")
+            check_provider_url(self.issuer, "issuer (with discovery)")
+        if not all(isinstance(k, VerificationKey) for k in self.keys) or not (
+            self.keys or self.remote_keys
+        ):
+            raise ConfigurationError(
+                "identity needs at least one key (VerificationKey), or jwks_url / discovery"
+            )
         kids = [k.kid for k in self.keys]
         if kids.count(None) > 1:
             raise ConfigurationError(
@@ -73,7 +97,7 @@ class IdentityConfig:
         if repeated:
             raise ConfigurationError(f"repeated key ids: {', '.join(repeated)}")
         allowed = (
-            frozenset(k.algorithm for k in self.keys)
+            frozenset(k.algorithm for k in self.keys) | ({"RS256"} if self.remote_keys else set())
             if self.algorithms is None
             else frozenset(_strs(self.algorithms, "algorithms"))
         )
@@ -139,16 +163,20 @@ class IdentityConfig:
             "max_token_bytes",
             "claims",
             "role_clearances",
+            "jwks_url",
+            "discovery",
         }
         unknown = set(data) - known
         if unknown:
             raise ConfigurationError(
                 f"unknown identity keys: {', '.join(sorted(show(k) for k in unknown))}"
             )
-        for name in ("issuer", "audience", "keys"):
+        for name in ("issuer", "audience"):
             if name not in data:
                 raise ConfigurationError(f"identity needs '{name}'")
-        raw_keys = data["keys"]
+        if "keys" not in data and "jwks_url" not in data and not data.get("discovery"):
+            raise ConfigurationError("identity needs 'keys', 'jwks_url' or discovery = true")
+        raw_keys = data.get("keys", [])
         if not isinstance(raw_keys, list) or not all(isinstance(k, Mapping) for k in raw_keys):
             raise ConfigurationError("identity 'keys' must be a list of tables")
         anchor = None if base_dir is None else Path(base_dir)
@@ -164,7 +192,13 @@ class IdentityConfig:
             "keys": keys,
             "claims": ClaimsMapping.from_dict(claims),
         }
-        for name in ("leeway_seconds", "max_token_bytes", "role_clearances"):
+        for name in (
+            "leeway_seconds",
+            "max_token_bytes",
+            "role_clearances",
+            "jwks_url",
+            "discovery",
+        ):
             if name in data:
                 kwargs[name] = data[name]
         for name in ("algorithms", "required_claims"):

@@ -10,12 +10,15 @@ JWT that goes through the same checks as any other.
 from __future__ import annotations
 
 import copy
+import logging
 import secrets
 import time
 from collections.abc import Callable
 
+import anyio.to_thread
 import jwt
 
+from bastion.core.errors import BastionError
 from bastion.core.policy import Policy
 from bastion.core.principal import Principal
 from bastion.governance.errors import AuthenticationError
@@ -36,6 +39,8 @@ DEMO_ISSUER = "bastion-demo-login"
 DEMO_AUDIENCE = "bastion"
 DEMO_KID = "bastion-demo-login"
 _DEMO_TTL = 3600
+
+log = logging.getLogger("bastion.server")
 
 
 class DemoLogin:
@@ -103,6 +108,30 @@ class Authenticator:
         """Revoked tokens (by ``jti`` or subject), checked after a token verifies."""
         self.sessions = sessions
         """The local accounts' session cookies (``None``: no accounts on this server)."""
+
+    async def prepare(self, authorization: str | None) -> None:
+        """Fetch the identity provider's keys (off the event loop) when the request's token
+        names a key the last fetch did not have (at most once per interval:
+        :mod:`bastion.governance.identity_jwks`); verification itself never waits."""
+        jwks = self.verifier.jwks if self.verifier is not None else None
+        if jwks is None or authorization is None:
+            return
+        try:
+            kid = read_token(bearer_token(authorization), self.verifier_limit()).kid
+        except AuthenticationError:
+            return  # refused by the verification itself, with its reason
+        if kid == DEMO_KID or not jwks.wants(kid):
+            return
+        try:
+            await anyio.to_thread.run_sync(jwks.fetch, kid)
+        except BastionError as exc:
+            log.warning("identity provider keys: %s", exc)
+
+    def verifier_limit(self) -> int:
+        limits = [v.config.max_token_bytes for v in (self.verifier,) if v is not None]
+        if self.demo is not None:
+            limits.append(self.demo.verifier.config.max_token_bytes)
+        return max(limits, default=8192)
 
     def authenticate_request(
         self, authorization: str | None, cookie: str | None, *, unsafe: bool, origin: bool

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import anyio
 import anyio.to_thread
+from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from bastion.core.errors import BastionError
@@ -104,8 +105,8 @@ class ConfigWatch:
 
 
 class Refresh:
-    """ASGI middleware: the file and the revoked tokens are brought up to date before each
-    request is handled."""
+    """ASGI middleware: the file, the revoked tokens and the identity provider's keys are
+    brought up to date before each request is handled."""
 
     def __init__(self, app: ASGIApp, *, state: Followed, watch: ConfigWatch | None) -> None:
         self.app = app
@@ -117,7 +118,8 @@ class Refresh:
             state = self.state
             if self.watch is not None:
                 await self.watch.follow(state)
-            revocations = state.auth.revocations
-            if revocations is not None:
-                await revocations.refresh()
+            auth = state.auth
+            if auth.revocations is not None:
+                await auth.revocations.refresh()
+            await auth.prepare(Headers(scope=scope).get("authorization"))
         await self.app(scope, receive, send)
