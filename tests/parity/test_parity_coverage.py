@@ -31,6 +31,9 @@ ROUTES_EXEMPT: Mapping[str, str] = {
     "POST /v1/auth/demo": "the demo login (off here): a token for a demo user",
     "POST /v1/auth/login": "a session cookie for a local account; reads no workspace",
     "POST /v1/auth/logout": "ends the caller's own session; reads no workspace",
+    "GET /v1/auth/methods": "how people sign in here; the same for every caller",
+    "GET /v1/auth/oidc/start": "a redirect to the identity provider; reads no workspace",
+    "GET /v1/auth/oidc/callback": "a session cookie from the provider's code; reads no workspace",
     "/static": "the page's static files",
 }
 

@@ -62,6 +62,12 @@ class IdentityConfig:
     """Find the key set (and the sign-in endpoints) in the issuer's
     ``/.well-known/openid-configuration``."""
 
+    client_id: str | None = None
+    """This service's client id at the provider: turns on the web page's sign-in (the
+    authorization code flow with PKCE); the id must then be one of the ``audience``."""
+    client_secret: str | None = field(default=None, repr=False)
+    """For a confidential client (``client_secret_env`` in a file); ``None``: a public one."""
+
     @property
     def remote_keys(self) -> bool:
         """True when keys come from the provider (``jwks_url`` or ``discovery``)."""
@@ -76,6 +82,14 @@ class IdentityConfig:
         fix(self, "role_clearances", _role_clearances(self.role_clearances))
         if self.jwks_url is not None:
             check_provider_url(self.jwks_url, "jwks_url")
+        if self.client_id is not None:
+            if not self.discovery:
+                raise ConfigurationError("identity client_id needs discovery = true")
+            audiences = (self.audience,) if isinstance(self.audience, str) else self.audience
+            if self.client_id not in audiences:
+                raise ConfigurationError(
+                    "identity client_id must be one of the audience (its ID tokens name it)"
+                )
         if not isinstance(self.discovery, bool):
             raise ConfigurationError("identity discovery must be true or false")
         if self.discovery:
@@ -165,6 +179,8 @@ class IdentityConfig:
             "role_clearances",
             "jwks_url",
             "discovery",
+            "client_id",
+            "client_secret_env",
         }
         unknown = set(data) - known
         if unknown:
@@ -201,6 +217,18 @@ class IdentityConfig:
         ):
             if name in data:
                 kwargs[name] = data[name]
+        if "client_id" in data:
+            if not isinstance(data["client_id"], str) or not data["client_id"]:
+                raise ConfigurationError("identity client_id must be a non-empty string")
+            kwargs["client_id"] = data["client_id"]
+        if "client_secret_env" in data:
+            env = os.environ if environ is None else environ
+            variable = data["client_secret_env"]
+            if not isinstance(variable, str) or not env.get(variable):
+                raise ConfigurationError(
+                    f"identity client_secret_env: environment variable {show(variable)} is not set"
+                )
+            kwargs["client_secret"] = env[variable]
         for name in ("algorithms", "required_claims"):
             if name in data:
                 kwargs[name] = frozenset(list_of_names(data[name], f"identity {name}"))

@@ -24,7 +24,7 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from bastion.server import routes_admin, routes_auth, routes_files, routes_knowledge
+from bastion.server import oidc, routes_admin, routes_auth, routes_files, routes_knowledge
 from bastion.server.accounts import Accounts
 from bastion.server.auth import Authenticator, DemoLogin
 from bastion.server.errors import error_response
@@ -113,6 +113,7 @@ def create_app(
         *routes_knowledge.routes,
         *routes_admin.routes,
         *routes_auth.routes,
+        *oidc.routes,
         Route("/openapi.json", openapi, methods=["GET"]),
         Route("/mcp", hub, methods=["GET", "POST", "DELETE"]),
         Route("/", page, methods=["GET"]),

@@ -109,11 +109,13 @@ class Authenticator:
         self.sessions = sessions
         """The local accounts' session cookies (``None``: no accounts on this server)."""
 
-    async def prepare(self, authorization: str | None) -> None:
+    async def prepare(self, authorization: str | None, cookie: str | None = None) -> None:
         """Fetch the identity provider's keys (off the event loop) when the request's token
         names a key the last fetch did not have (at most once per interval:
         :mod:`bastion.governance.identity_jwks`); verification itself never waits."""
         jwks = self.verifier.jwks if self.verifier is not None else None
+        if authorization is None and cookie is not None:
+            authorization = f"Bearer {cookie}"
         if jwks is None or authorization is None:
             return
         try:
@@ -146,6 +148,8 @@ class Authenticator:
                 "a change signed in by cookie must come from this server's page "
                 "(no Origin header): send 'Authorization: Bearer <token>' instead"
             )
+        if not self.sessions.is_local(cookie):  # the provider's ID token (the page's sign-in)
+            return self.authenticate(f"Bearer {cookie}")
         identity = self.sessions.identify(cookie)
         if self.revocations is not None:
             limit = self.sessions.verifier.config.max_token_bytes

@@ -27,10 +27,12 @@ from typing import TYPE_CHECKING, Protocol
 import anyio
 import anyio.to_thread
 from starlette.datastructures import Headers
+from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from bastion.core.errors import BastionError
 from bastion.server.auth import Authenticator
+from bastion.server.sessions import COOKIE
 
 if TYPE_CHECKING:
     from bastion.server.file import ServerFile
@@ -121,5 +123,7 @@ class Refresh:
             auth = state.auth
             if auth.revocations is not None:
                 await auth.revocations.refresh()
-            await auth.prepare(Headers(scope=scope).get("authorization"))
+            headers = Headers(scope=scope)
+            cookie = Request(scope).cookies.get(COOKIE) if "cookie" in headers else None
+            await auth.prepare(headers.get("authorization"), cookie)
         await self.app(scope, receive, send)

@@ -81,6 +81,33 @@ class Sessions:
         }
         return jwt.encode(claims, self._secret, algorithm="HS256", headers={"kid": KID})
 
+    def seal(self, claims: Mapping[str, object], audience: str, ttl: float) -> str:
+        """``claims`` signed with the session key, for ``audience``, valid ``ttl`` seconds
+        (what a sign-in keeps in the browser between two of its steps)."""
+        now = self._clock()
+        body = {**claims, "aud": audience, "iat": now, "exp": now + ttl}
+        return jwt.encode(body, self._secret, algorithm="HS256", headers={"kid": f"{KID}-seal"})
+
+    def unseal(self, token: str, audience: str) -> dict[str, object]:
+        """What :meth:`seal` signed; an :class:`AuthenticationError` when it was not this
+        key, another audience, or expired."""
+        try:
+            found: dict[str, object] = jwt.decode(
+                token, self._secret, algorithms=["HS256"], audience=audience
+            )
+        except jwt.PyJWTError:
+            raise AuthenticationError(
+                "sign-in expired or not started here: sign in again"
+            ) from None
+        return found
+
+    def is_local(self, token: str) -> bool:
+        """True when ``token`` is a session of a local account (else: the provider's)."""
+        try:
+            return bool(jwt.get_unverified_header(token).get("kid") == KID)
+        except jwt.PyJWTError:
+            return True  # refused by the local verification, with its reason
+
     def identify(self, token: str) -> Identity:
         """Who the session acts for now: its account's ``[users]`` entry."""
         sub = self.verifier.verify(token).id

@@ -117,6 +117,20 @@ class SignedIn(Result):
     user: str
 
 
+class OidcCallbackParams(Params):
+    code: str = Field("", max_length=4096, description="The provider's authorization code")
+    state: str = Field("", max_length=512, description="The state this server sent")
+
+
+class Redirect(Result):
+    location: str
+
+
+class SignInMethods(Result):
+    accounts: bool
+    oidc: bool
+
+
 class Token(Result):
     token: str
     token_type: str
@@ -176,6 +190,26 @@ SERVICE_OPERATIONS: tuple[Operation, ...] = (
         params=LoginParams,
         result=SignedIn,
         errors=(NotFoundError, RateLimitError),
+    ),
+    Operation(
+        name="sign_in_methods",
+        summary="How people sign in here: local accounts, an OpenID Connect provider",
+        params=NoParams,
+        result=SignInMethods,
+    ),
+    Operation(
+        name="oidc_start",
+        summary="Sign in at the OpenID Connect provider: a redirect (code flow with PKCE)",
+        params=NoParams,
+        result=Redirect,
+        errors=(NotFoundError,),
+    ),
+    Operation(
+        name="oidc_callback",
+        summary="Where the provider sends the browser back: a session cookie, then the page",
+        params=OidcCallbackParams,
+        result=Redirect,
+        errors=(NotFoundError,),
     ),
     Operation(
         name="logout",
