@@ -158,6 +158,6 @@ def test_a_callback_not_started_here_is_refused(served: tuple[str, str]) -> None
         # the victim started one of their own: the attacker's state is not theirs
         victim.get("/v1/auth/oidc/start")
         assert victim.get(back).status_code == 400
-        # the attacker's own flow completes once; the code cannot be used twice
+        # the attacker's own flow completes once: its flow cookie is spent with it
         assert attacker.get(back).status_code == 302
-        assert attacker.get(back).status_code == 401
+        assert attacker.get(back).status_code == 400
