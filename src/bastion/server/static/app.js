@@ -69,6 +69,14 @@ async function signIn(newToken) {
   $("question").focus();
 }
 
+async function loadSignInMethods() {
+  try {
+    const methods = await (await fetch("/v1/auth/methods")).json();
+    $("account-form").hidden = !methods.accounts;
+    $("oidc-sign-in").hidden = !methods.oidc;
+  } catch (e) { /* neither */ }
+}
+
 async function resumeSession() {
   const response = await fetch("/v1/me");
   if (response.ok) { session = true; await signIn(null); }
@@ -291,6 +299,7 @@ async function loadAudit() {
 
 document.addEventListener("DOMContentLoaded", () => {
   loadDemoUsers();
+  loadSignInMethods();
   resumeSession();
   $("account-form").addEventListener("submit", async (event) => {
     event.preventDefault();
