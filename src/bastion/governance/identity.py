@@ -10,7 +10,8 @@ in this order, stopping at the first refusal:
    header's ``alg`` must equal *that key's* algorithm. This is checked here, before PyJWT
    runs, and PyJWT is then told to accept only that one algorithm: an HS256 token can never
    be verified with an RSA public key as its secret. ``jku``, ``x5u``, ``jwk`` and ``x5c``
-   headers are ignored: keys come from configuration only, nothing is ever fetched;
+   headers are ignored: keys come from configuration, or from the provider's JWKS URL the
+   configuration names (:mod:`bastion.governance.identity_jwks`), never from the token;
 4. signature (PyJWT), then issuer, audience and required claims (PyJWT);
 5. times: ``exp``, ``nbf`` and ``iat``, with ``leeway_seconds`` of clock skew, against an
    injectable clock;
