@@ -32,6 +32,7 @@ ROUTES_EXEMPT: Mapping[str, str] = {
     "POST /v1/auth/login": "a session cookie for a local account; reads no workspace",
     "POST /v1/auth/logout": "ends the caller's own session; reads no workspace",
     "GET /v1/auth/methods": "how people sign in here; the same for every caller",
+    "GET /metrics": "counts by route template and status; no principal, path or query",
     "GET /v1/auth/oidc/start": "a redirect to the identity provider; reads no workspace",
     "GET /v1/auth/oidc/callback": "a session cookie from the provider's code; reads no workspace",
     "/static": "the page's static files",

@@ -29,6 +29,7 @@ from bastion.server.accounts import Accounts
 from bastion.server.auth import Authenticator, DemoLogin
 from bastion.server.errors import error_response
 from bastion.server.mcp_http import McpHub
+from bastion.server.metrics import Measure
 from bastion.server.middleware import BodyLimit, RequestShape, SecurityHeaders
 from bastion.server.openapi import openapi_document
 from bastion.server.origin import HostGuard
@@ -120,6 +121,7 @@ def create_app(
         Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
     ]
     middleware = [
+        Middleware(Measure, metrics=state.metrics),
         Middleware(SecurityHeaders),
         Middleware(HostGuard, hosts=chosen.host_names(), origins=chosen.trusted_origins()),
         Middleware(RequestShape),

@@ -1,4 +1,5 @@
-"""Signing in with a local account (:mod:`bastion.server.accounts`) and out again.
+"""Signing in with a local account (:mod:`bastion.server.accounts`) and out again; the
+operator's ``/metrics`` (:mod:`bastion.server.metrics`).
 
 ``POST /v1/auth/login`` checks the name and password (off the event loop: Argon2id is
 deliberately slow) and answers with the session cookie; a wrong name and a wrong password get
@@ -17,6 +18,7 @@ from bastion.governance.errors import AuthenticationError
 from bastion.governance.identity_token import read_token
 from bastion.server.errors import ApiError
 from bastion.server.handlers import Endpoint, endpoint, ok
+from bastion.server.metrics import page
 from bastion.server.sessions import COOKIE, TTL_SECONDS
 from bastion.server.state import state_of
 from bastion.workspace.operations.service import LoginParams
@@ -71,5 +73,11 @@ async def logout(request: Request, _: object) -> Response:
     return response
 
 
-ENDPOINTS: tuple[Endpoint, ...] = (login, logout)
+@endpoint("metrics", "GET", "/metrics", public=True, logged=False)
+async def metrics(request: Request, _: object) -> Response:
+    """Prometheus metrics of this process (no principal, path or query in them)."""
+    return page(state_of(request).metrics)
+
+
+ENDPOINTS: tuple[Endpoint, ...] = (login, logout, metrics)
 routes = [e.route() for e in ENDPOINTS]

@@ -19,6 +19,7 @@ from bastion.core.paths import VPath
 from bastion.core.policy import RateLimit
 from bastion.core.ratelimit import RateLimiter
 from bastion.server.auth import Authenticator
+from bastion.server.metrics import Metrics
 from bastion.server.sessions import COOKIE, LoginLimiter
 from bastion.server.settings import ServerSettings
 
@@ -85,6 +86,7 @@ class ServerState:
         """The local accounts (with :attr:`Authenticator.sessions`), when the server has a
         shared state and a workspace file."""
         self.logins = LoginLimiter()
+        self.metrics = Metrics()
 
     def view(self, request: Request) -> Workspace:
         """The workspace acting for this request's principal (401 without a valid token;
@@ -112,6 +114,7 @@ class ServerState:
         workspace, auth, notes = reconfigured(self.workspace, self.auth, self.source, server)
         self.workspace, self.auth, self.source = workspace, auth, server
         self.generation += 1
+        self.metrics.reloads += 1
         return notes
 
     @staticmethod

@@ -131,6 +131,10 @@ class SignInMethods(Result):
     oidc: bool
 
 
+class MetricsText(Result):
+    text: str
+
+
 class Token(Result):
     token: str
     token_type: str
@@ -210,6 +214,12 @@ SERVICE_OPERATIONS: tuple[Operation, ...] = (
         params=OidcCallbackParams,
         result=Redirect,
         errors=(NotFoundError,),
+    ),
+    Operation(
+        name="metrics",
+        summary="Prometheus metrics of this process (text): requests, latencies, statuses",
+        params=NoParams,
+        result=MetricsText,
     ),
     Operation(
         name="logout",
