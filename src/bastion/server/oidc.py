@@ -37,6 +37,7 @@ from bastion.server.errors import ApiError
 from bastion.server.handlers import Endpoint, endpoint, ok
 from bastion.server.sessions import COOKIE
 from bastion.server.state import ServerState, state_of
+from bastion.workspace.operations.service import OidcCallbackParams
 
 __all__ = ["ENDPOINTS", "routes"]
 
@@ -119,14 +120,14 @@ async def start(request: Request, _: object) -> Response:
     return response
 
 
-@endpoint("oidc_callback", "GET", f"{_FLOW_PATH}/callback", public=True, status=302, source="form")
-async def callback(request: Request, _: object) -> Response:
+@endpoint("oidc_callback", "GET", f"{_FLOW_PATH}/callback", public=True, status=302)
+async def callback(request: Request, args: OidcCallbackParams) -> Response:
     state = state_of(request)
     verifier, jwks, sessions = _configured(state)
-    if "error" in request.query_params:
+    if args.error:
         raise AuthenticationError("the identity provider did not sign you in: try again")
     sealed = request.cookies.get(FLOW_COOKIE)
-    code, sent = request.query_params.get("code", ""), request.query_params.get("state", "")
+    code, sent = args.code, args.state
     if not sealed or not code or not sent:
         raise ApiError(400, "bad_sign_in", "sign-in was not started here: start it again")
     flow = sessions.unseal(sealed, _FLOW_AUDIENCE)

@@ -118,8 +118,20 @@ class SignedIn(Result):
 
 
 class OidcCallbackParams(Params):
+    """What providers send back (RFC 6749, RFC 9207's ``iss``, OpenID Connect session
+    management's ``session_state``, and the extras of the common providers)."""
+
     code: str = Field("", max_length=4096, description="The provider's authorization code")
     state: str = Field("", max_length=512, description="The state this server sent")
+    iss: str = Field("", max_length=2048, description="The provider (RFC 9207)")
+    session_state: str = Field("", max_length=2048, description="The provider's session")
+    scope: str = Field("", max_length=2048, description="Scopes granted")
+    authuser: str = Field("", max_length=64, description="Google's account index")
+    hd: str = Field("", max_length=256, description="Google's hosted domain")
+    prompt: str = Field("", max_length=64, description="The prompt shown")
+    error: str = Field("", max_length=256, description="Why the provider refused")
+    error_description: str = Field("", max_length=2048, description="Its explanation")
+    error_uri: str = Field("", max_length=2048, description="Its page")
 
 
 class Redirect(Result):
