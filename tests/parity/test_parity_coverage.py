@@ -29,6 +29,12 @@ ROUTES_EXEMPT: Mapping[str, str] = {
     "GET /": "the page itself (static); its calls are the web-page front end",
     "GET /v1/auth/demo/users": "the demo login (off here); the demo's fixed list of people",
     "POST /v1/auth/demo": "the demo login (off here): a token for a demo user",
+    "POST /v1/auth/login": "a session cookie for a local account; reads no workspace",
+    "POST /v1/auth/logout": "ends the caller's own session; reads no workspace",
+    "GET /v1/auth/methods": "how people sign in here; the same for every caller",
+    "GET /metrics": "counts by route template and status; no principal, path or query",
+    "GET /v1/auth/oidc/start": "a redirect to the identity provider; reads no workspace",
+    "GET /v1/auth/oidc/callback": "a session cookie from the provider's code; reads no workspace",
     "/static": "the page's static files",
     **{
         route: "the change journal: governed by ChangeReview, tested over HTTP in "
@@ -58,6 +64,8 @@ COMMANDS_EXEMPT: Mapping[str, str] = {
         "world keeps a journal yet"
         for name in ("changes", "diff", "undo", "revert", "checkpoint", "restore")
     },
+    "token": "revokes tokens in the servers' shared state (the operator's); reads no workspace",
+    "user": "local accounts in the servers' shared state (the operator's); reads no workspace",
 }
 
 METHODS_EXEMPT: Mapping[str, str] = {
@@ -65,6 +73,7 @@ METHODS_EXEMPT: Mapping[str, str] = {
     "parse_path": "parses a path string; reads nothing",
     "mounts": "the mount table the caller built",
     "policy": "the policy the caller built",
+    "reconfigured": "a server's reload: a new owner workspace with the caller's new policy",
     "rebuild_index": "the operator check of reindex (driven), then a rebuild",
     "start_process": "background processes: driven through the process tool's list",
     "read_output": "background processes: output of the caller's own process id",

@@ -23,7 +23,7 @@ def test_openapi_lists_every_api_route(client: httpx.Client, tmp_path: Path) -> 
     served = {
         (r.path, m.lower())
         for r in app.routes
-        if isinstance(r, Route) and r.path.startswith(("/v1", "/healthz", "/readyz"))
+        if isinstance(r, Route) and r.path.startswith(("/v1", "/healthz", "/readyz", "/metrics"))
         for m in (r.methods or ()) - {"HEAD"}
     }
     documented = {(p, m) for p, ops in doc["paths"].items() for m in ops}

@@ -46,6 +46,7 @@ def demo() -> None:
 
 
 def _register() -> None:
+    from bastion.cli.admin import token_group, user_group
     from bastion.cli.ask import ask_command
     from bastion.cli.audit import audit_command
     from bastion.cli.changes import CHANGE_COMMANDS
@@ -79,6 +80,8 @@ def _register() -> None:
     main.add_command(serve_command)
     for command in CHANGE_COMMANDS:
         main.add_command(command)
+    main.add_command(token_group)
+    main.add_command(user_group)
 
 
 _register()

@@ -10,7 +10,8 @@ in this order, stopping at the first refusal:
    header's ``alg`` must equal *that key's* algorithm. This is checked here, before PyJWT
    runs, and PyJWT is then told to accept only that one algorithm: an HS256 token can never
    be verified with an RSA public key as its secret. ``jku``, ``x5u``, ``jwk`` and ``x5c``
-   headers are ignored: keys come from configuration only, nothing is ever fetched;
+   headers are ignored: keys come from configuration, or from the provider's JWKS URL the
+   configuration names (:mod:`bastion.governance.identity_jwks`), never from the token;
 4. signature (PyJWT), then issuer, audience and required claims (PyJWT);
 5. times: ``exp``, ``nbf`` and ``iat``, with ``leeway_seconds`` of clock skew, against an
    injectable clock;
@@ -59,6 +60,7 @@ from bastion.governance.errors import (
     UnknownKeyError,
 )
 from bastion.governance.identity_config import IdentityConfig
+from bastion.governance.identity_jwks import JwksKeys
 from bastion.governance.identity_keys import VerificationKey
 from bastion.governance.identity_token import RawToken, describe_algorithm, read_token
 
@@ -144,6 +146,17 @@ class JwtVerifier:
         self._by_kid = {key.kid: key for key in config.keys if key.kid is not None}
         self._default = next((key for key in config.keys if key.kid is None), None)
         self._allowed = config.allowed_algorithms
+        self.jwks = (
+            JwksKeys(
+                issuer=config.issuer if isinstance(config.issuer, str) else config.issuer[0],
+                jwks_url=config.jwks_url,
+                discovery=config.discovery,
+            )
+            if config.remote_keys
+            else None
+        )
+        """The provider's keys, when they come from its JWKS URL (fetched by the caller:
+        :meth:`JwksKeys.fetch` blocks)."""
         self._jwt = jwt.PyJWT()
         self._check_levels()
 
@@ -199,16 +212,15 @@ class JwtVerifier:
             raise TokenAlgorithmError(
                 f"token algorithm {shown} is not allowed: use one of {allowed}"
             )
-        if raw.kid is not None:
-            key = self._by_kid.get(raw.kid)
-            if key is None:
-                raise UnknownKeyError(
-                    "token key id ('kid') names no trusted key: sign in again to get a token "
-                    "signed with a current key"
-                )
-        elif self._default is not None:
-            key = self._default
-        else:
+        key = self._by_kid.get(raw.kid) if raw.kid is not None else self._default
+        if key is None and self.jwks is not None:
+            key = self.jwks.key(raw.kid)  # the provider's published keys, last fetched
+        if key is None and raw.kid is not None:
+            raise UnknownKeyError(
+                "token key id ('kid') names no trusted key: sign in again to get a token "
+                "signed with a current key"
+            )
+        if key is None:
             raise UnknownKeyError(
                 "token names no key id ('kid') and there is no default key: "
                 "send a token whose header names its key"

@@ -21,6 +21,7 @@ import yaml
 from bastion.core.errors import ConfigurationError
 from bastion.core.schema import list_of_names, show
 from bastion.governance.claims import ClaimsMapping
+from bastion.governance.identity_jwks import check_provider_url
 from bastion.governance.identity_keys import SUPPORTED_ALGORITHMS, VerificationKey
 
 __all__ = ["DEFAULT_LEEWAY_SECONDS", "DEFAULT_MAX_TOKEN_BYTES", "IdentityConfig"]
@@ -54,6 +55,23 @@ class IdentityConfig:
     role_clearances: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     """Clearance an (effective) role brings: ``{"hr": "confidential"}``. A principal's maximum
     clearance is the highest of its own and those of its effective roles."""
+    jwks_url: str | None = None
+    """The provider's key set (JWKS), fetched and refetched on an unknown ``kid``
+    (:mod:`bastion.governance.identity_jwks`); ``keys`` may then be empty."""
+    discovery: bool = False
+    """Find the key set (and the sign-in endpoints) in the issuer's
+    ``/.well-known/openid-configuration``."""
+
+    client_id: str | None = None
+    """This service's client id at the provider: turns on the web page's sign-in (the
+    authorization code flow with PKCE); the id must then be one of the ``audience``."""
+    client_secret: str | None = field(default=None, repr=False)
+    """For a confidential client (``client_secret_env`` in a file); ``None``: a public one."""
+
+    @property
+    def remote_keys(self) -> bool:
+        """True when keys come from the provider (``jwks_url`` or ``discovery``)."""
+        return self.jwks_url is not None or self.discovery
 
     def __post_init__(self) -> None:
         fix = object.__setattr__
@@ -62,8 +80,28 @@ class IdentityConfig:
         fix(self, "keys", tuple(self.keys))
         fix(self, "required_claims", frozenset(_strs(self.required_claims, "required_claims")))
         fix(self, "role_clearances", _role_clearances(self.role_clearances))
-        if not self.keys or not all(isinstance(k, VerificationKey) for k in self.keys):
-            raise ConfigurationError("identity needs at least one key (VerificationKey)")
+        if self.jwks_url is not None:
+            check_provider_url(self.jwks_url, "jwks_url")
+        if self.client_id is not None:
+            if not self.discovery:
+                raise ConfigurationError("identity client_id needs discovery = true")
+            audiences = (self.audience,) if isinstance(self.audience, str) else self.audience
+            if self.client_id not in audiences:
+                raise ConfigurationError(
+                    "identity client_id must be one of the audience (its ID tokens name it)"
+                )
+        if not isinstance(self.discovery, bool):
+            raise ConfigurationError("identity discovery must be true or false")
+        if self.discovery:
+            if not isinstance(self.issuer, str):
+                raise ConfigurationError("identity discovery needs exactly one issuer")
+            check_provider_url(self.issuer, "issuer (with discovery)")
+        if not all(isinstance(k, VerificationKey) for k in self.keys) or not (
+            self.keys or self.remote_keys
+        ):
+            raise ConfigurationError(
+                "identity needs at least one key (VerificationKey), or jwks_url / discovery"
+            )
         kids = [k.kid for k in self.keys]
         if kids.count(None) > 1:
             raise ConfigurationError(
@@ -73,7 +111,7 @@ class IdentityConfig:
         if repeated:
             raise ConfigurationError(f"repeated key ids: {', '.join(repeated)}")
         allowed = (
-            frozenset(k.algorithm for k in self.keys)
+            frozenset(k.algorithm for k in self.keys) | ({"RS256"} if self.remote_keys else set())
             if self.algorithms is None
             else frozenset(_strs(self.algorithms, "algorithms"))
         )
@@ -139,16 +177,22 @@ class IdentityConfig:
             "max_token_bytes",
             "claims",
             "role_clearances",
+            "jwks_url",
+            "discovery",
+            "client_id",
+            "client_secret_env",
         }
         unknown = set(data) - known
         if unknown:
             raise ConfigurationError(
                 f"unknown identity keys: {', '.join(sorted(show(k) for k in unknown))}"
             )
-        for name in ("issuer", "audience", "keys"):
+        for name in ("issuer", "audience"):
             if name not in data:
                 raise ConfigurationError(f"identity needs '{name}'")
-        raw_keys = data["keys"]
+        if "keys" not in data and "jwks_url" not in data and not data.get("discovery"):
+            raise ConfigurationError("identity needs 'keys', 'jwks_url' or discovery = true")
+        raw_keys = data.get("keys", [])
         if not isinstance(raw_keys, list) or not all(isinstance(k, Mapping) for k in raw_keys):
             raise ConfigurationError("identity 'keys' must be a list of tables")
         anchor = None if base_dir is None else Path(base_dir)
@@ -164,9 +208,27 @@ class IdentityConfig:
             "keys": keys,
             "claims": ClaimsMapping.from_dict(claims),
         }
-        for name in ("leeway_seconds", "max_token_bytes", "role_clearances"):
+        for name in (
+            "leeway_seconds",
+            "max_token_bytes",
+            "role_clearances",
+            "jwks_url",
+            "discovery",
+        ):
             if name in data:
                 kwargs[name] = data[name]
+        if "client_id" in data:
+            if not isinstance(data["client_id"], str) or not data["client_id"]:
+                raise ConfigurationError("identity client_id must be a non-empty string")
+            kwargs["client_id"] = data["client_id"]
+        if "client_secret_env" in data:
+            env = os.environ if environ is None else environ
+            variable = data["client_secret_env"]
+            if not isinstance(variable, str) or not env.get(variable):
+                raise ConfigurationError(
+                    f"identity client_secret_env: environment variable {show(variable)} is not set"
+                )
+            kwargs["client_secret"] = env[variable]
         for name in ("algorithms", "required_claims"):
             if name in data:
                 kwargs[name] = frozenset(list_of_names(data[name], f"identity {name}"))

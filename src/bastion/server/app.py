@@ -8,8 +8,10 @@ workspace, checked by :class:`~bastion.config.WorkspaceConfig`).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Sequence
+import signal
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,19 +24,33 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from bastion.server import routes_admin, routes_changes, routes_files, routes_knowledge
+from bastion.server import (
+    oidc,
+    routes_admin,
+    routes_auth,
+    routes_changes,
+    routes_files,
+    routes_knowledge,
+)
+from bastion.server.accounts import Accounts
 from bastion.server.auth import Authenticator, DemoLogin
 from bastion.server.errors import error_response
 from bastion.server.mcp_http import McpHub
+from bastion.server.metrics import Measure
 from bastion.server.middleware import BodyLimit, RequestShape, SecurityHeaders
 from bastion.server.openapi import openapi_document
 from bastion.server.origin import HostGuard
+from bastion.server.reload import ConfigWatch, Refresh
+from bastion.server.revocations import Revocations
+from bastion.server.sessions import Sessions
 from bastion.server.settings import ServerSettings
+from bastion.server.shared import SharedState
 from bastion.server.state import ServerState
 
 if TYPE_CHECKING:
     from bastion.core.principal import Principal
     from bastion.governance.identity_config import IdentityConfig
+    from bastion.server.file import ServerFile
     from bastion.workspace import Workspace
 
 __all__ = ["STATIC", "create_app"]
@@ -48,9 +64,15 @@ def create_app(
     identity: IdentityConfig | None = None,
     settings: ServerSettings | None = None,
     demo_users: Sequence[tuple[Principal, str]] = (),
+    source: ServerFile | None = None,
+    shared: SharedState | None = None,
 ) -> Starlette:
     """The server for ``workspace``. Tokens are verified with ``identity``; with
-    ``settings.demo_login``, ``demo_users`` (principal, about) may sign in by name."""
+    ``settings.demo_login``, ``demo_users`` (principal, about) may sign in by name.
+
+    ``source``: the workspace file all of these came from; the server follows it (a change
+    applies to the next request, :mod:`bastion.server.reload`) and shares revocations through
+    its ``[server] shared_state`` (or ``shared``, when given)."""
     from bastion.governance.identity import JwtVerifier
 
     chosen = settings or ServerSettings()
@@ -58,18 +80,32 @@ def create_app(
     demo = None
     if chosen.demo_login:
         demo = DemoLogin({p.id: p for p, _ in demo_users}, workspace.policy)
+    watch = None
+    if source is not None and source.path is not None:
+        watch = ConfigWatch(source.path, lambda p, env: type(source).read(p, env=env), source.env)
+        if shared is None:
+            shared = SharedState(chosen.shared_state, base=source.path.resolve().parent)
+    accounts = sessions = None
+    if shared is not None and source is not None:
+        accounts = Accounts(shared)
+        sessions = Sessions(accounts.session_secret(), source.workspace.users, workspace.policy)
+    revocations = Revocations(shared) if shared is not None else None
     state = ServerState(
         workspace,
-        Authenticator(verifier, demo),
+        Authenticator(verifier, demo, revocations, sessions),
         chosen,
         demo_users=tuple((p.id, about) for p, about in demo_users) if demo else (),
+        source=source,
     )
+    state.accounts = accounts
     hub = McpHub(state)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        hangup = _on_hangup(watch)
         async with hub.run():
             yield
+        hangup()
         job = state.index_job.task
         if job is not None and not job.done():
             job.cancel()
@@ -85,15 +121,19 @@ def create_app(
         *routes_knowledge.routes,
         *routes_admin.routes,
         *routes_changes.routes,
+        *routes_auth.routes,
+        *oidc.routes,
         Route("/openapi.json", openapi, methods=["GET"]),
         Route("/mcp", hub, methods=["GET", "POST", "DELETE"]),
         Route("/", page, methods=["GET"]),
         Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
     ]
     middleware = [
+        Middleware(Measure, metrics=state.metrics),
         Middleware(SecurityHeaders),
         Middleware(HostGuard, hosts=chosen.host_names(), origins=chosen.trusted_origins()),
         Middleware(RequestShape),
+        Middleware(Refresh, state=state, watch=watch),
     ]
     if chosen.cors_origins:
         middleware.append(
@@ -115,6 +155,27 @@ def create_app(
     )
     app.state.bastion = state
     return app
+
+
+def _on_hangup(watch: ConfigWatch | None) -> Callable[[], None]:
+    """``SIGHUP`` reloads the file on the next request (where signals can be caught: the
+    main thread of a process on a POSIX system); the returned function undoes it."""
+    if watch is None:
+        return lambda: None
+    loop = asyncio.get_running_loop()
+
+    def hup() -> None:
+        watch.forced = True
+
+    try:
+        loop.add_signal_handler(signal.SIGHUP, hup)
+    except (ValueError, RuntimeError, NotImplementedError, AttributeError):
+        return lambda: None
+
+    def undo() -> None:
+        loop.remove_signal_handler(signal.SIGHUP)
+
+    return undo
 
 
 async def _refused(request: Request, exc: Exception) -> Response:

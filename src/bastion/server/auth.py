@@ -9,12 +9,16 @@ JWT that goes through the same checks as any other.
 
 from __future__ import annotations
 
+import copy
+import logging
 import secrets
 import time
 from collections.abc import Callable
 
+import anyio.to_thread
 import jwt
 
+from bastion.core.errors import BastionError
 from bastion.core.policy import Policy
 from bastion.core.principal import Principal
 from bastion.governance.errors import AuthenticationError
@@ -26,6 +30,8 @@ from bastion.governance.identity import (
     bearer_token,
 )
 from bastion.governance.identity_token import read_token
+from bastion.server.revocations import Revocations
+from bastion.server.sessions import Sessions
 
 __all__ = ["DEMO_AUDIENCE", "DEMO_ISSUER", "DEMO_KID", "Authenticator", "DemoLogin"]
 
@@ -33,6 +39,8 @@ DEMO_ISSUER = "bastion-demo-login"
 DEMO_AUDIENCE = "bastion"
 DEMO_KID = "bastion-demo-login"
 _DEMO_TTL = 3600
+
+log = logging.getLogger("bastion.server")
 
 
 class DemoLogin:
@@ -48,12 +56,21 @@ class DemoLogin:
         self.users = users
         self._secret = secrets.token_bytes(64)
         self._clock = clock
+        self.verifier = self._verifier(policy)
+
+    def _verifier(self, policy: Policy) -> JwtVerifier:
         config = IdentityConfig(
             issuer=DEMO_ISSUER,
             audience=DEMO_AUDIENCE,
             keys=(VerificationKey.hmac(self._secret, algorithm="HS256", kid=DEMO_KID),),
         )
-        self.verifier = JwtVerifier(config, policy=policy, clock=clock)
+        return JwtVerifier(config, policy=policy, clock=self._clock)
+
+    def for_policy(self, policy: Policy) -> DemoLogin:
+        """The same login (its secret: tokens already given stay valid) under ``policy``."""
+        fresh = copy.copy(self)
+        fresh.verifier = self._verifier(policy)
+        return fresh
 
     def token_for(self, user_id: str) -> str:
         """A token for the demo user ``user_id`` (an :class:`AuthenticationError` otherwise)."""
@@ -78,9 +95,66 @@ class Authenticator:
     """The identity of a request, from its ``Authorization`` header; a refusal is an
     :class:`AuthenticationError` whose one line says what to do."""
 
-    def __init__(self, verifier: JwtVerifier | None, demo: DemoLogin | None) -> None:
+    def __init__(
+        self,
+        verifier: JwtVerifier | None,
+        demo: DemoLogin | None,
+        revocations: Revocations | None = None,
+        sessions: Sessions | None = None,
+    ) -> None:
         self.verifier = verifier
         self.demo = demo
+        self.revocations = revocations
+        """Revoked tokens (by ``jti`` or subject), checked after a token verifies."""
+        self.sessions = sessions
+        """The local accounts' session cookies (``None``: no accounts on this server)."""
+
+    async def prepare(self, authorization: str | None, cookie: str | None = None) -> None:
+        """Fetch the identity provider's keys (off the event loop) when the request's token
+        names a key the last fetch did not have (at most once per interval:
+        :mod:`bastion.governance.identity_jwks`); verification itself never waits."""
+        jwks = self.verifier.jwks if self.verifier is not None else None
+        if authorization is None and cookie is not None:
+            authorization = f"Bearer {cookie}"
+        if jwks is None or authorization is None:
+            return
+        try:
+            kid = read_token(bearer_token(authorization), self.verifier_limit()).kid
+        except AuthenticationError:
+            return  # refused by the verification itself, with its reason
+        if kid == DEMO_KID or not jwks.wants(kid):
+            return
+        try:
+            await anyio.to_thread.run_sync(jwks.fetch, kid)
+        except BastionError as exc:
+            log.warning("identity provider keys: %s", exc)
+
+    def verifier_limit(self) -> int:
+        limits = [v.config.max_token_bytes for v in (self.verifier,) if v is not None]
+        if self.demo is not None:
+            limits.append(self.demo.verifier.config.max_token_bytes)
+        return max(limits, default=8192)
+
+    def authenticate_request(
+        self, authorization: str | None, cookie: str | None, *, unsafe: bool, origin: bool
+    ) -> Identity:
+        """A bearer token when the request has one, else the session cookie. A request that
+        may change something (``unsafe``) is taken on its cookie only with an ``Origin``
+        header (one checked to be this server's page): cross-site request forgery."""
+        if authorization is not None or cookie is None or self.sessions is None:
+            return self.authenticate(authorization)
+        if unsafe and not origin:
+            raise AuthenticationError(
+                "a change signed in by cookie must come from this server's page "
+                "(no Origin header): send 'Authorization: Bearer <token>' instead"
+            )
+        if not self.sessions.is_local(cookie):  # the provider's ID token (the page's sign-in)
+            return self.authenticate(f"Bearer {cookie}")
+        identity = self.sessions.identify(cookie)
+        if self.revocations is not None:
+            limit = self.sessions.verifier.config.max_token_bytes
+            self.revocations.check(read_token(cookie, limit).payload)
+        return identity
 
     @property
     def configured(self) -> bool:
@@ -89,14 +163,22 @@ class Authenticator:
 
     def authenticate(self, authorization: str | None) -> Identity:
         token = bearer_token(authorization)
+        verifier = self._verifier_for(token)
+        identity = verifier.authenticate(token)
+        if self.revocations is not None:
+            # the token verified: its claims are the issuer's
+            self.revocations.check(read_token(token, verifier.config.max_token_bytes).payload)
+        return identity
+
+    def _verifier_for(self, token: str) -> JwtVerifier:
         if self.demo is not None:
             limit = self.demo.verifier.config.max_token_bytes
             if self.verifier is not None:
                 limit = max(limit, self.verifier.config.max_token_bytes)
             if read_token(token, limit).kid == DEMO_KID:
-                return self.demo.verifier.authenticate(token)
+                return self.demo.verifier
         if self.verifier is None:
             raise AuthenticationError(
                 "this server trusts no identity provider: sign in with the demo login"
             )
-        return self.verifier.authenticate(token)
+        return self.verifier

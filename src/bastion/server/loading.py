@@ -5,58 +5,14 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import os
-from collections.abc import Iterator, Mapping
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 from starlette.applications import Starlette
 
-from bastion.core.errors import ConfigurationError
-from bastion.server.settings import ServerSettings, read_tables
+from bastion.server.file import ServerFile
 
 __all__ = ["ServerFile", "opened_app"]
-
-_SERVER_TABLES = ("server", "identity")
-
-
-@dataclasses.dataclass(frozen=True)
-class ServerFile:
-    """A checked workspace file with its server tables; nothing opened yet."""
-
-    workspace: Any
-    """The :class:`~bastion.config.WorkspaceConfig` of the rest of the file."""
-    settings: ServerSettings
-    identity: Any
-    """The :class:`~bastion.governance.identity_config.IdentityConfig`, or ``None``."""
-
-    @classmethod
-    def read(
-        cls, path: str | os.PathLike[str], *, env: Mapping[str, str] | None = None
-    ) -> ServerFile:
-        from bastion.config import WorkspaceConfig
-        from bastion.governance.identity_config import IdentityConfig
-
-        file = Path(path)
-        data = read_tables(file)
-        rest = {k: v for k, v in data.items() if k not in _SERVER_TABLES}
-        try:
-            raw_server = data.get("server", {})
-            if not isinstance(raw_server, dict):
-                raise ConfigurationError("server: must be a table")
-            settings = ServerSettings.from_dict(raw_server)
-            raw_identity = data.get("identity")
-            identity = None
-            if raw_identity is not None:
-                if not isinstance(raw_identity, dict):
-                    raise ConfigurationError("identity: must be a table")
-                identity = IdentityConfig.from_dict(
-                    raw_identity, base_dir=file.resolve().parent, environ=env
-                )
-            workspace = WorkspaceConfig.from_dict(rest, base=file.resolve().parent, env=env)
-        except ConfigurationError as exc:
-            raise ConfigurationError(f"{file}: {exc}") from None
-        return cls(workspace, settings, identity)
 
 
 @contextlib.contextmanager
@@ -75,4 +31,10 @@ def opened_app(server: ServerFile) -> Iterator[Starlette]:
         people = [(u.principal, u.about) for u in users()]
     owner = dataclasses.replace(server.workspace, principal=None)
     with owner.opened() as ws:
-        yield create_app(ws, identity=server.identity, settings=server.settings, demo_users=people)
+        yield create_app(
+            ws,
+            identity=server.identity,
+            settings=server.settings,
+            demo_users=people,
+            source=server,
+        )

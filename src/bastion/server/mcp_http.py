@@ -6,6 +6,13 @@ the workspace acting for it) with its own session manager, started on first use:
 belongs to the manager of the principal that opened it, so a session id presented with
 another principal's token is unknown there (``404``, exactly like an id that never existed).
 One server process thus serves many agents, each seeing only its own view.
+
+A manager belongs to one configuration of the server (:attr:`ServerState.generation`): when
+the workspace file is reloaded, the next request of a principal finds its old manager retired
+and gets a new one over the new configuration, so a session id of the old one is unknown
+(``404``: the client starts a new session, whose tools and answers follow the new policy).
+A retired manager keeps running for :data:`_RETIRE_GRACE` seconds, so that answers already
+streaming finish.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ if TYPE_CHECKING:
 __all__ = ["McpHub"]
 
 _IDLE_SECONDS = 1800.0
+_RETIRE_GRACE = 60.0
 
 
 class McpHub:
@@ -37,7 +45,7 @@ class McpHub:
     def __init__(self, state: ServerState, *, max_principals: int = 1000) -> None:
         self.state = state
         self.max_principals = max_principals
-        self._managers: dict[Principal, StreamableHTTPSessionManager] = {}
+        self._managers: dict[Principal, tuple[int, StreamableHTTPSessionManager, anyio.Event]] = {}
         self._lock = anyio.Lock()
         self._group: TaskGroup | None = None
 
@@ -66,24 +74,29 @@ class McpHub:
 
     async def _manager(self, principal: Principal) -> StreamableHTTPSessionManager:
         async with self._lock:
+            generation = self.state.generation
             found = self._managers.get(principal)
             if found is not None:
-                return found
+                if found[0] == generation:
+                    return found[1]
+                del self._managers[principal]
+                found[2].set()  # retired: its sessions are unknown from now on
             if self._group is None:
                 raise ApiError(503, "starting", "the MCP endpoint is not running yet; retry")
             if len(self._managers) >= self.max_principals:
                 raise ApiError(503, "too_many_agents", "too many MCP principals; retry later")
             manager = self._build(principal)
-            started = anyio.Event()
+            started, retired = anyio.Event(), anyio.Event()
 
             async def keep() -> None:
                 async with manager.run():
                     started.set()
-                    await anyio.sleep_forever()
+                    await retired.wait()
+                    await anyio.sleep(_RETIRE_GRACE)
 
             self._group.start_soon(keep)
             await started.wait()
-            self._managers[principal] = manager
+            self._managers[principal] = (generation, manager, retired)
             return manager
 
     def _build(self, principal: Principal) -> StreamableHTTPSessionManager:

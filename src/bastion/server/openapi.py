@@ -57,13 +57,22 @@ _UPLOAD = {
 
 def all_endpoints() -> tuple[Endpoint, ...]:
     """Every endpoint of the API, in the order of the document."""
-    from bastion.server import routes_admin, routes_changes, routes_files, routes_knowledge
+    from bastion.server import (
+        oidc,
+        routes_admin,
+        routes_auth,
+        routes_changes,
+        routes_files,
+        routes_knowledge,
+    )
 
     return (
         *routes_files.ENDPOINTS,
         *routes_knowledge.ENDPOINTS,
         *routes_admin.ENDPOINTS,
         *routes_changes.ENDPOINTS,
+        *routes_auth.ENDPOINTS,
+        *oidc.ENDPOINTS,
     )
 
 

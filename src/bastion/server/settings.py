@@ -12,6 +12,7 @@ max_body_bytes = 1048576    # any request body
 max_upload_bytes = 10485760 # an /v1/ingest upload, counted while it streams
 requests_per_minute = 600   # per principal, every request (the policy's rate limit
                             # still applies to each operation)
+shared_state = ".bastion/server.db"  # revoked tokens, accounts: a file or postgresql:// URL
 ```
 """
 
@@ -49,6 +50,7 @@ _KEYS = frozenset(
         "max_body_bytes",
         "max_upload_bytes",
         "requests_per_minute",
+        "shared_state",
     }
 )
 
@@ -73,6 +75,9 @@ class ServerSettings:
     max_upload_bytes: int = 10 << 20
     requests_per_minute: int | None = 600
     """Requests per principal per minute (``None``: no server-side cap)."""
+    shared_state: str = ".bastion/server.db"
+    """What every process of this workspace shares (revoked tokens, accounts): a SQLite file
+    (relative to the workspace file) or a ``postgresql://`` URL (:mod:`bastion.server.shared`)."""
 
     def __post_init__(self) -> None:
         for name in ("max_body_bytes", "max_upload_bytes"):
@@ -86,6 +91,10 @@ class ServerSettings:
         rpm = self.requests_per_minute
         if rpm is not None and (isinstance(rpm, bool) or not isinstance(rpm, int) or rpm < 1):
             raise ConfigurationError("server: requests_per_minute must be a positive integer")
+        if not isinstance(self.shared_state, str) or not self.shared_state.strip():
+            raise ConfigurationError(
+                "server: shared_state must be a file path or a postgresql:// URL"
+            )
         if not isinstance(self.host, str) or not self.host:
             raise ConfigurationError('server: host must be an address such as "127.0.0.1"')
         self.host_names()

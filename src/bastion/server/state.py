@@ -19,10 +19,14 @@ from bastion.core.paths import VPath
 from bastion.core.policy import RateLimit
 from bastion.core.ratelimit import RateLimiter
 from bastion.server.auth import Authenticator
+from bastion.server.metrics import Metrics
+from bastion.server.sessions import COOKIE, LoginLimiter
 from bastion.server.settings import ServerSettings
 
 if TYPE_CHECKING:
     from bastion.governance.identity import Identity
+    from bastion.server.accounts import Accounts
+    from bastion.server.file import ServerFile
     from bastion.workspace import Workspace
 
 __all__ = ["IndexJob", "ServerState", "state_of"]
@@ -63,15 +67,26 @@ class ServerState:
         settings: ServerSettings,
         *,
         demo_users: tuple[tuple[str, str], ...] = (),
+        source: ServerFile | None = None,
     ) -> None:
         self.workspace = workspace
         self.auth = auth
         self.settings = settings
+        self.source = source
+        """The checked workspace file the running configuration came from (``None``: built
+        by a program, never reloaded)."""
+        self.generation = 0
+        """Bumped by every reload: whatever is remembered per configuration carries it."""
         self.demo_users = demo_users
         """``(id, about)`` of each demo user, listed only when the demo login is on."""
         rpm = settings.requests_per_minute
         self.limiter = RateLimiter(RateLimit(rpm, 60.0)) if rpm is not None else None
         self.index_job = IndexJob()
+        self.accounts: Accounts | None = None
+        """The local accounts (with :attr:`Authenticator.sessions`), when the server has a
+        shared state and a workspace file."""
+        self.logins = LoginLimiter()
+        self.metrics = Metrics()
 
     def view(self, request: Request) -> Workspace:
         """The workspace acting for this request's principal (401 without a valid token;
@@ -80,11 +95,27 @@ class ServerState:
         return self.workspace.with_principal(identity.principal)
 
     def identify(self, request: Request) -> Identity:
-        identity = self.auth.authenticate(request.headers.get("authorization"))
+        identity = self.auth.authenticate_request(
+            request.headers.get("authorization"),
+            request.cookies.get(COOKIE),
+            unsafe=request.method not in ("GET", "HEAD"),
+            origin="origin" in request.headers,
+        )
         request.state.principal = identity.principal.id
         if self.limiter is not None:
             self.limiter.check(identity.principal)
         return identity
+
+    def reconfigure(self, server: ServerFile) -> list[str]:
+        """Replace the policy, the mounts' scopes and labels and the identity with those of
+        ``server`` at once; what waits for a restart is returned as notes."""
+        from bastion.server.reconfigure import reconfigured
+
+        workspace, auth, notes = reconfigured(self.workspace, self.auth, self.source, server)
+        self.workspace, self.auth, self.source = workspace, auth, server
+        self.generation += 1
+        self.metrics.reloads += 1
+        return notes
 
     @staticmethod
     def may(ws: Workspace, action: Action) -> bool:

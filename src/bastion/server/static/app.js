@@ -1,9 +1,11 @@
 // Bastion's web page: plain JavaScript, no build step. Every request carries the bearer
-// token held in memory only (a reload signs out); everything shown is set as text, never HTML.
+// token held in memory only (a reload signs out), or the account's session cookie (HttpOnly:
+// this script never sees it); everything shown is set as text, never HTML.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
 let token = null;
+let session = false; // signed in with an account (the cookie)
 let me = null;
 
 function el(tag, text, attrs = {}) {
@@ -67,8 +69,22 @@ async function signIn(newToken) {
   $("question").focus();
 }
 
+async function loadSignInMethods() {
+  try {
+    const methods = await (await fetch("/v1/auth/methods")).json();
+    $("account-form").hidden = !methods.accounts;
+    $("oidc-sign-in").hidden = !methods.oidc;
+  } catch (e) { /* neither */ }
+}
+
+async function resumeSession() {
+  const response = await fetch("/v1/me");
+  if (response.ok) { session = true; await signIn(null); }
+}
+
 function signOut() {
-  token = null; me = null;
+  if (session) fetch("/v1/auth/logout", { method: "POST" });
+  token = null; me = null; session = false;
   $("app").hidden = true; $("signin").hidden = false; $("signout").hidden = true;
   $("whoami").textContent = "";
   for (const id of ["answer", "citations", "verdict", "hits", "tree", "upload-status"]) $(id).replaceChildren();
@@ -283,6 +299,17 @@ async function loadAudit() {
 
 document.addEventListener("DOMContentLoaded", () => {
   loadDemoUsers();
+  loadSignInMethods();
+  resumeSession();
+  $("account-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    try {
+      await postJSON("/v1/auth/login", { user: $("account-user").value, password: $("account-password").value });
+      session = true;
+      await signIn(null);
+    } catch (e) { $("signin-error").textContent = e.message; }
+    $("account-password").value = "";
+  });
   $("demo-form").addEventListener("submit", async (event) => {
     event.preventDefault();
     try {

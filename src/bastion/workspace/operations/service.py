@@ -108,6 +108,45 @@ class DemoLoginParams(Params):
     user: str = Field(min_length=1, description="A demo user's name")
 
 
+class LoginParams(Params):
+    user: str = Field(min_length=1, max_length=128, description="An account's name")
+    password: str = Field(min_length=1, max_length=1024, description="Its password")
+
+
+class SignedIn(Result):
+    user: str
+
+
+class OidcCallbackParams(Params):
+    """What providers send back (RFC 6749, RFC 9207's ``iss``, OpenID Connect session
+    management's ``session_state``, and the extras of the common providers)."""
+
+    code: str = Field("", max_length=4096, description="The provider's authorization code")
+    state: str = Field("", max_length=512, description="The state this server sent")
+    iss: str = Field("", max_length=2048, description="The provider (RFC 9207)")
+    session_state: str = Field("", max_length=2048, description="The provider's session")
+    scope: str = Field("", max_length=2048, description="Scopes granted")
+    authuser: str = Field("", max_length=64, description="Google's account index")
+    hd: str = Field("", max_length=256, description="Google's hosted domain")
+    prompt: str = Field("", max_length=64, description="The prompt shown")
+    error: str = Field("", max_length=256, description="Why the provider refused")
+    error_description: str = Field("", max_length=2048, description="Its explanation")
+    error_uri: str = Field("", max_length=2048, description="Its page")
+
+
+class Redirect(Result):
+    location: str
+
+
+class SignInMethods(Result):
+    accounts: bool
+    oidc: bool
+
+
+class MetricsText(Result):
+    text: str
+
+
 class Token(Result):
     token: str
     token_type: str
@@ -160,5 +199,44 @@ SERVICE_OPERATIONS: tuple[Operation, ...] = (
         params=DemoLoginParams,
         result=Token,
         errors=(NotFoundError,),
+    ),
+    Operation(
+        name="login",
+        summary="Sign in with a local account: a session cookie (HttpOnly, SameSite=Strict)",
+        params=LoginParams,
+        result=SignedIn,
+        errors=(NotFoundError, RateLimitError),
+    ),
+    Operation(
+        name="sign_in_methods",
+        summary="How people sign in here: local accounts, an OpenID Connect provider",
+        params=NoParams,
+        result=SignInMethods,
+    ),
+    Operation(
+        name="oidc_start",
+        summary="Sign in at the OpenID Connect provider: a redirect (code flow with PKCE)",
+        params=NoParams,
+        result=Redirect,
+        errors=(NotFoundError,),
+    ),
+    Operation(
+        name="oidc_callback",
+        summary="Where the provider sends the browser back: a session cookie, then the page",
+        params=OidcCallbackParams,
+        result=Redirect,
+        errors=(NotFoundError,),
+    ),
+    Operation(
+        name="metrics",
+        summary="Prometheus metrics of this process (text): requests, latencies, statuses",
+        params=NoParams,
+        result=MetricsText,
+    ),
+    Operation(
+        name="logout",
+        summary="End this session: its cookie is revoked in every process",
+        params=NoParams,
+        result=SignedIn,
     ),
 )

@@ -1,0 +1,129 @@
+"""Access changes apply to the next request: the server follows its workspace file.
+
+Before each request the file's identity (inode, size, modification time) is compared with the
+one last loaded: one ``stat``, nothing else, when nothing changed; ``SIGHUP`` asks for a reload
+whatever the file says. A changed file is read and checked off the event loop, then:
+
+- **valid**: the policy, the mounts' scopes and labels and the ``[identity]`` replace the
+  running ones at once (:meth:`ServerState.reconfigure`); every cache that holds a decision
+  belongs to the configuration it was made under, so nothing decided before is reused;
+- **invalid**: the running configuration stays, and one log line names the problem.
+
+What cannot change without a restart (a mount's store, a new mount, the index, ``[server]``)
+is named in one log line and keeps its running value; a mount taken out of the file is taken
+out of the tree at once (less access never waits).
+
+The revoked tokens are refreshed by the same middleware (:mod:`bastion.server.revocations`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+import anyio
+import anyio.to_thread
+from starlette.datastructures import Headers
+from starlette.requests import Request
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from bastion.core.errors import BastionError
+from bastion.server.auth import Authenticator
+from bastion.server.sessions import COOKIE
+
+if TYPE_CHECKING:
+    from bastion.server.file import ServerFile
+
+__all__ = ["ConfigWatch", "Refresh"]
+
+log = logging.getLogger("bastion.server")
+
+Stamp = tuple[int, int, int, int]
+
+
+class Followed(Protocol):
+    """What a reload changes (the server's state)."""
+
+    auth: Authenticator
+    generation: int
+
+    def reconfigure(self, server: ServerFile) -> list[str]: ...
+
+
+def _stamp(path: Path) -> Stamp | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+@dataclass
+class ConfigWatch:
+    """The workspace file a server was started from, and the stamp of what it loaded."""
+
+    path: Path
+    read: Callable[[Path, Mapping[str, str] | None], ServerFile]
+    """Reads and checks the file (``ServerFile.read``)."""
+    env: Mapping[str, str] | None = None
+    stamp: Stamp | None = None
+    forced: bool = False
+    """Set by ``SIGHUP``: reload on the next request even if the stamp is the same."""
+
+    def __post_init__(self) -> None:
+        if self.stamp is None:
+            self.stamp = _stamp(self.path)
+        self._lock = anyio.Lock()
+
+    def changed(self) -> bool:
+        return self.forced or _stamp(self.path) != self.stamp
+
+    async def follow(self, state: Followed) -> None:
+        """Reload into ``state`` when the file changed (one reload at a time; the requests
+        that arrive meanwhile wait for it, then see the new configuration)."""
+        if not self.changed():
+            return
+        async with self._lock:
+            seen = _stamp(self.path)
+            if seen == self.stamp and not self.forced:
+                return
+            self.forced = False
+            self.stamp = seen
+            try:
+                server = await anyio.to_thread.run_sync(self.read, self.path, self.env)
+                notes = state.reconfigure(server)
+            except BastionError as exc:
+                log.error("reload refused, the running configuration stays: %s", exc)
+                return
+            log.warning(
+                "reloaded %s (configuration %d)%s",
+                self.path.name,
+                state.generation,
+                "".join(f"; {note}" for note in notes),
+            )
+
+
+class Refresh:
+    """ASGI middleware: the file, the revoked tokens and the identity provider's keys are
+    brought up to date before each request is handled."""
+
+    def __init__(self, app: ASGIApp, *, state: Followed, watch: ConfigWatch | None) -> None:
+        self.app = app
+        self.state = state
+        self.watch = watch
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            state = self.state
+            if self.watch is not None:
+                await self.watch.follow(state)
+            auth = state.auth
+            if auth.revocations is not None:
+                await auth.revocations.refresh()
+            headers = Headers(scope=scope)
+            cookie = Request(scope).cookies.get(COOKIE) if "cookie" in headers else None
+            await auth.prepare(headers.get("authorization"), cookie)
+        await self.app(scope, receive, send)
