@@ -58,6 +58,8 @@ COMMANDS_EXEMPT: Mapping[str, str] = {
     "demo": "the scripted tour over its own demo workspace",
     "serve": "starts the server: the http-api, web-page and mcp-http front ends",
     "eval": "scores an index on a dataset folder given on the command line",
+    "explain": "operators only (refused to others, audited): why a named user may or may not "
+    "act on a path; tested in tests/cli/test_cli_explain.py",
     **{
         name: "the change journal: governed by ChangeReview (what the viewer may read and "
         "write), tested in tests/security/test_journal_governance.py and tests/cli; no parity "

@@ -16,7 +16,7 @@ from bastion import ConflictError, MemoryStore, Mount, NotFoundError, Policy, Pr
 from bastion.core.errors import ConfigurationError
 from bastion.stores.local import LocalStore
 from bastion.workspace.journal import Journal, JournalError, Retention
-from bastion.workspace.workspace import SyncWorkspace
+from bastion.workspace.sync import SyncWorkspace
 
 BOT = Principal.of("bot")
 

@@ -15,8 +15,6 @@ if TYPE_CHECKING:
     from bastion.server.file import ServerFile
     from bastion.workspace import Workspace
 
-from bastion.workspace.reconfigure import reconfigured as rebuilt
-
 __all__ = ["reconfigured"]
 
 
@@ -70,7 +68,7 @@ def reconfigured(
     if auth.sessions is not None:
         sessions = auth.sessions.for_config(server.workspace.users, policy)
     fresh = Authenticator(verifier, demo, auth.revocations, sessions)
-    workspace = rebuilt(running, policy=policy, mounts=mounts)
+    workspace = running.reconfigured(policy=policy, mounts=mounts)
     return workspace, fresh, notes
 
 

@@ -24,10 +24,9 @@ the knowledge link) is built once here.
 from __future__ import annotations
 
 import builtins
-import functools
-from collections.abc import Callable, Coroutine, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from bastion.core.audit import AuditSink, MemoryAuditSink
 from bastion.core.audit_sinks import AuditView
@@ -36,10 +35,10 @@ from bastion.core.models import Action, FileInfo, WriteMode
 from bastion.core.mounts import Mount, MountTable
 from bastion.core.paths import VPath
 from bastion.core.policy import Policy
+from bastion.core.ports import Store
 from bastion.core.principal import Principal
 from bastion.core.ratelimit import RateLimiter
 from bastion.workspace.asking import ASK_RELEVANCE_FLOOR, Asking
-from bastion.workspace.blocking import run_blocking
 from bastion.workspace.doclabels import DocumentLabels
 from bastion.workspace.files import EditResult, FileOps, TextPage
 from bastion.workspace.fsmap import filesystem_map
@@ -65,8 +64,9 @@ if TYPE_CHECKING:
     from bastion.workspace.grep import GrepResult
     from bastion.workspace.indexing import IndexSummary
     from bastion.workspace.journal import Change, Checkpoint, Rollback
+    from bastion.workspace.sync import SyncWorkspace
 
-__all__ = ["EditResult", "SyncWorkspace", "TextPage", "Workspace"]
+__all__ = ["EditResult", "TextPage", "Workspace"]
 
 
 class _Shared:
@@ -165,8 +165,28 @@ class Workspace:
         view._bind(self.principal, owner=self._owner, thread=thread)
         return view
 
+    def reconfigured(self, *, policy: Policy, mounts: Iterable[Mount]) -> Workspace:
+        """A new owner workspace over the same stores, index, audit, journal and processes
+        with ``policy`` and ``mounts`` (the same stores, with new scopes or labels): what a
+        server swaps in when its file changes. Nothing it remembers about access is carried
+        over (decisions, labels, search checks are all keyed to the new one)."""
+        old = self._shared
+        table = MountTable(replace(m, store=_bare(m.store)) for m in mounts)
+        knowledge = old.knowledge.knowledge if old.knowledge is not None else None
+        fresh = Workspace(
+            table, policy=policy, audit=old.audit, knowledge=knowledge, journal=old.journal
+        )
+        fresh._shared.processes = old.processes
+        fresh._shared.threads = old.threads
+        if old.limiter is not None and policy.rate_limit == old.policy.rate_limit:
+            fresh._shared.limiter = old.limiter
+            fresh._bind(fresh.principal, owner=True)
+        return fresh
+
     def sync(self) -> SyncWorkspace:
         """The blocking facade over this workspace."""
+        from bastion.workspace.sync import SyncWorkspace
+
         return SyncWorkspace(self)
 
     def _link(self) -> KnowledgeLink:
@@ -601,99 +621,10 @@ class Workspace:
         return await self._changes.restore(checkpoint)
 
 
-# -- the blocking facade ---------------------------------------------------------------------
-
-P = ParamSpec("P")
-R = TypeVar("R")
-
-
-def _blocking(
-    method: Callable[Concatenate[Workspace, P], Coroutine[Any, Any, R]],
-) -> Callable[Concatenate[SyncWorkspace, P], R]:
-    def call(self: SyncWorkspace, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        return run_blocking(method(self.aio, *args, **kwargs))
-
-    functools.update_wrapper(call, method)
-    return call
-
-
-class SyncWorkspace:
-    """Blocking twin of :class:`Workspace`; ``aio`` is the async workspace underneath."""
-
-    def __init__(self, aio: Workspace) -> None:
-        self.aio = aio
-
-    @classmethod
-    def create(cls, mounts: Any, **kwargs: Any) -> SyncWorkspace:
-        """Build the async workspace and wrap it: ``SyncWorkspace.create(mounts, policy=...)``."""
-        return cls(Workspace(mounts, **kwargs))
-
-    # Plain (non-async) members are passed through.
-    @property
-    def principal(self) -> Principal:
-        return self.aio.principal
-
-    @property
-    def mounts(self) -> tuple[Mount, ...]:
-        return self.aio.mounts
-
-    @property
-    def audit(self) -> AuditSink:
-        return self.aio.audit
-
-    def filesystem_map(self) -> str:
-        return self.aio.filesystem_map()
-
-    def parse_path(self, path: str | VPath, *, operation: str) -> VPath:
-        return self.aio.parse_path(path, operation=operation)
-
-    @property
-    def has_index(self) -> bool:
-        return self.aio.has_index
-
-    @property
-    def search_modes(self) -> tuple[str, ...]:
-        return self.aio.search_modes
-
-    def with_principal(self, principal: Principal) -> SyncWorkspace:
-        return SyncWorkspace(self.aio.with_principal(principal))
-
-    def with_thread(self, thread: str | None) -> SyncWorkspace:
-        return SyncWorkspace(self.aio.with_thread(thread))
-
-    stat = _blocking(Workspace.stat)
-    exists = _blocking(Workspace.exists)
-    read_bytes = _blocking(Workspace.read_bytes)
-    read_text = _blocking(Workspace.read_text)
-    read_lines = _blocking(Workspace.read_lines)
-    write = _blocking(Workspace.write)
-    append = _blocking(Workspace.append)
-    edit = _blocking(Workspace.edit)
-    mkdir = _blocking(Workspace.mkdir)
-    delete = _blocking(Workspace.delete)
-    copy = _blocking(Workspace.copy)
-    move = _blocking(Workspace.move)
-    list = _blocking(Workspace.list)
-    glob = _blocking(Workspace.glob)
-    grep = _blocking(Workspace.grep)
-    search = _blocking(Workspace.search)
-    index_directory = _blocking(Workspace.index_directory)
-    rebuild_index = _blocking(Workspace.rebuild_index)
-    reindex = _blocking(Workspace.reindex)
-    ask = _blocking(Workspace.ask)
-    run = _blocking(Workspace.run)
-    start_process = _blocking(Workspace.start_process)
-    processes = _blocking(Workspace.processes)
-    read_output = _blocking(Workspace.read_output)
-    send_input = _blocking(Workspace.send_input)
-    kill_process = _blocking(Workspace.kill_process)
-    write_back = _blocking(Workspace.write_back)
-    close_processes = _blocking(Workspace.close_processes)
-    changes = _blocking(Workspace.changes)
-    diff = _blocking(Workspace.diff)
-    undo = _blocking(Workspace.undo)
-    undo_last = _blocking(Workspace.undo_last)
-    revert = _blocking(Workspace.revert)
-    checkpoint = _blocking(Workspace.checkpoint)
-    checkpoints = _blocking(Workspace.checkpoints)
-    restore = _blocking(Workspace.restore)
+def _bare(store: Store) -> Store:
+    """The store below the workspace's own wrappers (the journal's, the labels')."""
+    if isinstance(store, JournalledStore):
+        store = store.inner
+    if isinstance(store, DocumentLabels):
+        store = store.inner
+    return store
