@@ -24,9 +24,10 @@ the knowledge link) is built once here.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Mapping
+import functools
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from bastion.core.audit import AuditSink, MemoryAuditSink
 from bastion.core.audit_sinks import AuditView
@@ -35,18 +36,18 @@ from bastion.core.models import Action, FileInfo, WriteMode
 from bastion.core.mounts import Mount, MountTable
 from bastion.core.paths import VPath
 from bastion.core.policy import Policy
-from bastion.core.ports import Store
 from bastion.core.principal import Principal
-from bastion.core.ratelimit import RateLimiter
 from bastion.workspace.asking import ASK_RELEVANCE_FLOOR, Asking
+from bastion.workspace.blocking import run_blocking
 from bastion.workspace.doclabels import DocumentLabels
 from bastion.workspace.files import EditResult, FileOps, TextPage
 from bastion.workspace.fsmap import filesystem_map
 from bastion.workspace.indexing import IndexFollower, KnowledgeLink
-from bastion.workspace.journal import ChangeReview, Journal, JournalledStore, Threads
+from bastion.workspace.journal import ChangeReview, Journal
 from bastion.workspace.routing import Router, parse_request
-from bastion.workspace.running import ProcessGate, egress_recorder, may_execute
+from bastion.workspace.running import egress_recorder, may_execute
 from bastion.workspace.searching import Progress, Searching, Segments
+from bastion.workspace.shared import Shared, bare
 from bastion.workspace.transfer import Transfers
 from bastion.workspace.tree import TreeOps
 
@@ -64,37 +65,8 @@ if TYPE_CHECKING:
     from bastion.workspace.grep import GrepResult
     from bastion.workspace.indexing import IndexSummary
     from bastion.workspace.journal import Change, Checkpoint, Rollback
-    from bastion.workspace.sync import SyncWorkspace
 
-__all__ = ["EditResult", "TextPage", "Workspace"]
-
-
-class _Shared:
-    """State shared by every principal view of one workspace."""
-
-    def __init__(
-        self,
-        mounts: MountTable,
-        policy: Policy,
-        audit: AuditSink,
-        knowledge: Knowledge | None,
-        journal: Journal | None = None,
-    ) -> None:
-        self.journal = journal
-        self.threads = Threads()
-        if journal is not None:  # the one hook on the write path (docs/changes.md)
-            mounts = MountTable(
-                replace(
-                    m, store=JournalledStore(m.store, journal, self.threads, m.prefix, m.labels)
-                )
-                for m in mounts.mounts
-            )
-        self.mounts = mounts
-        self.policy = policy
-        self.audit = audit
-        self.limiter = RateLimiter(policy.rate_limit) if policy.rate_limit else None
-        self.knowledge = KnowledgeLink(knowledge, mounts) if knowledge is not None else None
-        self.processes = ProcessGate()
+__all__ = ["EditResult", "SyncWorkspace", "TextPage", "Workspace"]
 
 
 class Workspace:
@@ -128,7 +100,7 @@ class Workspace:
                 for m in table.mounts
             )
         sink = audit if audit is not None else MemoryAuditSink()
-        self._shared = _Shared(table, policy, sink, knowledge, journal)
+        self._shared = Shared(table, policy, sink, knowledge, journal)
         self._bind(principal or Principal.of("local"), owner=principal is None)
 
     def _bind(
@@ -171,7 +143,7 @@ class Workspace:
         server swaps in when its file changes. Nothing it remembers about access is carried
         over (decisions, labels, search checks are all keyed to the new one)."""
         old = self._shared
-        table = MountTable(replace(m, store=_bare(m.store)) for m in mounts)
+        table = MountTable(replace(m, store=bare(m.store)) for m in mounts)
         knowledge = old.knowledge.knowledge if old.knowledge is not None else None
         fresh = Workspace(
             table, policy=policy, audit=old.audit, knowledge=knowledge, journal=old.journal
@@ -185,8 +157,6 @@ class Workspace:
 
     def sync(self) -> SyncWorkspace:
         """The blocking facade over this workspace."""
-        from bastion.workspace.sync import SyncWorkspace
-
         return SyncWorkspace(self)
 
     def _link(self) -> KnowledgeLink:
@@ -621,10 +591,99 @@ class Workspace:
         return await self._changes.restore(checkpoint)
 
 
-def _bare(store: Store) -> Store:
-    """The store below the workspace's own wrappers (the journal's, the labels')."""
-    if isinstance(store, JournalledStore):
-        store = store.inner
-    if isinstance(store, DocumentLabels):
-        store = store.inner
-    return store
+# -- the blocking facade ---------------------------------------------------------------------
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _blocking(
+    method: Callable[Concatenate[Workspace, P], Coroutine[Any, Any, R]],
+) -> Callable[Concatenate[SyncWorkspace, P], R]:
+    def call(self: SyncWorkspace, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return run_blocking(method(self.aio, *args, **kwargs))
+
+    functools.update_wrapper(call, method)
+    return call
+
+
+class SyncWorkspace:
+    """Blocking twin of :class:`Workspace`; ``aio`` is the async workspace underneath."""
+
+    def __init__(self, aio: Workspace) -> None:
+        self.aio = aio
+
+    @classmethod
+    def create(cls, mounts: Any, **kwargs: Any) -> SyncWorkspace:
+        """Build the async workspace and wrap it: ``SyncWorkspace.create(mounts, policy=...)``."""
+        return cls(Workspace(mounts, **kwargs))
+
+    # Plain (non-async) members are passed through.
+    @property
+    def principal(self) -> Principal:
+        return self.aio.principal
+
+    @property
+    def mounts(self) -> tuple[Mount, ...]:
+        return self.aio.mounts
+
+    @property
+    def audit(self) -> AuditSink:
+        return self.aio.audit
+
+    def filesystem_map(self) -> str:
+        return self.aio.filesystem_map()
+
+    def parse_path(self, path: str | VPath, *, operation: str) -> VPath:
+        return self.aio.parse_path(path, operation=operation)
+
+    @property
+    def has_index(self) -> bool:
+        return self.aio.has_index
+
+    @property
+    def search_modes(self) -> tuple[str, ...]:
+        return self.aio.search_modes
+
+    def with_principal(self, principal: Principal) -> SyncWorkspace:
+        return SyncWorkspace(self.aio.with_principal(principal))
+
+    def with_thread(self, thread: str | None) -> SyncWorkspace:
+        return SyncWorkspace(self.aio.with_thread(thread))
+
+    stat = _blocking(Workspace.stat)
+    exists = _blocking(Workspace.exists)
+    read_bytes = _blocking(Workspace.read_bytes)
+    read_text = _blocking(Workspace.read_text)
+    read_lines = _blocking(Workspace.read_lines)
+    write = _blocking(Workspace.write)
+    append = _blocking(Workspace.append)
+    edit = _blocking(Workspace.edit)
+    mkdir = _blocking(Workspace.mkdir)
+    delete = _blocking(Workspace.delete)
+    copy = _blocking(Workspace.copy)
+    move = _blocking(Workspace.move)
+    list = _blocking(Workspace.list)
+    glob = _blocking(Workspace.glob)
+    grep = _blocking(Workspace.grep)
+    search = _blocking(Workspace.search)
+    index_directory = _blocking(Workspace.index_directory)
+    rebuild_index = _blocking(Workspace.rebuild_index)
+    reindex = _blocking(Workspace.reindex)
+    ask = _blocking(Workspace.ask)
+    run = _blocking(Workspace.run)
+    start_process = _blocking(Workspace.start_process)
+    processes = _blocking(Workspace.processes)
+    read_output = _blocking(Workspace.read_output)
+    send_input = _blocking(Workspace.send_input)
+    kill_process = _blocking(Workspace.kill_process)
+    write_back = _blocking(Workspace.write_back)
+    close_processes = _blocking(Workspace.close_processes)
+    changes = _blocking(Workspace.changes)
+    diff = _blocking(Workspace.diff)
+    undo = _blocking(Workspace.undo)
+    undo_last = _blocking(Workspace.undo_last)
+    revert = _blocking(Workspace.revert)
+    checkpoint = _blocking(Workspace.checkpoint)
+    checkpoints = _blocking(Workspace.checkpoints)
+    restore = _blocking(Workspace.restore)

@@ -1,0 +1,59 @@
+"""What every principal view of one workspace shares: its mounts (wrapped for the journal),
+policy, audit, rate limiter, knowledge link, journal and background processes."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from bastion.core.audit import AuditSink
+from bastion.core.mounts import MountTable
+from bastion.core.policy import Policy
+from bastion.core.ports import Store
+from bastion.core.ratelimit import RateLimiter
+from bastion.workspace.doclabels import DocumentLabels
+from bastion.workspace.indexing import KnowledgeLink
+from bastion.workspace.journal import Journal, JournalledStore, Threads
+from bastion.workspace.running import ProcessGate
+
+if TYPE_CHECKING:
+    from bastion.knowledge.engine import Knowledge
+
+__all__ = ["Shared", "bare"]
+
+
+class Shared:
+    """State shared by every principal view of one workspace."""
+
+    def __init__(
+        self,
+        mounts: MountTable,
+        policy: Policy,
+        audit: AuditSink,
+        knowledge: Knowledge | None,
+        journal: Journal | None = None,
+    ) -> None:
+        self.journal = journal
+        self.threads = Threads()
+        if journal is not None:  # the one hook on the write path (docs/changes.md)
+            mounts = MountTable(
+                replace(
+                    m, store=JournalledStore(m.store, journal, self.threads, m.prefix, m.labels)
+                )
+                for m in mounts.mounts
+            )
+        self.mounts = mounts
+        self.policy = policy
+        self.audit = audit
+        self.limiter = RateLimiter(policy.rate_limit) if policy.rate_limit else None
+        self.knowledge = KnowledgeLink(knowledge, mounts) if knowledge is not None else None
+        self.processes = ProcessGate()
+
+
+def bare(store: Store) -> Store:
+    """The store below the workspace's own wrappers (the journal's, the labels')."""
+    if isinstance(store, JournalledStore):
+        store = store.inner
+    if isinstance(store, DocumentLabels):
+        store = store.inner
+    return store
