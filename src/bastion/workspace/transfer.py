@@ -10,7 +10,6 @@ writer, a full disk).
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 from bastion.core.errors import (
@@ -193,7 +192,7 @@ class Transfers:
                 if not step.exists:
                     guarded, rel = self._router.route(step.dst)
                     await self._make_dir(guarded, rel)
-                made = FileInfo(step.dst, EntryKind.DIRECTORY, 0, time.time())
+                made = FileInfo(step.dst, EntryKind.DIRECTORY)  # undated, as folders are shown
             else:
                 src_store, src_rel = self._router.route(step.src)
                 seen, data = await src_store.read_file(src_rel, 0, cap + 1)
