@@ -56,8 +56,8 @@ class GuardContext:
         self.roles = policy.effective_roles(principal)
         self._decisions: dict[tuple[Action, tuple[str, ...]], Decision] = {}
         self._blocked: dict[tuple[str, ...], str | None] = {}
-        self.mounts_seen: dict[object, bool] = {}
-        """Whether the principal sees each mount (``core.visibility.mount_seen``)."""
+        self.mounts_seen: dict[object, str | None] = {}
+        """Why the principal sees nothing of a mount, or ``None`` (``core.visibility``)."""
 
     def operation(
         self, name: str, path: VPath | str, target: VPath | str | None = None

@@ -33,6 +33,7 @@ __all__ = [
     "absent",
     "blind_mode",
     "may_reach",
+    "mount_hidden",
     "mount_seen",
     "refused",
     "ruled_out",
@@ -92,8 +93,9 @@ def why_hidden(
     guard does, per path); ``False`` to work it out here."""
     if not mount.scope.allows(Action.READ):
         return f"mount {mount.prefix} is {mount.scope.value}"
-    if not mount_seen(ctx, mount):
-        return f"mount {mount.prefix}: the principal may see nothing there"
+    hidden = mount_hidden(ctx, mount)
+    if hidden is not None:
+        return f"mount {mount.prefix}: {hidden}"
     why = ruled_out(ctx, full, kind) if ruled is False else ruled
     if isinstance(why, str):
         return why
@@ -154,39 +156,57 @@ def may_reach(
     match there says yes, a deny rule that covers the whole tree (``/docs/**``) says no. Deny
     rules that cover it only together do not hide it (an allow rule behind them is taken at
     its word)."""
-    for rule in policy.rules:
+    return reach(policy, principal, roles, action, prefix) is None
+
+
+def reach(
+    policy: Policy, principal: Principal, roles: frozenset[str], action: Action, prefix: VPath
+) -> str | None:
+    """:func:`may_reach`: ``None`` when it could, else why not (the rule that denies the
+    whole tree, or the default deny)."""
+    for index, rule in enumerate(policy.rules):
         if not rule.concerns(principal, roles, action):
             continue
         if rule.effect is Effect.ALLOW:
             if any(g.matches(prefix) or g.could_match_below(prefix) for g in rule.globs):
-                return True
+                return None
         elif any(g.covers(prefix) for g in rule.globs):
-            return False
-    return False
+            return f"deny {action.value} by {rule.description or f'rule {index + 1}'}"
+    return "no rule matched (default deny)"
 
 
 def mount_seen(ctx: GuardContext, mount: Mount) -> bool:
     """May ``ctx``'s principal see anything of ``mount``? Not when its prefix holds a blocked
     segment, when its labels do not admit the principal (a write-only mount excepted: what
     it holds is never read back, so its labels hide nothing from its writers), or when no
-    rule could let the principal read, list or write anything in it. Remembered per
-    principal view (a pure function of the principal, the policy and the mount)."""
-    known = ctx.mounts_seen.get(mount)
-    if known is None:
-        known = ctx.mounts_seen[mount] = _seen(ctx, mount)
-    return known
+    rule could let the principal read, list or write anything in it."""
+    return mount_hidden(ctx, mount) is None
 
 
-def _seen(ctx: GuardContext, mount: Mount) -> bool:
-    if ctx.blocked(mount.prefix) is not None:
-        return False
+def mount_hidden(ctx: GuardContext, mount: Mount) -> str | None:
+    """Why the principal may see nothing of ``mount`` (:func:`mount_seen`), or ``None``.
+    Remembered per principal view (a pure function of the principal, the policy and the
+    mount)."""
+    seen = ctx.mounts_seen
+    if mount in seen:
+        return seen[mount]
+    why = seen[mount] = _hidden(ctx, mount)
+    return why
+
+
+def _hidden(ctx: GuardContext, mount: Mount) -> str | None:
+    blocked = ctx.blocked(mount.prefix)
+    if blocked is not None:
+        return f"blocked segment {blocked!r}"
     if mount.scope is not Scope.WRITE_ONLY and not ctx.admits(mount.labels):
-        return False
-    return any(
-        mount.scope.allows(action)
-        and may_reach(ctx.policy, ctx.principal, ctx.roles, action, mount.prefix)
-        for action in SEEING
-    )
+        return LABELS_HIDE
+    why = "the mount's scope allows none of read, list, write"
+    for action in SEEING:
+        if mount.scope.allows(action):
+            why = reach(ctx.policy, ctx.principal, ctx.roles, action, mount.prefix)
+            if why is None:
+                return None
+    return why
 
 
 class MountView:
@@ -197,8 +217,18 @@ class MountView:
         self.table = table
         self.ctx = ctx
         self.seen = frozenset(m.prefix for m in table if mount_seen(ctx, m))
-        """Prefixes of the mounts this principal may see something of."""
-        self._shown = ", ".join(str(m.prefix) for m in table if m.prefix in self.seen)
+        """Prefixes of the mounts this principal may see something of: paths there are
+        routed to them (elsewhere they are under no mount)."""
+        self.listed = frozenset(
+            m.prefix
+            for m in table
+            if m.prefix in self.seen
+            and any(m.scope.allows(a) and ctx.allows(a, m.prefix) for a in SEEING)
+        )
+        """Prefixes of the seen mounts shown as folders (in listings, and in the mounts an
+        error names): those the principal may read, list or write at their root, as a
+        folder it may see nothing of is not listed even where it may read deeper."""
+        self._shown = ", ".join(str(m.prefix) for m in table if m.prefix in self.listed)
 
     def sees(self, mount: Mount) -> bool:
         return mount.prefix in self.seen
@@ -231,8 +261,8 @@ class MountView:
         return self.ctx.blocked(path) is None and self.ctx.allows(action, path)
 
     def child_names(self, path: VPath) -> set[str]:
-        """Names directly under ``path`` that lead to a mount the principal sees."""
-        return _names_below(path, self.seen)
+        """Names directly under ``path`` that lead to a mount shown to the principal."""
+        return _names_below(path, self.listed)
 
     def leads_to_mount(self, path: VPath) -> bool:
         """``path`` is a mount's prefix, or a directory a mount lies below, of a mount the

@@ -27,7 +27,7 @@ from bastion.core.models import EntryKind, FileInfo
 from bastion.core.mounts import Mount, MountTable
 from bastion.core.operation import Operation, note_refusal
 from bastion.core.paths import VPath
-from bastion.core.visibility import MountView
+from bastion.core.visibility import MountView, mount_hidden
 
 __all__ = ["Router", "parse_in", "parse_pair_in", "parse_request"]
 
@@ -79,8 +79,9 @@ class Router:
             raise self.view.absent(path)
         prefix = mount.prefix.parts
         guarded = self._by_parts[prefix]
-        if guarded.hidden:
-            note_refusal(f"hidden: mount {mount.prefix}: the principal may see nothing there")
+        why = mount_hidden(self.ctx, mount)
+        if why is not None:
+            note_refusal(f"hidden: mount {mount.prefix}: {why}")
             raise self.view.absent(path)
         return guarded, VPath(path.parts[len(prefix) :])
 
