@@ -200,7 +200,7 @@ def _hidden(ctx: GuardContext, mount: Mount) -> str | None:
         return f"blocked segment {blocked!r}"
     if mount.scope is not Scope.WRITE_ONLY and not ctx.admits(mount.labels):
         return LABELS_HIDE
-    why = "the mount's scope allows none of read, list, write"
+    why: str | None = "the mount's scope allows none of read, list, write"
     for action in SEEING:
         if mount.scope.allows(action):
             why = reach(ctx.policy, ctx.principal, ctx.roles, action, mount.prefix)
@@ -234,21 +234,20 @@ class MountView:
         return mount.prefix in self.seen
 
     def find(self, path: VPath) -> Mount | None:
-        """The mount that holds ``path`` when the principal sees it, else ``None``."""
-        mount = self.table.find(path)
-        return mount if mount is not None and mount.prefix in self.seen else None
+        """The mount that holds ``path`` for the principal: the nearest mount it sees among
+        those whose prefix is ``path`` or above it (a mount it may see nothing of is not
+        there), else ``None``."""
+        table, probe = self.table, self.table.find(path)
+        while probe is not None and probe.prefix not in self.seen:
+            probe = None if probe.prefix.is_root else table.find(probe.prefix.parent)
+        return probe
 
     def absent(self, path: VPath) -> NotFoundError:
         """What the principal is told of ``path`` when nothing it may see is there: not found
         when a mount it sees holds the path (the nearest one above a hidden one), else under
         no mount, naming only the mounts it sees: a mount it may see nothing of answers as no
         mount at all."""
-        table, probe = self.table, self.table.find(path)
-        while probe is not None:
-            if probe.prefix in self.seen:
-                return absent(path)
-            probe = None if probe.prefix.is_root else table.find(probe.prefix.parent)
-        if path.is_root:
+        if self.find(path) is not None or path.is_root:
             return absent(path)
         return NoMountError(f"{path} is not under any mount; mounted: {self._shown or '(none)'}")
 

@@ -23,11 +23,11 @@ from bastion.core.errors import (
     ScopeError,
 )
 from bastion.core.guard import GuardContext, GuardedStore
-from bastion.core.models import EntryKind, FileInfo
+from bastion.core.models import Action, EntryKind, FileInfo, WriteMode
 from bastion.core.mounts import Mount, MountTable
 from bastion.core.operation import Operation, note_refusal
 from bastion.core.paths import VPath
-from bastion.core.visibility import MountView, mount_hidden
+from bastion.core.visibility import MountView, mount_hidden, refused
 
 __all__ = ["Router", "parse_in", "parse_pair_in", "parse_request"]
 
@@ -84,6 +84,34 @@ class Router:
             note_refusal(f"hidden: mount {mount.prefix}: {why}")
             raise self.view.absent(path)
         return guarded, VPath(path.parts[len(prefix) :])
+
+    async def route_change(
+        self,
+        path: VPath,
+        size: int = 0,
+        mode: WriteMode = WriteMode.CREATE,
+        *,
+        is_file: bool,
+        parents: bool = True,
+    ) -> tuple[GuardedStore, VPath]:
+        """:meth:`route`, for a change at ``path`` (a file of ``size`` bytes written in
+        ``mode``, or a folder made, with its ``parents``). Under a mount the principal may see
+        nothing of that lies below one it sees, the change is refused as that mount would
+        refuse it were the hidden one not there (its scope, limits, policy); where it would be
+        allowed, in the words of a policy refusal: it cannot be made without touching what the
+        principal may not see (docs/security.md, "Writes onto hidden names")."""
+        mount, above = self.mounts.find(path), self.view.find(path)
+        if mount is None or above is None or above is mount:
+            return self.route(path)
+        guarded, rel = self.guarded[above.prefix], above.to_store_path(path)
+        if is_file:
+            await guarded.check_write(rel, size, mode)
+        else:  # folders are made one level at a time, the first one checked first
+            for depth in range(1 if parents else len(rel.parts), len(rel.parts) + 1):
+                guarded.check_mkdir(VPath(rel.parts[:depth]))
+        why = mount_hidden(self.ctx, mount)
+        note_refusal(f"hidden: mount {mount.prefix}: {why}")
+        raise refused(Action.WRITE, path)
 
     def mount_at(self, path: VPath) -> Mount | None:
         """The mount whose prefix is exactly ``path``."""

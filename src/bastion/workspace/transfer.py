@@ -73,8 +73,11 @@ class Transfers:
             if self._router.is_mount_point(d):
                 raise AlreadyExistsError(f"{d} already exists (a mount point)")
             src_store, src_rel = self._router.route(s)
-            dst_store, dst_rel = self._router.route(d)
             info = await src_store.stat(src_rel)
+            mode = WriteMode.OVERWRITE if overwrite else WriteMode.CREATE
+            dst_store, dst_rel = await self._router.route_change(
+                d, info.size, mode, is_file=info.is_file
+            )
             if d.is_relative_to(s):
                 raise NotADirectoryError_(f"cannot move {s} into itself")
             if src_store is dst_store:
@@ -161,7 +164,8 @@ class Transfers:
             if top and not merge:
                 raise AlreadyExistsError(f"{dst} already exists (a mount point)")
             return _Step(entry.path, dst, entry, exists=True)
-        guarded, rel = self._router.route(dst)
+        mode = WriteMode.OVERWRITE if overwrite else WriteMode.CREATE
+        guarded, rel = await self._router.route_change(dst, entry.size, mode, is_file=entry.is_file)
         existing = None if rel.is_root else await guarded.lookup(rel)
         if rel.is_root and top and not merge:
             raise AlreadyExistsError(f"{dst} already exists (a mount point)")
@@ -177,7 +181,6 @@ class Transfers:
                 raise IsADirectoryError_(f"{dst} is a directory; it is not replaced")
             if not overwrite:
                 raise AlreadyExistsError(taken)
-        mode = WriteMode.OVERWRITE if overwrite else WriteMode.CREATE
         await guarded.check_write(rel, entry.size, mode)
         return _Step(entry.path, dst, entry)
 
