@@ -263,6 +263,11 @@ class MountView:
         """Names directly under ``path`` that lead to a mount shown to the principal."""
         return _names_below(path, self.listed)
 
+    def seen_names(self, path: VPath) -> set[str]:
+        """Names directly under ``path`` that lead to a mount the principal sees (they
+        shadow entries of the same name in the store of the mount above)."""
+        return _names_below(path, self.seen)
+
     def leads_to_mount(self, path: VPath) -> bool:
         """``path`` is a mount's prefix, or a directory a mount lies below, of a mount the
         principal sees."""

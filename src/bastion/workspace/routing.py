@@ -24,7 +24,7 @@ from bastion.core.errors import (
 )
 from bastion.core.guard import GuardContext, GuardedStore
 from bastion.core.models import Action, EntryKind, FileInfo, WriteMode
-from bastion.core.mounts import Mount, MountTable
+from bastion.core.mounts import MountTable
 from bastion.core.operation import Operation, note_refusal
 from bastion.core.paths import VPath
 from bastion.core.visibility import MountView, mount_hidden, refused
@@ -73,17 +73,16 @@ class Router:
     # -- routing -----------------------------------------------------------------------------
 
     def route(self, path: VPath) -> tuple[GuardedStore, VPath]:
-        """The guarded store that holds ``path`` and the path inside it."""
-        mount = self.mounts.find(path)
+        """The guarded store that holds ``path`` and the path inside it: the store of the
+        nearest mount the principal sees (a mount it may see nothing of is not there: a path
+        below it is a path of the mount above, where nothing is, or under no mount)."""
+        mount = self.view.find(path)
+        hidden = self.mounts.find(path)
+        if hidden is not mount and hidden is not None:
+            note_refusal(f"hidden: mount {hidden.prefix}: {mount_hidden(self.ctx, hidden)}")
         if mount is None:
             raise self.view.absent(path)
-        prefix = mount.prefix.parts
-        guarded = self._by_parts[prefix]
-        why = mount_hidden(self.ctx, mount)
-        if why is not None:
-            note_refusal(f"hidden: mount {mount.prefix}: {why}")
-            raise self.view.absent(path)
-        return guarded, VPath(path.parts[len(prefix) :])
+        return self.guarded[mount.prefix], mount.to_store_path(path)
 
     async def route_change(
         self,
@@ -113,11 +112,6 @@ class Router:
         note_refusal(f"hidden: mount {mount.prefix}: {why}")
         raise refused(Action.WRITE, path)
 
-    def mount_at(self, path: VPath) -> Mount | None:
-        """The mount whose prefix is exactly ``path``."""
-        mount = self.mounts.find(path)
-        return mount if mount is not None and mount.prefix == path else None
-
     def is_mount_point(self, path: VPath) -> bool:
         """A mount's prefix, or a directory that exists because a mount lies below it. A mount
         the principal may see nothing of is no mount point: paths there are not found."""
@@ -133,33 +127,30 @@ class Router:
     async def stat(self, vp: VPath) -> FileInfo:
         """The entry at ``vp``; a directory that exists only because mounts lie below it is
         a directory when the principal may see one of them."""
-        mounts = self.mounts
-        if self.mount_at(vp) is None and mounts.is_virtual_dir(vp):
-            if self.view.child_names(vp):
-                return FileInfo(vp, EntryKind.DIRECTORY)
-            if mounts.find(vp) is None:
-                note_refusal("hidden: only hidden mounts lie below")
-                raise self.view.absent(vp)
+        owner = self.view.find(vp)
+        if (owner is None or owner.prefix != vp) and self.view.child_names(vp):
+            return FileInfo(vp, EntryKind.DIRECTORY)
         guarded, rel = self.route(vp)
         return (await guarded.stat(rel)).at(vp)
 
     async def children(self, vp: VPath) -> list[FileInfo]:
         """Direct children of a directory, merged across mounts; child mounts shadow store
-        entries of the same name and appear exactly once."""
-        mounts = self.mounts
-        mount_names = self.view.child_names(vp)
-        all_mount_names = mounts.child_mount_names(vp)
+        entries of the same name and appear exactly once (mounts the principal sees: one it
+        may see nothing of is not there)."""
+        view = self.view
+        mount_names = view.child_names(vp)
         entries: list[FileInfo] = []
-        owner = mounts.find(vp)
-        if owner is not None and not self.guarded[owner.prefix].hidden:
+        owner = view.find(vp)
+        if owner is not None:
+            shadowed = view.seen_names(vp)
             guarded, rel = self.guarded[owner.prefix], owner.to_store_path(vp)
             for info in await guarded.list(rel):
-                if info.path.name not in all_mount_names:
+                if info.path.name not in shadowed:
                     entries.append(info.at(vp.child(info.path.name)))
         elif not mount_names:
-            if owner is not None or mounts.is_virtual_dir(vp):
+            if self.mounts.find(vp) is not None or self.mounts.is_virtual_dir(vp):
                 note_refusal("hidden: no visible mount here")
-            raise self.view.absent(vp)
+            raise view.absent(vp)
         entries.extend(FileInfo(vp.child(name), EntryKind.DIRECTORY) for name in mount_names)
         entries.sort(key=lambda i: i.path.parts)
         return entries
