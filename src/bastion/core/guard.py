@@ -183,9 +183,6 @@ class GuardedStore(Store):
             )
         return hidden_inside
 
-    def _shown_folder(self, path: VPath) -> bool:
-        return self._visibility(path, _DIR, None) is None
-
     async def _unshown(self, path: VPath, info: FileInfo | None = None) -> str | None:
         """Why the folder at ``path`` is not there: it holds only hidden entries; else None."""
         return _UNSHOWN if await unshown_folder(self.inner, path, self._sees, info) else None
@@ -250,7 +247,9 @@ class GuardedStore(Store):
             if writing:
                 return NotFoundError(f"parent directory {full.parent} does not exist")
             return NotFoundError(f"{full} not found")
-        shown = shown_paths((path, *also), self._full, self._shown_folder)
+        shown = shown_paths(
+            (path, *also), self._full, lambda p: not self._visibility(p, _DIR, None)
+        )
         return reworded(exc, path, full, also=shown)
 
     # -- primitives --------------------------------------------------------------------------
@@ -440,12 +439,12 @@ class GuardedStore(Store):
                 await self.inner.mkdir(path)
             except OperationError as exc:
                 await self._refuse_onto_hidden(exc, path, op)
-                if isinstance(exc, AlreadyExistsError) and (
-                    self.blind(path) or await self._unshown(path)
-                ):
-                    # a folder of hidden entries only (or any, to a blind writer) is not
-                    # there for the principal: made, as it would be were it not there
-                    return
+                blind = self.blind(path)
+                if isinstance(exc, AlreadyExistsError) and (blind or await self._unshown(path)):
+                    return None  # a folder of hidden entries only (any, to a blind writer): made
+                if blind and isinstance(exc, NotFoundError) and not path.parent.is_root:
+                    await self.mkdir(path.parent)  # its parents too: whether they are there
+                    return await self.mkdir(path)  # is not told
                 raise await self._failed(exc, path, op, writing=True) from None
 
     async def rename(self, src: VPath, dst: VPath) -> None:
