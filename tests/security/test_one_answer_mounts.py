@@ -35,6 +35,8 @@ from bastion import (
 from bastion.agents.tools import Toolset
 from bastion.knowledge.engine import Knowledge
 from bastion.knowledge.index.memory import MemoryIndex
+from bastion.sandbox import SandboxError
+from bastion.sandbox.bwrap import bwrap_binary
 
 USER = Principal.of("user", clearance="internal")
 ADMIN = Principal.of("admin", roles={"board"}, clearance="restricted")
@@ -77,9 +79,11 @@ _way(
 )
 
 
-async def world(way: str, *, hidden: bool) -> tuple[Workspace, str]:
-    """The principal's workspace, and the hidden mount's prefix (``/vault`` or ``/.vault``)."""
+async def world(way: str, *, hidden: bool, more: tuple[Rule, ...] = ()) -> tuple[Workspace, str]:
+    """The principal's workspace, and the hidden mount's prefix (``/vault`` or ``/.vault``);
+    ``more``: rules put first."""
     make, rules, limits = WAYS[way]
+    rules = (*more, *rules)
     vault = make()
     mounts = [Mount.of("/docs", MemoryStore()), Mount.of("/drop", MemoryStore(), "write_only")]
     if hidden:
@@ -175,6 +179,25 @@ async def test_the_no_mount_error_names_only_mounts_the_principal_sees(way: str)
         assert str(caught.value) == f"{v}/f.txt is not under any mount; mounted: /docs, /drop"
     assert v not in there.filesystem_map()
     assert [str(e.path) for e in await there.list("/")] == ["/docs", "/drop"]
+
+
+@pytest.mark.parametrize("way", list(WAYS))
+async def test_a_command_sees_a_hidden_mount_as_no_mount(way: str) -> None:
+    """``run`` with ``execute`` granted everywhere: from the hidden mount, and from a visible
+    folder looking for it (the sandbox's view is made of what the principal sees)."""
+    try:
+        bwrap_binary()
+    except SandboxError as exc:  # as the sandbox suites do: the missing part is named
+        pytest.skip(f"bubblewrap cannot run here: {exc}")
+    execute = (Rule.allow("execute", "/**"),)
+    outs = []
+    for hidden in (True, False):
+        ws, v = await world(way, hidden=hidden, more=execute)
+        inside = await told(ws.run(["pwd"], cwd=v))
+        looked = await ws.run(["sh", "-c", f"ls -a / {v} 2>&1; cat {v}/f.txt 2>&1"], cwd="/docs")
+        outs.append((inside, looked.exit_code, looked.stdout, looked.stderr, looked.changed))
+    assert outs[0] == outs[1]
+    assert "zebra" not in repr(outs[0])
 
 
 TOOL_CALLS: dict[str, dict[str, Any]] = {
