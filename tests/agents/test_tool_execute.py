@@ -349,15 +349,21 @@ async def test_an_approved_command_runs_and_a_failing_approver_refuses() -> None
 
 
 async def test_path_rules_and_tool_rules_cover_execute() -> None:
-    """A command can change whatever the principal may write: any path rule asks for it."""
+    """A path rule asks before a command runs in a folder it reaches (the root reaches every
+    rule); elsewhere the command runs and its changes are asked about per path
+    (tests/agents/test_approval_effects.py)."""
     toolset = Toolset(await _workspace(), approval=Approval(lambda r: False, paths=["/out/x/**"]))
     out = await toolset.call("execute", {"command": "true"})
     assert out["success"] is False and "not approved" in out["error"]
+    out = await toolset.call("execute", {"command": "true", "cwd": "/out/x"})
+    assert out["success"] is False and "not approved" in out["error"]
+    out = await toolset.call("execute", {"command": "true", "cwd": "/scratch"})
+    assert out["success"] is True
     asked: list[ApprovalRequest] = []
     named = Toolset(await _workspace(), approval=Approval(asked.append, tools={"execute"}))
     out = await named.call("execute", {"command": ["true"], "cwd": "/scratch"})
     assert out["success"] is False and "not approved" in out["error"]  # None is not True
-    assert asked[0].tool == "execute" and asked[0].trees == ("/",)
+    assert asked[0].tool == "execute" and asked[0].trees == ("/scratch",)
     with pytest.raises(ConfigurationError, match="no hook to ask"):
         Toolset(await _workspace(), approval=Approval(None, commands=["rm"]))
 

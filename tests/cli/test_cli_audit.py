@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
-from cli_support import Run, as_json, error_of
+from cli_support import Run, error_of
+from cli_support import as_json as _json
+from click.testing import Result
 
 from bastion.cli.audit import parse_time
+
+
+def as_json(result: Result) -> Any:
+    """The records of one page of ``bastion audit --json``."""
+    page = _json(result)
+    assert set(page) == {"records", "next"}, page
+    return page["records"]
 
 
 def test_audit_filters_by_principal_action_outcome_and_path(demo: Path, run: Run) -> None:

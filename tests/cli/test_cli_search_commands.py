@@ -16,20 +16,20 @@ def indexed(demo: Path, run: Run) -> Path:
     return demo
 
 
-def test_search_shows_what_the_user_may_read_and_says_more_is_hidden(
+def test_search_shows_what_the_user_may_read_and_nothing_of_the_rest(
     indexed: Path, run: Run
 ) -> None:
     ana = run("search", "--as", "ana", "salary bands")
     assert ana.exit_code == 0, ana.output
-    assert "salary-bands" not in ana.stdout
-    assert "note: some documents that match are not visible to ana@larkspur" in ana.stderr
+    assert "salary-bands" not in ana.output
+    assert "not visible" not in ana.stderr  # no word of what hides (tests/cli/test_cli_oracle.py)
     mei = as_json(run("search", "--as", "mei", "salary bands", "--json"))
     assert mei["hits"][0]["path"] == "/larkspur/hr/salary-bands.md"
     assert mei["principal"]["id"] == "mei"
     assert all(hit["path"].startswith("/larkspur/") for hit in mei["hits"])
     lena = as_json(run("search", "--as", "lena", "parental leave", "-k", "1", "--json"))
     assert lena["hits"][0]["path"] == "/larkspur/handbook/leave-policy.md"
-    assert lena["hidden"] is False
+    assert "hidden" not in lena
 
 
 def test_ask_answers_with_structured_citations(indexed: Path, run: Run) -> None:
@@ -97,13 +97,12 @@ def test_eval_limit_keeps_only_queries_answerable_from_the_subset(tmp_path: Path
     assert none.exit_code == 2 and "raise N" in error_of(none)["message"]
 
 
-def test_ask_says_when_matching_documents_are_hidden(indexed: Path, run: Run) -> None:
+def test_ask_says_nothing_of_matching_documents_it_hides(indexed: Path, run: Run) -> None:
     gus = run("ask", "--as", "gus", "What is the salary band for a senior engineer?")
     assert gus.exit_code == 0, gus.output
-    assert "128,000" not in gus.stdout
-    assert "note: some documents that match are not visible to gus@larkspur" in gus.stderr
+    assert "128,000" not in gus.output and "not visible" not in gus.stderr
     data = as_json(run("ask", "--as", "gus", "What is the salary band?", "--json"))
-    assert data["hidden"] is True
+    assert "hidden" not in data and "128,000" not in str(data)
 
 
 def test_an_index_folder_is_not_silently_repointed(tmp_path: Path, run: Run) -> None:

@@ -1,8 +1,9 @@
 """Red-team round, area E: the sandbox.
 
 Classes pinned (docs/security.md, "sandbox"): no host environment variable is readable inside
-(not in the command's environment, and not in bubblewrap's own, which is PID 1 inside and
-whose ``/proc/1/environ`` the command can read), in the foreground or the background; a
+(not in the command's environment, nor in any other process's ``/proc/<pid>/environ``: PID 1
+inside is the sandbox's small shell, with the command's environment), in the foreground or the
+background; a
 hidden file, its sidecar and a folder of hidden entries only are absent inside (``ls``,
 ``find``, ``stat``); names written inside come back through the guard (a sidecar that would
 loosen labels, a sidecar of a hidden file, a file over a hidden folder, links, FIFOs).
@@ -33,10 +34,16 @@ async def test_no_process_inside_holds_the_host_environment(
 ) -> None:
     monkeypatch.setenv("BASTION_REDTEAM_TOKEN", SECRET)
     ws = await workspace(READER)
-    result = await ws.run(_EVERY_ENVIRON + "; cat /proc/1/environ | wc -c")
+    result = await ws.run(_EVERY_ENVIRON + "; tr '\\0' '\\n' < /proc/1/environ | sort")
     assert SECRET not in result.stdout and "BASTION_REDTEAM_TOKEN" not in result.stdout
     assert "PATH=" in result.stdout  # the command's own environment was read
-    assert result.stdout.splitlines()[-1].strip() == "0"  # bubblewrap's own: empty
+    # PID 1 (the shell that starts the command): the allow-listed environment
+    assert result.stdout.splitlines()[-4:] == [
+        "HOME=/tmp",
+        "LANG=C.UTF-8",
+        "PATH=/usr/local/bin:/usr/bin:/bin",
+        "PWD=/",  # set by bubblewrap
+    ]
 
 
 async def test_a_background_process_cannot_read_the_host_environment(

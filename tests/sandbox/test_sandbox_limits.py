@@ -42,8 +42,8 @@ async def test_many_files_over_the_written_limit_bring_nothing_back() -> None:
     ws = await workspace(READER)
     limits = RunLimits(written_bytes=200_000, file_bytes=100_000)
     result = await ws.run(
-        "for i in $(seq 1 50); do head -c 50000 /dev/zero > /scratch/f$i; done; "
-        "echo changed >> /scratch/a.txt; sleep 20",
+        "echo changed >> /scratch/a.txt; "
+        "for i in $(seq 1 50); do head -c 50000 /dev/zero > /scratch/f$i; done; sleep 20",
         timeout=60,
         limits=limits,
     )
@@ -61,10 +61,11 @@ async def test_a_command_that_ends_over_the_written_limit_brings_nothing_back(
     # no meter while it runs (a first poll that came after the write, on a loaded machine,
     # killed the command and made this test a race): only the check after the command can
     # catch it
-    async def never(written: object, cap: int) -> None:
+    async def never(over: object) -> str:
         await asyncio.Event().wait()
+        return "never"
 
-    monkeypatch.setattr("bastion.sandbox.bwrap._meter", never)
+    monkeypatch.setattr("bastion.sandbox.spawn._meter", never)
     ws = await workspace(READER)
     result = await ws.run(
         "head -c 3000 /dev/zero > /scratch/big; echo ok",

@@ -147,8 +147,12 @@ def test_a_hidden_file_answers_exactly_like_a_missing_one(
     def call(path: str) -> httpx.Response:
         if method == "GET":
             return client.get(url, params={field: path}, headers=h)
-        body = {field: path, "old": "a", "new": "b", "dst": "/docs/copied.md"}
-        return client.post(url, json=body, headers=h)
+        extra = {
+            "/v1/files/edit": {"old": "a", "new": "b"},
+            "/v1/files/copy": {"dst": "/docs/copied.md"},
+            "/v1/files/move": {"dst": "/docs/copied.md"},
+        }  # each endpoint takes its own fields only
+        return client.post(url, json={field: path, **extra.get(url, {})}, headers=h)
 
     _same(call(hidden_path), call(missing_path), hidden_path, missing_path)
 

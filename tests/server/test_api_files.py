@@ -141,7 +141,8 @@ def test_limits_are_413(client: httpx.Client, token: Token) -> None:
 def test_bad_requests_are_400_with_a_code(client: httpx.Client, token: Token) -> None:
     h = auth(token())
     assert client.get("/v1/files/read", headers=h).json()["error"]["code"] == "missing_field"
-    bad = client.post("/v1/files/write", content=b"{not json", headers=h)
+    json_type = {"Content-Type": "application/json"}
+    bad = client.post("/v1/files/write", content=b"{not json", headers=h | json_type)
     assert bad.status_code == 400 and bad.json()["error"]["code"] == "bad_json"
     pattern = client.get("/v1/files/grep", params={"pattern": "(", "regex": "true"}, headers=h)
     assert pattern.status_code == 400 and pattern.json()["error"]["code"] == "invalid_pattern"

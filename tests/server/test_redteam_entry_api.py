@@ -34,7 +34,8 @@ def test_a_body_that_is_not_a_json_object_is_a_400_never_a_500(
 ) -> None:
     """Class: malformed bodies. A body nested deeper than the parser's stack raised
     RecursionError, answered as a 500 (gap, fixed in ``body_json``)."""
-    r = client.post(url, content=body, headers=auth(token()))
+    json_type = {"Content-Type": "application/json"}
+    r = client.post(url, content=body, headers=auth(token()) | json_type)
     assert r.status_code == 400, r.text
     assert r.json()["error"]["code"] == "bad_json"
 
@@ -109,8 +110,14 @@ def test_a_tenant_or_principal_in_the_query_changes_nothing(
     """Class: tenant in the request vs the token (pins a variant; passed)."""
     h = auth(token("eve", tenant="globex", roles=("hr",), clearance="confidential"))
     params = {"path": "/docs/hr/pay.md", "tenant": "acme", "principal": "mei", "sub": "mei"}
-    assert client.get("/v1/files/read", params=params, headers=h).status_code == 404
-    me = client.get("/v1/me", params={"tenant": "acme"}, headers=h).json()
+    # a name the endpoint does not take is refused before anything is read (per endpoint)
+    refused = client.get("/v1/files/read", params=params, headers=h)
+    assert refused.status_code == 400 and refused.json()["error"]["code"] == "unknown_field"
+    assert "12 percent" not in refused.text
+    plain = client.get("/v1/files/read", params={"path": "/docs/hr/pay.md"}, headers=h)
+    assert plain.status_code == 404
+    assert client.get("/v1/me", params={"tenant": "acme"}, headers=h).status_code == 400
+    me = client.get("/v1/me", headers=h).json()
     assert me["tenant"] == "globex" and me["id"] == "eve"
 
 

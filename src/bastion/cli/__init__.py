@@ -56,6 +56,7 @@ def _register() -> None:
         search_command,
     )
     from bastion.cli.mcp import mcp_command
+    from bastion.cli.run import run_command
     from bastion.cli.serve import serve_command
     from bastion.cli.setup import config_group, init_command
 
@@ -70,6 +71,7 @@ def _register() -> None:
     main.add_command(reindex_command)
     main.add_command(ask_command)
     main.add_command(mcp_command)
+    main.add_command(run_command)
     main.add_command(audit_command)
     main.add_command(serve_command)
 

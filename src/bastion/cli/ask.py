@@ -23,8 +23,9 @@ from typing import Any
 import click
 
 from bastion.cli.common import DEFAULT_USERS, common_options, resolve_principal
+from bastion.cli.declared import declared_option
 from bastion.cli.errors import EXIT_UNVERIFIED
-from bastion.cli.output import emit, note, principal_dict
+from bastion.cli.output import emit, principal_dict
 
 __all__ = ["DEMO_USERS", "answer_dict", "ask_command"]
 
@@ -82,15 +83,14 @@ def answer_dict(answer: Any) -> dict[str, Any]:
     show_default=True,
     help="Index folder of `bastion index PATH` (without a workspace file).",
 )
-@click.option(
+@declared_option(
+    "ask",
+    "mode",
     "--mode",
-    type=click.Choice(["bm25", "vector", "hybrid"]),
-    default="hybrid",
-    show_default=True,
-    help="Retrieval mode (hybrid falls back to bm25 on a keyword-only index).",
+    help="Retrieval mode (default: hybrid, or bm25 on a keyword-only index).",
 )
-@click.option("-k", type=click.IntRange(1, 100), default=8, show_default=True)
-@click.option("--budget", type=click.IntRange(16), default=2048, show_default=True)
+@declared_option("ask", "k", "-k")
+@declared_option("ask", "budget_tokens", "--budget", "budget")
 @click.option("--rerank", type=click.Choice(["none", "chat", "cross-encoder"]), default="none")
 @click.option(
     "--cross-encoder",
@@ -106,7 +106,7 @@ def answer_dict(answer: Any) -> dict[str, Any]:
 def ask_command(
     question: str,
     index_dir: Path,
-    mode: str,
+    mode: str | None,
     k: int,
     budget: int,
     rerank: str,
@@ -142,10 +142,6 @@ def ask_command(
         data = answer_dict(answer)
         if session.principal is not None:
             data["principal"] = principal_dict(session.principal)
-        seen = {c.path for c in answer.contexts}
-        data["hidden"] = session.index_hidden(question, mode, k, seen)
-        if data["hidden"]:
-            note(f"note: {session.hidden_note('that match ')}")
     emit(data, answer.format)
     if answer.verification is not None and not answer.verification.passed:
         raise SystemExit(EXIT_UNVERIFIED)

@@ -1,8 +1,11 @@
 """``bastion audit``: the workspace's audit log, as the acting principal may read it.
 
 The log is the file named by ``audit = "FILE"`` in ``bastion.toml`` (JSON lines). The owner
-reads every record; a principal reads its own records, or every record when the policy grants
-it the ``audit`` action on ``/`` (``Workspace.audit``).
+reads every record; a principal reads its own records as it was told them (not the checks
+made on its behalf), or every record when the policy grants it the ``audit`` action on ``/``
+(``Workspace.audit``). ``--limit N`` reads a page: the newest N matching records before
+``--cursor`` (the end without it), and the cursor of the older page (``next``), as
+``GET /v1/audit`` does (``bastion.core.audit_sinks.audit_page``).
 """
 
 from __future__ import annotations
@@ -16,8 +19,10 @@ import click
 
 from bastion.cli.common import common_options, resolve_principal, settings
 from bastion.cli.errors import CliError
-from bastion.cli.output import emit
+from bastion.cli.output import emit, note, printable
 from bastion.cli.session import open_session
+from bastion.core.audit import AuditRecord
+from bastion.core.audit_sinks import audit_page
 
 __all__ = ["audit_command"]
 
@@ -60,7 +65,12 @@ class _When(click.ParamType):  # type: ignore[type-arg]
 @click.option("--since", type=_When(), default=None, help="From this time (or age: 2h, 7d).")
 @click.option("--until", type=_When(), default=None, help="Up to this time (or age).")
 @click.option("--path", "prefix", default=None, help="Only operations on or under this path.")
-@click.option("--limit", type=click.IntRange(1), default=None, help="Only the last N records.")
+@click.option(
+    "--limit", type=click.IntRange(1), default=None, help="A page: the newest N matching records."
+)
+@click.option(
+    "--cursor", default=None, help="The page before this cursor (the 'next' of the last page)."
+)
 @common_options()
 def audit_command(
     who: str | None,
@@ -70,8 +80,10 @@ def audit_command(
     until: float | None,
     prefix: str | None,
     limit: int | None,
+    cursor: str | None,
 ) -> None:
-    """Records of the audit log (`audit = "FILE"` in bastion.toml), oldest first."""
+    """Records of the audit log (`audit = "FILE"` in bastion.toml), oldest first; with
+    --limit, a page of them and the cursor of the older page."""
     config = settings()
     assert config is not None
     if config.audit is None:
@@ -83,24 +95,29 @@ def audit_command(
     with open_session(config, resolve_principal(config), owner_note=False) as session:
         records = list(getattr(session.ws.audit, "records", ()))
     under = prefix.rstrip("/") + "/" if prefix else None
-    kept = [
-        r
-        for r in records
-        if (who is None or r.principal == who)
-        and (action is None or r.operation == action)
-        and (outcome is None or r.allowed == (outcome == "allowed"))
-        and (since is None or r.time >= since)
-        and (until is None or r.time <= until)
-        and (under is None or r.path == prefix or r.path.startswith(under))
-    ]
-    if limit is not None:
-        kept = kept[-limit:]
 
-    def line(r: Any) -> str:
+    def keep(r: AuditRecord) -> bool:
+        return (
+            (who is None or r.principal == who)
+            and (action is None or r.operation == action)
+            and (outcome is None or r.allowed == (outcome == "allowed"))
+            and (since is None or r.time >= since)
+            and (until is None or r.time <= until)
+            and (under is None or r.path == prefix or r.path.startswith(under))
+        )
+
+    try:
+        page = audit_page(records, limit=limit, cursor=cursor or None, keep=keep)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--cursor") from None
+
+    def line(r: AuditRecord) -> str:
         when = datetime.fromtimestamp(r.time, UTC).isoformat(timespec="seconds")
         where = r.path + (f" -> {r.target}" if r.target else "")
         verdict = "allowed" if r.allowed else f"refused: {r.reason}"
-        who = f"{r.principal}@{r.tenant}"
-        return f"{when.replace('+00:00', 'Z')} {who} {r.operation} {where} {verdict}"
+        text = f"{when.replace('+00:00', 'Z')} {r.principal}@{r.tenant} {r.operation} {where} "
+        return printable(text + verdict)
 
-    emit([r.to_dict() for r in kept], lambda: "\n".join(line(r) for r in kept))
+    emit(page.to_dict(), lambda: "\n".join(map(line, page.records)))
+    if page.next is not None:
+        note(f"note: older records: add --cursor {page.next}")

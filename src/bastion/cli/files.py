@@ -3,15 +3,14 @@
 ``ls``, ``tree``, ``stat``, ``cat``, ``put``, ``rm``, ``mv``, ``cp``, ``grep`` and ``glob``
 are one call each into the blocking workspace facade, through the same guard as every other
 entry point: a file the principal may not see is ``not found``, exactly as in the library.
-Where labels hid entries from a listing, a tree, a glob or a grep, a note says so without
-saying what (``bastion.cli.session``).
+What they print is made from the principal's own answers alone: no command tells whether
+something hidden exists or matches (``bastion.cli.session``).
 """
 
 from __future__ import annotations
 
 import base64
 import sys
-from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -19,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from bastion.cli.common import common_options, options, resolve_principal, settings
+from bastion.cli.declared import declared_option
 from bastion.cli.output import emit, note
 from bastion.cli.session import Session, open_session
 
@@ -53,19 +53,6 @@ def _when(mtime: float) -> str | None:
     return datetime.fromtimestamp(mtime, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def _report_hidden(
-    session: Session, seen: Iterable[str], listed: Callable[[Any], Iterable[str]], where: str
-) -> bool:
-    hidden = session.some_hidden(seen, listed)
-    if hidden:
-        note(f"note: {session.hidden_note(where)}")
-    return hidden
-
-
-def _paths(entries: Iterable[FileInfo]) -> list[str]:
-    return [str(e.path) for e in entries]
-
-
 @click.command("ls")
 @click.argument("path", default="/")
 @click.option("-l", "--long", "long_", is_flag=True, help="Kind, size and modification time.")
@@ -74,16 +61,13 @@ def ls_command(path: str, long_: bool) -> None:
     """List the entries of the folder PATH (default /) that you may see."""
     with _session() as session:
         entries = session.ws.list(path)
-        hidden = _report_hidden(
-            session, _paths(entries), lambda ev: _paths(ev.list(path)), f"in {path} "
-        )
 
         def text() -> str:
             if long_:
                 return "\n".join(_long(e) for e in entries)
             return "\n".join(e.path.name + ("/" if e.is_dir else "") for e in entries)
 
-        emit({"path": path, "entries": [info_dict(e) for e in entries], "hidden": hidden}, text)
+        emit({"path": path, "entries": [info_dict(e) for e in entries]}, text)
 
 
 def _long(e: FileInfo) -> str:
@@ -94,18 +78,12 @@ def _long(e: FileInfo) -> str:
 
 @click.command("tree")
 @click.argument("path", default="/")
-@click.option("--depth", type=click.IntRange(1), default=None, help="Levels to show (default all).")
+@declared_option("list", "depth", "--depth", help="Levels to show (default all).")
 @common_options()
 def tree_command(path: str, depth: int | None) -> None:
     """Show the folder PATH (default /) and everything below it that you may see."""
     with _session() as session:
         entries = session.ws.list(path, recursive=True, depth=depth)
-        hidden = _report_hidden(
-            session,
-            _paths(entries),
-            lambda ev: _paths(ev.list(path, recursive=True, depth=depth)),
-            f"under {path} ",
-        )
         base = len(session.ws.stat(path).path.parts)
 
         def text() -> str:
@@ -115,7 +93,7 @@ def tree_command(path: str, depth: int | None) -> None:
                 lines.append(f"{indent}{e.path.name}{'/' if e.is_dir else ''}")
             return "\n".join(lines)
 
-        emit({"path": path, "entries": [info_dict(e) for e in entries], "hidden": hidden}, text)
+        emit({"path": path, "entries": [info_dict(e) for e in entries]}, text)
 
 
 @click.command("stat")
@@ -210,8 +188,8 @@ def cat_command(path: str, line_range: str | None, byte_range: str | None) -> No
 @click.argument("source", type=click.File("rb"), default="-")
 @click.option("--create", is_flag=True, help="Refuse to replace an existing file.")
 @click.option("--append", is_flag=True, help="Add to the end of the file.")
-@click.option("--if-version", default=None, help="Refuse unless the file is at this version.")
-@click.option("--backup", is_flag=True, help="Keep the previous content as PATH.bak.")
+@declared_option("write", "if_version", "--if-version")
+@declared_option("write", "backup", "--backup", help="Keep the previous content as PATH.bak.")
 @click.option("--no-parents", is_flag=True, help="Refuse when the folder does not exist.")
 @common_options()
 def put_command(
@@ -237,7 +215,9 @@ def put_command(
 
 @click.command("rm")
 @click.argument("path")
-@click.option("-r", "--recursive", is_flag=True, help="Delete a folder and everything in it.")
+@declared_option(
+    "delete", "recursive", "-r", "--recursive", help="Delete a folder and everything in it."
+)
 @common_options()
 def rm_command(path: str, recursive: bool) -> None:
     """Delete the file PATH (a folder with -r)."""
@@ -250,7 +230,13 @@ def _transfer(name: str, verb: str) -> click.Command:
     @click.command(name)
     @click.argument("source")
     @click.argument("target")
-    @click.option("-f", "--overwrite", is_flag=True, help="Replace an existing target file.")
+    @declared_option(
+        "move" if name == "mv" else "copy",
+        "overwrite",
+        "-f",
+        "--overwrite",
+        help="Replace an existing target file.",
+    )
     @common_options()
     def command(source: str, target: str, overwrite: bool) -> None:
         with _session() as session:
@@ -275,11 +261,11 @@ cp_command = _transfer("cp", "copied")
 @click.command("grep")
 @click.argument("pattern")
 @click.argument("path", default="/")
-@click.option("-E", "--regex", is_flag=True, help="PATTERN is an RE2 regular expression.")
-@click.option("-i", "--ignore-case", is_flag=True)
-@click.option("-C", "--context", type=click.IntRange(0, 20), default=0, help="Lines around.")
-@click.option("--glob", "name_glob", default=None, help="Only files matching this glob.")
-@click.option("--max", "max_total", type=click.IntRange(1), default=1000, show_default=True)
+@declared_option("grep", "regex", "-E", "--regex", help="PATTERN is an RE2 regular expression.")
+@declared_option("grep", "ignore_case", "-i", "--ignore-case")
+@declared_option("grep", "context", "-C", "--context")
+@declared_option("grep", "glob", "--glob", "name_glob", help="Only files matching this glob.")
+@declared_option("grep", "max_total", "--max", "max_total")
 @common_options()
 def grep_command(
     pattern: str,
@@ -299,39 +285,24 @@ def grep_command(
     }
     with _session() as session:
         result = session.ws.grep(pattern, path, context=context, **kwargs)
-        matched = {m.path for m in result.matches if not m.is_context}
-        # A cut result may leave out visible files too: then there is nothing honest to say.
-        hidden = not result.truncated and _report_hidden(
-            session,
-            matched,
-            lambda ev: {m.path for m in ev.grep(pattern, path, **kwargs).matches},
-            f"under {path} that match ",
-        )
         for skipped in result.skipped:
             note(f"skipped {skipped}")
-        data = {"pattern": pattern, "path": path, **result.to_dict(), "hidden": hidden}
-        emit(data, result.format)
+        session.say_limited(not result.matches)
+        emit({"pattern": pattern, "path": path, **result.to_dict()}, result.format)
 
 
 @click.command("glob")
 @click.argument("pattern")
-@click.option("--path", default="/", show_default=True, help="Where a relative PATTERN starts.")
-@click.option("--limit", type=click.IntRange(1), default=None, help="At most this many entries.")
+@declared_option("glob", "path", "--path", help="Where a relative PATTERN starts.")
+@declared_option("glob", "limit", "--limit", help="At most this many entries.")
 @common_options()
 def glob_command(pattern: str, path: str, limit: int | None) -> None:
     """Entries matching the glob PATTERN (**/*.md) that you may see."""
     with _session() as session:
         entries = session.ws.glob(pattern, path=path, limit=limit)
-        hidden = False
-        if limit is None or len(entries) < limit:
-            hidden = _report_hidden(
-                session,
-                _paths(entries),
-                lambda ev: _paths(ev.glob(pattern, path=path)),
-                "that match ",
-            )
+        session.say_limited(not entries)
         emit(
-            {"pattern": pattern, "entries": [info_dict(e) for e in entries], "hidden": hidden},
+            {"pattern": pattern, "entries": [info_dict(e) for e in entries]},
             lambda: "\n".join(str(e.path) for e in entries),
         )
 

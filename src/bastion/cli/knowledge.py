@@ -19,14 +19,16 @@ from typing import Any
 import click
 
 from bastion.cli.common import common_options, load_config, options, resolve_principal, settings
+from bastion.cli.declared import declared_option
 from bastion.cli.errors import EXIT_SKIPPED, CliError
-from bastion.cli.output import Progress, emit, note, principal_dict
+from bastion.cli.output import Progress, emit, principal_dict
+from bastion.workspace.operations import MODES
 
 __all__ = ["eval_command", "index_command", "indexed_settings", "reindex_command", "search_command"]
 
 _STATE = "bastion-cli.json"
 _DEFAULT_INDEX = Path(".bastion/index")
-_MODES = click.Choice(["bm25", "vector", "hybrid"])
+_MODES = click.Choice(list(MODES))
 
 
 def _settings(root: Path, index_dir: Path, *, dense: bool) -> Any:
@@ -251,12 +253,10 @@ def hit_dict(hit: Any) -> dict[str, Any]:
 @click.command("search")
 @click.argument("query")
 @_INDEX_OPTION
-@click.option(
-    "--mode", type=_MODES, default=None, help="Default: hybrid, or bm25 for a keyword-only index."
-)
-@click.option("-k", type=click.IntRange(1, 1000), default=10, show_default=True)
-@click.option("--path", "under", default="/", show_default=True, help="Only under this folder.")
-@click.option("--related", is_flag=True, help="Add documents one relation away from the hits.")
+@declared_option("search", "mode", "--mode")
+@declared_option("search", "k", "-k")
+@declared_option("search", "path", "--path", "under", help="Only under this folder.")
+@declared_option("search", "related", "--related")
 @common_options()
 def search_command(
     query: str, index_dir: Path, mode: str | None, k: int, under: str, related: bool
@@ -264,19 +264,15 @@ def search_command(
     """Search the workspace's index as --as USER (or --token) may see it."""
     from bastion.cli.session import open_session
 
-    found, dense = indexed_settings(None, index_dir)
-    chosen = mode or ("hybrid" if dense else "bm25")
+    found, _ = indexed_settings(None, index_dir)
     with open_session(found, resolve_principal(found), index=True) as session:
-        result = session.ws.search(query, mode=chosen, k=k, path=under, related=related)
-        hidden = session.index_hidden(query, chosen, k, {hit.path for hit in result.hits})
-        if hidden:
-            note(f"note: {session.hidden_note('that match ')}")
+        result = session.ws.search(query, mode=mode, k=k, path=under, related=related)
+        session.say_limited(not result.hits)
         data = {
             "query": query,
             "mode": result.mode,
             "principal": principal_dict(session.principal) if session.principal else None,
             "hits": [hit_dict(hit) for hit in result.hits],
-            "hidden": hidden,
         }
         emit(data, result.format)
 

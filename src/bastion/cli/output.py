@@ -16,7 +16,7 @@ from bastion.core.principal import Principal
 if TYPE_CHECKING:
     from bastion.knowledge.indexer import IndexProgress
 
-__all__ = ["Progress", "emit", "note", "principal_dict", "shown"]
+__all__ = ["Progress", "emit", "note", "principal_dict", "printable", "shown"]
 
 
 def emit(data: Any, text: str | Callable[[], str]) -> None:
@@ -34,6 +34,14 @@ def note(message: str) -> None:
     opts = options()
     if not opts.quiet and not opts.as_json:
         click.echo(message, err=True)
+
+
+def printable(text: str) -> str:
+    """``text`` for a terminal: control characters (an escape sequence in a path) written as
+    their escapes, so a record cannot rewrite the screen it is shown on."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
 
 
 def shown(principal: Principal) -> str:

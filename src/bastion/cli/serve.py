@@ -30,7 +30,10 @@ __all__ = ["serve_command"]
 )
 @click.option("--demo", is_flag=True, help="Serve the demo corpus, with the demo login on.")
 @click.option(
-    "--host", default=None, help="Address to listen on (default: the file's, else 127.0.0.1)."
+    "--host",
+    default=None,
+    help="Address to listen on (default: the file's, else 127.0.0.1). On a public address, "
+    "name the server in [server] allowed_hosts: requests naming any other host are refused.",
 )
 @click.option("--port", type=click.IntRange(0, 65535), default=None, help="Port (default 8765).")
 def serve_command(config: Path | None, demo: bool, host: str | None, port: int | None) -> None:
@@ -38,6 +41,7 @@ def serve_command(config: Path | None, demo: bool, host: str | None, port: int |
     import uvicorn
 
     from bastion.core.errors import BastionError
+    from bastion.server.settings import is_loopback
 
     if demo == (config is not None):
         raise click.UsageError("give either --config FILE or --demo")
@@ -49,6 +53,12 @@ def serve_command(config: Path | None, demo: bool, host: str | None, port: int |
                 f"(API /v1, OpenAPI /openapi.json, MCP /mcp)",
                 err=True,
             )
+            if not is_loopback(settings.host) and not settings.allowed_hosts:
+                click.echo(
+                    "note: only requests naming localhost, 127.0.0.1 or [::1] are answered; "
+                    "list this server's names in [server] allowed_hosts (docs/server.md)",
+                    err=True,
+                )
             uvicorn.run(
                 app,
                 host=settings.host,

@@ -1,21 +1,19 @@
 """One command's workspace: opened from the workspace file, acting for one principal, closed
-when the command ends; and the one-bit note that labels hid something from that principal.
+when the command ends.
 
-A principal is told *that* some documents are not visible to it, never which, how many or
-where below the path it asked about (``docs/decisions.md``, 2026-11-25). The bit is worked
-out by comparing what the principal sees with what the same stores show with every label,
-tenant and policy rule set aside (the policy's file limits still apply, and labels sidecars
-are not documents): an entry the second view shows and the first does not is one the
-principal may not see. The comparison reads the stores directly, is not audited (it is not
-a request of the principal) and runs only when a principal is named.
+What a command prints is worked out from the principal's own answers alone. It never asks
+the stores, the index or another principal whether something it may not see exists: such a
+comparison is an oracle (a note that appears for "22 million" and not for "21 million" reads
+a figure out of a restricted file, a word at a time). A command may say who is acting and
+with what clearance (:meth:`Session.limited_note`), which is the same whatever is hidden
+(``docs/decisions.md``, "CLI: no hidden-match note").
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from bastion.cli.common import acting
 from bastion.cli.output import note, shown
@@ -39,69 +37,27 @@ class Session:
         principal: Principal | None,
         config: WorkspaceConfig,
         knowledge: Knowledge | None,
-        mounts: Sequence[Mount] = (),
     ) -> None:
         self.ws = ws
         self.principal = principal
         """Who asks; ``None`` for the workspace's owner (no ``--as``, no ``[principal]``)."""
         self.config = config
         self.knowledge = knowledge
-        self._mounts = tuple(mounts)
-        """The stores as opened, before the workspace wrapped them to read document labels."""
-        self._everything: SyncWorkspace | None = None
 
     @property
     def who(self) -> str:
         return shown(self.principal) if self.principal is not None else "the owner"
 
-    def hidden_note(self, scope: str) -> str:
-        return f"some documents {scope}are not visible to {self.who}"
+    def limited_note(self) -> str:
+        """Whose view an empty result is: the acting principal and its clearance. It depends
+        on nothing but who acts, so it says nothing of what is hidden."""
+        clearance = self.principal.clearance if self.principal is not None else "public"
+        return f"note: no results among what {self.who} (clearance {clearance}) may see"
 
-    def everything(self) -> SyncWorkspace:
-        """The same stores (the session's, opened once) with every label, tenant and rule set
-        aside (limits kept)."""
-        if self._everything is None:
-            from bastion.core.audit import NullAuditSink
-            from bastion.core.models import Labels
-            from bastion.core.policy import Policy
-            from bastion.workspace.workspace import Workspace
-
-            policy = dataclasses.replace(self.config.policy, rules=Policy.allow_all().rules)
-            unlabelled = [dataclasses.replace(m, labels=Labels()) for m in self._mounts]
-            self._everything = Workspace(
-                unlabelled, policy=policy, audit=NullAuditSink(), document_labels=False
-            ).sync()
-        return self._everything
-
-    def some_hidden(self, seen: Iterable[str], listed: Any) -> bool:
-        """True when ``listed(everything)`` (paths) holds a document not in ``seen``: a path
-        the principal's own call did not show. Always false for the owner."""
-        if self.principal is None:
-            return False
-        from bastion.core.errors import BastionError
-        from bastion.core.paths import VPath
-        from bastion.core.sidecars import labelled_file_of
-
-        try:
-            every = set(listed(self.everything()))
-        except BastionError:
-            return False
-        every = {p for p in every if labelled_file_of(VPath.parse(p)) is None}
-        return bool(every - set(seen))
-
-    def index_hidden(self, query: str, mode: str, k: int, shown: set[str]) -> bool:
-        """True when the index's own best ``k`` for ``query`` hold a document this principal
-        may not read (one bit: never which, nor how many); ``shown`` are paths it was shown.
-        Always false for the owner or without an index."""
-        if self.principal is None or self.knowledge is None:
-            return False
-        from bastion.workspace.sync import run_blocking
-
-        if mode not in self.ws.search_modes:
-            mode = "bm25"
-        raw = run_blocking(self.knowledge.search(query, mode=mode, k=k))
-        others = {hit.chunk.doc.path for hit in raw} - shown
-        return any(not self.ws.exists(path) for path in sorted(others))
+    def say_limited(self, empty: bool) -> None:
+        """:meth:`limited_note` on stderr when a result is ``empty`` (and a principal acts)."""
+        if empty and self.principal is not None:
+            note(self.limited_note())
 
 
 @contextlib.contextmanager
@@ -137,7 +93,7 @@ def open_session(
                 f"public), who may not see labelled documents; try --as USER ({names}, ...)"
             )
         ws = Workspace(mounts, policy=config.policy, principal=who, audit=sink, knowledge=knowledge)
-        yield Session(ws.sync(), who, config, knowledge, mounts)
+        yield Session(ws.sync(), who, config, knowledge)
     finally:
         try:
             if knowledge is not None:

@@ -2,8 +2,13 @@
 in ``bastion.core.audit``.
 
 Reading the audit log is an operator action: :class:`AuditView` is what a principal's view of
-a workspace shows of the shared sink (``Workspace.audit``): that principal's own records, or
-every record when the policy grants it the ``audit`` action on ``/``.
+a workspace shows of the shared sink (``Workspace.audit``): that principal's own records, as
+it was told, and none of the checks made on its behalf; or every record when the policy
+grants it the ``audit`` action on ``/``.
+
+Records are read a page at a time (:func:`audit_page`): the newest ``limit`` before a cursor,
+and the cursor of the page before them. A cursor is a position in the (append-only) records
+a view shows, so a page stays the same page while records are appended.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import dataclasses
 import json
 import os
 import threading
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from bastion.core.audit import AuditRecord, AuditSink, MemoryAuditSink, NullAuditSink
@@ -19,12 +25,14 @@ from bastion.core.errors import ConfigurationError, PolicyDeniedError
 from bastion.core.principal import Principal
 
 __all__ = [
+    "AuditPage",
     "AuditRecord",
     "AuditSink",
     "AuditView",
     "JsonLinesAuditSink",
     "MemoryAuditSink",
     "NullAuditSink",
+    "audit_page",
 ]
 
 
@@ -32,8 +40,10 @@ class AuditView(AuditSink):
     """One principal's window on a shared audit sink.
 
     :attr:`records` holds the principal's own records (same id and tenant), each with the
-    reason it was answered (:attr:`AuditRecord.told`), unless ``everyone`` (the policy grants
-    the principal the ``audit`` action on ``/``: every record, true reasons). Records
+    reason it was answered (:attr:`AuditRecord.told`), without the checks made on its behalf
+    (:attr:`AuditRecord.internal`: they were not its requests, and they may name entries it
+    may not see), unless ``everyone`` (the policy grants the principal the ``audit`` action
+    on ``/``: every record, true reasons). Records
     appended through the view go to the shared sink, and only as the view's principal: a
     view cannot write a record in another principal's name.
     """
@@ -63,10 +73,21 @@ class AuditView(AuditSink):
             )
         if self.everyone:
             return tuple(kept)
-        return tuple(_as_told(record) for record in kept if self._own(record))
+        return tuple(_as_told(record) for record in kept if self._readable(record))
 
     def _own(self, record: AuditRecord) -> bool:
         return record.principal == self.principal.id and record.tenant == self.principal.tenant
+
+    def _readable(self, record: AuditRecord) -> bool:
+        """One of the principal's own requests. An id kept as its escape (``exportable``: a
+        Python-made id with a lone surrogate) would read as a plain id that spells the
+        escape, so a record whose id holds ``\\u`` is for operators only (fails closed)."""
+        return (
+            not record.internal
+            and self._own(record)
+            and "\\u" not in record.principal
+            and "\\u" not in record.tenant
+        )
 
 
 def _as_told(record: AuditRecord) -> AuditRecord:
@@ -98,11 +119,8 @@ class JsonLinesAuditSink(AuditSink):
             raise ConfigurationError(f"cannot open audit log {self.path}: {exc.strerror}") from exc
 
     def append(self, record: AuditRecord) -> None:
-        fields = record.to_dict()
-        try:
-            line = (json.dumps(fields, ensure_ascii=False, sort_keys=True) + "\n").encode()
-        except UnicodeEncodeError:  # a lone surrogate (not text): written as a \u escape
-            line = (json.dumps(fields, ensure_ascii=True, sort_keys=True) + "\n").encode()
+        # a record's text always encodes (``bastion.core.audit.exportable``)
+        line = (json.dumps(record.to_dict(), ensure_ascii=False, sort_keys=True) + "\n").encode()
         with self._lock:
             os.write(self._fd, line)
             if self._fsync:
@@ -111,7 +129,9 @@ class JsonLinesAuditSink(AuditSink):
     @property
     def records(self) -> tuple[AuditRecord, ...]:
         """Every record in the file, oldest first (the whole file is read). A line that is
-        not a record (cut short by a crash, written by something else) is skipped."""
+        not a record (cut short by a crash, written by something else) is skipped; text a
+        line holds that UTF-8 cannot carry (a ``\\ud800`` escape written before it was made
+        exportable) is read as its backslash escape."""
         found: list[AuditRecord] = []
         with self.path.open("rb") as lines:
             for line in lines:
@@ -126,3 +146,46 @@ class JsonLinesAuditSink(AuditSink):
             if self._fd >= 0:
                 os.close(self._fd)
                 self._fd = -1
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class AuditPage:
+    """One page of audit records."""
+
+    records: tuple[AuditRecord, ...]
+    """Oldest first: the newest records before the cursor asked for."""
+    next: str | None
+    """The cursor of the page before this one (older records), ``None`` when there is none."""
+
+    def to_dict(self) -> dict[str, object]:
+        return {"records": [r.to_dict() for r in self.records], "next": self.next}
+
+
+def audit_page(
+    records: Sequence[AuditRecord],
+    *,
+    limit: int | None,
+    cursor: str | None = None,
+    keep: Callable[[AuditRecord], bool] | None = None,
+) -> AuditPage:
+    """The newest ``limit`` records (all when ``None``) of ``records`` before ``cursor`` (the
+    end when ``None``) that ``keep`` admits, and the cursor of the older ones. A cursor is
+    one a previous page of the same records gave; anything else is a :class:`ValueError`."""
+    if limit is not None and limit < 1:
+        raise ValueError("limit must be at least 1")
+    end = len(records) if cursor is None else _position(cursor, len(records))
+    picked: list[AuditRecord] = []
+    at = end
+    while at > 0 and (limit is None or len(picked) < limit):
+        at -= 1
+        if keep is None or keep(records[at]):
+            picked.append(records[at])
+    more = any(keep is None or keep(records[i]) for i in range(at - 1, -1, -1))
+    picked.reverse()
+    return AuditPage(tuple(picked), str(at) if more else None)
+
+
+def _position(cursor: str, size: int) -> int:
+    if cursor.isascii() and cursor.isdigit() and len(cursor) <= 20 and int(cursor) <= size:
+        return int(cursor)
+    raise ValueError("not a cursor of this audit log: use the 'next' of a previous page")

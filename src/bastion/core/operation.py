@@ -17,7 +17,7 @@ import time
 from contextvars import ContextVar, Token
 from types import TracebackType
 
-from bastion.core.audit import AuditRecord, AuditSink
+from bastion.core.audit import AuditRecord, AuditSink, internal_now
 from bastion.core.errors import AccessDeniedError, NotFoundError, OperationError
 from bastion.core.models import Action, Labels
 from bastion.core.paths import VPath
@@ -216,6 +216,7 @@ class Operation:
                 (time.perf_counter() - self._start) * 1000.0,
                 None if self.target is None else _audit_path(self.target),
                 None if told == reason else told,
+                internal_now(),  # a check made on a principal's behalf (``on_behalf``)
             )
         )
 

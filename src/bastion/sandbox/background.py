@@ -24,11 +24,11 @@ from __future__ import annotations
 import asyncio
 import builtins
 import contextlib
+import functools
 import hashlib
 import os
 import secrets
 import shlex
-import shutil
 import subprocess
 import threading
 import time
@@ -38,11 +38,14 @@ from typing import Literal
 
 from bastion.core.errors import NotFoundError, OperationError
 from bastion.core.paths import VPath
-from bastion.sandbox.bwrap import exit_status, kill_tree, start_background, wait_gone
+from bastion.sandbox.approval import Review, screen
+from bastion.sandbox.egress import Recorder
 from bastion.sandbox.port import SandboxWorkspace
 from bastion.sandbox.process_info import OutputBuffer, OutputChunk, ProcessInfo, Stream, drain
 from bastion.sandbox.result import RunLimits, SandboxError
 from bastion.sandbox.runner import Prepared, argv_of, prepare
+from bastion.sandbox.spawn import exit_status, kill_tree, start_background
+from bastion.sandbox.tree import remove_tree
 from bastion.sandbox.view import Copied, diff
 from bastion.sandbox.writeback import Applied, write_back
 
@@ -90,7 +93,7 @@ class _Process:
         self.lock = asyncio.Lock()
         self.loop = asyncio.get_running_loop()
         self.finishing: asyncio.Task[None] | None = None
-        self.proc = start_background(prepared.args, limits, prepared.fds)
+        self.proc, prepared.tree = start_background(prepared.args, limits, prepared.fds)
         prepared.close_fds()  # bubblewrap holds its own copies now
         assert self.proc.stdout is not None and self.proc.stderr is not None
         self.readers = [
@@ -103,15 +106,15 @@ class _Process:
 
     # -- the end -----------------------------------------------------------------------------
 
-    def kill(self, limit: str) -> frozenset[int]:
-        """Kill the whole tree (any thread); the first reason given is the one kept. Returns
-        the tree's processes (for :func:`~bastion.sandbox.bwrap.wait_gone`)."""
-        if self.proc.poll() is not None:
-            return frozenset()
+    def kill(self, limit: str) -> None:
+        """Kill the whole tree at once (any thread); the first reason given is the one kept.
+        bubblewrap then exits by itself (``self.proc.wait()``)."""
+        if self.proc.poll() is not None or self.prepared.tree is None:
+            return
         if self.limit is None:
             self.limit = limit
         self.killed = True
-        return kill_tree(self.proc.pid)
+        kill_tree(self.prepared.tree)
 
     def exited(self) -> None:
         """Called by the watcher thread once bubblewrap is gone."""
@@ -173,7 +176,10 @@ class _Process:
             if await asyncio.to_thread(self.prepared.written) > self.prepared.limits.written_bytes:
                 self.kill("written")
                 return
-            changes = await asyncio.to_thread(diff, snap)
+            changes = await screen(
+                await asyncio.to_thread(functools.partial(diff, snap, live=True)),
+                self.prepared.review,
+            )
             applied = await write_back(self.ws, changes)
             for change in changes:
                 key = change.key
@@ -232,8 +238,8 @@ def _watch(ref: weakref.ref[_Process], popen: subprocess.Popen[bytes]) -> None:
                 return
             if time.monotonic() > proc.deadline:
                 proc.kill("timeout")
-            elif _over(proc):
-                proc.kill("written")
+            elif (limit := _over(proc)) is not None:
+                proc.kill(limit)
             del proc
             continue
         proc = ref()
@@ -242,14 +248,14 @@ def _watch(ref: weakref.ref[_Process], popen: subprocess.Popen[bytes]) -> None:
         return
 
 
-def _over(proc: _Process) -> bool:
-    """True when the process has written more than its limit; a poll that fails (the view
-    changing under the walk) counts as not over: the next poll, and the check at the end,
+def _over(proc: _Process) -> str | None:
+    """The limit the process is over (``Prepared.over``); a poll that fails (the view
+    changing under the walk) counts as none: the next poll, and the check at the end,
     still hold."""
     try:
-        return proc.prepared.written() > proc.prepared.limits.written_bytes
+        return proc.prepared.over()
     except (OSError, RuntimeError, ValueError):
-        return False
+        return None
 
 
 class Processes:
@@ -278,10 +284,13 @@ class Processes:
         stdin: str | bytes | None = None,
         timeout: float = 600.0,
         limits: RunLimits | None = None,
+        review: Review | None = None,
+        record: Recorder | None = None,
     ) -> ProcessInfo:
         """Start ``command`` over ``ws``'s view (``ws`` acts for ``owner``; the caller has
         checked ``execute`` on ``cwd``); it runs until it exits, ``timeout`` seconds pass,
-        or it is killed."""
+        or it is killed. ``review`` and ``record`` as for
+        :func:`~bastion.sandbox.runner.run_in_sandbox` (asked at each write-back)."""
         argv = argv_of(command)
         if timeout <= 0:
             raise ValueError("timeout must be positive (seconds)")
@@ -291,11 +300,14 @@ class Processes:
                 f"you have {len(running)} background processes running (the most allowed); "
                 "kill one first"
             )
-        prepared = await prepare(ws, argv, cwd=cwd, env=env, limits=limits or RunLimits())
+        prepared = await prepare(
+            ws, argv, cwd=cwd, env=env, limits=limits or RunLimits(), review=review, record=record
+        )
         try:
             pid = secrets.token_hex(4)
             while pid in self._procs:
                 pid = secrets.token_hex(4)
+            prepared.start_egress()
             proc = _Process(pid, owner, ws, argv, cwd, prepared, timeout)
         except BaseException:
             await prepared.remove()
@@ -378,9 +390,8 @@ class Processes:
     async def kill(self, owner: tuple[str, str], pid: str) -> ProcessInfo:
         """Kill the process's whole tree; its changes not yet written back stay out."""
         proc = self._find(owner, pid)
-        tree = proc.kill("killed")
+        proc.kill("killed")
         await asyncio.to_thread(proc.proc.wait)
-        await asyncio.to_thread(wait_gone, tree, proc.proc.pid)
         while proc.ended is None:  # the watcher thread records the end
             await asyncio.sleep(0.01)
         await proc.settle()
@@ -402,10 +413,10 @@ class Processes:
             for p in self._procs.values()
             if (owner is None or p.owner == owner) and p.ended is None
         ]
-        trees = [proc.kill("killed") for proc in chosen]
-        for proc, tree in zip(chosen, trees, strict=True):
+        for proc in chosen:
+            proc.kill("killed")
+        for proc in chosen:
             await asyncio.to_thread(proc.proc.wait)
-            await asyncio.to_thread(wait_gone, tree, proc.proc.pid)
         for proc in chosen:
             while proc.ended is None:
                 await asyncio.sleep(0.01)
@@ -429,12 +440,12 @@ def _kill_all(handles: dict[str, tuple[subprocess.Popen[bytes], Prepared]]) -> N
     """Kill every running process (the registry is being collected, or the interpreter
     exits) and remove every view left; nothing is written back."""
     for popen, prepared in list(handles.values()):
-        if popen.poll() is None:
-            kill_tree(popen.pid)
+        if popen.poll() is None and prepared.tree is not None:
+            kill_tree(prepared.tree)
         if popen.stdin is not None:
             with contextlib.suppress(OSError):
                 popen.stdin.close()
         with contextlib.suppress(subprocess.TimeoutExpired):
             popen.wait(timeout=5)
         prepared.close_fds()
-        shutil.rmtree(prepared.folder, ignore_errors=True)
+        remove_tree(prepared.folder)

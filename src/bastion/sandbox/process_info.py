@@ -30,8 +30,8 @@ class ProcessInfo:
     exit_code: int | None = None
     signal: int | None = None
     limit: str | None = None
-    """What ended it or held its changes back: ``timeout``, ``written``, ``killed`` (its
-    owner, or the workspace closing)."""
+    """What ended it or held its changes back: ``timeout``, ``written``, ``tmp`` (too many
+    entries in ``/tmp``), ``killed`` (its owner, or the workspace closing)."""
     duration: float
     """Seconds since it started, or from start to exit."""
     stdout_bytes: int = 0

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from bastion.core.errors import SandboxError
+from bastion.sandbox.egress import Egress
 
 __all__ = ["RunLimits", "RunResult", "SandboxError"]
 
@@ -19,24 +21,30 @@ class RunLimits:
     processes: int = 256
     """RLIMIT_NPROC of the sandbox's user: a fork bomb fails to fork past it."""
     memory_bytes: int = 2 * 1024**3
-    """RLIMIT_AS of every process in the sandbox."""
+    """RLIMIT_AS of every process in the sandbox (memory no address space holds, memfds and
+    System V IPC, is refused by the seccomp filter; ``docs/sandbox.md`` says what is not
+    counted)."""
     file_bytes: int = 64 * 1024**2
     """RLIMIT_FSIZE: the largest file a process may write."""
     cpu_seconds: int | None = None
     """RLIMIT_CPU of every process (``None``: only the wall timeout applies)."""
     tmp_bytes: int = 256 * 1024**2
-    """Size of the private ``/tmp`` (a tmpfs, held in the host's memory): past it, writes there
-    fail with ``No space left on device``."""
+    """Size of the private ``/tmp`` and ``/dev/shm`` together (one tmpfs, held in the host's
+    memory): past it, writes there fail with ``No space left on device``. More entries there
+    than it has 4 KiB blocks kill the command (``limit="tmp"``): a tmpfs counts bytes, not
+    files."""
     written_bytes: int = 256 * 1024**2
     """Most disk the command may take in the view, all entries together: each file it
     created or changed counts its size rounded up to 4 KiB, each new folder or link 4 KiB.
     Past it the command is killed (``limit="written"``) and none of its changes come back."""
-    network: bool = False
-    """Share the host's network (its interfaces, loopback included, and its name-resolution
-    files in ``/etc``). Off: the command has a network namespace of its own with only a
-    loopback that reaches nothing of the host. Turning it on lets the command reach whatever
-    the host reaches (internal services, cloud metadata addresses, the host's own listening
-    ports) and send out anything it may read: only for trusted commands
+    network: bool | Sequence[str] | Egress = False
+    """``False``: a network namespace of the command's own with only a loopback that reaches
+    nothing of the host. A list of domains (or an :class:`~bastion.sandbox.egress.Egress`):
+    the same namespace, plus an HTTP/HTTPS proxy that Bastion runs for the command, which
+    admits only those names and audits every request (``HTTP_PROXY`` and ``HTTPS_PROXY`` are
+    set); stored as an ``Egress``. ``True``: share the host's network (its interfaces, loopback
+    included, and its name-resolution files in ``/etc``), which lets the command reach
+    whatever the host reaches and send out anything it may read: only for trusted commands
     (``docs/sandbox.md``)."""
 
     def __post_init__(self) -> None:
@@ -52,6 +60,13 @@ class RunLimits:
                 raise ValueError(f"RunLimits.{name} must be at least 1")
         if self.cpu_seconds is not None and self.cpu_seconds < 1:
             raise ValueError("RunLimits.cpu_seconds must be at least 1 or None")
+        if not isinstance(self.network, bool | Egress):
+            object.__setattr__(self, "network", Egress(allow=self.network))
+
+    @property
+    def egress(self) -> Egress | None:
+        """The allow-list when the network is one (see :attr:`network`)."""
+        return self.network if isinstance(self.network, Egress) else None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,8 +84,8 @@ class RunResult:
     stdout_truncated: bool = False
     stderr_truncated: bool = False
     limit: str | None = None
-    """The limit that ended the command or stopped its changes: ``"timeout"``, ``"output"``
-    or ``"written"``; ``None`` otherwise."""
+    """The limit that ended the command or stopped its changes: ``"timeout"``, ``"output"``,
+    ``"tmp"`` (too many entries in ``/tmp``) or ``"written"``; ``None`` otherwise."""
     changed: tuple[str, ...] = ()
     """Workspace paths written back (created or changed), as this principal."""
     deleted: tuple[str, ...] = ()

@@ -17,6 +17,13 @@ for and that widen the kernel surface an escape would go through:
 * ``io_uring`` (its three calls: a large kernel surface with a record of escapes; programs
   that use it fall back to ordinary calls when it is refused).
 
+Memory that no per-process limit counts answers ``ENOSYS`` (as on a kernel built without it,
+so programs take their fallback): ``memfd_create`` and ``memfd_secret`` (an anonymous file
+grows outside RLIMIT_AS and outside the sized ``/tmp``), and System V IPC's ``shmget``,
+``msgget`` and ``semget`` (a segment outlives its detach, queues and semaphore sets live in
+the kernel). POSIX shared memory and named semaphores are files in ``/dev/shm``, counted
+with ``/tmp``.
+
 A call made with another architecture's numbering (``int 0x80`` on x86-64) kills the process;
 on x86-64, x32 numbers answer ``EPERM``. Only x86-64 and AArch64 have a table: elsewhere
 :func:`filter_program` is ``None`` and the command runs without a filter (the namespaces and
@@ -30,7 +37,7 @@ import os
 import platform
 import struct
 
-__all__ = ["DENIED", "filter_fd", "filter_program"]
+__all__ = ["ABSENT", "DENIED", "filter_fd", "filter_program"]
 
 DENIED = (
     "ptrace",
@@ -72,6 +79,9 @@ DENIED = (
 )
 """System calls that always answer ``EPERM``."""
 
+ABSENT = ("memfd_create", "memfd_secret", "shmget", "msgget", "semget", "clone3")
+"""System calls that always answer ``ENOSYS``: memory outside every limit, and ``clone3``."""
+
 _X86_64 = {
     "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "mount": 165,
     "umount2": 166, "pivot_root": 155, "open_tree": 428, "move_mount": 429, "fsopen": 430,
@@ -82,6 +92,7 @@ _X86_64 = {
     "acct": 163, "quotactl": 179, "open_by_handle_at": 304, "name_to_handle_at": 303,
     "lookup_dcookie": 212, "io_uring_setup": 425, "io_uring_enter": 426,
     "io_uring_register": 427, "unshare": 272, "clone": 56, "clone3": 435,
+    "memfd_create": 319, "memfd_secret": 447, "shmget": 29, "msgget": 68, "semget": 64,
 }  # fmt: skip
 _AARCH64 = {
     "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "mount": 40,
@@ -93,6 +104,7 @@ _AARCH64 = {
     "acct": 89, "quotactl": 60, "open_by_handle_at": 265, "name_to_handle_at": 264,
     "lookup_dcookie": 18, "io_uring_setup": 425, "io_uring_enter": 426,
     "io_uring_register": 427, "unshare": 97, "clone": 220, "clone3": 435,
+    "memfd_create": 279, "memfd_secret": 447, "shmget": 194, "msgget": 186, "semget": 190,
 }  # fmt: skip
 _ARCHES = {
     "x86_64": (0xC000003E, _X86_64),  # AUDIT_ARCH_X86_64
@@ -138,7 +150,8 @@ def filter_program(machine: str | None = None) -> bytes | None:
         prog += [_op(_JGE_K, _X32_BIT, jf=1), _op(_RET_K, _EPERM)]
     for name in DENIED:
         prog += [_op(_JEQ_K, numbers[name], jf=1), _op(_RET_K, _EPERM)]
-    prog += [_op(_JEQ_K, numbers["clone3"], jf=1), _op(_RET_K, _ENOSYS)]
+    for name in ABSENT:
+        prog += [_op(_JEQ_K, numbers[name], jf=1), _op(_RET_K, _ENOSYS)]
     # clone and unshare: refused only with CLONE_NEWUSER in their first argument.
     prog += [
         _op(_JEQ_K, numbers["clone"], jt=1),

@@ -5,10 +5,15 @@ A write is conditional on the version copied into the view, so a file changed in
 while the command ran is a conflict, not an overwrite; a new file is created only if nobody
 created it meanwhile. A refused change is reported per path and not applied; a single write is
 all-or-nothing (the store's own atomic write).
+
+A new folder is made with one ``mkdir`` of the deepest new folder on its branch (the workspace
+makes the parents), not one per level: each ``mkdir`` of a folder that exists costs the guard a
+look into it. The loop yields to the event loop between changes.
 """
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 
 from bastion.core.errors import AlreadyExistsError, ConflictError, NotFoundError, OperationError
@@ -35,7 +40,8 @@ class Applied:
 async def write_back(ws: SandboxWorkspace, changes: list[Change]) -> Applied:
     """Apply ``changes`` (from :func:`bastion.sandbox.view.diff`) as ``ws``'s principal."""
     applied = Applied()
-    for change in changes:
+    for change in _deepest_folders(changes):
+        await asyncio.sleep(0)  # a long write-back leaves the loop to others between calls
         key = change.key
         if change.kind == "refuse":
             applied.refused[key] = change.reason
@@ -54,6 +60,12 @@ async def write_back(ws: SandboxWorkspace, changes: list[Change]) -> Applied:
             elif change.kind == "delete":
                 applied.deleted.append(key)
     return applied
+
+
+def _deepest_folders(changes: list[Change]) -> list[Change]:
+    """``changes`` without the ``mkdir`` of a folder that a deeper new folder makes anyway."""
+    above = {c.path.parent for c in changes if c.kind == "mkdir"}  # all below a new one is new
+    return [c for c in changes if c.kind != "mkdir" or c.path not in above]
 
 
 async def _apply(ws: SandboxWorkspace, change: Change) -> None:

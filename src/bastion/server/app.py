@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
@@ -23,9 +24,11 @@ from starlette.staticfiles import StaticFiles
 
 from bastion.server import routes_admin, routes_files, routes_knowledge
 from bastion.server.auth import Authenticator, DemoLogin
+from bastion.server.errors import error_response
 from bastion.server.mcp_http import McpHub
-from bastion.server.middleware import BodyLimit, SecurityHeaders
+from bastion.server.middleware import BodyLimit, RequestShape, SecurityHeaders
 from bastion.server.openapi import openapi_document
+from bastion.server.origin import HostGuard
 from bastion.server.settings import ServerSettings
 from bastion.server.state import ServerState
 
@@ -86,7 +89,11 @@ def create_app(
         Route("/", page, methods=["GET"]),
         Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
     ]
-    middleware = [Middleware(SecurityHeaders)]
+    middleware = [
+        Middleware(SecurityHeaders),
+        Middleware(HostGuard, hosts=chosen.host_names(), origins=chosen.trusted_origins()),
+        Middleware(RequestShape),
+    ]
     if chosen.cors_origins:
         middleware.append(
             Middleware(
@@ -99,6 +106,17 @@ def create_app(
     middleware.append(
         Middleware(BodyLimit, default=chosen.max_body_bytes, uploads=chosen.max_upload_bytes)
     )
-    app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
+    app = Starlette(
+        routes=routes,
+        middleware=middleware,
+        lifespan=lifespan,
+        exception_handlers={HTTPException: _refused, Exception: _refused},
+    )
     app.state.bastion = state
     return app
+
+
+async def _refused(request: Request, exc: Exception) -> Response:
+    """Starlette's own refusals (no route, wrong method) and anything unexpected outside the
+    API's handlers: one JSON line like every other error (:func:`error_response`)."""
+    return error_response(exc)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse
 
 from bastion.core.errors import (
@@ -40,7 +41,14 @@ from bastion.core.errors import (
 )
 from bastion.governance.errors import AuthenticationError
 
-__all__ = ["ApiError", "BodyTooLargeError", "describe", "error_response", "status_of"]
+__all__ = [
+    "ApiError",
+    "BodyTooLargeError",
+    "describe",
+    "error_response",
+    "status_for",
+    "status_of",
+]
 
 log = logging.getLogger("bastion.server")
 
@@ -89,10 +97,28 @@ class BodyTooLargeError(ApiError):
         )
 
 
+def status_for(cls: type[BaseException]) -> int:
+    """The HTTP status of an error class (what :func:`status_of` gives its instances)."""
+    if issubclass(cls, BastionError):
+        return next((status for known, status in _STATUS if issubclass(cls, known)), 400)
+    return 500
+
+
+_ROUTING = {
+    404: ("not_found", "no such endpoint; the API is under /v1 (see /openapi.json)"),
+    405: ("method_not_allowed", "this endpoint does not take that method (see /openapi.json)"),
+}
+"""Starlette's own refusals (no route, wrong method, a static file that is not there), each
+with a fixed line: the exception's text is never shown."""
+
+
 def status_of(exc: BaseException) -> tuple[int, str]:
     """The HTTP status and stable code of one exception."""
     if isinstance(exc, ApiError):
         return exc.status, exc.code
+    if isinstance(exc, HTTPException) and 400 <= exc.status_code < 500:
+        code = _ROUTING.get(exc.status_code, ("bad_request", ""))[0]
+        return exc.status_code, code
     if isinstance(exc, BastionError):
         status = next((status for cls, status in _STATUS if isinstance(exc, cls)), 400)
         return status, exc.code
@@ -117,6 +143,8 @@ def describe(exc: BaseException) -> tuple[int, str, str]:
         message = "an argument is out of range; check the request's parameters"
     elif isinstance(exc, BastionError | ApiError):
         message = str(exc) or code  # one line: the error root escapes line breaks
+    elif isinstance(exc, HTTPException):
+        message = _ROUTING.get(status, ("", "the request was refused; check it"))[1]
     else:  # pragma: no cover - every mapped class is one of the above
         message = code
     return status, code, message
@@ -127,6 +155,8 @@ def error_response(exc: BaseException, *, headers: dict[str, str] | None = None)
     status, code, message = describe(exc)
     body: dict[str, Any] = {"error": {"code": code, "message": message}}
     extra = dict(headers or {})
+    if isinstance(exc, HTTPException) and status < 500:
+        extra.update({k: v for k, v in (exc.headers or {}).items() if k.lower() == "allow"})
     if status == 401:
         extra.setdefault("WWW-Authenticate", 'Bearer realm="bastion"')
     if status == 429:

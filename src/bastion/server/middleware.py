@@ -1,13 +1,24 @@
-"""ASGI middleware of the server: security headers on every response, and request bodies
-cut off at their limit while they stream (never read whole first)."""
+"""ASGI middleware of the server: security headers on every response, a request's shape
+checked before any handler sees it, and request bodies held to their limit.
+
+Every refusal here is one JSON line with a 4xx status, and none repeats what was sent: a
+malformed request is never a ``500`` (docs/server.md, "Malformed requests"). Host and Origin
+are checked before these (:mod:`bastion.server.origin`).
+"""
 
 from __future__ import annotations
 
+import re
+from urllib.parse import unquote_to_bytes
+
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from bastion.server.errors import BodyTooLargeError, error_response
+from bastion.server.errors import ApiError, BodyTooLargeError, error_response
 
-__all__ = ["BodyLimit", "SecurityHeaders"]
+__all__ = ["UPLOAD_PATH", "BodyLimit", "RequestShape", "SecurityHeaders"]
+
+UPLOAD_PATH = "/v1/ingest"
+"""The one endpoint whose body is a multipart upload (``max_upload_bytes``, streamed)."""
 
 _CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -49,9 +60,151 @@ class SecurityHeaders:
         await self.app(scope, receive, with_headers)
 
 
+_MAX_PATH = 2048
+_MAX_QUERY = 8192
+_MAX_PARAMS = 64
+_MAX_HEADERS = 100
+_MAX_HEADER_BYTES = 16 * 1024
+_SINGLE = (b"authorization", b"content-type", b"content-length")
+"""Headers a request may carry once: two ``Authorization`` headers would leave the choice of
+principal to whichever part reads first."""
+
+_IGNORED = (b"range", b"if-range")
+_URL_TEXT = re.compile(rb"[\x21-\x7e]*")
+_BAD_ESCAPE = re.compile(rb"%(?![0-9A-Fa-f]{2})")
+_HEADER_VALUE = re.compile(rb"[\t\x20-\x7e\x80-\xff]*")
+_CONTROL = re.compile("[\x00-\x1f\x7f\ud800-\udfff]")
+
+
+def _refuse(status: int, code: str, message: str) -> ApiError:
+    return ApiError(status, code, message)
+
+
+def _decoded(raw: bytes, *, plus: bytes = b" ") -> str | None:
+    """``raw`` (URL text) percent-decoded as UTF-8 (``+`` read as ``plus``); ``None`` when it
+    is not URL text, holds a broken escape or does not decode (a lone surrogate is not
+    UTF-8)."""
+    if not _URL_TEXT.fullmatch(raw) or _BAD_ESCAPE.search(raw):
+        return None
+    try:
+        return unquote_to_bytes(raw.replace(b"+", plus)).decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def path_problem(scope: Scope) -> ApiError | None:
+    """The URL path: URL text, well-escaped UTF-8, no control character."""
+    path: str = scope["path"]
+    raw: bytes | None = scope.get("raw_path")
+    decoded = path if raw is None else _decoded(raw, plus=b"+")
+    if len(path) > _MAX_PATH or (raw is not None and len(raw) > _MAX_PATH):
+        return _refuse(414, "uri_too_long", f"the URL path is over {_MAX_PATH} characters")
+    if decoded is None or _CONTROL.search(decoded) or _CONTROL.search(path):
+        return _refuse(
+            400,
+            "bad_request",
+            "the URL path is not percent-encoded UTF-8 text, or holds a control character",
+        )
+    return None
+
+
+def query_problem(query: bytes) -> ApiError | None:
+    """The query string: short, well-escaped UTF-8, each parameter at most once (two values
+    for one name would leave the choice to whichever part reads first)."""
+    if len(query) > _MAX_QUERY:
+        return _refuse(414, "uri_too_long", f"the query string is over {_MAX_QUERY} bytes")
+    seen: set[str] = set()
+    for piece in query.split(b"&"):
+        if not piece:
+            continue
+        name, _, value = piece.partition(b"=")
+        key = _decoded(name)
+        if key is None or _decoded(value) is None:
+            return _refuse(
+                400,
+                "bad_query",
+                "the query string is not percent-encoded UTF-8 (write %25 for a literal %)",
+            )
+        if key in seen:
+            return _refuse(400, "bad_query", "a query parameter is given twice; give it once")
+        seen.add(key)
+    if len(seen) > _MAX_PARAMS:
+        return _refuse(400, "bad_query", f"more than {_MAX_PARAMS} query parameters")
+    return None
+
+
+def header_problem(headers: list[tuple[bytes, bytes]]) -> ApiError | None:
+    """Few and small headers; no line break or NUL in a value; no second copy of a header
+    that decides (who is asking, how the body is read)."""
+    size = sum(len(k) + len(v) for k, v in headers)
+    if len(headers) > _MAX_HEADERS or size > _MAX_HEADER_BYTES:
+        return _refuse(
+            431,
+            "headers_too_large",
+            f"the request headers are over {_MAX_HEADERS} or {_MAX_HEADER_BYTES} bytes",
+        )
+    names = [k.lower() for k, _ in headers]
+    for single in _SINGLE:
+        if names.count(single) > 1:
+            return _refuse(400, "bad_header", f"the {single.decode()} header is given twice")
+    if not all(_HEADER_VALUE.fullmatch(v) for _, v in headers):
+        return _refuse(400, "bad_header", "a header value holds a control character")
+    return None
+
+
+class RequestShape:
+    """Refuses a URL path, query string or header set that is malformed (``400``), too long
+    (``414``) or too large (``431``), before any handler parses it.
+
+    ``Range`` is dropped: the page and its static files are small and come back whole (a
+    server may ignore ``Range``, RFC 9110), where Starlette's file responses answered a
+    malformed one with a line of plain text. Byte ranges of workspace files are asked for
+    with ``start``/``end``."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            headers = list(scope.get("headers", []))
+            problem = (
+                path_problem(scope)
+                or query_problem(scope.get("query_string", b""))
+                or header_problem(headers)
+            )
+            if problem is not None:
+                await error_response(problem)(scope, receive, send)
+                return
+            kept = [(k, v) for k, v in headers if k.lower() not in _IGNORED]
+            if len(kept) != len(headers):
+                scope = {**scope, "headers": kept}
+        await self.app(scope, receive, send)
+
+
+def _header(scope: Scope, name: bytes) -> bytes | None:
+    return next((v for k, v in scope.get("headers", []) if k.lower() == name), None)
+
+
+def _wants_json(scope: Scope, body: bytes) -> bool:
+    """A body for the API is JSON; so is every POST to ``/mcp`` (its transport answers any
+    other with a line of plain text)."""
+    if scope["path"] == "/mcp":
+        return bool(scope["method"] == "POST")
+    return bool(body) and scope["path"].startswith("/v1/")
+
+
+def _is_json(content_type: bytes | None) -> bool:
+    media, *params = (content_type or b"").decode("latin-1").lower().split(";")
+    charset = [p.split("=", 1)[1].strip(' "') for p in params if p.strip().startswith("charset=")]
+    return media.strip() == "application/json" and charset in ([], ["utf-8"])
+
+
 class BodyLimit:
-    """Refuses a body over its limit: at once from ``Content-Length``, else while reading
-    (the handler's read raises :class:`BodyTooLargeError`, answered as a ``413``)."""
+    """Holds request bodies to their limit. A ``Content-Length`` over it is refused at once.
+    An upload streams (the handler's read raises :class:`BodyTooLargeError`, a ``413``);
+    every other body is read here up to its limit (``413`` past it) and handed on whole, and
+    a body sent to a JSON endpoint must say ``application/json`` (``415``: a form post from
+    another site's page can send JSON-looking text without asking the browser first)."""
 
     def __init__(self, app: ASGIApp, *, default: int, uploads: int) -> None:
         self.app = app
@@ -62,28 +215,68 @@ class BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        limit = self.uploads if scope["path"] == "/v1/ingest" else self.default
-        for key, value in scope.get("headers", []):
-            if key == b"content-length":
-                try:
-                    declared = int(value)
-                except ValueError:
-                    declared = -1
-                if declared > limit:
-                    await error_response(BodyTooLargeError(limit))(scope, receive, send)
-                    return
-        if scope["path"] == "/mcp":  # the MCP transport counts its own body (same limit)
-            await self.app(scope, receive, send)
+        upload = scope["path"] == UPLOAD_PATH
+        limit = self.uploads if upload else self.default
+        declared = _header(scope, b"content-length")
+        if declared is not None and (not declared.isdigit() or len(declared) > 19):
+            problem = _refuse(400, "bad_header", "Content-Length must be a number of bytes")
+            await error_response(problem)(scope, receive, send)
             return
+        if declared is not None and int(declared) > limit:
+            await error_response(BodyTooLargeError(limit))(scope, receive, send)
+            return
+        if upload:
+            await self.app(scope, _limited(receive, limit), send)
+            return
+        chunks: list[bytes] = []
         seen = 0
-
-        async def limited() -> Message:
-            nonlocal seen
+        while True:
             message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > limit:
-                    raise BodyTooLargeError(limit)
-            return message
+            if message["type"] != "http.request":
+                return  # the client left before its body was read: nothing to answer
+            chunk = message.get("body", b"")
+            seen += len(chunk)
+            if seen > limit:
+                await error_response(BodyTooLargeError(limit))(scope, receive, send)
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        if _wants_json(scope, body) and not _is_json(_header(scope, b"content-type")):
+            problem = _refuse(
+                415,
+                "unsupported_media_type",
+                "send the body as JSON with Content-Type: application/json",
+            )
+            await error_response(problem)(scope, receive, send)
+            return
+        await self.app(scope, _replay(body, receive), send)
 
-        await self.app(scope, limited, send)
+
+def _limited(receive: Receive, limit: int) -> Receive:
+    seen = 0
+
+    async def limited() -> Message:
+        nonlocal seen
+        message = await receive()
+        if message["type"] == "http.request":
+            seen += len(message.get("body", b""))
+            if seen > limit:
+                raise BodyTooLargeError(limit)
+        return message
+
+    return limited
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """The body read ahead, as one message; then the connection's own messages (a
+    disconnect, which a streaming answer waits for)."""
+    pending = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def replay() -> Message:
+        if pending:
+            return pending.pop()
+        return await receive()
+
+    return replay

@@ -4,25 +4,28 @@ from __future__ import annotations
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
 
+from bastion.core.audit import on_behalf
+from bastion.core.audit_sinks import audit_page
 from bastion.core.errors import PolicyDeniedError
 from bastion.core.models import Action, Scope
 from bastion.core.paths import VPath
 from bastion.server.errors import ApiError
-from bastion.server.handlers import api, body_json, integer, ok, required
+from bastion.server.handlers import Endpoint, endpoint, ok
 from bastion.server.state import state_of
+from bastion.workspace.operations.service import AuditParams, DemoLoginParams
 
-__all__ = ["routes"]
+__all__ = ["ENDPOINTS", "routes"]
 
 
-async def health(request: Request) -> Response:
+@endpoint("health", "GET", "/healthz", public=True, logged=False)
+async def health(request: Request, _: object) -> Response:
     """Alive: the process answers (no authentication, nothing about the workspace)."""
     return JSONResponse({"status": "ok"})
 
 
-@api
-async def ready(request: Request) -> Response:
+@endpoint("ready", "GET", "/readyz", public=True)
+async def ready(request: Request, _: object) -> Response:
     """Ready: the workspace is built and each mount answers a stat of its root. A mount that
     does not is named (its prefix, never its URL) with a 503."""
     state = state_of(request)
@@ -37,23 +40,24 @@ async def ready(request: Request) -> Response:
     return JSONResponse({"status": "ready", "index": state.workspace.has_index})
 
 
-@api
-async def me(request: Request) -> Response:
+@endpoint("me", "GET", "/v1/me")
+async def me(request: Request, _: object) -> Response:
     """The principal of the token, what it may do, and the mounts it sees (writable ones
     flagged), for the page."""
     state = state_of(request)
     ws = state.view(request)
     p = ws.principal
-    top = {str(e.path) for e in await ws.list("/")}  # one listing: no refusal per mount
+    with on_behalf():  # looked up for the page, not asked: not listed in p's own audit view
+        top = {str(e.path) for e in await ws.list("/")}  # one listing: no refusal per mount
 
-    async def visible(prefix: VPath) -> bool:
-        return str(prefix) in top if len(prefix.parts) == 1 else await ws.exists(prefix)
+        async def visible(prefix: VPath) -> bool:
+            return str(prefix) in top if len(prefix.parts) == 1 else await ws.exists(prefix)
 
-    mounts = [
-        {"prefix": str(m.prefix), "scope": m.scope.value, "description": m.description}
-        for m in ws.mounts
-        if await visible(m.prefix)
-    ]
+        mounts = [
+            {"prefix": str(m.prefix), "scope": m.scope.value, "description": m.description}
+            for m in ws.mounts
+            if await visible(m.prefix)
+        ]
     return ok(
         {
             "id": p.id,
@@ -70,42 +74,42 @@ async def me(request: Request) -> Response:
     )
 
 
-@api
-async def audit(request: Request) -> Response:
-    """The latest audit records (operators: the ``audit`` action on ``/``)."""
+@endpoint("audit", "GET", "/v1/audit")
+async def audit(request: Request, args: AuditParams) -> Response:
+    """A page of audit records (operators: the ``audit`` action on ``/``): the newest
+    ``limit`` (default 100, at most 1000) before ``cursor`` (the end when absent), oldest
+    first, and ``next``, the cursor of the older page (``null``: there is none)."""
     state = state_of(request)
     ws = state.view(request)
     if not state.may(ws, Action.AUDIT):
         raise PolicyDeniedError("the audit log is for operators: it needs the 'audit' action on /")
-    limit = integer(request.query_params, "limit", 100, low=1, high=1000) or 100
+    limit = args.limit
+    cursor = args.cursor
     records = getattr(ws.audit, "records", None)
     if records is None:
         raise ApiError(409, "audit_unreadable", "this server's audit sink cannot be read back")
-    return ok({"records": [r.to_dict() for r in records[-limit:]]})
+    try:
+        page = audit_page(records, limit=limit, cursor=cursor or None)
+    except ValueError as exc:
+        raise ApiError(400, "bad_field", f"'cursor': {exc}") from None
+    return ok(page.to_dict())
 
 
-@api
-async def demo_users(request: Request) -> Response:
+@endpoint("demo_users", "GET", "/v1/auth/demo/users", public=True)
+async def demo_users(request: Request, _: object) -> Response:
     state = state_of(request)
     if state.auth.demo is None:
         raise ApiError(404, "not_found", "the demo login is off on this server")
     return ok({"users": [{"id": i, "about": about} for i, about in state.demo_users]})
 
 
-@api
-async def demo_login(request: Request) -> Response:
+@endpoint("demo_login", "POST", "/v1/auth/demo", public=True)
+async def demo_login(request: Request, args: DemoLoginParams) -> Response:
     state = state_of(request)
     if state.auth.demo is None:
         raise ApiError(404, "not_found", "the demo login is off on this server")
-    user = required(await body_json(request), "user")
-    return ok({"token": state.auth.demo.token_for(user), "token_type": "Bearer"})
+    return ok({"token": state.auth.demo.token_for(args.user), "token_type": "Bearer"})
 
 
-routes = [
-    Route("/healthz", health, methods=["GET"]),
-    Route("/readyz", ready, methods=["GET"]),
-    Route("/v1/me", me, methods=["GET"]),
-    Route("/v1/audit", audit, methods=["GET"]),
-    Route("/v1/auth/demo/users", demo_users, methods=["GET"]),
-    Route("/v1/auth/demo", demo_login, methods=["POST"]),
-]
+ENDPOINTS: tuple[Endpoint, ...] = (health, ready, me, audit, demo_users, demo_login)
+routes = [e.route() for e in ENDPOINTS]

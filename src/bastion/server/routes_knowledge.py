@@ -4,59 +4,41 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.datastructures import UploadFile
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
-from starlette.routing import Route
 
 from bastion.core.errors import PolicyDeniedError
 from bastion.core.models import Action, WriteMode
 from bastion.governance.answer.text import number_markers
 from bastion.server.errors import ApiError, describe, status_of
-from bastion.server.handlers import api, body_json, flag, integer, ok, required, text
+from bastion.server.handlers import Endpoint, endpoint, ok, parse_args
 from bastion.server.state import ServerState, state_of
+from bastion.server.uploads import read_upload
+from bastion.workspace.operations.knowledge import (
+    AskParams,
+    IngestParams,
+    RepairParams,
+    SearchParams,
+)
 
-__all__ = ["routes"]
+__all__ = ["ENDPOINTS", "routes"]
 
-_MAX_K = 100
-_MAX_QUESTION = 4000
 _MAX_UPLOAD_FILES = 20
 
 
-_MODES = ("bm25", "vector", "hybrid")
-
-
-def _mode(body: Mapping[str, Any], ws: Any) -> str:
-    """The mode asked for; by default hybrid where the index offers it, else bm25."""
-    default = "hybrid" if "hybrid" in ws.search_modes else "bm25"
-    mode = text(body, "mode", default) or default
-    if mode not in _MODES:
-        raise ApiError(400, "bad_field", f"'mode' must be one of {', '.join(_MODES)}")
-    return mode
-
-
-def _filter(body: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    value = body.get("filter")
-    if value is None:
-        return None
-    if not isinstance(value, dict):
-        raise ApiError(400, "bad_field", "'filter' must be a JSON object")
-    return value
-
-
-@api
-async def search(request: Request) -> Response:
+async def _search(request: Request, args: SearchParams) -> Response:
     ws = state_of(request).view(request)
-    body = await body_json(request) if request.method == "POST" else request.query_params
     result = await ws.search(
-        required(body, "query"),
-        mode=_mode(body, ws),
-        k=integer(body, "k", 10, low=1, high=_MAX_K) or 10,
-        path=text(body, "path", "/") or "/",
-        filter=_filter(body) if request.method == "POST" else None,
+        args.query,
+        mode=args.mode,
+        k=args.k,
+        path=args.path,
+        filter=getattr(args, "filter", None),
+        related=args.related,
     )
     return ok(
         {
@@ -76,6 +58,10 @@ async def search(request: Request) -> Response:
             ],
         }
     )
+
+
+search_query = endpoint("search", "GET", "/v1/search", exclude=("filter",))(_search)
+search_body = endpoint("search", "POST", "/v1/search")(_search)
 
 
 def _answer_parts(answer: Any) -> dict[str, Any]:
@@ -102,20 +88,18 @@ def _event(name: str, data: Any) -> bytes:
     return f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
 
 
-@api
-async def ask(request: Request) -> Response:
+@endpoint("ask", "POST", "/v1/ask")
+async def ask(request: Request, args: AskParams) -> Response:
     """The answer as JSON, or as events when the client accepts ``text/event-stream``:
     ``answer`` (pieces of text), then ``citations``, ``verification`` and ``done``."""
     ws = state_of(request).view(request)
-    body = await body_json(request)
-    question = required(body, "question")
-    if len(question) > _MAX_QUESTION:
-        raise ApiError(413, "limit_exceeded", f"the question is over {_MAX_QUESTION} characters")
+    question = args.question
     options: dict[str, Any] = {
-        "k": integer(body, "k", 8, low=1, high=_MAX_K) or 8,
-        "mode": _mode(body, ws),
-        "path": text(body, "path", "/") or "/",
-        "filter": _filter(body),
+        "k": args.k,
+        "mode": args.mode,
+        "path": args.path,
+        "filter": args.filter,
+        "budget_tokens": args.budget_tokens,
     }
     if "text/event-stream" not in request.headers.get("accept", ""):
         return ok(_answer_parts(await ws.ask(question, **options)))
@@ -142,17 +126,18 @@ async def ask(request: Request) -> Response:
     )
 
 
-@api
-async def ingest(request: Request) -> Response:
+@endpoint("ingest", "POST", "/v1/ingest", status=201, source="form")
+async def ingest(request: Request, _: None) -> Response:
     """Files of a multipart form into the folder ``path``: each written through the guard,
     and indexed before the response (the write updates the index)."""
     ws = state_of(request).view(request)
-    async with request.form(max_files=_MAX_UPLOAD_FILES, max_fields=10) as form:
-        folder = form.get("path")
-        if not isinstance(folder, str) or not folder:
-            raise ApiError(400, "missing_field", "'path' (the folder to upload into) is required")
-        base = ws.parse_path(folder, operation="ingest")
-        overwrite = form.get("overwrite") in ("true", "1")
+    async with read_upload(
+        request, fields=tuple(IngestParams.model_fields), max_files=_MAX_UPLOAD_FILES
+    ) as form:
+        fields = {k: v for k, v in form.items() if k != "file"}
+        args = parse_args(IngestParams, fields, "form")
+        base = ws.parse_path(args.path, operation="ingest")
+        overwrite = args.overwrite
         uploads = [f for f in form.getlist("file") if isinstance(f, UploadFile)]
         if not uploads:
             raise ApiError(400, "missing_field", "no 'file' part in the form")
@@ -171,8 +156,8 @@ async def ingest(request: Request) -> Response:
     return ok({"files": written, "indexed": ws.has_index}, 201)
 
 
-@api
-async def index_status(request: Request) -> Response:
+@endpoint("index_status", "GET", "/v1/index/status")
+async def index_status(request: Request, _: object) -> Response:
     state = state_of(request)
     ws = state.view(request)
     data: dict[str, Any] = {"has_index": ws.has_index, "modes": list(ws.search_modes)}
@@ -181,8 +166,8 @@ async def index_status(request: Request) -> Response:
     return ok(data)
 
 
-@api
-async def index_repair(request: Request) -> Response:
+@endpoint("index_repair", "POST", "/v1/index/repair", status=202)
+async def index_repair(request: Request, args: RepairParams) -> Response:
     """Start repairing the index (operator: the ``reindex`` action on ``/``); poll the
     status for progress."""
     state = state_of(request)
@@ -196,8 +181,7 @@ async def index_repair(request: Request) -> Response:
     job = state.index_job
     if job.running:
         return ok({"job": job.to_dict()}, 202)
-    full = flag(await body_json(request), "rebuild")
-    _start(state, ws, full)
+    _start(state, ws, args.rebuild)
     return ok({"job": job.to_dict()}, 202)
 
 
@@ -227,10 +211,12 @@ def _start(state: ServerState, ws: Any, full: bool) -> None:
     job.task = asyncio.get_running_loop().create_task(run())
 
 
-routes = [
-    Route("/v1/search", search, methods=["GET", "POST"]),
-    Route("/v1/ask", ask, methods=["POST"]),
-    Route("/v1/ingest", ingest, methods=["POST"]),
-    Route("/v1/index/status", index_status, methods=["GET"]),
-    Route("/v1/index/repair", index_repair, methods=["POST"]),
-]
+ENDPOINTS: tuple[Endpoint, ...] = (
+    search_query,
+    search_body,
+    ask,
+    ingest,
+    index_status,
+    index_repair,
+)
+routes = [e.route() for e in ENDPOINTS]

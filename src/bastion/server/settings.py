@@ -6,6 +6,8 @@ host = "127.0.0.1"          # loopback by default; a public address needs [ident
 port = 8765
 demo_login = false          # sign in as a demo user by name (the tour only)
 cors_origins = []           # CORS is off unless origins are named
+allowed_hosts = []          # names this server answers to, besides localhost, 127.0.0.1, [::1]
+allowed_origins = []        # pages on other sites that may call it (besides cors_origins)
 max_body_bytes = 1048576    # any request body
 max_upload_bytes = 10485760 # an /v1/ingest upload, counted while it streams
 requests_per_minute = 600   # per principal, every request (the policy's rate limit
@@ -27,6 +29,12 @@ import yaml
 
 from bastion.core.errors import ConfigurationError
 from bastion.core.schema import check_keys
+from bastion.server.origin import (
+    HostName,
+    Origin,
+    parse_allowed_host,
+    parse_allowed_origin,
+)
 
 __all__ = ["ServerSettings", "is_loopback", "read_tables"]
 
@@ -36,6 +44,8 @@ _KEYS = frozenset(
         "port",
         "demo_login",
         "cors_origins",
+        "allowed_hosts",
+        "allowed_origins",
         "max_body_bytes",
         "max_upload_bytes",
         "requests_per_minute",
@@ -53,6 +63,12 @@ class ServerSettings:
     """``POST /v1/auth/demo`` signs a demo user in by name: for the tour, never for real data."""
     cors_origins: tuple[str, ...] = ()
     """Origins allowed to call the API from a browser; empty: CORS is off."""
+    allowed_hosts: tuple[str, ...] = ()
+    """Names the server answers to (``Host``), besides the loopback ones: a request naming
+    another host is refused with a ``421`` (DNS rebinding; :mod:`bastion.server.origin`)."""
+    allowed_origins: tuple[str, ...] = ()
+    """Pages on other sites whose requests are let in (besides ``cors_origins``); a request
+    from any other site's page is refused with a ``403``."""
     max_body_bytes: int = 1 << 20
     max_upload_bytes: int = 10 << 20
     requests_per_minute: int | None = 600
@@ -72,6 +88,17 @@ class ServerSettings:
             raise ConfigurationError("server: requests_per_minute must be a positive integer")
         if not isinstance(self.host, str) or not self.host:
             raise ConfigurationError('server: host must be an address such as "127.0.0.1"')
+        self.host_names()
+        self.trusted_origins()
+
+    def host_names(self) -> tuple[HostName, ...]:
+        """The checked ``allowed_hosts`` (a :class:`ConfigurationError` for a bad one)."""
+        return tuple(parse_allowed_host(name) for name in _strings(self.allowed_hosts, "hosts"))
+
+    def trusted_origins(self) -> tuple[Origin, ...]:
+        """``allowed_origins`` and ``cors_origins``, checked."""
+        found = (*_strings(self.allowed_origins, "origins"), *self.cors_origins)
+        return tuple(parse_allowed_origin(origin) for origin in found)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ServerSettings:
@@ -87,8 +114,17 @@ class ServerSettings:
         demo = data.get("demo_login", False)
         if not isinstance(demo, bool):
             raise ConfigurationError("server: demo_login must be true or false")
-        known = {k: data[k] for k in _KEYS - {"cors_origins", "demo_login"} if k in data}
-        return cls(cors_origins=tuple(origins), demo_login=demo, **known)
+        hosts = tuple(_strings(data.get("allowed_hosts", []), "hosts"))
+        pages = tuple(_strings(data.get("allowed_origins", []), "origins"))
+        taken = {"cors_origins", "allowed_hosts", "allowed_origins", "demo_login"}
+        known = {k: data[k] for k in _KEYS - taken if k in data}
+        return cls(
+            cors_origins=tuple(origins),
+            allowed_hosts=hosts,
+            allowed_origins=pages,
+            demo_login=demo,
+            **known,
+        )
 
     def check_bind(self, *, authenticated: bool) -> None:
         """Refuse a public address when no identity is configured (anyone who can reach the
@@ -109,6 +145,12 @@ class ServerSettings:
             "could not be authenticated; add an [identity] table (issuer, audience, keys; "
             "see docs/server.md) or listen on 127.0.0.1"
         )
+
+
+def _strings(value: object, what: str) -> list[str]:
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+        raise ConfigurationError(f"server: allowed_{what} must be a list of strings")
+    return list(value)
 
 
 def is_loopback(host: str) -> bool:

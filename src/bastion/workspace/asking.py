@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from bastion.core.paths import VPath
 from bastion.core.text import RELEVANCE_FLOOR
+from bastion.workspace.modes import search_mode
 from bastion.workspace.routing import parse_in
 from bastion.workspace.searching import Searching
 
@@ -67,7 +68,7 @@ class Asking:
         question: str,
         *,
         k: int = 8,
-        mode: str = "hybrid",
+        mode: str | None = None,
         budget_tokens: int = 2048,
         reranker: Reranker | None = None,
         chat: ChatModel | None = None,
@@ -89,9 +90,12 @@ class Asking:
             raise ValueError("k must be at least 1")
         with self._ctx.operation("ask", path) as op:
             vp = parse_in(op, path)
-            chosen = SearchMode.parse(mode)
+            offered = tuple(m.value for m in link.knowledge.modes)
+            chosen = SearchMode.parse(search_mode(mode, offered))
             notes: tuple[str, ...] = ()
-            if chosen is SearchMode.HYBRID and chosen not in link.knowledge.modes:
+            if mode is None and chosen is not SearchMode.HYBRID:
+                notes = ("keyword-only index: hybrid retrieval fell back to bm25",)
+            elif chosen is SearchMode.HYBRID and chosen not in link.knowledge.modes:
                 chosen = SearchMode.BM25
                 notes = ("keyword-only index: hybrid retrieval fell back to bm25",)
             workflow = AnswerWorkflow(

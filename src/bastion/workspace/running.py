@@ -5,9 +5,11 @@ itself is ``bastion.sandbox`` (``docs/sandbox.md``)."""
 from __future__ import annotations
 
 import shlex
+import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from bastion.core.audit import AuditRecord
 from bastion.core.errors import PolicyDeniedError
 from bastion.core.guard import GuardContext
 from bastion.core.models import Action
@@ -15,11 +17,13 @@ from bastion.core.paths import VPath
 from bastion.workspace.routing import parse_in
 
 if TYPE_CHECKING:
+    from bastion.sandbox.approval import Review
     from bastion.sandbox.background import OutputChunk, Processes, ProcessInfo, Stream
+    from bastion.sandbox.egress import Recorder
     from bastion.sandbox.port import SandboxWorkspace
     from bastion.sandbox.result import RunLimits
 
-__all__ = ["ProcessGate", "may_execute"]
+__all__ = ["ProcessGate", "egress_recorder", "may_execute"]
 
 
 _SHOWN = 1024
@@ -27,15 +31,24 @@ _SHOWN = 1024
 
 
 def may_execute(
-    ctx: GuardContext, cwd: str | VPath, command: Sequence[str] | str = (), name: str = "run"
+    ctx: GuardContext,
+    cwd: str | VPath,
+    command: Sequence[str] | str = (),
+    name: str = "run",
+    stdin: str | bytes | None = None,
 ) -> VPath:
     """``cwd`` parsed, once the policy grants ``ctx``'s principal ``execute`` there; the
     check is its own audited operation (``name``: ``run``, or ``start`` for a background
-    process) whose reason names the command, refused with :class:`PolicyDeniedError`."""
+    process) whose reason names the command and whose size is the input's (``stdin``, never
+    kept), refused with :class:`PolicyDeniedError`."""
     argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
     shown = shlex.join(argv)
     shown = shown if len(shown) <= _SHOWN else shown[: _SHOWN - 3] + "..."
+    if stdin:
+        size = len(stdin.encode("utf-8") if isinstance(stdin, str) else stdin)
+        shown += f"; input: {size} bytes"
     with ctx.operation(name, cwd) as op:
+        op.bytes = size if stdin else 0
         vp = parse_in(op, cwd)
         decision = ctx.decide(Action.EXECUTE, vp)
         if not decision.allowed:
@@ -45,6 +58,28 @@ def may_execute(
             )
         op.reason = f"allowed; command: {shown}"
     return vp
+
+
+def egress_recorder(ctx: GuardContext, cwd: VPath) -> Recorder:
+    """Each request to a command's egress proxy as an audit record: operation ``egress``, the
+    command's folder as path, ``host:port`` as target, admitted or refused with why."""
+
+    def record(target: str, allowed: bool, reason: str) -> None:
+        who = ctx.principal
+        ctx.audit.append(
+            AuditRecord(
+                time.time(),
+                who.id,
+                who.tenant,
+                "egress",
+                str(cwd),
+                allowed,
+                reason,
+                target=target[:_SHOWN],
+            )
+        )
+
+    return record
 
 
 def _owner(ctx: GuardContext) -> tuple[str, str]:
@@ -78,10 +113,20 @@ class ProcessGate:
         stdin: str | bytes | None,
         timeout: float,
         limits: RunLimits | None,
+        review: Review | None = None,
     ) -> ProcessInfo:
-        vp = may_execute(ctx, cwd, command, name="start")
+        vp = may_execute(ctx, cwd, command, name="start", stdin=stdin)
         return await self.table().start(
-            ws, _owner(ctx), command, cwd=vp, env=env, stdin=stdin, timeout=timeout, limits=limits
+            ws,
+            _owner(ctx),
+            command,
+            cwd=vp,
+            env=env,
+            stdin=stdin,
+            timeout=timeout,
+            limits=limits,
+            review=review,
+            record=egress_recorder(ctx, vp),
         )
 
     async def list(self, ctx: GuardContext) -> list[ProcessInfo]:
@@ -93,7 +138,19 @@ class ProcessGate:
         return await self.table().read(_owner(ctx), pid, stream=stream, offset=offset, limit=limit)
 
     async def send(self, ctx: GuardContext, pid: str, data: str | bytes, *, close: bool) -> int:
-        return await self.table().send(_owner(ctx), pid, data, close=close)
+        """Input to a process, audited (operation ``send``, the process's folder as path, its
+        id as target, the bytes given as size and the bytes taken in the reason; the input
+        itself is never kept: it may hold anything, a secret included)."""
+        raw = data.encode("utf-8") if isinstance(data, str) else data
+        with ctx.operation("send", "-", f"process {pid}"[:80]) as op:
+            op.bytes = len(raw)
+            table = self.table()
+            info = await table.get(_owner(ctx), pid)
+            op.path = info.cwd
+            taken = await table.send(_owner(ctx), pid, raw, close=close)
+            closed = ", input closed" if close else ""
+            op.reason = f"allowed; {len(raw)} bytes given, {taken} taken{closed}"
+        return taken
 
     async def kill(self, ctx: GuardContext, pid: str) -> ProcessInfo:
         return await self.table().kill(_owner(ctx), pid)

@@ -13,6 +13,7 @@ from bastion.core.models import Action
 from bastion.core.operation import Operation
 from bastion.core.paths import VPath
 from bastion.workspace.hitcheck import SearchView
+from bastion.workspace.modes import search_mode
 from bastion.workspace.routing import Router, parse_in
 
 if TYPE_CHECKING:
@@ -66,7 +67,7 @@ class Searching:
         self,
         query: str,
         *,
-        mode: str = "hybrid",
+        mode: str | None = None,
         k: int = 10,
         min_score: float | None = None,
         filter: Mapping[str, Any] | None = None,
@@ -86,7 +87,7 @@ class Searching:
             result = await link.checks.search(
                 view,
                 query,
-                mode=mode,
+                mode=search_mode(mode, self.search_modes),
                 k=k,
                 min_score=min_score,
                 path=vp,

@@ -46,7 +46,7 @@ from bastion.workspace.files import EditResult, FileOps, TextPage
 from bastion.workspace.fsmap import filesystem_map
 from bastion.workspace.indexing import IndexFollower, KnowledgeLink
 from bastion.workspace.routing import Router, parse_request
-from bastion.workspace.running import ProcessGate, may_execute
+from bastion.workspace.running import ProcessGate, egress_recorder, may_execute
 from bastion.workspace.searching import Progress, Searching, Segments
 from bastion.workspace.transfer import Transfers
 from bastion.workspace.tree import TreeOps
@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from bastion.governance.answer.verify import Verifier
     from bastion.knowledge.engine import Knowledge
     from bastion.knowledge.hits import SearchResult
+    from bastion.sandbox.approval import Review
     from bastion.sandbox.background import OutputChunk, ProcessInfo, Stream
     from bastion.sandbox.result import RunLimits, RunResult
     from bastion.workspace.grep import GrepResult
@@ -350,7 +351,7 @@ class Workspace:
         self,
         query: str,
         *,
-        mode: str = "hybrid",
+        mode: str | None = None,
         k: int = 10,
         min_score: float | None = None,
         filter: Mapping[str, Any] | None = None,
@@ -360,7 +361,9 @@ class Workspace:
         """The ``k`` best chunks for ``query`` that this principal may read.
 
         ``mode`` is ``bm25``, ``vector`` or ``hybrid`` (a keyword-only index offers ``bm25``
-        only); ``path`` limits the search to a directory; ``filter`` takes ``tags``,
+        only; by default hybrid where the index offers it, else bm25:
+        :func:`bastion.workspace.operations.search_mode`); ``path`` limits the search to a
+        directory; ``filter`` takes ``tags``,
         ``section``, ``date_from``, ``date_to``, ``doc_ids`` and ``classifications``;
         ``min_score`` drops weaker hits (scores are on the mode's own scale); ``related=True``
         adds, flagged, the documents one relation away from the hits.
@@ -408,7 +411,7 @@ class Workspace:
         question: str,
         *,
         k: int = 8,
-        mode: str = "hybrid",
+        mode: str | None = None,
         budget_tokens: int = 2048,
         reranker: Reranker | None = None,
         chat: ChatModel | None = None,
@@ -456,15 +459,26 @@ class Workspace:
         stdin: str | bytes | None = None,
         timeout: float = 30.0,
         limits: RunLimits | None = None,
+        review: Review | None = None,
     ) -> RunResult:
         """Run a command in a sandbox over this principal's view of the workspace; what it
         changes comes back through the guard (``bastion.sandbox``, ``docs/sandbox.md``). Needs
-        the ``execute`` action on ``cwd`` (``*`` in a rule does not grant it)."""
+        the ``execute`` action on ``cwd`` (``*`` in a rule does not grant it). ``review`` is
+        asked about each change before it is written back (``bastion.sandbox.approval``);
+        with ``limits.network`` an allow-list, each request to the proxy is audited."""
         from bastion.sandbox import run_in_sandbox
 
-        vp = may_execute(self._ctx, cwd, command)
+        vp = may_execute(self._ctx, cwd, command, stdin=stdin)
         return await run_in_sandbox(
-            self, command, cwd=vp, env=env, stdin=stdin, timeout=timeout, limits=limits
+            self,
+            command,
+            cwd=vp,
+            env=env,
+            stdin=stdin,
+            timeout=timeout,
+            limits=limits,
+            review=review,
+            record=egress_recorder(self._ctx, vp),
         )
 
     async def start_process(
@@ -476,12 +490,21 @@ class Workspace:
         stdin: str | bytes | None = None,
         timeout: float = 600.0,
         limits: RunLimits | None = None,
+        review: Review | None = None,
     ) -> ProcessInfo:
         """Start a command in the background over this principal's view, as :meth:`run` would
         run it; it returns at once. Only this principal sees the process; its changes come back
         through the guard when it exits (``docs/sandbox.md``)."""
         return await self._shared.processes.start(
-            self, self._ctx, command, cwd=cwd, env=env, stdin=stdin, timeout=timeout, limits=limits
+            self,
+            self._ctx,
+            command,
+            cwd=cwd,
+            env=env,
+            stdin=stdin,
+            timeout=timeout,
+            limits=limits,
+            review=review,
         )
 
     async def processes(self) -> builtins.list[ProcessInfo]:

@@ -18,9 +18,14 @@ Matching is on what the command line says, and it errs towards asking:
   resolve (``$`` expansions, backticks, glob characters) or cannot be split (an open quote),
   the call needs approval whenever any command rule is set.
 
-A rule cannot see what a program does (``python -c`` deleting a file): it is a check by a
-person, not a boundary. The boundary is the guard: what the command changes comes back as the
-principal, refused where the policy refuses it.
+A rule reads only what the command says, never what it does: a program that deletes a file
+(``python -c``, a script, ``make``) or input sent later to a shell is not seen, and a shell has
+more ways to spell a program than any reader (brace expansion ``r{m,x}``, a line
+continuation, an alias, ``$(printf rm)``); the ones found are treated as unreadable (asked when
+any rule is set), but the list cannot be complete. Command rules are a convenience, documented
+as bypassable. The boundaries are the guard (what the command changes comes back as the
+principal, refused where the policy refuses it) and approval on effects: path rules, asked per
+changed path before the write-back (``docs/sandbox.md``).
 """
 
 from __future__ import annotations
@@ -36,8 +41,11 @@ from bastion.core.errors import ConfigurationError
 __all__ = ["CommandRule", "command_words", "needs_approval"]
 
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "ash", "mksh", "busybox", "eval"})
-_OPAQUE = frozenset("$`*?[")
+_OPAQUE = frozenset("$`*?[{")
 """Characters only the shell resolves: a line holding one cannot be matched word by word."""
+_INDIRECT = frozenset({"alias", "source", "."})
+"""Words that make the next ones mean something else (an alias, a sourced file): a line
+holding one as a word cannot be matched word by word."""
 _NESTING = 4
 _MAX_WORDS = 10_000
 
@@ -108,7 +116,12 @@ def _shell_words(line: str) -> tuple[list[str], bool]:
         words = list(lexer)
     except ValueError:
         return line.split(), False
-    return words, not any(c in _OPAQUE for c in line)
+    clear = (
+        not any(c in _OPAQUE for c in line)
+        and "\\\n" not in line  # a line continuation joins two words the shell's way
+        and not any(w in _INDIRECT for w in words)
+    )
+    return words, clear
 
 
 def needs_approval(rules: Iterable[CommandRule], command: str | Sequence[str]) -> bool:

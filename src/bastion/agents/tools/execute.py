@@ -7,6 +7,12 @@ operator action: ``*`` in a rule does not grant it). What a command changes come
 the guard as the principal; the output says which paths came back and which were refused, and
 why. A background process is its starter's only: another principal's call by its id answers
 "not found".
+
+Approval judges a command by its effects (``docs/sandbox.md``): the session's
+:class:`~bastion.agents.tools.Approval` is asked before a command runs in a folder its path
+rules reach (or before every command, when it names ``execute``), and again for each changed
+path its rules protect, before that change is written back; a refused change stays out and is
+reported under ``refused``. Input sent to a background process is audited (``send``).
 """
 
 from __future__ import annotations
@@ -17,11 +23,14 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Field
 
 from bastion.agents.tools.outputs import fit_text, ok
-from bastion.agents.tools.session import ToolSession
+from bastion.agents.tools.session import ApprovalDeniedError, ApprovalRequest, ToolSession
 from bastion.agents.tools.spec import Capability, Output, Tool, tool
 from bastion.core.errors import OperationError
+from bastion.core.paths import VPath
 from bastion.sandbox import RunResult
+from bastion.sandbox.approval import Effect, Review
 from bastion.sandbox.background import ProcessInfo
+from bastion.workspace.operations import DECLARED, MAX_STDIN, operation
 
 __all__ = [
     "EXECUTE_TOOLS",
@@ -32,15 +41,14 @@ __all__ = [
     "process",
 ]
 
-MAX_TIMEOUT = 300
-"""Most seconds one call may run (the wall limit the model may ask for)."""
-MAX_BACKGROUND_TIMEOUT = 3600
-"""Most seconds a background process may live."""
-FOREGROUND_TIMEOUT = 30
-BACKGROUND_TIMEOUT = 600
-"""The timeouts when the model gives none."""
-MAX_STDIN = 100_000
-"""Most characters of ``stdin``."""
+_RUN, _START = operation("run"), operation("start_process")
+MAX_TIMEOUT = int(_RUN.bounds("timeout")[1] or 0)
+"""Most seconds one call may run (the wall limit the model may ask for): ``run``'s."""
+MAX_BACKGROUND_TIMEOUT = int(_START.bounds("timeout")[1] or 0)
+"""Most seconds a background process may live: ``start_process``'s."""
+FOREGROUND_TIMEOUT = int(_RUN.default("timeout"))
+BACKGROUND_TIMEOUT = int(_START.default("timeout"))
+"""The timeouts when the model gives none: the declared defaults."""
 _MAX_COMMAND = 100_000
 _MAX_WORDS = 1_000
 
@@ -61,7 +69,13 @@ def _command(command: str | list[str]) -> str | list[str]:
     return command
 
 
-@tool(needs={Capability.EXECUTE}, changes=True, paths=("cwd",), command="command")
+@tool(
+    needs={Capability.EXECUTE},
+    changes=True,
+    paths=("cwd",),
+    command="command",
+    derive={"cwd": "run.cwd", "stdin": "run.stdin"},
+)
 async def execute(
     s: ToolSession,
     command: Annotated[
@@ -69,7 +83,7 @@ async def execute(
         Field(description="Shell line (run by sh -c), or program and arguments"),
         AfterValidator(_command),
     ],
-    cwd: Annotated[str, Field(description="Working directory, e.g. /scratch")] = "/",
+    cwd: str = DECLARED,
     timeout: Annotated[
         int | None,
         Field(
@@ -79,18 +93,22 @@ async def execute(
             "at most 300 unless background",
         ),
     ] = None,
-    stdin: Annotated[
-        str | None, Field(max_length=MAX_STDIN, description="Text sent to input")
-    ] = None,
+    stdin: str | None = DECLARED,
     background: Annotated[
         bool, Field(description="Start it and return its id at once; see the process tool")
     ] = False,
 ) -> Output:
     """Run a command in a sandbox over the files you may read; files it writes come back as
     your changes. Returns exit_code, stdout, stderr, changed and refused paths."""
+    review = change_review(s, {"command": command, "cwd": cwd})
     if background:
         info = await s.workspace.start_process(
-            command, cwd=cwd, stdin=stdin, timeout=timeout or BACKGROUND_TIMEOUT
+            command,
+            cwd=cwd,
+            stdin=stdin,
+            timeout=timeout or BACKGROUND_TIMEOUT,
+            limits=s.run_limits,
+            review=review,
         )
         return ok(**process_fields(info))
     timeout = timeout or FOREGROUND_TIMEOUT
@@ -98,7 +116,9 @@ async def execute(
         raise OperationError(
             f"timeout over {MAX_TIMEOUT} s; start a longer command with background=true"
         )
-    result = await s.workspace.run(command, cwd=cwd, stdin=stdin, timeout=timeout)
+    result = await s.workspace.run(
+        command, cwd=cwd, stdin=stdin, timeout=timeout, limits=s.run_limits, review=review
+    )
     return ok(**result_fields(result, s))
 
 
@@ -146,6 +166,33 @@ async def process(
     if action == "kill":
         return ok(**process_fields(await ws.kill_process(process_id)))
     return ok(**process_fields(await ws.write_back(process_id)))
+
+
+def change_review(s: ToolSession, arguments: dict[str, Any]) -> Review | None:
+    """The reviewer of a command's changes: each path the session's approval protects is
+    asked about (:class:`~bastion.agents.tools.ApprovalRequest` with ``change`` set) before
+    it is written back; a refusal keeps it out. ``None`` when no path rule is set."""
+    approval = s.approval
+    if approval is None or not approval.paths:
+        return None
+    principal = s.principal
+
+    async def review(effect: Effect) -> str | None:
+        if not approval.protects(VPath.parse(effect.path)):
+            return None
+        request = ApprovalRequest(
+            execute.name, dict(arguments), (effect.path,), principal, change=effect.kind
+        )
+        try:
+            await approval.ask(request)
+        except ApprovalDeniedError:
+            return (
+                f"not written back: this {effect.kind} of a protected path was not approved; "
+                "ask the user"
+            )
+        return None
+
+    return review
 
 
 def process_fields(info: ProcessInfo) -> dict[str, Any]:

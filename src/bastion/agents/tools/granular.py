@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field
 
@@ -21,6 +21,7 @@ from bastion.agents.tools.spec import Capability, Output, Tool, tool
 from bastion.core.errors import ConfigurationError
 from bastion.core.models import FileInfo
 from bastion.core.paths import VPath
+from bastion.workspace.operations import DECLARED
 
 if TYPE_CHECKING:
     from bastion.governance.answer.models import Answer
@@ -50,9 +51,6 @@ R, W, D, L, S = (
     Capability.SEARCH,
 )
 
-Path = Annotated[str, Field(description="Absolute path, e.g. /docs/a.md")]
-Dir = Annotated[str, Field(description="Directory to start from")]
-Overwrite = Annotated[bool, Field(description="Replace an existing file")]
 
 _GLOB_CAP = 10_000
 _GREP_CAP = 2_000
@@ -62,12 +60,9 @@ _SNIPPET = 300
 # -- reading ---------------------------------------------------------------------------------
 
 
-@tool(needs={R})
+@tool(needs={R}, operation="read")
 async def read_file(
-    s: ToolSession,
-    path: Path,
-    offset: Annotated[int, Field(ge=0, description="Lines to skip")] = 0,
-    limit: Annotated[int | None, Field(ge=1, le=5000, description="Most lines to return")] = None,
+    s: ToolSession, path: str, offset: int = DECLARED, limit: int | None = DECLARED
 ) -> Output:
     """Read a text file as numbered lines. A long file comes in pages: call again with
     offset=next_offset to go on.
@@ -189,8 +184,8 @@ def _fitting(rows: Sequence[str], first: int, cap: int) -> int:
     return len(rows)
 
 
-@tool(needs={R})
-async def stat(s: ToolSession, path: Path) -> Output:
+@tool(needs={R}, operation="stat")
+async def stat(s: ToolSession, path: str) -> Output:
     """Kind, size and modification time of a file or directory."""
     info = await s.workspace.stat(path)
     return ok(**describe(info))
@@ -213,12 +208,8 @@ def iso(mtime: float) -> str:
 # -- listing and finding ---------------------------------------------------------------------
 
 
-@tool(needs={L})
-async def list_files(
-    s: ToolSession,
-    path: Annotated[str, Field(description="Directory to list")] = "/",
-    depth: Annotated[int, Field(ge=1, le=10, description="Levels to show")] = 2,
-) -> Output:
+@tool(needs={L}, operation="list", presets={"depth"})
+async def list_files(s: ToolSession, path: str = DECLARED, depth: int = 2) -> Output:
     """List a directory as a compact tree (directories end in /, files show their size)."""
     vp = VPath.parse(path)
     entries = await s.workspace.list(vp, recursive=True, depth=depth)
@@ -244,12 +235,8 @@ def human_size(size: int) -> str:
     raise AssertionError("unreachable")
 
 
-@tool(needs={L})
-async def glob(
-    s: ToolSession,
-    pattern: Annotated[str, Field(description="Glob, e.g. **/*.md")],
-    path: Dir = "/",
-) -> Output:
+@tool(needs={L}, operation="glob")
+async def glob(s: ToolSession, pattern: str, path: str = DECLARED) -> Output:
     """Find files and directories whose path matches a glob pattern."""
     found = await s.workspace.glob(pattern, path=path, limit=_GLOB_CAP)
     files = [f"{e.path}/" if e.is_dir else str(e.path) for e in found]
@@ -257,15 +244,15 @@ async def glob(
     return ok(total_found=len(files), **shaped)
 
 
-@tool(needs={R, L})
+@tool(needs={R, L}, operation="grep")
 async def grep(
     s: ToolSession,
-    pattern: Annotated[str, Field(description="Text to find (a regex with regex=true)")],
-    path: Annotated[str, Field(description="File or directory to search")] = "/",
-    glob: Annotated[str | None, Field(description="Only files matching, e.g. *.py")] = None,
-    ignore_case: bool = False,
-    regex: Annotated[bool, Field(description="Pattern is an RE2 regular expression")] = False,
-    context: Annotated[int, Field(ge=0, le=10, description="Lines around each match")] = 0,
+    pattern: str,
+    path: str = DECLARED,
+    glob: str | None = DECLARED,
+    ignore_case: bool = DECLARED,
+    regex: bool = DECLARED,
+    context: int = DECLARED,
 ) -> Output:
     """Find lines in files, as path:line: text."""
     result = await s.workspace.grep(
@@ -289,24 +276,21 @@ async def grep(
 # -- writing ---------------------------------------------------------------------------------
 
 
-@tool(needs={W}, changes=True)
-async def write_file(
-    s: ToolSession,
-    path: Path,
-    content: Annotated[str, Field(description="The whole new content")],
-) -> Output:
+@tool(needs={W}, changes=True, operation="write")
+async def write_file(s: ToolSession, path: str, content: str) -> Output:
     """Create a file, or replace one you have read (parent directories are created)."""
     info, created = await s.write(VPath.parse(path), content)
     return ok(path=str(info.path), size=info.size, created=created)
 
 
-@tool(needs={R, W}, changes=True)
+@tool(
+    needs={R, W},
+    changes=True,
+    operation="edit",
+    renames={"old_string": "old", "new_string": "new"},
+)
 async def edit_file(
-    s: ToolSession,
-    path: Path,
-    old_string: Annotated[str, Field(description="Exact text to replace")],
-    new_string: Annotated[str, Field(description="Replacement text")],
-    replace_all: Annotated[bool, Field(description="Replace every occurrence")] = False,
+    s: ToolSession, path: str, old_string: str, new_string: str, replace_all: bool = DECLARED
 ) -> Output:
     """Replace exact text in a file you have read; old_string must occur once unless
     replace_all."""
@@ -314,20 +298,16 @@ async def edit_file(
     return ok(path=result.path, replacements=result.replacements)
 
 
-@tool(needs={W}, changes=True)
-async def mkdir(s: ToolSession, path: Path) -> Output:
+@tool(needs={W}, changes=True, operation="mkdir")
+async def mkdir(s: ToolSession, path: str) -> Output:
     """Create a directory and its missing parents."""
     vp = VPath.parse(path)
     await s.workspace.mkdir(vp)
     return ok(path=str(vp))
 
 
-@tool(needs={D}, changes=True, trees=True)
-async def delete(
-    s: ToolSession,
-    path: Path,
-    recursive: Annotated[bool, Field(description="Delete a directory and its content")] = False,
-) -> Output:
+@tool(needs={D}, changes=True, trees=True, operation="delete")
+async def delete(s: ToolSession, path: str, recursive: bool = DECLARED) -> Output:
     """Delete a file you have read, or an empty directory (a whole tree with recursive=true,
     once you have read every file in it)."""
     vp = VPath.parse(path)
@@ -335,24 +315,24 @@ async def delete(
     return ok(path=str(vp))
 
 
-@tool(needs={R, W, D}, same_mount=False, changes=True, trees=True)
+@tool(needs={R, W, D}, same_mount=False, changes=True, trees=True, operation="move")
 async def move(
     s: ToolSession,
     src: Annotated[str, Field(description="Path to move")],
     dst: Annotated[str, Field(description="New path")],
-    overwrite: Overwrite = False,
+    overwrite: bool = DECLARED,
 ) -> Output:
     """Move or rename a file or directory."""
     info = await s.transfer(VPath.parse(src), VPath.parse(dst), move=True, overwrite=overwrite)
     return ok(path=str(info.path))
 
 
-@tool(needs={R, W}, same_mount=False, changes=True, trees=True)
+@tool(needs={R, W}, same_mount=False, changes=True, trees=True, operation="copy")
 async def copy(
     s: ToolSession,
     src: Annotated[str, Field(description="Path to copy")],
     dst: Annotated[str, Field(description="Path of the copy")],
-    overwrite: Overwrite = False,
+    overwrite: bool = DECLARED,
 ) -> Output:
     """Copy a file or a directory tree."""
     info = await s.transfer(VPath.parse(src), VPath.parse(dst), move=False, overwrite=overwrite)
@@ -362,22 +342,18 @@ async def copy(
 # -- knowledge -------------------------------------------------------------------------------
 
 
-@tool(needs={S})
+@tool(needs={S}, operation="search")
 async def search(
     s: ToolSession,
-    query: Annotated[str, Field(min_length=1, description="What to look for")],
-    k: Annotated[int, Field(ge=1, le=50, description="Most results")] = 5,
-    path: Annotated[str, Field(description="Only under this directory")] = "/",
-    mode: Annotated[
-        Literal["bm25", "vector", "hybrid"] | None,
-        Field(description="Default: hybrid, or bm25 on a keyword-only index"),
-    ] = None,
-    related: Annotated[bool, Field(description="Add documents linked from the hits")] = False,
+    query: str,
+    k: int = DECLARED,
+    path: str = DECLARED,
+    mode: str | None = DECLARED,
+    related: bool = DECLARED,
 ) -> Output:
     """Search the indexed documents by meaning and keywords; hits give path, lines and a
     snippet."""
-    chosen = mode or ("hybrid" if dense_search(s) else "bm25")
-    result = await s.workspace.search(query, mode=chosen, k=k, path=path, related=related)
+    result = await s.workspace.search(query, mode=mode, k=k, path=path, related=related)
     hits = [hit_fields(hit) for hit in result.hits]
     shaped = fit_items(
         hits,
@@ -405,17 +381,8 @@ def hit_fields(hit: Any) -> dict[str, Any]:
     return fields
 
 
-def dense_search(s: ToolSession) -> bool:
-    """True when the workspace's index has embeddings (vector and hybrid search)."""
-    return "vector" in s.workspace.search_modes
-
-
-@tool(needs={Capability.ASK})
-async def ask(
-    s: ToolSession,
-    question: Annotated[str, Field(min_length=1, description="The question")],
-    path: Annotated[str, Field(description="Only documents under this directory")] = "/",
-) -> Output:
+@tool(needs={Capability.ASK}, operation="ask")
+async def ask(s: ToolSession, question: str, path: str = DECLARED) -> Output:
     """Answer a question from the documents you may read; [n] in the answer refer to the
     citations (path:lines)."""
     answer_fn = getattr(s.workspace, "ask", None)

@@ -20,12 +20,14 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from bastion.agents.tools.granular import dense_search, describe, hit_fields, read_page
+from bastion.agents.tools.granular import describe, hit_fields, read_page
 from bastion.agents.tools.outputs import fail, fit_items, fit_text, ok
 from bastion.agents.tools.session import ToolSession
 from bastion.agents.tools.spec import Capability, Output, Tool, tool
+from bastion.core.audit import on_behalf
 from bastion.core.models import FileInfo
 from bastion.core.paths import VPath
+from bastion.workspace.operations import DECLARED
 
 __all__ = ["INTENT_TOOLS", "access", "discover", "update"]
 
@@ -40,13 +42,16 @@ R, W, D, L, S = (
 _SCAN_CAP = 10_000
 
 
-@tool(choices={"operation": {"read": {R}, "metadata": {R}, "exists": {R}}})
+@tool(
+    choices={"operation": {"read": {R}, "metadata": {R}, "exists": {R}}},
+    derive={"path": "read.path", "offset": "read.offset", "limit": "read.limit"},
+)
 async def access(
     s: ToolSession,
-    path: Annotated[str, Field(description="Absolute path, e.g. /docs/a.md")],
+    path: str,
     operation: Literal["read", "metadata", "exists"] = "read",
-    offset: Annotated[int, Field(ge=0, description="read: lines to skip")] = 0,
-    limit: Annotated[int | None, Field(ge=1, le=5000, description="read: most lines")] = None,
+    offset: Annotated[int, Field(description="read: lines to skip")] = DECLARED,
+    limit: Annotated[int | None, Field(description="read: most lines")] = DECLARED,
 ) -> Output:
     """Read a file as numbered lines (page with offset=next_offset), get its metadata, or
     check that it exists."""
@@ -60,7 +65,8 @@ async def access(
 @tool(
     choices={
         "operation": {"list": {L}, "search_content": {R, L}, "search_semantic": {S}},
-    }
+    },
+    derive={"path": "list.path", "depth": "list.depth", "k": "search.k"},
 )
 async def discover(
     s: ToolSession,
@@ -72,9 +78,9 @@ async def discover(
     modified_before: datetime | None = None,
     min_size: Annotated[int | None, Field(ge=0, description="Bytes")] = None,
     max_size: Annotated[int | None, Field(ge=0, description="Bytes")] = None,
-    depth: Annotated[int | None, Field(ge=1, le=20, description="list: levels")] = None,
+    depth: Annotated[int | None, Field(description="list: levels")] = DECLARED,
     follow_relations: Annotated[bool, Field(description="semantic: add linked docs")] = False,
-    k: Annotated[int, Field(ge=1, le=50, description="semantic: most hits")] = 10,
+    k: Annotated[int, Field(description="semantic: most hits")] = DECLARED,
 ) -> Output:
     """Find files: list a tree, search their content for text, or search by meaning; filter
     by extension, modification dates and size."""
@@ -109,7 +115,8 @@ async def _search_content(
     result = await s.workspace.grep(query, path, ignore_case=True, glob=f"*{ext}" if ext else None)
     matched = list(dict.fromkeys(m.path for m in result.matches))
     if keep is not None:
-        matched = [p for p in matched if keep(await s.workspace.stat(p))]
+        with on_behalf():  # checks of the hits, not the agent's requests
+            matched = [p for p in matched if keep(await s.workspace.stat(p))]
     wanted = set(matched)
     lines = [m.format() for m in result.matches if m.path in wanted]
     if result.truncated:
@@ -129,13 +136,13 @@ async def _search_semantic(
     related: bool,
     keep: Callable[[FileInfo], bool] | None,
 ) -> Output:
-    mode = "hybrid" if dense_search(s) else "bm25"
-    result = await s.workspace.search(query, mode=mode, k=k, path=path, related=related)
+    result = await s.workspace.search(query, k=k, path=path, related=related)
     hits = []
-    for hit in result.hits:
-        if keep is not None and not keep(await s.workspace.stat(hit.path)):
-            continue
-        hits.append(hit_fields(hit))
+    with on_behalf():  # checks of the hits, not the agent's requests
+        for hit in result.hits:
+            if keep is not None and not keep(await s.workspace.stat(hit.path)):
+                continue
+            hits.append(hit_fields(hit))
     return ok(hits=hits, total_found=len(hits))
 
 
@@ -183,6 +190,7 @@ def _utc(moment: datetime) -> float:
 @tool(
     choices={"operation": {"create": {W}, "update": {W}, "append": {W}, "delete": {D}}},
     changes=True,
+    derive={"path": "write.path", "backup": "write.backup"},
 )
 async def update(
     s: ToolSession,
@@ -190,7 +198,7 @@ async def update(
     operation: Literal["create", "update", "append", "delete"],
     content: Annotated[str | None, Field(description="create, update, append: the text")] = None,
     create_parents: bool = True,
-    backup: Annotated[bool, Field(description="update: keep the old file as NAME.bak")] = False,
+    backup: Annotated[bool, Field(description="update: keep the old file as NAME.bak")] = DECLARED,
 ) -> Output:
     """Create a file, replace one you have read (update), append to one, or delete one.
     Every write is atomic: readers see the old or the new file, never a mix."""

@@ -15,8 +15,10 @@ Code's file tools):
   change under chosen paths. A call that touches a whole tree (a recursive delete, a move or
   copy of a directory) needs approval when a path pattern could match anything in the trees it
   names, source or destination; this is decided from the patterns, without listing the tree.
-  It fails closed: no approver, an approver that raises, or one that answers anything but
-  ``True`` is a refusal.
+  A command is judged by its effects: it is asked about before it runs in a folder a path
+  pattern could match in, and again, per path, for each change it made under a pattern before
+  that change is written back (``docs/sandbox.md``). It fails closed: no approver, an approver
+  that raises, or one that answers anything but ``True`` is a refusal.
 
 The locks and the read records are per process (per session for the reads): across
 processes, writes are protected by the store's compare-and-set (a write after another
@@ -52,6 +54,7 @@ from bastion.core.errors import (
 from bastion.core.globs import Glob
 from bastion.core.models import Action, FileInfo, WriteMode
 from bastion.core.paths import VPath
+from bastion.sandbox.result import RunLimits
 from bastion.workspace.workspace import EditResult, TextPage, Workspace
 
 if TYPE_CHECKING:
@@ -193,6 +196,10 @@ class ApprovalRequest:
     trees: tuple[str, ...] = ()
     """The named paths whose whole subtree the call touches (a directory deleted, moved or
     copied, and where it goes)."""
+    change: str | None = None
+    """Set when a command's change is asked about before it is written back: ``write`` (a
+    file created or changed), ``delete`` or ``mkdir``; ``paths`` is then that one path. The
+    change is applied only if this request is approved."""
 
 
 ApprovalHook = Callable[[ApprovalRequest], "bool | Awaitable[bool]"]
@@ -202,7 +209,13 @@ class Approval:
     """Ask ``hook`` before the tools named in ``tools`` run, before any tool that changes
     files runs on a path matching one of ``paths`` (globs such as ``/docs/**``), and before
     a command matching one of ``commands`` runs (rules such as ``rm`` or ``git push``; see
-    :mod:`bastion.agents.tools.commands`)."""
+    :mod:`bastion.agents.tools.commands`).
+
+    For a command, ``paths`` is the boundary: it is asked before it runs in a folder a
+    pattern could match in, and again for each path matching a pattern that it created,
+    changed or deleted, before that change is written back (a refused change stays out,
+    reported per path). ``commands`` only reads the command's text, which a command can
+    always spell otherwise (``r{m,x}``, an alias, a script): a convenience, not a boundary."""
 
     def __init__(
         self,
@@ -238,6 +251,10 @@ class Approval:
         if any(g.matches(p) for p in paths for g in self._globs):
             return True
         return any(g.matches(t) or g.could_match_below(t) for t in trees for g in self._globs)
+
+    def protects(self, path: VPath) -> bool:
+        """True when a path pattern matches ``path`` (a change there needs approval)."""
+        return any(g.matches(path) for g in self._globs)
 
     def reaches_below(self, paths: Iterable[VPath]) -> bool:
         """True when a path pattern could match something under one of ``paths``."""
@@ -290,6 +307,7 @@ class ToolSession:
         limits: OutputLimits | None = None,
         approval: Approval | None = None,
         locks: PathLocks | None = None,
+        run_limits: RunLimits | None = None,
     ) -> None:
         if (
             approval is not None
@@ -305,6 +323,8 @@ class ToolSession:
         self.reads = ReadTracker()
         self.locks = locks if locks is not None else PathLocks()
         self.approval = approval
+        self.run_limits = run_limits
+        """The limits of the commands the ``execute`` tool runs (``None``: the defaults)."""
 
     @property
     def principal(self) -> str:
@@ -472,12 +492,20 @@ class ToolSession:
             return
         trees: list[VPath] = []
         if tool.command is not None and tool.changes:
-            trees = [VPath.ROOT]  # a command can change whatever the principal may write
+            # asked before a command runs where a pattern could match (its folder or below);
+            # what it changes anywhere is asked about per path before it is written back
+            trees = list(paths)
         elif tool.trees and tool.changes and paths and approval.reaches_below(paths):
             trees = await self._trees(paths)
         needed = approval.needed(tool, paths, trees)
-        if tool.command is not None and approval.command_needed(arguments.get(tool.command)):
-            needed = True
+        if tool.command is not None and (
+            approval.command_needed(arguments.get(tool.command))
+            or (
+                isinstance(arguments.get("stdin"), str)
+                and approval.command_needed(arguments["stdin"])
+            )
+        ):
+            needed = True  # input to a command may be a shell's: its lines are read too
         if not needed:
             return
         request = ApprovalRequest(

@@ -26,12 +26,14 @@ import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Any, Literal, get_type_hints, overload
+from typing import Annotated, Any, Literal, get_args, get_origin, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic.fields import FieldInfo
 
 from bastion.agents.tools.plainargs import MAX_INT, PlainArgs
 from bastion.core.errors import OperationError
+from bastion.workspace.operations import DECLARED, operation
 
 __all__ = [
     "Capability",
@@ -99,6 +101,13 @@ class Tool:
     a move or copy of a directory)."""
     command: str | None = None
     """Name of the argument that holds a command to run (approval command rules)."""
+    derived: Mapping[str, str] = field(default_factory=dict)
+    """Arguments taken from a declared operation (``bastion.workspace.operations``): argument
+    name -> ``"operation.parameter"``; their type, bounds and default are the declared ones
+    (the description may be the tool's own)."""
+    presets: frozenset[str] = frozenset()
+    """Derived arguments whose default the tool sets itself (``list_files`` shows two levels
+    of a tree by default); their bounds stay the declared ones."""
 
     _schema: dict[str, Any] = field(init=False, repr=False, compare=False)
     _plain: PlainArgs | None = field(init=False, repr=False, compare=False)
@@ -197,6 +206,10 @@ def tool(
     paths: Iterable[str] | None = None,
     trees: bool = False,
     command: str | None = None,
+    operation: str | None = None,
+    renames: Mapping[str, str] | None = None,
+    derive: Mapping[str, str] | None = None,
+    presets: Iterable[str] = (),
 ) -> Callable[[ToolFn], Tool]: ...
 
 
@@ -212,25 +225,44 @@ def tool(
     paths: Iterable[str] | None = None,
     trees: bool = False,
     command: str | None = None,
+    operation: str | None = None,
+    renames: Mapping[str, str] | None = None,
+    derive: Mapping[str, str] | None = None,
+    presets: Iterable[str] = (),
 ) -> Tool | Callable[[ToolFn], Tool]:
     """Make a :class:`Tool` of an async function ``fn(session, **arguments)``.
 
     The description is the docstring's first paragraph; each argument's type and ``Field``
     (description, bounds, default) become its schema. ``paths`` defaults to the arguments
     named ``path``, ``src`` and ``dst``.
+
+    Arguments of a declared operation are derived from it (:mod:`bastion.workspace.operations`):
+    ``operation`` takes every argument whose name (or its ``renames`` entry) the operation
+    declares; ``derive`` names others one by one (``{"k": "search.k"}``). A derived argument
+    has the declared type, bounds and default (write ``DECLARED`` as its default, or the same
+    value); a different default must be named in ``presets``, else the tool is refused.
     """
 
     def build(func: ToolFn) -> Tool:
         if not inspect.iscoroutinefunction(func):
             raise TypeError(f"tool {func.__name__} must be an async function")
+        tool_name = name or func.__name__
         hints = get_type_hints(func, include_extras=True)
         params = list(inspect.signature(func).parameters.values())[1:]
+        names = [p.name for p in params]
+        sources = _sources(tool_name, names, operation, renames or {}, derive or {})
+        preset = frozenset(presets)
         fields: dict[str, Any] = {}
         for param in params:
             default = ... if param.default is inspect.Parameter.empty else param.default
-            fields[param.name] = (hints[param.name], default)
-        model = create_model(f"{_camel(name or func.__name__)}Args", __config__=_CONFIG, **fields)
-        names = [p.name for p in params]
+            source = sources.get(param.name)
+            if source is None:
+                fields[param.name] = (hints[param.name], default)
+            else:
+                fields[param.name] = _derived(
+                    tool_name, param.name, source, hints[param.name], default, preset
+                )
+        model = create_model(f"{_camel(tool_name)}Args", __config__=_CONFIG, **fields)
         return Tool(
             name=name or func.__name__,
             description=_summary(func),
@@ -248,9 +280,67 @@ def tool(
             else tuple(n for n in names if n in ("path", "src", "dst")),
             trees=trees,
             command=command,
+            derived=sources,
+            presets=preset,
         )
 
     return build(fn) if fn is not None else build
+
+
+def _sources(
+    tool_name: str,
+    names: list[str],
+    op_name: str | None,
+    renames: Mapping[str, str],
+    derive: Mapping[str, str],
+) -> dict[str, str]:
+    """Each derived argument's ``"operation.parameter"``."""
+    found: dict[str, str] = {}
+    if op_name is not None:
+        declared = operation(op_name).fields
+        for arg in names:
+            if renames.get(arg, arg) in declared:
+                found[arg] = f"{op_name}.{renames.get(arg, arg)}"
+    for arg, where in derive.items():
+        if arg not in names:
+            raise TypeError(f"tool {tool_name}: derive names {arg!r}, which it does not take")
+        found[arg] = where
+    for where in found.values():
+        op, _, param = where.partition(".")
+        operation(op).field(param)  # KeyError naming what is not declared
+    return found
+
+
+def _derived(
+    tool_name: str, arg: str, source: str, hint: Any, default: Any, presets: frozenset[str]
+) -> tuple[Any, FieldInfo]:
+    """The model field of a derived argument: the declared type and bounds, the tool's own
+    description when it gives one, the declared default (or a named preset)."""
+    op_name, _, param = source.partition(".")
+    declared = operation(op_name).field(param)
+    wanted = ... if declared.is_required() else declared.default
+    if default is DECLARED:
+        default = wanted
+    elif default != wanted and arg not in presets:
+        raise TypeError(
+            f"tool {tool_name}: {arg} defaults to {default!r} but {source} declares "
+            f"{'no default' if wanted is ... else repr(wanted)}; write DECLARED, or name it "
+            "in presets"
+        )
+    about = _description(hint) or declared.description
+    annotation: Any = declared.annotation
+    if declared.metadata:
+        annotation = Annotated[(annotation, *declared.metadata)]
+    return annotation, Field(default, description=about)
+
+
+def _description(hint: Any) -> str | None:
+    if get_origin(hint) is not Annotated:
+        return None
+    for meta in reversed(get_args(hint)[1:]):
+        if isinstance(meta, FieldInfo) and meta.description:
+            return meta.description
+    return None
 
 
 def _is_text(value: str) -> bool:
@@ -281,6 +371,8 @@ def _argument_error(name: str, exc: ValidationError) -> str:
         message = error["msg"]
         if error["type"] == "extra_forbidden":
             message = "unknown argument"
+        elif error["type"] == "string_unicode":  # a bounded string is checked as UTF-8 first
+            message = "holds a lone surrogate (half a UTF-16 pair, not text); send text"
         problems.append(f"{where}: {message}")
     text = f"invalid arguments for {name}: " + "; ".join(problems) + "; fix them and call again"
     text = " ".join(text.split())

@@ -22,6 +22,7 @@ from bastion.agents.tools.spec import Capability, Output, Tool
 from bastion.core.errors import BastionError, ConfigurationError
 from bastion.core.models import Action
 from bastion.core.visibility import may_reach
+from bastion.sandbox.result import RunLimits
 from bastion.workspace.workspace import Workspace
 
 __all__ = ["PERMISSIONS", "Toolset", "capabilities", "may_allow", "mount_capabilities"]
@@ -56,7 +57,9 @@ class Toolset:
     tools (``access``, ``discover``, ``update``); ``extra`` adds tools (skills...);
     ``permissions`` limits the set further (``["read", "list"]``); ``approval`` asks a human
     before chosen tools, changes under chosen paths or chosen commands. Either style adds
-    ``execute`` when the policy grants the principal the ``execute`` action somewhere.
+    ``execute`` when the policy grants the principal the ``execute`` action somewhere;
+    ``run_limits`` are its commands' limits (the operator's: ``network`` with a list of
+    domains lets them reach those through Bastion's proxy).
     """
 
     def __init__(
@@ -70,11 +73,14 @@ class Toolset:
         approval: Approval | None = None,
         limits: OutputLimits | None = None,
         locks: PathLocks | None = None,
+        run_limits: RunLimits | None = None,
     ) -> None:
         if style not in ("granular", "intent"):
             raise ConfigurationError(f"unknown tool style {style!r}; use granular or intent")
         self.workspace = workspace
-        self.session = ToolSession(workspace, limits=limits, approval=approval, locks=locks)
+        self.session = ToolSession(
+            workspace, limits=limits, approval=approval, locks=locks, run_limits=run_limits
+        )
         granted = _granted(permissions)
         per_mount = [caps & granted for caps in mount_capabilities(workspace)]
         self.capabilities: frozenset[Capability] = frozenset().union(*per_mount)
