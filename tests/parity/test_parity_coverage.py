@@ -45,6 +45,7 @@ METHODS_EXEMPT: Mapping[str, str] = {
     "parse_path": "parses a path string; reads nothing",
     "mounts": "the mount table the caller built",
     "policy": "the policy the caller built",
+    "view": "the mounts as the principal sees them: what every front end asks; reads nothing",
     "rebuild_index": "the operator check of reindex (driven), then a rebuild",
     "start_process": "background processes: driven through the process tool's list",
     "read_output": "background processes: output of the caller's own process id",
