@@ -79,7 +79,7 @@ class GuardedStore(Store):
         self.hidden = not mount_seen(ctx, mount)
         """True when the principal may see nothing of the mount (``core.visibility``): it is
         not there for it."""
-        self._seen: dict[tuple[bool, tuple[str, ...]], str | None] = {}
+        self._seen: dict[tuple[bool, tuple[str, ...]], tuple[VPath, str | None]] = {}
         """Blocked-segment and policy answers per (is directory, store path): pure functions
         of the principal and the path, so each is worked out once."""
 
@@ -118,14 +118,15 @@ class GuardedStore(Store):
         answer (``core.visibility.why_hidden``), its path part remembered per path."""
         key = (kind is _DIR, path.parts)
         try:
-            ruled = self._seen[key]
+            full, ruled = self._seen[key]
         except KeyError:
-            ruled = ruled_out(self.ctx, self._full(path), kind)
+            full = self._full(path)
+            ruled = ruled_out(self.ctx, full, kind)
             if len(self._seen) >= _CACHE_LIMIT:
                 self._seen.clear()
-            self._seen[key] = ruled
+            self._seen[key] = (full, ruled)
         labels = None if info is None else info.labels
-        return why_hidden(self.ctx, self.mount, self._full(path), kind, labels, ruled=ruled)
+        return why_hidden(self.ctx, self.mount, full, kind, labels, ruled=ruled)
 
     def blind(self, path: VPath) -> bool:
         """The principal may write ``path`` but not read it (a write-only mount, a drop box by

@@ -68,13 +68,6 @@ def ruled_out(ctx: GuardContext, full: VPath, kind: EntryKind | None) -> str | N
     return None if decision.allowed else decision.reason
 
 
-def labels_hide(ctx: GuardContext, labels: Labels) -> str | None:
-    """Why a document with ``labels`` is hidden from the principal, or ``None``."""
-    if labels.undetermined:
-        return f"labels cannot be determined: {labels.undetermined}"
-    return None if ctx.admits(labels) else LABELS_HIDE
-
-
 def why_hidden(
     ctx: GuardContext,
     mount: Mount,
@@ -91,18 +84,28 @@ def why_hidden(
     no segment may be blocked, the policy must allow it and the labels must admit the
     principal. ``ruled``: :func:`ruled_out` for this path when the caller remembers it (the
     guard does, per path); ``False`` to work it out here."""
-    if not mount.scope.allows(Action.READ):
+    if mount.scope is Scope.WRITE_ONLY:  # the one scope that does not allow reading
         return f"mount {mount.prefix} is {mount.scope.value}"
-    hidden = mount_hidden(ctx, mount)
+    hidden = ctx.mounts_seen.get(mount, _UNKNOWN)
+    if hidden is _UNKNOWN:
+        hidden = mount_hidden(ctx, mount)
     if hidden is not None:
         return f"mount {mount.prefix}: {hidden}"
     why = ruled_out(ctx, full, kind) if ruled is False else ruled
     if isinstance(why, str):
         return why
-    return labels_hide(ctx, mount.labels if labels is None else labels)
+    if labels is None:
+        labels = mount.labels
+    if labels.undetermined:
+        return f"labels cannot be determined: {labels.undetermined}"
+    return None if ctx.admits(labels) else LABELS_HIDE
 
 
 # -- what a principal is told -----------------------------------------------------------------
+
+
+_UNKNOWN = object()
+"""Not worked out yet (``None`` is an answer: the mount is seen)."""
 
 
 def absent(path: VPath) -> NotFoundError:

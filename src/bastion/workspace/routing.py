@@ -76,12 +76,15 @@ class Router:
         """The guarded store that holds ``path`` and the path inside it: the store of the
         nearest mount the principal sees (a mount it may see nothing of is not there: a path
         below it is a path of the mount above, where nothing is, or under no mount)."""
-        mount = self.view.find(path)
-        hidden = self.mounts.find(path)
-        if hidden is not mount and hidden is not None:
-            note_refusal(f"hidden: mount {hidden.prefix}: {mount_hidden(self.ctx, hidden)}")
+        view = self.view
+        mount = self.mounts.find(path)
+        if mount is not None and mount.prefix in view.seen:
+            return self._by_parts[mount.prefix.parts], VPath(path.parts[len(mount.prefix.parts) :])
+        if mount is not None:
+            note_refusal(f"hidden: mount {mount.prefix}: {mount_hidden(self.ctx, mount)}")
+            mount = view.find(path)
         if mount is None:
-            raise self.view.absent(path)
+            raise view.absent(path)
         return self.guarded[mount.prefix], mount.to_store_path(path)
 
     async def route_change(
