@@ -368,9 +368,11 @@ async def build(
         files[doc.path] = text
         sidecar = doc.sidecar_text()
         if sidecar is not None:
-            if doc.sidecar == BROKEN:
-                # the workspace refuses to write labels it could not read: put it straight into
-                # the store, as a process that bypasses Bastion would, and repair the index
+            if doc.sidecar == BROKEN or doc.mount.scope == "write_only":
+                # the workspace refuses to write labels it could not read, and a writer who may
+                # not read (a drop box) may not write labels sidecars (docs/policy.md, "Blind
+                # writes"): put it straight into the store, as a process that bypasses Bastion
+                # (the operator) would, and repair the index
                 store_path = VPath.parse(doc.sidecar_path[len(doc.mount.prefix) :])
                 await stores[doc.mount.prefix].write(store_path, sidecar.encode())
                 broken = True

@@ -76,6 +76,7 @@ METHODS_EXEMPT: Mapping[str, str] = {
     "mounts": "the mount table the caller built",
     "policy": "the policy the caller built",
     "reconfigured": "a server's reload: a new owner workspace with the caller's new policy",
+    "view": "the mounts as the principal sees them: what every front end asks; reads nothing",
     "rebuild_index": "the operator check of reindex (driven), then a rebuild",
     "start_process": "background processes: driven through the process tool's list",
     "read_output": "background processes: output of the caller's own process id",

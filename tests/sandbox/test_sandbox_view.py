@@ -199,7 +199,9 @@ async def test_a_write_only_mount_is_an_empty_folder_that_only_creates() -> None
     await ws.write("/drop/old.txt", "kept\n")
     result = await ws.run("ls -A /drop; echo hi > /drop/new.txt; echo again > /drop/old.txt")
     assert result.stdout == ""
-    assert result.changed == ("/drop/new.txt",)
-    assert result.refused["/drop/old.txt"].startswith("conflict: a file of that name exists")
-    _, kept = await drop.read_file(VPath.parse("/old.txt"))
-    assert kept == b"kept\n"
+    # a blind write replaces what is there, told nothing of it (docs/policy.md, "Blind
+    # writes"): refusing the existing name told the command it exists
+    assert result.changed == ("/drop/new.txt", "/drop/old.txt")
+    assert result.refused == {}
+    _, replaced = await drop.read_file(VPath.parse("/old.txt"))
+    assert replaced == b"again\n"

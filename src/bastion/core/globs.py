@@ -206,6 +206,23 @@ class Glob:
             s += 1
         return s == len(segs)
 
+    def covers(self, directory: VPath) -> bool:
+        """True when ``directory`` and every path under it match (``/docs/**`` covers
+        ``/docs`` and ``/docs/a``; ``/docs/*`` covers neither): what a deny rule must do to
+        hide a whole tree."""
+        parts = directory.parts
+        segments = self.segments
+        for i, part in enumerate(parts):
+            if i >= len(segments):
+                return False
+            seg = segments[i]
+            if seg == _DOUBLE_STAR:  # it covers what is below only when nothing follows it
+                return i == len(segments) - 1
+            if not self._regexes[i].fullmatch(part):  # type: ignore[union-attr]
+                return False
+        rest = segments[len(parts) :]
+        return bool(rest) and all(seg == _DOUBLE_STAR for seg in rest)
+
     def could_match_below(self, directory: VPath) -> bool:
         """False when no path under ``directory`` can match (prunes a walk)."""
         parts = directory.parts

@@ -2,10 +2,9 @@
 
 A request is allowed only if the mount's scope allows the action, the policy allows the
 principal on the full workspace path, no path segment is blocked, and the document's labels
-admit the principal. What the principal may not read is reported as *not found*, with the same
-message as a missing entry, and never appears in a listing; a scope refusal is reported
-plainly, since the agent needs to know. Every operation is rate-limited and audited once
-(:mod:`bastion.core.operation`).
+admit the principal (what it may read, and what it is told: :mod:`bastion.core.visibility`).
+What it may not read is *not found*, never listed; a scope refusal is reported plainly. Every
+operation is rate-limited and audited once (:mod:`bastion.core.operation`).
 
 The guard is the edge between store paths and workspace paths: a store's errors name store
 paths, so every error that leaves the guard is re-worded to name the workspace path asked for.
@@ -40,18 +39,30 @@ from bastion.core.hidden_tree import (
     shown_paths,
     unshown_folder,
 )
-from bastion.core.models import Action, EntryKind, FileInfo, Labels, Scope, WriteMode
+from bastion.core.models import Action, EntryKind, FileInfo, Labels, WriteMode
 from bastion.core.mounts import Mount
 from bastion.core.operation import GuardContext, Operation, current_operation, folded
 from bastion.core.paths import VPath
 from bastion.core.ports import ReadCheck, Store
 from bastion.core.sidecars import joined, labelled_file_of, sidecar_of, sidecar_text, tightens
+from bastion.core.visibility import (
+    LABELS_HIDE,
+    absent,
+    blind_mode,
+    mount_seen,
+    refused,
+    ruled_out,
+    undated,
+    why_hidden,
+)
 
 __all__ = ["GuardContext", "GuardedStore", "Operation"]
 
 _FILE, _DIR = EntryKind.FILE, EntryKind.DIRECTORY
 _CACHE_LIMIT = 4096
 _UNSHOWN = "a folder that holds nothing the principal may see"
+_IN_THE_WAY = (AlreadyExistsError, IsADirectoryError_, NotADirectoryError_, UnsupportedFileError)
+"""What a write finds in its way: on a blind write, told as a refusal in policy words."""
 
 
 class GuardedStore(Store):
@@ -65,11 +76,10 @@ class GuardedStore(Store):
         self._prefix = mount.prefix.parts
         self._allowed = frozenset(action for action in Action if mount.scope.allows(action))
         self._keeps_labels = bool(getattr(store, "keeps_labels", False))
-        self._mount_admits = ctx.admits(mount.labels)
-        self.hidden = mount.scope is not Scope.WRITE_ONLY and not self._mount_admits
-        """True when the whole mount is invisible to the principal: its labels do not admit
-        them (a write-only drop box is never hidden: its documents are not read back)."""
-        self._seen: dict[tuple[bool, tuple[str, ...]], str | None] = {}
+        self.hidden = not mount_seen(ctx, mount)
+        """True when the principal may see nothing of the mount (``core.visibility``): it is
+        not there for it."""
+        self._seen: dict[tuple[bool, tuple[str, ...]], tuple[VPath, str | None]] = {}
         """Blocked-segment and policy answers per (is directory, store path): pure functions
         of the principal and the path, so each is worked out once."""
 
@@ -104,51 +114,36 @@ class GuardedStore(Store):
             )
 
     def _visibility(self, path: VPath, kind: EntryKind | None, info: FileInfo | None) -> str | None:
-        """Why ``path`` is hidden from the principal, or ``None`` when it is visible."""
+        """Why ``path`` is hidden from the principal, or ``None`` when it is visible: the one
+        answer (``core.visibility.why_hidden``), its path part remembered per path."""
         key = (kind is _DIR, path.parts)
         try:
-            why = self._seen[key]
+            full, ruled = self._seen[key]
         except KeyError:
-            why = self._ruled_out(path, kind)
+            full = self._full(path)
+            ruled = ruled_out(self.ctx, full, kind)
             if len(self._seen) >= _CACHE_LIMIT:
                 self._seen.clear()
-            self._seen[key] = why
-        if why is not None:
-            return why
-        if info is not None and info.labels is not None:
-            if info.labels.undetermined:
-                return f"labels cannot be determined: {info.labels.undetermined}"
-            admitted = self.ctx.admits(info.labels)
-        else:
-            admitted = self._mount_admits
-        return None if admitted else "labels do not admit the principal"
+            self._seen[key] = (full, ruled)
+        labels = None if info is None else info.labels
+        return why_hidden(self.ctx, self.mount, full, kind, labels, ruled=ruled)
 
-    def _ruled_out(self, path: VPath, kind: EntryKind | None) -> str | None:
-        """Why a blocked segment or the policy hides ``path``, or ``None``. A sidecar is hidden
-        wherever the file it labels is (``core.sidecars``)."""
-        target = labelled_file_of(path) if kind is not _DIR else None
-        if target is not None:
-            why = self._ruled_out(target, _FILE)
-            if why is not None:
-                return f"sidecar of a hidden file: {why}"
-        full = self._full(path)
-        blocked = self.ctx.blocked(full)
-        if blocked is not None:
-            return f"blocked segment {blocked!r}"
-        decision = self.ctx.decide(Action.LIST if kind is _DIR else Action.READ, full)
-        return None if decision.allowed else decision.reason
+    def blind(self, path: VPath) -> bool:
+        """The principal may write ``path`` but not read it (a write-only mount, a drop box by
+        policy): nothing there is told, and its writes are blind (``_admit_write``)."""
+        scope = self.mount.scope
+        return not scope.allows(Action.READ) or not self.ctx.allows(Action.READ, self._full(path))
 
     def _hide(self, path: VPath, why: str, op: Operation | None = None) -> NotFoundError:
         (op or current_operation()).refuse(f"hidden: {why}")
-        return NotFoundError(f"{self._full(path)} not found")
+        return absent(self._full(path))
 
     def _policy(self, action: Action, path: VPath) -> None:
         full = self._full(path)
         decision = self.ctx.decide(action, full)
         if not decision.allowed:
             current_operation().refuse(decision.reason)
-            why = f" ({decision.public_reason})" if decision.public_reason else ""
-            raise PolicyDeniedError(f"{action.value} on {full} is not allowed by policy{why}")
+            raise refused(action, full, decision.public_reason)
 
     def _writable_target(self, path: VPath, *, is_file: bool) -> None:
         full = self._full(path)
@@ -160,7 +155,7 @@ class GuardedStore(Store):
         if self.hidden:
             # Writing into a mount the principal may not see would reveal (and clobber)
             # documents it may not read: the mount is not there for this principal.
-            raise self._hide(path, "labels do not admit the principal")
+            raise self._hide(path, f"mount {self.mount.prefix}: nothing there is seen")
         if is_file and not limits.extension_allowed(full):
             allowed = ", ".join(sorted(e or "(none)" for e in limits.allowed_extensions or ()))
             current_operation().refuse("extension not allowed")
@@ -189,9 +184,6 @@ class GuardedStore(Store):
             )
         return hidden_inside
 
-    def _shown_folder(self, path: VPath) -> bool:
-        return self._visibility(path, _DIR, None) is None
-
     async def _unshown(self, path: VPath, info: FileInfo | None = None) -> str | None:
         """Why the folder at ``path`` is not there: it holds only hidden entries; else None."""
         return _UNSHOWN if await unshown_folder(self.inner, path, self._sees, info) else None
@@ -210,7 +202,7 @@ class GuardedStore(Store):
         refusal, as it would be for a name the policy reserves, so it tells nothing of what is
         there (docs/security.md, "writes onto hidden names")."""
         op.refuse(f"hidden: {why}")
-        return PolicyDeniedError(f"{action.value} on {self._full(path)} is not allowed by policy")
+        return refused(action, self._full(path))
 
     async def _stat_visible(self, path: VPath, op: Operation) -> FileInfo:
         blocked = self.ctx.blocked(self._full(path))
@@ -256,7 +248,9 @@ class GuardedStore(Store):
             if writing:
                 return NotFoundError(f"parent directory {full.parent} does not exist")
             return NotFoundError(f"{full} not found")
-        shown = shown_paths((path, *also), self._full, self._shown_folder)
+        shown = shown_paths(
+            (path, *also), self._full, lambda p: not self._visibility(p, _DIR, None)
+        )
         return reworded(exc, path, full, also=shown)
 
     # -- primitives --------------------------------------------------------------------------
@@ -265,7 +259,7 @@ class GuardedStore(Store):
         with self._op("stat", path) as op:
             if not (self.mount.scope.allows(Action.READ) or self.mount.scope.allows(Action.LIST)):
                 self._scope(Action.READ, path)
-            return _undated(await self._stat_visible(path, op))
+            return undated(await self._stat_visible(path, op))
 
     async def read_range(self, path: VPath, offset: int = 0, length: int | None = None) -> bytes:
         # the labels checked are those of the bytes read (a stat, then a read, would let a
@@ -325,14 +319,21 @@ class GuardedStore(Store):
         if_version: str | None = None,
     ) -> FileInfo:
         with self._op("write", path) as op:
-            await self._admit_write(path, len(data), mode, op)
-            await self._admit_relabel(path, data, op, append=mode is WriteMode.APPEND)
+            blind = await self._admit_write(path, len(data), mode, op)
+            if blind:
+                mode = blind_mode(self._full(path), mode, if_version)
+            else:
+                await self._admit_relabel(path, data, op, append=mode is WriteMode.APPEND)
             try:
                 info = await self.inner.write(path, data, mode=mode, if_version=if_version)
             except OperationError as exc:
+                if blind and isinstance(exc, _IN_THE_WAY):
+                    raise self._taken(path, Action.WRITE, f"blind write onto {exc}", op) from None
                 await self._refuse_onto_hidden(exc, path, op)
                 raise await self._failed(exc, path, op, writing=True) from None
             op.bytes += len(data)
+            if blind:  # nothing of what was there, nor of the file now, but what was written
+                return FileInfo(info.path, _FILE, len(data))
             if info.labels is not None and self._visibility(path, info.kind, info) is not None:
                 # the file is not there for the writer now (a sidecar it may not read made it
                 # stricter, a drop box): its labels are not told
@@ -359,15 +360,14 @@ class GuardedStore(Store):
             except OperationError as exc:
                 raise await self._failed(exc, path, op) from None
             return [
-                _undated(e)
+                undated(e)
                 for e in entries
                 if self._visibility(e.path, e.kind, e) is None
                 and (not e.is_dir or await shown_dir(self.inner, e.path, self._sees))
             ]
 
     async def entries(self, path: VPath) -> builtins.list[FileInfo]:
-        """What :meth:`list` shows: the guard never hands out entries it has not checked."""
-        return await self.list(path)
+        return await self.list(path)  # what list shows: never an entry it has not checked
 
     async def _admit_listing(self, path: VPath, op: Operation) -> None:
         self._scope(Action.LIST, path)
@@ -440,10 +440,12 @@ class GuardedStore(Store):
                 await self.inner.mkdir(path)
             except OperationError as exc:
                 await self._refuse_onto_hidden(exc, path, op)
-                if isinstance(exc, AlreadyExistsError) and await self._unshown(path):
-                    # a folder of hidden entries only is not there for the principal: made,
-                    # as it would be were it not there (docs/security.md, the residual)
-                    return
+                blind = self.blind(path)
+                if isinstance(exc, AlreadyExistsError) and (blind or await self._unshown(path)):
+                    return None  # a folder of hidden entries only (any, to a blind writer): made
+                if blind and isinstance(exc, NotFoundError) and not path.parent.is_root:
+                    await self.mkdir(path.parent)  # its parents too: whether they are there
+                    return await self.mkdir(path)  # is not told
                 raise await self._failed(exc, path, op, writing=True) from None
 
     async def rename(self, src: VPath, dst: VPath) -> None:
@@ -456,6 +458,9 @@ class GuardedStore(Store):
                 if hidden_inside:
                     await move_visible(self.inner, src, dst, self._sees)
                     return
+                if self.blind(dst):  # replaces a file there (checked by _admit_move)
+                    with suppress(NotFoundError, IsADirectoryError_):
+                        await self.inner.delete(dst)
                 await self.inner.rename(src, dst)
             except OperationError as exc:
                 if isinstance(exc, AlreadyExistsError):
@@ -525,8 +530,7 @@ class GuardedStore(Store):
             return info
 
     async def lookup(self, path: VPath) -> FileInfo | None:
-        """The entry's info when it exists and the principal may see it, else ``None``; a
-        quiet probe (no refusal is recorded) for checks made before a change."""
+        """The entry's info when the principal may see it, else ``None``; a quiet probe."""
         scope = self.mount.scope
         if not (scope.allows(Action.READ) or scope.allows(Action.LIST)):
             return None
@@ -558,7 +562,7 @@ class GuardedStore(Store):
             return  # the file is not there: the sidecar is an ordinary file
         before, after = pair
         why = self._visibility(target, _FILE, None) or (
-            None if self.ctx.admits(before) else "labels do not admit the principal"
+            None if self.ctx.admits(before) else LABELS_HIDE
         )
         if why is not None:
             raise self._hide(path, why, op)
@@ -608,7 +612,7 @@ class GuardedStore(Store):
         if pair is None:
             return  # no such file: an ordinary folder name
         why = self._visibility(target, _FILE, None) or (
-            None if self.ctx.admits(pair[0]) else "labels do not admit the principal"
+            None if self.ctx.admits(pair[0]) else LABELS_HIDE
         )
         if why is not None:
             raise self._hide(path, why, op)
@@ -626,6 +630,8 @@ class GuardedStore(Store):
         except OperationError as exc:
             await self._refuse_onto_hidden(exc, dst, op)
             return found  # missing or in the way: the rename says so
+        if there.is_file and found[0].is_file and self.blind(dst):
+            return found  # a file moved blind replaces a file there, as a blind write does
         why = self._visibility(dst, there.kind, there)
         if why is None and there.is_dir:  # a folder of hidden entries only: not moved over
             why = await self._unshown(dst, there)
@@ -633,21 +639,23 @@ class GuardedStore(Store):
             raise self._taken(dst, Action.WRITE, why, op)
         return found
 
-    async def _admit_write(self, path: VPath, size: int, mode: WriteMode, op: Operation) -> None:
+    async def _admit_write(self, path: VPath, size: int, mode: WriteMode, op: Operation) -> bool:
+        """Refuse what a write of ``size`` bytes would refuse; whether it is blind (the
+        principal may not read ``path``: a write-only mount, a drop box by policy). A blind
+        write is told nothing of what is there (docs/policy.md, "Blind writes"): nothing is
+        looked at, and only the bytes written count against the size limit."""
         self._scope(Action.WRITE, path)
         self._writable_target(path, is_file=True)
-        may_read = (
-            self.mount.scope.allows(Action.READ) and self._visibility(path, _FILE, None) is None
-        )
+        blind = self.blind(path)
+        may_read = not blind and self._visibility(path, _FILE, None) is None
         existing: FileInfo | None = None
-        if (mode is WriteMode.APPEND and may_read) or self._keeps_labels:
+        if (mode is WriteMode.APPEND and may_read) or (self._keeps_labels and not blind):
             try:
                 existing = await self.inner.stat(path)
             except OperationError:
                 existing = None  # missing, or in the way: the write itself says so
-        # Only the file's labels count here: a path the policy lets one write but not read
-        # (a drop box) takes blind writes, but a file labelled above the writer is not there
-        # for them, so it can be neither seen nor clobbered.
+        # A file labelled above a writer who may read the path is not there for it, so it
+        # can be neither seen nor clobbered.
         if (
             existing is not None
             and existing.labels is not None
@@ -656,7 +664,7 @@ class GuardedStore(Store):
             if labelled_file_of(path) is not None:
                 # the sidecar of a hidden file: not found, whether it has a sidecar yet or not
                 raise self._hide(path, "sidecar of a hidden file", op)
-            raise self._taken(path, Action.WRITE, "labels do not admit the principal", op)
+            raise self._taken(path, Action.WRITE, LABELS_HIDE, op)
         total = size
         if mode is WriteMode.APPEND and may_read and existing is not None:
             # Only a file the principal may read counts with its current size: a refusal
@@ -669,6 +677,7 @@ class GuardedStore(Store):
                 f"{self._full(path)}: {total} bytes is over the {limit}-byte file limit; "
                 "write a smaller file"
             )
+        return blind
 
     async def _admit_removal(
         self, path: VPath, verb: str, op: Operation, *, recursive: bool
@@ -689,12 +698,3 @@ class GuardedStore(Store):
     def visible(self, info: FileInfo) -> bool:
         """Whether a store entry may be shown to the principal (used by bulk operations)."""
         return self._visibility(info.path, info.kind, info) is None
-
-
-def _undated(info: FileInfo) -> FileInfo:
-    """``info`` as a principal is shown it: a folder without its modification time, which
-    moves when an entry the principal may not see is added or removed (folder times are
-    content, as folder names are)."""
-    if not info.is_dir or not info.mtime:
-        return info
-    return FileInfo(info.path, info.kind, 0, 0.0, None, info.labels)

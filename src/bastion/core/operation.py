@@ -63,6 +63,9 @@ class GuardContext:
         self.roles = policy.effective_roles(principal)
         self._decisions: dict[tuple[Action, tuple[str, ...]], Decision] = {}
         self._blocked: dict[tuple[str, ...], str | None] = {}
+        self._admitted: dict[Labels, bool] = {}
+        self.mounts_seen: dict[object, str | None] = {}
+        """Why the principal sees nothing of a mount, or ``None`` (``core.visibility``)."""
 
     def operation(
         self, name: str, path: VPath | str, target: VPath | str | None = None
@@ -96,7 +99,14 @@ class GuardContext:
         return found
 
     def admits(self, labels: Labels) -> bool:
-        return labels_admit(labels, self.principal, self.roles, self.policy.classifications)
+        """Whether ``labels`` admit the principal (remembered: labels are values)."""
+        known = self._admitted.get(labels)
+        if known is None:
+            known = labels_admit(labels, self.principal, self.roles, self.policy.classifications)
+            if len(self._admitted) >= _CACHE_LIMIT:
+                self._admitted.clear()
+            self._admitted[labels] = known
+        return known
 
 
 class Operation:

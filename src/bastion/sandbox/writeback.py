@@ -25,8 +25,8 @@ __all__ = ["Applied", "write_back"]
 
 _CONFLICT = "conflict: it changed in the workspace while the command ran; run again"
 _EXISTS = (
-    "conflict: a file of that name exists in the workspace (created while the command ran, "
-    "or in a write-only mount); nothing was overwritten"
+    "conflict: a file of that name exists in the workspace (created while the command ran); "
+    "nothing was overwritten"
 )
 
 

@@ -353,7 +353,7 @@ class FileOps:
             write_mode = WriteMode(mode)
             if self._router.is_mount_point(vp):
                 raise IsADirectoryError_(f"{vp} is a directory (a mount point)")
-            guarded, rel = self._router.route(vp)
+            guarded, rel = await self._router.route_change(vp, len(data), write_mode, is_file=True)
             if backup and write_mode is not WriteMode.CREATE:
                 await guarded.check_write(rel, len(data), write_mode)
                 info = await self._backed_up_write(
@@ -472,7 +472,7 @@ class FileOps:
                 if exist_ok:
                     return
                 raise AlreadyExistsError(f"{vp} already exists (a mount point)")
-            guarded, rel = self._router.route(vp)
+            guarded, rel = await self._router.route_change(vp, is_file=False, parents=parents)
             if parents:
                 existed = await make_dirs(guarded, rel, exist_ok=exist_ok)
             else:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from bastion.core.guard import GuardContext
-from bastion.core.models import Action, Scope
+from bastion.core.models import Action
 from bastion.core.mounts import Mount
+from bastion.core.visibility import mount_seen
 
 __all__ = ["filesystem_map"]
 
@@ -28,7 +29,7 @@ def filesystem_map(mounts: Iterable[Mount], ctx: GuardContext) -> str:
     lines = ["Filesystem (absolute paths; nothing exists outside these mounts):"]
     shown = 0
     for mount in sorted(mounts, key=lambda m: m.prefix.parts):
-        if ctx.policy.limits.blocked(mount.prefix) is not None:
+        if not mount_seen(ctx, mount):  # a mount it may see nothing of is not there for it
             continue
         probe = mount.prefix.join(mount.prefix.parse("x"))
         verbs = [
@@ -38,8 +39,6 @@ def filesystem_map(mounts: Iterable[Mount], ctx: GuardContext) -> str:
             and (ctx.allows(action, mount.prefix) or ctx.allows(action, probe))
         ]
         if not verbs:
-            continue
-        if mount.scope is not Scope.WRITE_ONLY and not ctx.admits(mount.labels):
             continue
         shown += 1
         scope = mount.scope.value.replace("_", "-")

@@ -19,8 +19,9 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from bastion.core.errors import BastionError, ConfigurationError, NotFoundError
-from bastion.core.models import Action, FileInfo, Labels, Scope
+from bastion.core.models import Action, EntryKind, FileInfo, Labels, Scope
 from bastion.core.paths import VPath
+from bastion.core.visibility import why_hidden
 from bastion.knowledge.hits import SearchHit
 
 if TYPE_CHECKING:
@@ -191,6 +192,9 @@ class HitChecks:
         return check
 
     def _may_read(self, ctx: GuardContext, meta: DocumentMeta) -> bool:
+        """The guard's own answer for the document's file (``core.visibility.why_hidden``,
+        under the labels it was indexed with), and the mount's scope and the policy must let
+        the principal search there."""
         try:
             vp = VPath.parse(meta.path)
         except BastionError:
@@ -198,12 +202,10 @@ class HitChecks:
         mount = self.mounts.find(vp)
         if mount is None or not mount.scope.allows(Action.SEARCH):
             return False
-        if not mount.scope.allows(Action.READ) or ctx.policy.limits.blocked(vp) is not None:
-            return False
-        if not (ctx.allows(Action.READ, vp) and ctx.allows(Action.SEARCH, vp)):
-            return False
         labels = Labels(meta.tenant, meta.classification, meta.roles, meta.tags)
-        return ctx.admits(labels)
+        if why_hidden(ctx, mount, vp, EntryKind.FILE, labels) is not None:
+            return False
+        return ctx.allows(Action.SEARCH, vp)
 
     async def search(
         self,

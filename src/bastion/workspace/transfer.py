@@ -10,7 +10,6 @@ writer, a full disk).
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 from bastion.core.errors import (
@@ -74,8 +73,11 @@ class Transfers:
             if self._router.is_mount_point(d):
                 raise AlreadyExistsError(f"{d} already exists (a mount point)")
             src_store, src_rel = self._router.route(s)
-            dst_store, dst_rel = self._router.route(d)
             info = await src_store.stat(src_rel)
+            mode = WriteMode.OVERWRITE if overwrite else WriteMode.CREATE
+            dst_store, dst_rel = await self._router.route_change(
+                d, info.size, mode, is_file=info.is_file
+            )
             if d.is_relative_to(s):
                 raise NotADirectoryError_(f"cannot move {s} into itself")
             if src_store is dst_store:
@@ -89,7 +91,9 @@ class Transfers:
                     head = await self._head(src_store, src_rel)
                     await carry_labels(dst_store, dst_rel, info.labels, head)
                 await self._rename(src_store, src_rel, dst_rel, d, info, overwrite=overwrite)
-                result = info.at(d)
+                # where the mover may not read, it is told nothing but what it moved
+                blind = dst_store.blind(dst_rel)
+                result = FileInfo(d, info.kind, info.size) if blind else info.at(d)
             else:
                 # Copy then delete, after checking that the delete will be allowed.
                 await src_store.check_removal(src_rel, "move")
@@ -162,7 +166,8 @@ class Transfers:
             if top and not merge:
                 raise AlreadyExistsError(f"{dst} already exists (a mount point)")
             return _Step(entry.path, dst, entry, exists=True)
-        guarded, rel = self._router.route(dst)
+        mode = WriteMode.OVERWRITE if overwrite else WriteMode.CREATE
+        guarded, rel = await self._router.route_change(dst, entry.size, mode, is_file=entry.is_file)
         existing = None if rel.is_root else await guarded.lookup(rel)
         if rel.is_root and top and not merge:
             raise AlreadyExistsError(f"{dst} already exists (a mount point)")
@@ -178,7 +183,6 @@ class Transfers:
                 raise IsADirectoryError_(f"{dst} is a directory; it is not replaced")
             if not overwrite:
                 raise AlreadyExistsError(taken).needing("overwrite", True)
-        mode = WriteMode.OVERWRITE if overwrite else WriteMode.CREATE
         await guarded.check_write(rel, entry.size, mode)
         return _Step(entry.path, dst, entry)
 
@@ -193,7 +197,7 @@ class Transfers:
                 if not step.exists:
                     guarded, rel = self._router.route(step.dst)
                     await self._make_dir(guarded, rel)
-                made = FileInfo(step.dst, EntryKind.DIRECTORY, 0, time.time())
+                made = FileInfo(step.dst, EntryKind.DIRECTORY)  # undated, as folders are shown
             else:
                 src_store, src_rel = self._router.route(step.src)
                 seen, data = await src_store.read_file(src_rel, 0, cap + 1)

@@ -37,6 +37,7 @@ from bastion.core.mounts import Mount, MountTable
 from bastion.core.paths import VPath
 from bastion.core.policy import Policy
 from bastion.core.principal import Principal
+from bastion.core.visibility import MountView
 from bastion.workspace.asking import ASK_RELEVANCE_FLOOR, Asking
 from bastion.workspace.blocking import run_blocking
 from bastion.workspace.doclabels import DocumentLabels
@@ -169,6 +170,12 @@ class Workspace:
     @property
     def policy(self) -> Policy:
         return self._shared.policy
+
+    @property
+    def view(self) -> MountView:
+        """The mounts as this view's principal sees them (a mount it may see nothing of is not
+        there), and what it is told where it sees none (``core.visibility``)."""
+        return self._router.view
 
     @property
     def audit(self) -> AuditSink:

@@ -20,11 +20,13 @@ async def write_file(
     if_version: str | None,
     parents: bool,
 ) -> FileInfo:
-    """Write ``rel``; when its parent is missing and ``parents``, create it and write again."""
+    """Write ``rel``; when its parent is missing and ``parents``, create it and write again.
+    A blind writer (one who may not read ``rel``) always gets its parents made: refusing would
+    tell it which folders are there."""
     try:
         return await guarded.write(rel, data, mode=mode, if_version=if_version)
     except NotFoundError:
-        if not parents or rel.parent.is_root:
+        if rel.parent.is_root or not (parents or guarded.blind(rel)):
             raise
     await make_dirs(guarded, rel.parent)
     return await guarded.write(rel, data, mode=mode, if_version=if_version)

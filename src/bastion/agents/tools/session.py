@@ -52,10 +52,8 @@ from bastion.core.errors import (
     ScopeError,
 )
 from bastion.core.globs import Glob
-from bastion.core.models import Action, FileInfo, Scope, WriteMode
-from bastion.core.mounts import MountTable
+from bastion.core.models import Action, FileInfo, WriteMode
 from bastion.core.paths import VPath
-from bastion.core.principal import labels_admit
 from bastion.sandbox.result import RunLimits
 from bastion.workspace.workspace import EditResult, TextPage, Workspace
 
@@ -327,7 +325,6 @@ class ToolSession:
         self.approval = approval
         self.run_limits = run_limits
         """The limits of the commands the ``execute`` tool runs (``None``: the defaults)."""
-        self._mounts = _existing_mounts(workspace)
 
     @property
     def principal(self) -> str:
@@ -364,26 +361,25 @@ class ToolSession:
     # -- writes ------------------------------------------------------------------------------
 
     def _may(self, action: Action, path: VPath) -> bool:
-        """Whether the mount's scope and the policy may allow ``action`` on ``path`` (under
-        a mount hidden from the principal as under no mount: nothing is looked up there)."""
-        mount = None if self._mounts is None else self._mounts.find(path)
-        if mount is None or not mount.scope.allows(action):
-            return False
-        ws = self.workspace
-        return ws.policy.decide(ws.principal, action, path).allowed
+        """Whether the mount's scope and the policy may allow ``action`` on ``path``, in the
+        principal's view of the mounts (a mount it may see nothing of is not there)."""
+        return self.workspace.view.may(action, path)
 
-    async def _current(self, path: VPath) -> FileInfo | _Blind | None:
-        """The file now at ``path``, ``None`` when there is none, or blind."""
-        if not self._may(Action.WRITE, path):
+    async def _current(self, path: VPath) -> FileInfo | _Blind | NotFoundError:
+        """The file now at ``path``; the workspace's answer when there is none (what the
+        principal is told of it, as the workspace tells it); or blind: the principal may not
+        write there, or may not read what is there (a write-only mount, a drop box), so
+        nothing is looked at and the write itself gives the guard's answer."""
+        if not (self._may(Action.WRITE, path) and self._may(Action.READ, path)):
             return _BLIND
         try:
             return await self.workspace.stat(path)
-        except NotFoundError:
-            return None
-        except ScopeError:  # a write-only mount: nothing there can be read first
+        except NotFoundError as exc:
+            return exc
+        except ScopeError:  # pragma: no cover - a mount that may not be read is blind above
             return _BLIND
 
-    def _expect(self, path: VPath, current: FileInfo | _Blind | None) -> str | None:
+    def _expect(self, path: VPath, current: FileInfo | _Blind | NotFoundError) -> str | None:
         if isinstance(current, FileInfo):
             if current.is_dir:
                 raise IsADirectoryError_(f"{path} is a directory")
@@ -404,7 +400,9 @@ class ToolSession:
         ws = self.workspace
         async with self.locks.hold(path):
             current = await self._current(path)
-            if current is None or (create_only and not isinstance(current, FileInfo)):
+            if isinstance(current, NotFoundError) or (
+                create_only and not isinstance(current, FileInfo)
+            ):
                 info = await ws.write(path, content, mode=WriteMode.CREATE, parents=parents)
                 created = True
             elif create_only:
@@ -423,8 +421,8 @@ class ToolSession:
         changed since)."""
         async with self.locks.hold(path):
             current = await self._current(path)
-            if current is None:
-                raise NotFoundError(f"{path} not found")
+            if isinstance(current, NotFoundError):
+                raise current  # what the workspace tells of the path, as it told it
             version = self._expect(path, current)
             result = await self.workspace.edit(
                 path, old, new, replace_all=replace_all, if_version=version
@@ -580,20 +578,3 @@ class ToolSession:
             f"cannot {task} yet: read these files first (read_file), then retry: {shown}{more} "
             "(not read in this session, or changed since)"
         )
-
-
-def _existing_mounts(workspace: Workspace) -> MountTable | None:
-    """The mounts that exist for the workspace's principal: all but those its labels hide
-    (as the guard decides: a write-only drop box is never hidden). A session that looked up
-    a path under a hidden mount would stat it, and leave an audit record, where under no
-    mount at all it would not (the parity suite, tests/parity). ``None`` when every mount
-    is hidden."""
-    policy, principal = workspace.policy, workspace.principal
-    roles = policy.effective_roles(principal)
-    seen = [
-        mount
-        for mount in workspace.mounts
-        if mount.scope is Scope.WRITE_ONLY
-        or labels_admit(mount.labels, principal, roles, policy.classifications)
-    ]
-    return MountTable(seen) if seen else None

@@ -20,11 +20,8 @@ from bastion.agents.tools.outputs import OutputLimits, fail
 from bastion.agents.tools.session import Approval, PathLocks, ToolSession
 from bastion.agents.tools.spec import Capability, Output, Tool
 from bastion.core.errors import BastionError, ConfigurationError
-from bastion.core.globs import Glob
-from bastion.core.models import Action, Scope
-from bastion.core.paths import VPath
-from bastion.core.policy import Effect, Policy
-from bastion.core.principal import Principal, labels_admit
+from bastion.core.models import Action
+from bastion.core.visibility import may_reach
 from bastion.sandbox.result import RunLimits
 from bastion.workspace.workspace import Workspace
 
@@ -201,12 +198,9 @@ def mount_capabilities(workspace: Workspace) -> list[frozenset[Capability]]:
     roles = policy.effective_roles(principal)
     answers = workspace.has_index and callable(getattr(workspace, "ask", None))
     result: list[frozenset[Capability]] = []
+    view = workspace.view
     for mount in workspace.mounts:
-        if policy.limits.blocked(mount.prefix) is not None:
-            continue
-        if mount.scope is not Scope.WRITE_ONLY and not labels_admit(
-            mount.labels, principal, roles, policy.classifications
-        ):
+        if not view.sees(mount):  # a mount it may see nothing of is not there for it
             continue
         found = {
             capability
@@ -222,28 +216,5 @@ def mount_capabilities(workspace: Workspace) -> list[frozenset[Capability]]:
     return result
 
 
-def may_allow(
-    policy: Policy,
-    principal: Principal,
-    roles: frozenset[str],
-    action: Action,
-    prefix: VPath,
-) -> bool:
-    """True when some path at or under ``prefix`` may be allowed ``action``: a rule for the
-    principal allows it somewhere there before any rule denies the whole subtree."""
-    for rule in policy.rules:
-        if not rule.concerns(principal, roles, action):
-            continue
-        if rule.effect is Effect.ALLOW:
-            if any(g.matches(prefix) or g.could_match_below(prefix) for g in rule.globs):
-                return True
-        elif any(_covers(g, prefix) for g in rule.globs):
-            return False
-    return False
-
-
-def _covers(glob: Glob, prefix: VPath) -> bool:
-    """True when ``glob`` matches ``prefix`` and everything under it (``/a/b/**``)."""
-    base = glob.literal_prefix
-    whole_tree = len(glob.segments) == len(base.parts) + 1 and glob.segments[-1] == "**"
-    return whole_tree and prefix.is_relative_to(base)
+may_allow = may_reach
+"""True when some path at or under a prefix may be allowed an action (``core.visibility``)."""
