@@ -9,6 +9,8 @@ refuses at once:
   only, and fails with ``EAGAIN`` where a lookup would need the disk; with ``RESOLVE_BENEATH |
   RESOLVE_NO_SYMLINKS`` it is confined below the root as the store's one-lookup read is. An
   ``O_PATH`` open looks at the entry first, so special files are never opened for content.
+  A missing name is answered too when the kernel says so from its cache (``ENOENT``) and the
+  parent opens the same way as a directory: a sidecar that does not exist costs no hop.
 * ``preadv2`` with ``RWF_NOWAIT`` copies the bytes only when they are in the page cache, and
   fails with ``EAGAIN`` (or reads short) otherwise.
 
@@ -21,17 +23,19 @@ cached lookup may ask the server, so the fast path is off there.
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
 import stat
 import sys
 from collections.abc import Callable
 
+from bastion.core.errors import NotFoundError
 from bastion.core.models import FileInfo
 from bastion.core.paths import VPath
 from bastion.core.ports import ReadCheck
 from bastion.stores._fd import info_of, relative_of
 
-__all__ = ["FAST_BYTES", "CachedReads", "read_fast"]
+__all__ = ["FAST_BYTES", "MISSING", "CachedReads", "read_fast"]
 
 FAST_BYTES = 256 * 1024
 """The largest read served on the event loop (a copy of this size from memory is tens of
@@ -73,6 +77,10 @@ class _OpenHow(ctypes.Structure):
 
 
 _Open = Callable[[int, str], int]
+"""``openat2`` below a directory descriptor: a descriptor, or minus the ``errno``."""
+
+MISSING = object()
+"""What :meth:`CachedReads.stat` returns for a name the kernel knows is not there."""
 
 
 def _openers() -> tuple[_Open, _Open, Callable[[int], int]] | None:
@@ -83,6 +91,7 @@ def _openers() -> tuple[_Open, _Open, Callable[[int], int]] | None:
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         syscall, fstatfs = libc.syscall, libc.fstatfs
+        get_errno = ctypes.get_errno
     except (AttributeError, OSError):
         return None
     syscall.restype = ctypes.c_long
@@ -97,7 +106,8 @@ def _openers() -> tuple[_Open, _Open, Callable[[int], int]] | None:
         ref, size = ctypes.byref(how), ctypes.sizeof(how)
 
         def open_cached(dir_fd: int, relative: str) -> int:
-            return int(syscall(_SYS_OPENAT2, dir_fd, os.fsencode(relative), ref, size))
+            fd = int(syscall(_SYS_OPENAT2, dir_fd, os.fsencode(relative), ref, size))
+            return fd if fd >= 0 else -get_errno()
 
         return open_cached
 
@@ -137,10 +147,13 @@ class CachedReads:
         os.close(fd)
         return cls(open_path, open_file, root_fd)
 
-    def stat(self, relative: str) -> os.stat_result | None:
-        """The entry's status (not following a link), or ``None``: not in memory, missing,
-        or anything but a regular file or a directory."""
+    def stat(self, relative: str) -> os.stat_result | object | None:
+        """The entry's status (not following a link); :data:`MISSING` when the kernel knows
+        from memory that the name is not in its directory; else ``None``: not in memory,
+        anything but a regular file or a directory, any doubt."""
         fd = self._open_path(self._root_fd, relative)
+        if fd == -errno.ENOENT:
+            return MISSING if self._is_directory(relative.rpartition("/")[0] or ".") else None
         if fd < 0:
             return None
         try:
@@ -151,11 +164,17 @@ class CachedReads:
             os.close(fd)
         return st if stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode) else None
 
-    def open(self, relative: str) -> tuple[int, os.stat_result] | None:
-        """A read descriptor on the regular file, and its status; ``None`` as for :meth:`stat`
-        (and for a directory)."""
+    def _is_directory(self, relative: str) -> bool:
         seen = self.stat(relative)
-        if seen is None or not stat.S_ISREG(seen.st_mode):
+        return isinstance(seen, os.stat_result) and stat.S_ISDIR(seen.st_mode)
+
+    def open(self, relative: str) -> tuple[int, os.stat_result] | object | None:
+        """A read descriptor on the regular file, and its status; :data:`MISSING` or
+        ``None`` as for :meth:`stat` (``None`` for a directory)."""
+        seen = self.stat(relative)
+        if seen is MISSING:
+            return MISSING
+        if not isinstance(seen, os.stat_result) or not stat.S_ISREG(seen.st_mode):
             return None
         fd = self._open_file(self._root_fd, relative)
         if fd < 0:
@@ -197,7 +216,9 @@ def read_fast(
         return None
     relative = relative_of(path)
     opened = None if relative is None else cached.open(relative)
-    if opened is None:
+    if opened is MISSING:
+        raise NotFoundError(f"{path} not found")
+    if not isinstance(opened, tuple):
         return None
     fd, st = opened
     try:

@@ -104,7 +104,7 @@ from bastion.core.models import FileInfo, WriteMode
 from bastion.core.offload import DISK_THREADS, Workers, commit, held
 from bastion.core.paths import VPath
 from bastion.core.ports import ReadCheck, Store
-from bastion.stores._cached import CachedReads, read_fast
+from bastion.stores._cached import MISSING, CachedReads, read_fast
 from bastion.stores._common import check_range, conflict, refuse_unchecked
 from bastion.stores._fd import (
     DIR_FLAGS,
@@ -200,6 +200,7 @@ class LocalStore(Store):
         no other call is in flight (the descriptor number could be reused under that call);
         without ``close`` the descriptor is released when the store is garbage-collected."""
         self._closed = True
+        self._cached = None
         self._workers.close()
         self._close_fd()
 
@@ -220,8 +221,10 @@ class LocalStore(Store):
         if cached is not None:
             relative = relative_of(path)
             seen = None if relative is None else cached.stat(relative)
-            if seen is not None:
+            if isinstance(seen, os.stat_result):
                 return info_of(path, seen)
+            if seen is MISSING:
+                raise NotFoundError(f"{path} not found")
         return await self._workers.run(self._stat, path)
 
     async def read_range(self, path: VPath, offset: int = 0, length: int | None = None) -> bytes:
