@@ -941,7 +941,7 @@ async def test_cached_read_of_a_file_swapped_for_a_fifo_is_refused(
         os.mkfifo(target)
 
     fired = _after_fstat(monkeypatch, swap)
-    with pytest.raises(UnsupportedFileError, match="/inside.txt is a FIFO"):
+    with pytest.raises(UnsupportedFileError, match=r"/inside\.txt is a FIFO"):
         await lay.store.read_file(P("/inside.txt"))
     assert fired
 
