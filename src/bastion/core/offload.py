@@ -24,6 +24,7 @@ fresh pools (the parent's threads are not in it).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import os
 import threading
 import time
@@ -35,7 +36,16 @@ from typing import Any, TypeVar
 
 from bastion.core.errors import StoreUnavailableError
 
-__all__ = ["Abandoned", "Ticket", "Workers", "commit", "held", "wait_until"]
+__all__ = [
+    "CALL_LIMIT",
+    "Abandoned",
+    "CallLimit",
+    "Ticket",
+    "Workers",
+    "commit",
+    "held",
+    "wait_until",
+]
 
 T = TypeVar("T")
 
@@ -45,6 +55,24 @@ queue in the kernel (see docs/decisions.md, off-loop store calls)."""
 
 _FIRST_PAUSE = 0.0005
 _LONGEST_PAUSE = 0.02
+
+
+class CallLimit:
+    """How long a mount waits for one call of its store, and the error it raises then."""
+
+    __slots__ = ("seconds", "unavailable")
+
+    def __init__(self, seconds: float, unavailable: Callable[[], BaseException]) -> None:
+        self.seconds = seconds
+        self.unavailable = unavailable
+
+
+CALL_LIMIT: contextvars.ContextVar[CallLimit | None] = contextvars.ContextVar(
+    "bastion_call_limit", default=None
+)
+"""Set by a mount (``core.timeouts``) around a call of a store that bounds its own waits: the
+store applies it to its hops to a worker thread only, so that a call answered at once (a
+read from the page cache) pays for no timer."""
 
 
 class Abandoned(StoreUnavailableError):
@@ -161,8 +189,16 @@ class Workers:
         future = asyncio.get_running_loop().run_in_executor(
             self._executor(), _call, ticket, fn, args
         )
+        limit = CALL_LIMIT.get()
         try:
-            return await future
+            if limit is None:
+                return await future
+            try:
+                async with asyncio.timeout(limit.seconds):
+                    return await future
+            except TimeoutError:
+                ticket.abandon()
+                raise limit.unavailable() from None
         except asyncio.CancelledError:
             ticket.abandon()
             raise

@@ -159,6 +159,8 @@ class LocalStore(Store):
     kind = "local"
     timeout = 30.0
     """Its calls wait in worker threads, so a mount bounds them (``core.timeouts``)."""
+    bounds_own_waits = True
+    """It applies the mount's limit to its hops to a thread (``core.offload.CALL_LIMIT``)."""
 
     def __init__(
         self,
