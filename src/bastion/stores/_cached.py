@@ -152,8 +152,9 @@ class CachedReads:
         from memory that the name is not in its directory; else ``None``: not in memory,
         anything but a regular file or a directory, any doubt."""
         fd = self._open_path(self._root_fd, relative)
-        if fd == -errno.ENOENT:
-            return MISSING if self._is_directory(relative.rpartition("/")[0] or ".") else None
+        if fd == -errno.ENOENT:  # authoritative once the parent is a directory (the root is)
+            parent = relative.rpartition("/")[0]
+            return MISSING if not parent or self._is_directory(parent) else None
         if fd < 0:
             return None
         try:

@@ -28,7 +28,8 @@ call.
 Only public asyncio API is used (``new_event_loop``, ``run_until_complete``,
 ``run_coroutine_threadsafe``, ``all_tasks``): no subclass of the loop, no private name, so it
 works alike on every Python from 3.11 on. The cost against the async call is two loop
-iterations in the caller's thread (measured in ``bench/sync_facade.py``).
+iterations in the caller's thread (measured in ``bench/sync_facade.py`` and
+``bench/off_loop.py``).
 """
 
 from __future__ import annotations
@@ -123,7 +124,11 @@ class _Runner:
         return done
 
     def _finish(self, loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, T]) -> T:
-        """Run the loop in this thread until ``coro`` is done; then let the loop go."""
+        """Run the loop in this thread until ``coro`` is done; then let the loop go.
+
+        ``run_until_complete`` takes two loop iterations for a call that never waits: the
+        second runs what the call's last step queued (an abandoned async generator's
+        clean-up), so that the loop is handed on when that left a task behind."""
         try:
             task = loop.create_task(coro)
         except BaseException:
