@@ -955,3 +955,16 @@ async def test_cached_stat_never_reports_a_link_or_a_special_file(lay: Layout) -
             await lay.store.stat(P(f"/{name}"))
         with pytest.raises(UnsupportedFileError, match=refusal):
             await lay.store.read_file(P(f"/{name}"))
+
+
+async def test_cached_look_of_a_very_deep_or_missing_path_is_a_plain_not_found(
+    lay: Layout,
+) -> None:
+    # 2000 segments under a real folder: longer than PATH_MAX, and each parent missing.
+    for raw in ("/sub/" + "a/" * 2000, "/sub/" + "a/" * 1000 + "b.md", "/sub/x/y/z.md"):
+        with pytest.raises(NotFoundError):
+            await lay.store.stat(P(raw))
+        with pytest.raises(NotFoundError):
+            await lay.store.read_file(P(raw))
+    with pytest.raises(NotFoundError, match=r"/sub/none\.md not found"):
+        await lay.store.read_file(P("/sub/none.md"))  # a cached miss: the walk's words

@@ -42,6 +42,7 @@ FAST_BYTES = 256 * 1024
 microseconds); larger ones go to a thread."""
 
 _SYS_OPENAT2 = 437
+_PATH_MAX = 4096
 _RESOLVE_NO_MAGICLINKS = 0x02
 _RESOLVE_NO_SYMLINKS = 0x04
 _RESOLVE_BENEATH = 0x08
@@ -151,6 +152,8 @@ class CachedReads:
         """The entry's status (not following a link); :data:`MISSING` when the kernel knows
         from memory that the name is not in its directory; else ``None``: not in memory,
         anything but a regular file or a directory, any doubt."""
+        if len(relative) >= _PATH_MAX:
+            return None  # the walk says what is wrong
         fd = self._open_path(self._root_fd, relative)
         if fd == -errno.ENOENT:  # authoritative once the parent is a directory (the root is)
             parent = relative.rpartition("/")[0]
@@ -166,8 +169,16 @@ class CachedReads:
         return st if stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode) else None
 
     def _is_directory(self, relative: str) -> bool:
-        seen = self.stat(relative)
-        return isinstance(seen, os.stat_result) and stat.S_ISDIR(seen.st_mode)
+        """Whether ``relative`` is a directory, known from memory (one look, no recursion)."""
+        fd = self._open_path(self._root_fd, relative)
+        if fd < 0:
+            return False
+        try:
+            return stat.S_ISDIR(os.fstat(fd).st_mode)
+        except OSError:
+            return False
+        finally:
+            os.close(fd)
 
     def open(self, relative: str) -> tuple[int, os.stat_result] | object | None:
         """A read descriptor on the regular file, and its status; :data:`MISSING` or
