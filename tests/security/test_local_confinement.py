@@ -7,6 +7,7 @@ be read, written, created, listed or deleted through the store.
 
 from __future__ import annotations
 
+import asyncio
 import ctypes
 import gc
 import os
@@ -33,6 +34,7 @@ from bastion.core.errors import (
 )
 from bastion.core.models import WriteMode
 from bastion.core.paths import VPath
+from bastion.stores._cached import CachedReads
 from bastion.stores.local import TEMP_PREFIX, LocalStore
 
 P = VPath.parse
@@ -96,13 +98,8 @@ def lay(tmp_path: Path) -> Iterator[Layout]:
 
 
 def _drive(coro: Coroutine[object, object, T]) -> T:
-    """Run a store coroutine to completion from synchronous code (it never suspends)."""
-    try:
-        coro.send(None)
-    except StopIteration as stop:
-        return stop.value  # type: ignore[no-any-return]
-    coro.close()
-    raise AssertionError("a LocalStore call suspended")
+    """Run a store coroutine to completion from synchronous code (a thread with no loop)."""
+    return asyncio.run(coro)  # type: ignore[arg-type]
 
 
 def _within(seconds: float, call: Callable[[], T], unblock: Callable[[], None]) -> T:
@@ -453,6 +450,11 @@ async def test_hard_link_to_an_outside_file_is_served_but_never_written_through(
 # -- swaps between the check and the use (deterministic) ---------------------------------------------
 
 
+def _walk_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(CachedReads, "stat", lambda self, relative: None)
+    monkeypatch.setattr(CachedReads, "open", lambda self, relative: None)
+
+
 def _hook(
     monkeypatch: pytest.MonkeyPatch,
     func_name: str,
@@ -460,7 +462,9 @@ def _hook(
     swap: Callable[[], None],
 ) -> list[str]:
     """Wrap ``os.<func_name>`` so that ``swap`` runs once, just before the first call whose
-    first argument satisfies ``when``. Returns the list of names it fired on."""
+    first argument satisfies ``when``. Returns the list of names it fired on. The reads
+    answered from memory (``_cached``) are turned off: these swaps race the walk."""
+    _walk_only(monkeypatch)
     real = getattr(os, func_name)
     fired: list[str] = []
 
@@ -586,6 +590,7 @@ def _after(
 ) -> list[str]:
     """Like :func:`_hook`, but ``swap`` runs just *after* the first matching call returns:
     the store has looked, and the entry changes before it acts on what it saw."""
+    _walk_only(monkeypatch)
     real = getattr(os, func_name)
     fired: list[str] = []
 
@@ -855,3 +860,111 @@ def test_racing_swap_during_writes_never_touches_outside(lay: Layout, tmp_path: 
     assert "written" in outcomes, outcomes
     assert lay.snapshot() == before
     assert lay.temps() == []
+
+
+# -- reads answered from memory on the event loop (``_cached``): swaps after its look -------------
+
+
+def _need_cached(store: LocalStore) -> None:
+    if store._cached is None:
+        pytest.skip("openat2(RESOLVE_CACHED) is not available here: every read takes a thread")
+
+
+def _after_fstat(monkeypatch: pytest.MonkeyPatch, swap: Callable[[], None]) -> list[int]:
+    """``swap`` runs just after the first ``os.fstat``: the cached path looked at the entry
+    (an ``O_PATH`` descriptor) and is about to open it for reading."""
+    real = os.fstat
+    fired: list[int] = []
+
+    def hooked(fd: int) -> os.stat_result:
+        result = real(fd)
+        if not fired:
+            fired.append(fd)
+            swap()
+        return result
+
+    monkeypatch.setattr(os, "fstat", hooked)
+    return fired
+
+
+async def test_cached_read_serves_a_hot_file_without_a_thread(lay: Layout) -> None:
+    _need_cached(lay.store)
+    assert await lay.store.read_all(P("/sub/inner.txt")) == b"INNER"  # warms the caches
+    loop_thread = threading.get_ident()
+    seen: list[int] = []
+    real = os.preadv
+
+    def spy(fd: int, buffers: list[bytearray], offset: int, flags: int = 0) -> int:
+        seen.append(threading.get_ident())
+        return real(fd, buffers, offset, flags)
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(os, "preadv", spy)
+        info, data = await lay.store.read_file(P("/sub/inner.txt"))
+    assert (info.size, data) == (5, b"INNER")
+    assert seen == [loop_thread]
+
+
+@pytest.mark.parametrize("target", ["/inside.txt", "/sub/inner.txt"])
+async def test_cached_read_of_a_file_swapped_for_a_link_is_refused(
+    lay: Layout, monkeypatch: pytest.MonkeyPatch, target: str
+) -> None:
+    _need_cached(lay.store)
+    await lay.store.read_all(P(target))  # in the caches
+    entry = lay.root / target.lstrip("/")
+    fired = _after_fstat(monkeypatch, _to_link(entry, lay.outside / "secret.txt"))
+    with pytest.raises(UnsupportedFileError, match=f"{target} {LINK_REFUSED}"):
+        await lay.store.read_file(P(target))
+    assert fired and entry.is_symlink()
+
+
+async def test_cached_read_of_a_parent_swapped_for_a_link_is_refused(
+    lay: Layout, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _need_cached(lay.store)
+    await lay.store.read_all(P("/sub/inner.txt"))
+    fired = _after_fstat(monkeypatch, _to_link(lay.root / "sub", lay.outside))
+    with pytest.raises(UnsupportedFileError, match=f"/sub {LINK_REFUSED}"):
+        await lay.store.read_file(P("/sub/inner.txt"))
+    assert fired and (lay.root / "sub").is_symlink()
+
+
+async def test_cached_read_of_a_file_swapped_for_a_fifo_is_refused(
+    lay: Layout, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _need_cached(lay.store)
+    await lay.store.read_all(P("/inside.txt"))
+    target = lay.root / "inside.txt"
+
+    def swap() -> None:
+        target.unlink()
+        os.mkfifo(target)
+
+    fired = _after_fstat(monkeypatch, swap)
+    with pytest.raises(UnsupportedFileError, match=r"/inside\.txt is a FIFO"):
+        await lay.store.read_file(P("/inside.txt"))
+    assert fired
+
+
+async def test_cached_stat_never_reports_a_link_or_a_special_file(lay: Layout) -> None:
+    _need_cached(lay.store)
+    (lay.root / "link").symlink_to(lay.outside / "secret.txt")
+    os.mkfifo(lay.root / "pipe")
+    for name, refusal in (("link", LINK_REFUSED), ("pipe", "is a FIFO")):
+        with pytest.raises(UnsupportedFileError, match=refusal):
+            await lay.store.stat(P(f"/{name}"))
+        with pytest.raises(UnsupportedFileError, match=refusal):
+            await lay.store.read_file(P(f"/{name}"))
+
+
+async def test_cached_look_of_a_very_deep_or_missing_path_is_a_plain_not_found(
+    lay: Layout,
+) -> None:
+    # 2000 segments under a real folder: longer than PATH_MAX, and each parent missing.
+    for raw in ("/sub/" + "a/" * 2000, "/sub/" + "a/" * 1000 + "b.md", "/sub/x/y/z.md"):
+        with pytest.raises(NotFoundError):
+            await lay.store.stat(P(raw))
+        with pytest.raises(NotFoundError):
+            await lay.store.read_file(P(raw))
+    with pytest.raises(NotFoundError, match=r"/sub/none\.md not found"):
+        await lay.store.read_file(P("/sub/none.md"))  # a cached miss: the walk's words

@@ -63,30 +63,38 @@ def test_a_call_runs_in_the_calling_thread_as_a_task_of_one_shared_loop() -> Non
         asyncio.get_running_loop()
 
 
-def test_a_call_that_never_waits_finishes_without_a_loop_iteration(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_the_bridge_uses_public_asyncio_api_only() -> None:
+    # Issue 26: no subclass of the event loop, no private asyncio name (they change between
+    # Python versions); one of each would be caught here.
+    import ast
+    import inspect
+
+    from bastion.workspace import blocking
+
+    tree = ast.parse(inspect.getsource(blocking))
+    private: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("asyncio"):
+            private += [a.name for a in node.names if a.name.startswith("_")]
+        elif isinstance(node, ast.Attribute) and node.attr.startswith("_"):
+            if isinstance(node.value, ast.Name) and node.value.id in {"asyncio", "events"}:
+                private.append(node.attr)
+        elif isinstance(node, ast.ClassDef):
+            private += [ast.unparse(b) for b in node.bases if "Loop" in ast.unparse(b)]
+    assert private == []
+
+
+def test_a_call_that_never_waits_runs_in_the_calling_thread_on_the_shared_loop() -> None:
     loop = run_blocking(_where())[1]
-    iterations: list[int] = []
-    run_forever = loop.run_forever
 
-    def counted() -> None:
-        iterations.append(1)
-        run_forever()
+    async def quick() -> tuple[bool, int]:
+        return asyncio.get_running_loop().is_running(), threading.get_ident()
 
-    monkeypatch.setattr(loop, "run_forever", counted)
-
-    async def quick() -> bool:
-        return asyncio.get_running_loop().is_running()
-
-    assert run_blocking(quick()) is True  # it sees a running loop, as any coroutine does
-    assert iterations == []
+    assert run_blocking(quick()) == (True, threading.get_ident())
     ws = SyncWorkspace.create([Mount.of("/m", MemoryStore())], policy=Policy.allow_all())
     ws.write("/m/a.txt", "x")
     assert ws.read_text("/m/a.txt") == "x"
-    assert iterations == []
-    assert run_blocking(_where_after_a_wait())[1] is loop
-    assert iterations  # a call that waits runs the loop, in this thread
+    assert run_blocking(_where_after_a_wait()) == (threading.get_ident(), loop)
 
 
 def test_results_and_exceptions_come_back_whether_the_call_waits_or_not() -> None:

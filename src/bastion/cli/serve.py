@@ -1,16 +1,20 @@
 """``bastion serve``: the HTTP API, MCP per token and the web page over one workspace.
 
-``--config bastion.toml`` serves that workspace (its ``[server]`` and ``[identity]`` tables
-configure the server, see ``docs/server.md``); ``--demo`` serves the demo corpus with the demo
-login on. It listens on loopback unless told otherwise, and refuses a public address when no
-``[identity]`` is configured.
+``--config FILE`` serves that workspace, and without it ``./bastion.toml`` as every other
+command reads it (its ``[server]`` and ``[identity]`` tables configure the server, see
+``docs/server.md``); ``--demo`` serves the demo corpus with the demo login on. It listens on
+loopback unless told otherwise, and refuses a public address when no ``[identity]`` is
+configured. The port is bound before the server starts, so a port in use is one clear line
+and a non-zero exit, not a traceback.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import logging
+import socket
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -40,16 +44,27 @@ def serve_command(config: Path | None, demo: bool, host: str | None, port: int |
     """Serve a governed workspace over HTTP: /v1 API, /mcp, and the web page at /."""
     import uvicorn
 
+    from bastion.cli.common import CONFIG_NAME
     from bastion.core.errors import BastionError
     from bastion.server.settings import is_loopback
 
-    if demo == (config is not None):
-        raise click.UsageError("give either --config FILE or --demo")
+    if demo and config is not None:
+        raise click.UsageError("give either --config FILE or --demo, not both")
+    if not demo and config is None:
+        here = Path(CONFIG_NAME)
+        if not here.is_file():
+            raise click.UsageError(
+                f"no {CONFIG_NAME} in this folder; run `bastion init` to write one, or pass "
+                "--config FILE or --demo"
+            )
+        config = here
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     try:
         with _app(config, host, port) as (app, settings):
+            sock = _bind(settings.host, settings.port)
+            bound = sock.getsockname()[1]
             click.echo(
-                f"bastion server on http://{settings.host}:{settings.port}/ "
+                f"bastion server on http://{settings.host}:{bound}/ "
                 f"(API /v1, OpenAPI /openapi.json, MCP /mcp)",
                 err=True,
             )
@@ -59,16 +74,40 @@ def serve_command(config: Path | None, demo: bool, host: str | None, port: int |
                     "list this server's names in [server] allowed_hosts (docs/server.md)",
                     err=True,
                 )
-            uvicorn.run(
-                app,
-                host=settings.host,
-                port=settings.port,
-                access_log=False,
-                server_header=False,
-                log_level="warning",
+            server = uvicorn.Server(
+                uvicorn.Config(
+                    app,
+                    host=settings.host,
+                    port=bound,
+                    access_log=False,
+                    server_header=False,
+                    log_level="warning",
+                )
             )
+            with sock:
+                server.run(sockets=[sock])
     except BastionError as exc:
         raise click.ClickException(str(exc)) from exc
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port`` (as uvicorn binds it), or one clear line."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise click.ClickException(
+                f"port {port} on {host} is in use by another program; stop it or pass --port N"
+            ) from None
+        raise click.ClickException(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+        ) from None
+    sock.set_inheritable(True)
+    return sock
 
 
 @contextlib.contextmanager

@@ -6,9 +6,12 @@ within the mount's timeout or raises :class:`StoreUnavailableError` naming the m
 mounts have their own stores and are untouched.
 
 It bounds waiting, and only waiting: a call that blocks the event loop itself (a synchronous
-system call) cannot be interrupted. Stores that talk to a network are asynchronous or run their
-blocking work in threads, so their waits are bounded here; ``LocalStore`` works on the loop for
-speed and carries no timeout.
+system call) cannot be interrupted, so no store makes one there. Stores that talk to a network
+are asynchronous or run their blocking work in threads, so their waits are bounded here. A
+store that says it bounds its own waits (``bounds_own_waits``: ``LocalStore``, whose cached
+reads answer on the loop and whose other calls hop to its worker threads) gets the limit
+through :data:`~bastion.core.offload.CALL_LIMIT` and applies it to each hop, so a read
+answered at once pays for no timer; its waits end with the same error.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import Any, TypeVar
 
 from bastion.core.errors import StoreUnavailableError
 from bastion.core.models import FileInfo, Labels, WriteMode
+from bastion.core.offload import CALL_LIMIT, CallLimit
 from bastion.core.paths import VPath
 from bastion.core.ports import ReadCheck, Store
 
@@ -39,6 +43,8 @@ class TimedStore(Store):
         self.timeout = timeout
         self.name = name
         self.kind = inner.kind
+        self._limit = CallLimit(timeout, self._unavailable)
+        self._own = bool(getattr(inner, "bounds_own_waits", False))
 
     def __getattr__(self, attr: str) -> Any:
         return getattr(self.inner, attr)
@@ -46,15 +52,24 @@ class TimedStore(Store):
     def change_mark(self) -> object | None:
         return self.inner.change_mark()
 
+    def _unavailable(self) -> StoreUnavailableError:
+        return StoreUnavailableError(
+            f"filesystem unresponsive: mount {self.name} ({self.kind}) did not answer "
+            f"within {self.timeout:g} s; other mounts still work, try again later"
+        )
+
     async def _bounded(self, call: Awaitable[T]) -> T:
+        if self._own:
+            token = CALL_LIMIT.set(self._limit)
+            try:
+                return await call
+            finally:
+                CALL_LIMIT.reset(token)
         try:
             async with asyncio.timeout(self.timeout):
                 return await call
         except TimeoutError:
-            raise StoreUnavailableError(
-                f"filesystem unresponsive: mount {self.name} ({self.kind}) did not answer "
-                f"within {self.timeout:g} s; other mounts still work, try again later"
-            ) from None
+            raise self._unavailable() from None
 
     async def stat(self, path: VPath) -> FileInfo:
         return await self._bounded(self.inner.stat(path))

@@ -307,14 +307,18 @@ class Knowledge:
         k = min(k, _MAX_K)
         if self.router is not None and flt is not None:
             flt = await route(self.router, query, self.index, flt)
+        # The index's own work (scoring, a table's files, a database) runs in a worker
+        # thread: never on the event loop (issue 26).
         if chosen is SearchMode.BM25:
-            return self.index.search_keyword(query, k, flt)
+            return await asyncio.to_thread(self.index.search_keyword, query, k, flt)
         assert self.embedder is not None
         vector = (await self.embedder.embed([query]))[0]
         if chosen is SearchMode.VECTOR:
-            return self.index.search_vector(vector, k, flt)
+            return await asyncio.to_thread(self.index.search_vector, vector, k, flt)
         depth = max(k, _CANDIDATES)
-        return hybrid(self.index, query, vector, k=k, depth=depth, fuse=self.fuse, flt=flt)
+        return await asyncio.to_thread(
+            hybrid, self.index, query, vector, k=k, depth=depth, fuse=self.fuse, flt=flt
+        )
 
     def fuse(self, keyword: Sequence[IndexHit], dense: Sequence[IndexHit]) -> list[IndexHit]:
         if self.fusion == "zscore":

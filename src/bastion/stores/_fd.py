@@ -31,6 +31,7 @@ from bastion.core.errors import (
     UnsupportedFileError,
 )
 from bastion.core.models import EntryKind, FileInfo
+from bastion.core.offload import wait_until
 from bastion.core.paths import VPath
 from bastion.stores._common import disk_fault
 
@@ -43,6 +44,7 @@ _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXE
 _CHUNK = 1 << 20
 # errno values an O_NOFOLLOW / O_DIRECTORY open returns when the entry is not what we want;
 # the entry is then inspected (without following it) to say what it is.
+_ODD_NAMES = frozenset({"", ".", ".."})
 _WRONG_TYPE = frozenset({errno.ELOOP, errno.EMLINK, errno.ENOTDIR, errno.ENXIO})
 
 
@@ -251,13 +253,27 @@ def lock_dir(fd: int, path: VPath, *, shared: bool = False) -> bool:
     The lock belongs to ``fd``'s open file description: it is released when ``fd`` is
     closed, and by the kernel when the process dies (even by SIGKILL). Two descriptions of one
     inode exclude each other, in one process or in two, whatever root they were reached from.
-    ``False`` when this filesystem has no such locks (some network disks)."""
+    ``False`` when this filesystem has no such locks (some network disks).
+
+    The wait is a poll (:func:`~bastion.core.offload.wait_until`), so that a call whose caller
+    stopped waiting (its mount's timeout) gives up instead of holding its thread."""
+    operation = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
     try:
-        fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+        if _try_lock(fd, operation):
+            return True
+        wait_until(lambda: _try_lock(fd, operation))
     except OSError as exc:
         if exc.errno in _NO_LOCKS:
             return False
         raise translate_error(exc, path) from exc
+    return True
+
+
+def _try_lock(fd: int, operation: int) -> bool:
+    try:
+        fcntl.flock(fd, operation | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
     return True
 
 
@@ -440,3 +456,34 @@ def translate_error(exc: OSError, path: VPath) -> OperationError:
     return StoreError(
         f"{path}: local disk error ({reason}); retry, and ask an operator if it persists"
     )
+
+
+def relative_of(path: VPath) -> str | None:
+    """``path`` relative to the root for a one-call lookup (``.`` for the root), or ``None``
+    when it cannot be one. Re-checked even though a VPath cannot hold these: one plain name
+    per segment (a "/" inside a name would add a segment), no NUL, no reserved temporary
+    name. Any doubt goes to the walk, which says exactly what is wrong."""
+    parts = path.parts
+    if not parts:
+        return "."
+    relative = "/".join(parts)
+    if (
+        not _ODD_NAMES.isdisjoint(parts)
+        or relative.count("/") != len(parts) - 1
+        or "\0" in relative
+        or TEMP_PREFIX in relative
+    ):
+        return None
+    return relative
+
+
+def lock_both(sfd: int, src: VPath, dfd: int, dst: VPath) -> None:
+    """Lock the directories of a move: once when they are one, else in inode order (two
+    moves that lock the same two directories never wait for each other)."""
+    s, d = os.fstat(sfd), os.fstat(dfd)
+    if os.path.samestat(s, d):
+        lock_dir(sfd, src)
+        return
+    first, second = sorted([((s.st_dev, s.st_ino), sfd, src), ((d.st_dev, d.st_ino), dfd, dst)])
+    lock_dir(first[1], first[2])
+    lock_dir(second[1], second[2])

@@ -38,6 +38,8 @@ class FolderStore(Store):
         self.timeout = getattr(inner, "timeout", None)
         """The backing store's call time limit (a mount applies it to this view)."""
         self.keeps_labels = bool(getattr(inner, "keeps_labels", False))
+        self.bounds_own_waits = bool(getattr(inner, "bounds_own_waits", False))
+        """Whether the backing store applies a mount's limit itself (``core.timeouts``)."""
         self._inner_prefix = re.compile(re.escape(str(folder)) + r"(?:/|(?=[\s:;,'\"]|$))")
         ancestors = [str(VPath(folder.parts[:n])) for n in range(1, len(folder.parts))]
         self._ancestor = (

@@ -66,12 +66,20 @@ create-only writes and appends are refused rather than made unsafe. Programs tha
 directory without the lock (an editor) are not excluded: against them the check is
 best-effort.
 
-The methods are ``async`` but make their system calls inline: each is microseconds on a local
-disk, cheaper than a hop to a worker thread (a decision of the project lead).
+Nothing waits on the event loop. Every call that may wait (a lock another process holds, an
+fsync, a slow or network disk, a tree walk) runs in the store's own pool of worker threads
+(``core.offload``), so the mount's timeout (30 s unless the mount says otherwise) bounds it and
+the loop goes on serving every other request. A write that times out while waiting for a lock
+gives up and changes nothing; one past its commit point (the rename) finishes. Lock waits poll
+(``LOCK_NB``, a pause from 0.5 ms doubling to 20 ms) so that an abandoned call frees its
+thread. Stats and reads of up to 256 KiB first try on the loop with calls the kernel answers
+from memory or refuses at once (``openat2(RESOLVE_CACHED)``, ``preadv2(RWF_NOWAIT)``; see
+``_cached``): a hot small read costs no thread hop, a cold one goes to a thread.
 """
 
 from __future__ import annotations
 
+import builtins
 import ctypes
 import errno
 import os
@@ -93,8 +101,10 @@ from bastion.core.errors import (
     StoreError,
 )
 from bastion.core.models import FileInfo, WriteMode
+from bastion.core.offload import DISK_THREADS, Workers, commit, held
 from bastion.core.paths import VPath
 from bastion.core.ports import ReadCheck, Store
+from bastion.stores._cached import MISSING, CachedReads, read_fast
 from bastion.stores._common import check_range, conflict, refuse_unchecked
 from bastion.stores._fd import (
     DIR_FLAGS,
@@ -103,7 +113,7 @@ from bastion.stores._fd import (
     copy_contents,
     info_of,
     last_name,
-    lock_dir,
+    lock_both,
     lock_entry,
     lstat_at,
     lstat_raw,
@@ -114,6 +124,7 @@ from bastion.stores._fd import (
     pread_range,
     probe_openat2,
     refuse_special,
+    relative_of,
     remove_dir,
     remove_tree,
     translate_error,
@@ -127,7 +138,6 @@ __all__ = ["TEMP_PREFIX", "LocalStore"]
 _RENAME_NOREPLACE = 1
 _STEPS_NS = (1_000, 1_000_000, 1_000_000_000, 2_000_000_000)
 """Timestamp granularities of filesystems, finest first: microseconds to FAT's 2 seconds."""
-_ODD_NAMES = frozenset({"", ".", ".."})
 
 
 def _load_renameat2() -> Callable[..., int] | None:
@@ -147,9 +157,18 @@ class LocalStore(Store):
     """Files under one host directory, reached only through descriptors (see the module doc)."""
 
     kind = "local"
-    timeout = None  # system calls run on the event loop; a timeout could not interrupt them
+    timeout = 30.0
+    """Its calls wait in worker threads, so a mount bounds them (``core.timeouts``)."""
+    bounds_own_waits = True
+    """It applies the mount's limit to its hops to a thread (``core.offload.CALL_LIMIT``)."""
 
-    def __init__(self, root: str | os.PathLike[str], *, create: bool = False) -> None:
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        create: bool = False,
+        threads: int = DISK_THREADS,
+    ) -> None:
         if os.open not in os.supports_dir_fd or os.stat not in os.supports_follow_symlinks:
             raise ConfigurationError("LocalStore needs *at() system calls (Linux or BSD)")
         if create:
@@ -175,12 +194,16 @@ class LocalStore(Store):
         self._openat2 = (
             openat2_call if openat2_call is not None and probe_openat2(openat2_call, fd) else None
         )
+        self._cached = CachedReads.probe(fd)
+        self._workers = Workers("bastion-local", threads)
 
     def close(self) -> None:
         """Release the root descriptor; the store cannot be used afterwards. Call it only when
         no other call is in flight (the descriptor number could be reused under that call);
         without ``close`` the descriptor is released when the store is garbage-collected."""
         self._closed = True
+        self._cached = None
+        self._workers.close()
         self._close_fd()
 
     def describe(self) -> str:
@@ -196,6 +219,83 @@ class LocalStore(Store):
     # -- primitives --------------------------------------------------------------------------
 
     async def stat(self, path: VPath) -> FileInfo:
+        cached = self._cached
+        if cached is not None:
+            relative = relative_of(path)
+            seen = None if relative is None else cached.stat(relative)
+            if isinstance(seen, os.stat_result):
+                return info_of(path, seen)
+            if seen is MISSING:
+                raise NotFoundError(f"{path} not found")
+        return await self._workers.run(self._stat, path)
+
+    async def read_range(self, path: VPath, offset: int = 0, length: int | None = None) -> bytes:
+        check_range(offset, length)
+        if path.is_root:
+            raise IsADirectoryError_("/ is a directory")
+        fast = read_fast(self._cached, path, offset, length, None)
+        if fast is not None:
+            return fast[1]
+        return await self._workers.run(self._read_range, path, offset, length)
+
+    async def read_file(
+        self,
+        path: VPath,
+        offset: int = 0,
+        length: int | None = None,
+        *,
+        check: ReadCheck | None = None,
+    ) -> tuple[FileInfo, bytes]:
+        """One lookup: open the file (by ``openat2`` where the kernel has it, else by the
+        descriptor walk), then its info from that descriptor, ``check``, and the bytes."""
+        check_range(offset, length)
+        if path.is_root:
+            raise IsADirectoryError_("/ is a directory")
+        fast = read_fast(self._cached, path, offset, length, check)
+        if fast is not None:
+            return fast
+        return await self._workers.run(self._read_file, path, offset, length, check)
+
+    async def write(
+        self,
+        path: VPath,
+        data: bytes,
+        *,
+        mode: WriteMode = WriteMode.OVERWRITE,
+        if_version: str | None = None,
+    ) -> FileInfo:
+        mode = WriteMode(mode)  # a plain "create" or "append" too, never an overwrite
+        if path.is_root:
+            raise IsADirectoryError_("/ is a directory")
+        return await self._workers.run(self._write, path, data, mode, if_version)
+
+    async def delete(self, path: VPath, *, recursive: bool = False) -> None:
+        if path.is_root:
+            raise IsADirectoryError_("cannot delete the store root")
+        await self._workers.run(self._delete, path, recursive)
+
+    async def list(self, path: VPath) -> list[FileInfo]:
+        return await self._workers.run(self._list, path)
+
+    async def odd_names(self, path: VPath) -> frozenset[str]:
+        """Links, special files and non-NFC names in ``path`` (which ``list`` leaves out)."""
+        return await self._workers.run(self._odd_names, path)
+
+    async def mkdir(self, path: VPath) -> None:
+        if path.is_root:
+            raise AlreadyExistsError("/ already exists")
+        await self._workers.run(self._mkdir, path)
+
+    async def rename(self, src: VPath, dst: VPath) -> None:
+        if src.is_root or dst.is_root:
+            raise IsADirectoryError_("cannot move the store root")
+        if dst.is_relative_to(src):
+            raise NotADirectoryError_(f"cannot move {src} into itself")
+        await self._workers.run(self._rename, src, dst)
+
+    # -- the same, in a worker thread ----------------------------------------------------------
+
+    def _stat(self, path: VPath) -> FileInfo:
         if path.is_root:
             fd = self._open_dir(path)
             try:
@@ -212,10 +312,7 @@ class LocalStore(Store):
         refuse_special(st, path)
         return info_of(path, st)
 
-    async def read_range(self, path: VPath, offset: int = 0, length: int | None = None) -> bytes:
-        check_range(offset, length)
-        if path.is_root:
-            raise IsADirectoryError_("/ is a directory")
+    def _read_range(self, path: VPath, offset: int, length: int | None) -> bytes:
         fd, st = self._open_walked(path)
         try:
             end = st.st_size if length is None else min(st.st_size, offset + length)
@@ -223,19 +320,9 @@ class LocalStore(Store):
         finally:
             os.close(fd)
 
-    async def read_file(
-        self,
-        path: VPath,
-        offset: int = 0,
-        length: int | None = None,
-        *,
-        check: ReadCheck | None = None,
+    def _read_file(
+        self, path: VPath, offset: int, length: int | None, check: ReadCheck | None
     ) -> tuple[FileInfo, bytes]:
-        """One lookup: open the file (by ``openat2`` where the kernel has it, else by the
-        descriptor walk), then its info from that descriptor, ``check``, and the bytes."""
-        check_range(offset, length)
-        if path.is_root:
-            raise IsADirectoryError_("/ is a directory")
         opened = self._open_beneath(path)
         fd, st = opened if opened is not None else self._open_walked(path)
         try:
@@ -247,18 +334,8 @@ class LocalStore(Store):
         finally:
             os.close(fd)
 
-    async def write(
-        self,
-        path: VPath,
-        data: bytes,
-        *,
-        mode: WriteMode = WriteMode.OVERWRITE,
-        if_version: str | None = None,
-    ) -> FileInfo:
-        mode = WriteMode(mode)  # a plain "create" or "append" too, never an overwrite
-        if path.is_root:
-            raise IsADirectoryError_("/ is a directory")
-        with self._lock:
+    def _write(self, path: VPath, data: bytes, mode: WriteMode, if_version: str | None) -> FileInfo:
+        with held(self._lock):
             pfd = self._open_parent(path)
             lock_fd = -1
             try:
@@ -271,10 +348,8 @@ class LocalStore(Store):
                     os.close(lock_fd)
                 os.close(pfd)  # the locks go with the descriptors
 
-    async def delete(self, path: VPath, *, recursive: bool = False) -> None:
-        if path.is_root:
-            raise IsADirectoryError_("cannot delete the store root")
-        with self._lock:
+    def _delete(self, path: VPath, recursive: bool) -> None:
+        with held(self._lock):
             pfd = self._open_dir(path.parent)
             lock_fd = -1
             try:
@@ -285,6 +360,7 @@ class LocalStore(Store):
                 if st is None:
                     raise NotFoundError(f"{path} not found")
                 refuse_special(st, path)
+                commit()
                 try:
                     if not stat.S_ISDIR(st.st_mode):
                         os.unlink(name, dir_fd=pfd)
@@ -309,9 +385,9 @@ class LocalStore(Store):
                     os.close(lock_fd)
                 os.close(pfd)
 
-    async def list(self, path: VPath) -> list[FileInfo]:
+    def _list(self, path: VPath) -> builtins.list[FileInfo]:
         fd = self._open_dir(path)
-        entries: list[FileInfo] = []
+        entries: builtins.list[FileInfo] = []
         try:
             with os.scandir(fd) as it:  # scandir works on a duplicate and leaves fd open
                 for entry in it:
@@ -330,8 +406,7 @@ class LocalStore(Store):
             os.close(fd)
         return entries
 
-    async def odd_names(self, path: VPath) -> frozenset[str]:
-        """Links, special files and non-NFC names in ``path`` (which ``list`` leaves out)."""
+    def _odd_names(self, path: VPath) -> frozenset[str]:
         fd = self._open_dir(path)
         odd: set[str] = set()
         try:
@@ -351,10 +426,8 @@ class LocalStore(Store):
             os.close(fd)
         return frozenset(odd)
 
-    async def mkdir(self, path: VPath) -> None:
-        if path.is_root:
-            raise AlreadyExistsError("/ already exists")
-        with self._lock:
+    def _mkdir(self, path: VPath) -> None:
+        with held(self._lock):
             pfd = self._open_parent(path)
             try:
                 os.mkdir(last_name(path), 0o777, dir_fd=pfd)
@@ -364,17 +437,13 @@ class LocalStore(Store):
             finally:
                 os.close(pfd)
 
-    async def rename(self, src: VPath, dst: VPath) -> None:
-        if src.is_root or dst.is_root:
-            raise IsADirectoryError_("cannot move the store root")
-        if dst.is_relative_to(src):
-            raise NotADirectoryError_(f"cannot move {src} into itself")
-        with self._lock:
+    def _rename(self, src: VPath, dst: VPath) -> None:
+        with held(self._lock):
             sfd = self._open_dir(src.parent)
             try:
                 dfd = self._open_parent(dst)
                 try:
-                    _lock_both(sfd, src, dfd, dst)
+                    lock_both(sfd, src, dfd, dst)
                     self._rename_locked(sfd, src, dfd, dst)
                 finally:
                     os.close(dfd)
@@ -440,17 +509,8 @@ class LocalStore(Store):
         open_beneath = self._openat2
         if open_beneath is None or self._closed:
             return None
-        parts = path.parts
-        relative = "/".join(parts)
-        # Re-checked even though a VPath cannot hold these: one plain name per segment (a
-        # "/" inside a name would add a segment), no NUL, no reserved temporary name. Any
-        # doubt goes to the walk, which says exactly what is wrong.
-        if (
-            not _ODD_NAMES.isdisjoint(parts)
-            or relative.count("/") != len(parts) - 1
-            or "\0" in relative
-            or TEMP_PREFIX in relative
-        ):
+        relative = relative_of(path)
+        if relative is None or path.is_root:
             return None
         try:
             # Special files are not opened at all when seen first (as on the walk).
@@ -557,6 +617,7 @@ class LocalStore(Store):
             final = os.fstat(tfd)
             if current is not None and final.st_mtime_ns <= current.st_mtime_ns:
                 final = self._stamp_past(tfd, current.st_mtime_ns, path)
+            commit()
             if mode is WriteMode.CREATE:
                 _link_new(pfd, tmp, name)
             else:
@@ -578,6 +639,7 @@ class LocalStore(Store):
         if st is None:
             raise NotFoundError(f"{src} not found")
         refuse_special(st, src)
+        commit()
         try:
             if not _rename_noreplace(sfd, sname, dfd, dname):
                 # No renameat2 here: the lock makes check-then-rename atomic for this store.
@@ -589,18 +651,6 @@ class LocalStore(Store):
                 os.fsync(sfd)
         except OSError as exc:
             raise translate_error(exc, dst if exc.errno == errno.EEXIST else src) from exc
-
-
-def _lock_both(sfd: int, src: VPath, dfd: int, dst: VPath) -> None:
-    """Lock the directories of a move: once when they are one, else in inode order (two
-    moves that lock the same two directories never wait for each other)."""
-    s, d = os.fstat(sfd), os.fstat(dfd)
-    if os.path.samestat(s, d):
-        lock_dir(sfd, src)
-        return
-    first, second = sorted([((s.st_dev, s.st_ino), sfd, src), ((d.st_dev, d.st_ino), dfd, dst)])
-    lock_dir(first[1], first[2])
-    lock_dir(second[1], second[2])
 
 
 # -- helpers that tests swap out (module globals) ------------------------------------------

@@ -1,22 +1,17 @@
-"""Run a coroutine to completion from blocking code, without a thread hop when none is needed.
+"""Run a coroutine to completion from blocking code, on one shared loop, with public asyncio API.
 
 This is the engine under :class:`~bastion.SyncWorkspace` and the blocking adapters
 (``run_blocking``). One event loop per process serves every blocking call from every thread,
 so whatever binds itself to a loop (an ``asyncio.Lock`` a tool session shares between calls,
-a task a call leaves running) always sees the same loop. Nobody owns that loop:
+a task a call leaves running, the sandbox's egress proxy) always sees the same loop. Nobody
+owns that loop:
 
 * **The calling thread drives it** when no loop runs in that thread and no other thread is
-  driving it (a script, a LangChain tool run by ``invoke``). The call's task is created
-  *eagerly*: its first step runs at once, in the caller's thread, inside the task's
-  constructor (what Python 3.12 calls an eager task, done by hand so that the loop need not
-  be running).
-  A call that never suspends (a local-disk read: the store works on the loop) is finished
-  there, with no loop iteration and no other thread. A call that does suspend (it waits for
-  a worker thread, a socket, a timer) goes on with ``run_until_complete`` in the same thread.
-  Either way it is one real task on the one loop: ``asyncio.timeout``, ``current_task`` and
-  loop-bound locks work as they do under ``asyncio.run``.
+  driving it (a script, a LangChain tool run by ``invoke``): ``loop.run_until_complete`` in
+  the caller's thread, no thread hop. It is one real task on the one loop: ``asyncio.timeout``,
+  ``current_task`` and loop-bound locks work as they do under ``asyncio.run``.
 * **Another thread is driving it**: the call is submitted to the loop
-  (``run_coroutine_threadsafe``) and the caller waits for it, as every call did before.
+  (``run_coroutine_threadsafe``) and the caller waits for it.
 * **A loop is already running in the calling thread** (a notebook, an async server calling a
   blocking library): the call is submitted, and a standby thread drives the loop when nobody
   else does. The caller's own loop is blocked for the time of the call, as any blocking call
@@ -29,17 +24,20 @@ takes over and drives the loop until that work is finished; a blocking call made
 drives is submitted to it. So background tasks keep running between calls, as they did when
 the loop lived in its thread for good. Timers with no task behind them wait for the next
 call.
+
+Only public asyncio API is used (``new_event_loop``, ``run_until_complete``,
+``run_coroutine_threadsafe``, ``all_tasks``): no subclass of the loop, no private name, so it
+works alike on every Python from 3.11 on. The cost against the async call is two loop
+iterations in the caller's thread (measured in ``bench/sync_facade.py`` and
+``bench/off_loop.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import os
-import sys
 import threading
-from asyncio import _get_running_loop, _set_running_loop
-from collections.abc import Callable, Coroutine
+from collections.abc import Coroutine
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
@@ -48,103 +46,16 @@ __all__ = ["run_blocking"]
 T = TypeVar("T")
 
 
-class _Loop(asyncio.SelectorEventLoop):
-    """The shared loop, with two additions for the thread that drives it.
-
-    ``eager``: the next ``call_soon`` runs its callback at once instead of queueing it.
-    ``Task.__init__`` schedules the task's first step with ``call_soon`` (the C and the Python
-    tasks of 3.11 to 3.13 alike), so a task created while ``eager`` is set takes its first
-    step inside its constructor, as the current task of this loop.
-
-    ``touched``: set when anything is queued or timed (``call_soon``, ``call_at``, and
-    ``call_soon_threadsafe`` from any thread: a finished call's hand-over, an async
-    generator's clean-up) since the loop last ran, so that the driver knows whether a call that
-    finished in its first step leaves work behind.
-    """
-
-    _thread_id: int | None  # BaseEventLoop's: the thread running the loop, or None
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.eager = False
-        self.touched = False
-        self._ran = asyncio.Handle(_nothing, (), self)  # what an eager call_soon returns
-        self._ran.cancel()
-        # The async generator hooks run_forever installs (BaseEventLoop's), bound once.
-        self._firstiter: Callable[[Any], None] = self._asyncgen_firstiter_hook  # type: ignore[attr-defined]
-        self._finalizer: Callable[[Any], None] = self._asyncgen_finalizer_hook  # type: ignore[attr-defined]
-
-    def call_soon(  # type: ignore[override]
-        self,
-        callback: Callable[..., object],
-        *args: Any,
-        context: contextvars.Context | None = None,
-    ) -> asyncio.Handle:
-        if self.eager:
-            self.eager = False
-            if context is None:
-                callback(*args)
-            else:
-                context.run(callback, *args)
-            return self._ran  # the task keeps no reference to it
-        self.touched = True
-        return super().call_soon(callback, *args, context=context)
-
-    def call_at(  # type: ignore[override]
-        self,
-        when: float,
-        callback: Callable[..., object],
-        *args: Any,
-        context: contextvars.Context | None = None,
-    ) -> asyncio.TimerHandle:
-        self.touched = True
-        return super().call_at(when, callback, *args, context=context)
-
-    def call_soon_threadsafe(  # type: ignore[override]
-        self,
-        callback: Callable[..., object],
-        *args: Any,
-        context: contextvars.Context | None = None,
-    ) -> asyncio.Handle:
-        self.touched = True
-        return super().call_soon_threadsafe(callback, *args, context=context)
-
-    def start(self, coro: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
-        """A task for ``coro`` whose first step has run, in this thread, with this loop as
-        the running loop (the caller holds the loop: nobody else runs it now)."""
-        hooks = sys.get_asyncgen_hooks()
-        # What run_forever sets up, so the first step sees a running loop, in this thread.
-        sys.set_asyncgen_hooks(self._firstiter, self._finalizer)
-        _set_running_loop(self)
-        self._thread_id = threading.get_ident()
-        self.eager = True
-        try:
-            return asyncio.Task(coro, loop=self)
-        finally:
-            self.eager = False
-            self._thread_id = None
-            _set_running_loop(None)
-            sys.set_asyncgen_hooks(*hooks)
-
-    def tick(self) -> None:
-        """Run what is queued now (callbacks a first step scheduled, cancelled timers to
-        drop), once."""
-        self.call_soon(self.stop)
-        self.touched = False
-        self.run_forever()
-
-    def drive(self, future: asyncio.Future[Any] | Coroutine[Any, Any, Any]) -> None:
-        """Run the loop in this thread until ``future`` is done."""
-        self.touched = False
-        self.run_until_complete(future)
-
-    def has_tasks(self) -> bool:
-        """Whether a task of this loop is not done yet."""
-        return bool(asyncio.all_tasks(self))
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
-def _nothing() -> None:
-    return None
+def _has_tasks(loop: asyncio.AbstractEventLoop) -> bool:
+    """Whether a task of ``loop`` is not done yet."""
+    return bool(asyncio.all_tasks(loop))
 
 
 class _Runner:
@@ -162,7 +73,7 @@ class _Runner:
         # Reentrant: a done-callback added under the lock runs at once if the call is done.
         self._lock = threading.RLock()
         self._wakeup = threading.Condition(self._lock)
-        self._loop: _Loop | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._driven = False
         self._inflight = 0
         self._standby: threading.Thread | None = None
@@ -177,34 +88,21 @@ class _Runner:
         Bastion's one shared loop (no thread hop); otherwise it is handed to that loop and the
         caller waits. Called from a coroutine that Bastion's loop itself runs, it raises
         :class:`RuntimeError` (await the async API there)."""
-        running = _get_running_loop()
-        lock = self._lock
-        with lock:
+        running = _running_loop()
+        with self._lock:
             loop = self._loop
             if loop is None:
-                loop = self._loop = _Loop()
+                loop = self._loop = asyncio.new_event_loop()
             drive = running is None and not self._driven
             if drive:
                 self._driven = True
         if not drive:
             return self._submit(loop, coro, running).result()
-        try:
-            task = loop.start(coro)
-        except BaseException:
-            self._release(loop, settled=False)
-            raise
-        if task.done() and not loop.touched:  # finished in its first step, left nothing
-            with lock:
-                if self._inflight:  # another thread's call came in meanwhile
-                    self._wake_standby()
-                else:
-                    self._driven = False
-            return task.result()
-        return self._finish(loop, task)
+        return self._finish(loop, coro)
 
     def _submit(
         self,
-        loop: _Loop,
+        loop: asyncio.AbstractEventLoop,
         coro: Coroutine[Any, Any, T],
         running: asyncio.AbstractEventLoop | None,
     ) -> Future[T]:
@@ -225,23 +123,32 @@ class _Runner:
                 self._wake_standby()
         return done
 
-    def _finish(self, loop: _Loop, task: asyncio.Task[T]) -> T:
-        """Run the loop in this thread until ``task`` is done; then let the loop go."""
+    def _finish(self, loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, T]) -> T:
+        """Run the loop in this thread until ``coro`` is done; then let the loop go.
+
+        ``run_until_complete`` takes two loop iterations for a call that never waits: the
+        second runs what the call's last step queued (an abandoned async generator's
+        clean-up), so that the loop is handed on when that left a task behind."""
         try:
-            if task.done():
-                loop.tick()  # what its first step queued
-            else:
-                loop.drive(task)
-        finally:
+            task = loop.create_task(coro)
+        except BaseException:
+            coro.close()
+            self._release(loop)
+            raise
+        try:
+            loop.run_until_complete(task)
+        except BaseException:
             if not task.done():  # interrupted (KeyboardInterrupt): the standby cancels it
                 task.cancel()
-            self._release(loop, settled=False)
+                self._release(loop)
+                raise
+        self._release(loop)
         return task.result()
 
-    def _release(self, loop: _Loop, *, settled: bool) -> None:
+    def _release(self, loop: asyncio.AbstractEventLoop) -> None:
         """Let the loop go, or hand it to the standby thread when it has work left."""
         with self._lock:
-            if self._inflight or (not settled and loop.has_tasks()):
+            if self._inflight or _has_tasks(loop):
                 self._wake_standby()
             else:
                 self._driven = False
@@ -268,9 +175,9 @@ class _Runner:
                 loop = self._loop
             assert loop is not None
             while True:
-                loop.drive(_quiet())
+                loop.run_until_complete(_quiet())
                 with self._lock:
-                    if not self._inflight and not loop.has_tasks():
+                    if not self._inflight and not _has_tasks(loop):
                         self._driven = False
                         break
 
@@ -295,7 +202,7 @@ async def _quiet() -> None:
         await asyncio.wait(others, return_when=asyncio.FIRST_COMPLETED)
 
 
-_FORKED: list[_Loop] = []
+_FORKED: list[asyncio.AbstractEventLoop] = []
 _RUNNER = _Runner()
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_RUNNER.forked)

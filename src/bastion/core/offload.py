@@ -1,0 +1,227 @@
+"""Blocking work off the event loop: worker threads that a caller may stop waiting for.
+
+A store whose system calls may wait (a lock another process holds, an fsync, a slow or network
+disk, a tree walk) runs them on a :class:`Workers` pool, never on the event loop, so the loop
+goes on serving everybody else and a mount's timeout (``core.timeouts``) can fire.
+
+A thread cannot be interrupted, so the work cooperates. Each call carries a :class:`Ticket`;
+when the awaiting coroutine is cancelled (its mount's timeout fired, its client went away)
+the ticket is *abandoned*, and the work gives up at its next check:
+
+* :func:`wait_until` (how the work waits for a lock: tried without blocking, then again after
+  a pause that doubles from 0.5 ms to 20 ms) raises :class:`Abandoned` instead of waiting on;
+* :func:`commit` marks the point after which the change is made (a rename over the target):
+  past it the work finishes, before it an abandoned call changes nothing.
+
+So a write that timed out while it waited for a lock was not made, and its thread is free
+again within 20 ms. Work outside a pool (no ticket) waits as long as it takes.
+
+A pool belongs to one store: a disk that hangs holds its own threads only, never another
+mount's. Its threads start when first needed; a child process made by ``fork`` starts with
+fresh pools (the parent's threads are not in it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import os
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from bastion.core.errors import StoreUnavailableError
+
+__all__ = [
+    "CALL_LIMIT",
+    "Abandoned",
+    "CallLimit",
+    "Ticket",
+    "Workers",
+    "commit",
+    "held",
+    "wait_until",
+]
+
+T = TypeVar("T")
+
+DISK_THREADS = 8
+"""Threads of one store's pool: a local disk serves a few requests at once well; more only
+queue in the kernel (see docs/decisions.md, off-loop store calls)."""
+
+_FIRST_PAUSE = 0.0005
+_LONGEST_PAUSE = 0.02
+
+
+class CallLimit:
+    """How long a mount waits for one call of its store, and the error it raises then."""
+
+    __slots__ = ("seconds", "unavailable")
+
+    def __init__(self, seconds: float, unavailable: Callable[[], BaseException]) -> None:
+        self.seconds = seconds
+        self.unavailable = unavailable
+
+
+CALL_LIMIT: contextvars.ContextVar[CallLimit | None] = contextvars.ContextVar(
+    "bastion_call_limit", default=None
+)
+"""Set by a mount (``core.timeouts``) around a call of a store that bounds its own waits: the
+store applies it to its hops to a worker thread only, so that a call answered at once (a
+read from the page cache) pays for no timer."""
+
+
+class Abandoned(StoreUnavailableError):
+    """Raised in a worker thread whose caller stopped waiting (nobody sees it but the pool)."""
+
+
+class Ticket:
+    """One call's state, shared by the awaiting coroutine and the thread doing the work."""
+
+    __slots__ = ("_lock", "_state")
+    _RUNNING, _ABANDONED, _COMMITTED = 0, 1, 2
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._state = self._RUNNING
+
+    @property
+    def abandoned(self) -> bool:
+        return self._state == self._ABANDONED
+
+    def abandon(self) -> bool:
+        """Tell the work to give up; ``False`` when it is already past its commit point."""
+        with self._lock:
+            if self._state == self._RUNNING:
+                self._state = self._ABANDONED
+            return self._state == self._ABANDONED
+
+    def commit(self) -> None:
+        """Pass the commit point, or raise :class:`Abandoned` when the caller is gone."""
+        with self._lock:
+            if self._state == self._ABANDONED:
+                raise Abandoned("the caller stopped waiting; nothing was changed")
+            self._state = self._COMMITTED
+
+
+_current = threading.local()
+
+
+def _ticket() -> Ticket | None:
+    ticket: Ticket | None = getattr(_current, "ticket", None)
+    return ticket
+
+
+def checkpoint() -> None:
+    """Raise :class:`Abandoned` when this thread's caller stopped waiting."""
+    ticket = _ticket()
+    if ticket is not None and ticket.abandoned:
+        raise Abandoned("the caller stopped waiting")
+
+
+def commit() -> None:
+    """The work's commit point: past it the change is made even if the caller goes away."""
+    ticket = _ticket()
+    if ticket is not None:
+        ticket.commit()
+
+
+def wait_until(attempt: Callable[[], bool]) -> None:
+    """Call ``attempt`` (which must not block) until it returns ``True``, pausing between
+    tries, and give up with :class:`Abandoned` once the caller stopped waiting."""
+    pause = _FIRST_PAUSE
+    while not attempt():
+        checkpoint()
+        time.sleep(pause)
+        pause = min(2 * pause, _LONGEST_PAUSE)
+
+
+@contextmanager
+def held(lock: threading.Lock) -> Iterator[None]:
+    """``with lock:``, waiting for it as :func:`wait_until` waits."""
+    if not lock.acquire(blocking=False):
+        wait_until(lambda: lock.acquire(timeout=_LONGEST_PAUSE))
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def _call(ticket: Ticket, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
+    if ticket.abandoned:  # the caller went away while this waited in the queue
+        raise Abandoned("the caller stopped waiting")
+    _current.ticket = ticket
+    try:
+        return fn(*args)
+    finally:
+        _current.ticket = None
+
+
+class Workers:
+    """A pool of ``threads`` worker threads for one store's blocking calls."""
+
+    def __init__(self, name: str, threads: int = DISK_THREADS) -> None:
+        if threads < 1:
+            raise ValueError("a pool needs at least one thread")
+        self.name = name
+        self.threads = threads
+        self._pool: ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
+        _ALL.add(self)
+
+    def _executor(self) -> ThreadPoolExecutor:
+        pool = self._pool
+        if pool is None:
+            with self._lock:
+                pool = self._pool
+                if pool is None:
+                    pool = self._pool = ThreadPoolExecutor(self.threads, self.name)
+        return pool
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` in a worker thread. Cancelled while it runs, the call abandons its
+        ticket (see the module doc) and raises ``CancelledError`` at once."""
+        ticket = Ticket()
+        future = asyncio.get_running_loop().run_in_executor(
+            self._executor(), _call, ticket, fn, args
+        )
+        limit = CALL_LIMIT.get()
+        try:
+            if limit is None:
+                return await future
+            try:
+                async with asyncio.timeout(limit.seconds):
+                    return await future
+            except TimeoutError:
+                ticket.abandon()
+                raise limit.unavailable() from None
+        except asyncio.CancelledError:
+            ticket.abandon()
+            raise
+
+    def close(self) -> None:
+        """Let the threads go once their work is done; a later call starts new ones."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    def _forked(self) -> None:
+        self._lock = threading.Lock()
+        self._pool = None  # the parent's threads are not in this process
+
+
+_ALL: weakref.WeakSet[Workers] = weakref.WeakSet()
+
+
+def _after_fork() -> None:
+    for workers in list(_ALL):
+        workers._forked()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
