@@ -77,6 +77,17 @@ class CliError(click.ClickException):
         self.code = code
 
 
+def safe_json(data: Any, *, indent: int | None = None) -> str:
+    """``data`` as JSON for a terminal or a pipe: readable text as it is, and every character
+    a terminal would act on or hide (a control, a bidirectional override, a line separator, a
+    lone surrogate from an undecodable argument) as its ``\\u`` escape, which any JSON reader
+    turns back into the same text."""
+    text = json.dumps(data, indent=indent, ensure_ascii=False, default=str)
+    if text.isascii() and "\x7f" not in text:
+        return text  # json escapes every other ASCII control
+    return "".join(c if c.isprintable() or c == "\n" else json.dumps(c)[1:-1] for c in text)
+
+
 def fail(exc: BaseException, *, as_json: bool, stream: IO[str] | None = None) -> int:
     """Report ``exc`` on stderr and return the exit code for it."""
     code = error_code(exc)
@@ -87,7 +98,7 @@ def fail(exc: BaseException, *, as_json: bool, stream: IO[str] | None = None) ->
         message = str(exc)
         status = EXIT_ERROR
     if as_json:
-        click.echo(json.dumps({"error": code, "message": message}, ensure_ascii=False), err=True)
+        click.echo(safe_json({"error": code, "message": message}), err=True)
     elif isinstance(exc, click.ClickException):
         exc.show(stream)
     else:
