@@ -195,3 +195,40 @@ def test_the_variants_reach_the_workspace(
     assert [e["path"] for e in one.json()["entries"]] == ["/docs/mixed/visible.md"]
     line = ["grep", WORD, "/", "--config", str(worlds["full"].config), "--as", USER]
     assert "/docs/mixed/visible.md:3:" in CliRunner().invoke(main, line).stdout
+
+
+def test_hidden_entries_spend_none_of_the_principal_rate(tmp_path: Path) -> None:
+    """Checks made on the principal's behalf (each search hit, each listed entry, each grep
+    file) are not its requests: the number of calls before the policy's rate limit refuses
+    one is the same in both worlds (else counting calls to the refusal is an oracle)."""
+    from parity_world import CLEARANCE, ROLES, TENANT
+
+    from bastion import Principal
+    from bastion.config import WorkspaceConfig
+    from bastion.core.errors import RateLimitError
+
+    ana = Principal.of(USER, tenant=TENANT, roles=set(ROLES), clearance=CLEARANCE)
+    calls = (
+        lambda s: s.search(WORD),
+        lambda s: s.grep(WORD, "/"),
+        lambda s: s.ask(f"When does the {WORD} rota start?"),
+        lambda s: s.glob("**/*.md"),
+        lambda s: s.list("/docs", recursive=True),
+        lambda s: s.exists("/docs/mixed/secret.md"),
+    )
+    made = {}
+    for name in ("full", "bare"):
+        world = make_world(tmp_path / name, full=name == "full", lanes=[LANE])
+        text = world.config.read_text()
+        limited = "[policy]\nrate_limit = { requests = 30, window_seconds = 3600 }\n"
+        world.config.write_text(text.replace("[policy]\n", limited))
+        config = WorkspaceConfig.from_file(world.config)
+        with config.opened(principal=ana, index_on_open=False) as ws:
+            sync = ws.sync()
+            done = 0
+            with pytest.raises(RateLimitError):
+                for turn in range(100):
+                    calls[turn % len(calls)](sync)
+                    done += 1
+            made[name] = done
+    assert made["full"] == made["bare"] == 30
