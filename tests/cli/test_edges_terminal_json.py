@@ -35,23 +35,23 @@ def test_a_hostile_path_is_escaped_in_json_answers_and_the_audit(
 ) -> None:
     path = f"/docs/{name}"
     for args in (["cat", path], ["stat", path], ["ls", path], ["grep", name, "/docs"]):
-        result = run(*args, "--json")
+        result = run(*args, "--json", "--as", "alice")
         _clean(result.stdout)
         _clean(result.stderr)
         json.loads(result.stdout or result.stderr)
-    audit = run("audit", "--json")
+    audit = run("audit", "--json", "--as", "alice")
     assert audit.exit_code == 0, audit.output
     _clean(audit.stdout)
     records = json.loads(audit.stdout)["records"]
     assert any(r["path"] == path for r in records)
-    text = run("audit")
+    text = run("audit", "--as", "alice")
     assert text.exit_code == 0
     _clean(text.stdout)
 
 
 def test_an_undecodable_argument_is_an_escape_not_a_crash(starter: Path, run: Run) -> None:
     for args in (["grep", "\udcff", "/docs"], ["cat", "/docs/\udcff.md"]):
-        result = run(*args, "--json")
+        result = run(*args, "--json", "--as", "alice")
         assert result.exit_code in (0, 1, 2), result.output
         _clean(result.stdout)
         _clean(result.stderr)

@@ -21,6 +21,7 @@ from bastion.cli.common import common_options, options, resolve_principal, setti
 from bastion.cli.declared import declared_option
 from bastion.cli.output import emit, note
 from bastion.cli.session import Session, open_session
+from bastion.workspace.operations import operation
 
 if TYPE_CHECKING:
     from bastion.core.models import FileInfo
@@ -174,6 +175,13 @@ def cat_command(path: str, line_range: str | None, byte_range: str | None) -> No
             start, end = _range(line_range, "--lines")
             first = max(start or 1, 1)
             limit = None if end is None else max(end - first + 1, 0)
+            most = operation("read").bounds("limit")[1]
+            if limit is not None and most is not None and limit > most:
+                raise click.BadParameter(
+                    f"at most {most} lines at a time (the read operation's limit); read the "
+                    "next range after this one",
+                    param_hint="--lines",
+                )
             text = session.ws.read_text(path, offset=first - 1, limit=limit)
         else:
             text = session.ws.read_text(path)
