@@ -167,6 +167,15 @@ SCENARIOS: tuple[Scenario, ...] = (
     _s("copy-label-hidden", "copy", src="/docs/mixed/secret.md", dst=f"{LANE}/stolen.md"),
     _s("move-onto-drop-box", "move", src=f"{LANE}/sub/d.md", dst="/drop/{lane}-move.md"),
     _s("copy-onto-drop-box", "copy", src="/docs/handbook.md", dst="/drop/{lane}-copy.md"),
+    # -- a hidden mount answers as no mount to every changing call (not only to reads)
+    _s("edit-hidden-mount", "edit", path="/board/minutes.md", old=WORD, new="x"),
+    _s("delete-hidden-mount", "delete", path="/board/minutes.md"),
+    _s("copy-into-hidden-mount", "copy", src="/docs/handbook.md", dst="/board/{lane}-h.md"),
+    _s("mkdir-hidden-mount-root", "mkdir", path="/board"),
+    # -- landing on the name of a document the principal may not see (in a folder it sees)
+    _s("write-over-label-hidden", "write", path=f"{LANE}/w-over.md", content="mine\n"),
+    _s("copy-over-label-hidden", "copy", src="/docs/handbook.md", dst=f"{LANE}/c-over.md"),
+    _s("move-over-label-hidden", "move", src=f"{LANE}/mv/e.md", dst=f"{LANE}/m-over.md"),
     # -- the sandbox sees what the principal may read
     _s(
         "run-read",

@@ -18,6 +18,7 @@ from typing import Any
 import click
 
 from bastion.cli.common import common_options, resolve_principal, settings
+from bastion.cli.declared import click_type
 from bastion.cli.errors import CliError
 from bastion.cli.output import emit, note, printable
 from bastion.cli.session import open_session
@@ -66,7 +67,10 @@ class _When(click.ParamType):  # type: ignore[type-arg]
 @click.option("--until", type=_When(), default=None, help="Up to this time (or age).")
 @click.option("--path", "prefix", default=None, help="Only operations on or under this path.")
 @click.option(
-    "--limit", type=click.IntRange(1), default=None, help="A page: the newest N matching records."
+    "--limit",
+    type=click_type("audit", "limit"),
+    default=None,
+    help="A page: the newest N matching records (as GET /v1/audit: 1 to 1000).",
 )
 @click.option(
     "--cursor", default=None, help="The page before this cursor (the 'next' of the last page)."

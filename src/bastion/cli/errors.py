@@ -105,6 +105,17 @@ class CliError(click.ClickException):
         self.exit_code = exit_code  # type: ignore[misc]  # per error, not per class
 
 
+def safe_json(data: Any, *, indent: int | None = None) -> str:
+    """``data`` as JSON for a terminal or a pipe: readable text as it is, and every character
+    a terminal would act on or hide (a control, a bidirectional override, a line separator, a
+    lone surrogate from an undecodable argument) as its ``\\u`` escape, which any JSON reader
+    turns back into the same text."""
+    text = json.dumps(data, indent=indent, ensure_ascii=False, default=str)
+    if text.isascii() and "\x7f" not in text:
+        return text  # json escapes every other ASCII control
+    return "".join(c if c.isprintable() or c == "\n" else json.dumps(c)[1:-1] for c in text)
+
+
 def in_flags(message: str, remedy: tuple[str, object] | None, command: Any) -> str:
     """``message`` with the Python remedy it names (``pass overwrite=True``, from the error's
     :attr:`~bastion.core.errors.BastionError.remedy`) said as ``command``'s flag
@@ -144,7 +155,7 @@ def fail(
     remedy = getattr(exc, "remedy", None)
     message = in_flags(message, remedy, command)
     if as_json:
-        click.echo(json.dumps({"error": code, "message": message}, ensure_ascii=False), err=True)
+        click.echo(safe_json({"error": code, "message": message}), err=True)
     elif isinstance(exc, CliError) and remedy is not None:
         click.echo(f"Error: {message}", err=True)
     elif isinstance(exc, click.ClickException):

@@ -23,6 +23,7 @@ from bastion.cli.errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
 from bastion.cli.output import emit, note
 from bastion.cli.session import Session, open_session
 from bastion.core.errors import BastionError
+from bastion.workspace.operations import operation
 
 if TYPE_CHECKING:
     from bastion.core.models import FileInfo
@@ -207,6 +208,13 @@ def cat_command(path: str, line_range: str | None, byte_range: str | None) -> No
             start, end = _range(line_range, "--lines")
             first = max(start or 1, 1)
             limit = None if end is None else max(end - first + 1, 0)
+            most = operation("read").bounds("limit")[1]
+            if limit is not None and most is not None and limit > most:
+                raise click.BadParameter(
+                    f"at most {most} lines at a time (the read operation's limit); read the "
+                    "next range after this one",
+                    param_hint="--lines",
+                )
         if path.lower().endswith(_DOCUMENTS):
             text = _document_text(path, session.ws.read_bytes(path), first, limit)
         elif line_range is not None:

@@ -3,7 +3,6 @@ progress of long jobs, all but results on stderr."""
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -11,22 +10,28 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from bastion.cli.common import options
+from bastion.cli.errors import safe_json
 from bastion.core.principal import Principal
 
 if TYPE_CHECKING:
     from bastion.knowledge.indexer import IndexProgress
 
-__all__ = ["Progress", "emit", "note", "principal_dict", "printable", "shown"]
+__all__ = ["Progress", "emit", "json_text", "note", "principal_dict", "printable", "shown"]
 
 
 def emit(data: Any, text: str | Callable[[], str]) -> None:
     """Print a result: ``data`` as JSON with ``--json``, else ``text`` (or what it returns)."""
     if options().as_json:
-        click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+        click.echo(json_text(data))
     else:
         shown_text = text() if callable(text) else text
         if shown_text:
             click.echo(shown_text)
+
+
+def json_text(data: Any) -> str:
+    """``data`` as indented JSON, safe for a terminal (:func:`~bastion.cli.errors.safe_json`)."""
+    return safe_json(data, indent=2)
 
 
 def note(message: str) -> None:

@@ -18,13 +18,14 @@ streaming finish.
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
 import anyio
 from anyio.abc import TaskGroup
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from bastion.core.principal import Principal
 from bastion.server.errors import ApiError, error_response
@@ -70,7 +71,7 @@ class McpHub:
         except Exception as exc:  # noqa: BLE001 - every refusal is a JSON error
             await error_response(exc)(scope, receive, send)
             return
-        await manager.handle_request(scope, receive, send)
+        await manager.handle_request(scope, receive, _one_line_errors(send))
 
     async def _manager(self, principal: Principal) -> StreamableHTTPSessionManager:
         async with self._lock:
@@ -109,3 +110,48 @@ class McpHub:
             max_request_body_size=self.state.settings.max_body_bytes,
             session_idle_timeout=_IDLE_SECONDS,
         )
+
+
+def _one_line_errors(send: Send) -> Send:
+    """``send`` for the MCP SDK's own refusals: a JSON-RPC error answered with a 4xx (a body
+    that is not JSON-RPC, a missing session) keeps only the first line of its message, as
+    every other error of the server does (the SDK's validation errors run to many lines,
+    naming its internal types)."""
+    held: list[Message] = []
+
+    async def wrapped(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            kind = dict(message.get("headers", ())).get(b"content-type", b"")
+            if message["status"] >= 400 and kind.startswith(b"application/json"):
+                held.append(message)
+                return
+        elif held and message["type"] == "http.response.body":
+            held.append(message)
+            if message.get("more_body", False):
+                return
+            body = b"".join(m.get("body", b"") for m in held[1:])
+            start = dict(held[0])
+            body = _first_line(body)
+            start["headers"] = [
+                (k, str(len(body)).encode() if k.lower() == b"content-length" else v)
+                for k, v in held[0].get("headers", ())
+            ]
+            held.clear()
+            await send(start)
+            await send({"type": "http.response.body", "body": body})
+            return
+        await send(message)
+
+    return wrapped
+
+
+def _first_line(body: bytes) -> bytes:
+    try:
+        answer = json.loads(body)
+        message = answer["error"]["message"]
+    except (ValueError, KeyError, TypeError):
+        return body
+    if not isinstance(message, str) or "\n" not in message:
+        return body
+    answer["error"]["message"] = message.split("\n", 1)[0].strip()
+    return json.dumps(answer).encode()
