@@ -107,7 +107,7 @@ def test_an_answer_is_verbatim_cited_and_verified() -> None:
 def test_no_authorized_context_says_so_and_cites_nothing() -> None:
     ws = _ws()
     answer = ws.with_principal(INTERN).ask("What is the pager bonus in euros?")
-    assert answer.answer == NO_CONTEXT == "No authorized documents found."
+    assert answer.answer == NO_CONTEXT == "No document you can read answers this question."
     assert answer.status is AnswerStatus.NO_CONTEXT
     assert answer.citations == () and answer.contexts == ()
     assert answer.verified

@@ -240,9 +240,9 @@ def test_the_story_output_shows_answers_citations_and_refusals(
     _, text = story
     assert "17 documents of 2 companies (larkspur, tidewater)" in text
     assert "gus@larkspur    -                  public        2/17" in text
-    assert "  gus@larkspur   No authorized documents found." in text
-    assert "  omar@larkspur  No authorized documents found." in text
-    assert "  zoe@tidewater  No authorized documents found." in text
+    assert "  gus@larkspur   No document you can read answers this question." in text
+    assert "  omar@larkspur  No document you can read answers this question." in text
+    assert "  zoe@tidewater  No document you can read answers this question." in text
     assert "Expense claims under $400 need approval from your line manager. [1]" in text
     assert "expense claims up to $300 are approved by your shift lead. [1]" in text
     assert "[1] /larkspur/hr/salary-bands.md:" in text
@@ -277,6 +277,6 @@ def test_bastion_demo_runs_end_to_end_in_a_subprocess() -> None:
     out = done.stdout
     assert "# Part 1: one governed filesystem for an agent" in out
     assert "# Part 2: governed answers over two companies' documents" in out
-    assert out.count("No authorized documents found.") == 6
+    assert out.count("No document you can read answers this question.") == 6
     assert "[1] /larkspur/engineering/on-call.md:" in out
     assert "refused (NotFoundError): /docs/hr/salaries.md not found" in out

@@ -26,12 +26,13 @@ if TYPE_CHECKING:
     from bastion.governance.answer.rerank import Reranker
     from bastion.governance.answer.verify import Verifier
     from bastion.governance.answer.workflow import Retrieval
+    from bastion.knowledge.embedders.base import Embedder
     from bastion.knowledge.hits import SearchResult
     from bastion.knowledge.index.models import DocumentMeta, IndexedChunk
     from bastion.knowledge.index.port import Index
     from bastion.workspace.indexing import KnowledgeLink
 
-__all__ = ["Asking", "SearchFunction"]
+__all__ = ["Asking", "SearchFunction", "embedding_similarity"]
 
 
 class SearchFunction(Protocol):
@@ -102,6 +103,11 @@ class Asking:
                 verifier=_verifier(verify, relevance_floor),
                 guardrails=_guardrails(guardrails),
                 relevance_floor=relevance_floor,
+                similarity=(
+                    embedding_similarity(link.knowledge.embedder)
+                    if link.knowledge.embedder is not None and chosen is not SearchMode.BM25
+                    else None
+                ),
             )
             retriever = _SearchRetriever(
                 self._search,
@@ -206,6 +212,18 @@ class _SearchRetriever:
     def may_read(self, context: Context) -> bool:
         meta = self._docs.get(context.chunk_id)
         return meta is not None and self._link.may_read(self._ctx, meta)
+
+
+def embedding_similarity(embedder: Embedder) -> Any:
+    """The answer workflow's ``similarity`` (:class:`~bastion.governance.answer.evidence.
+    Similarity`) computed with ``embedder``: cosines of unit vectors, one batch per call."""
+
+    async def similarity(queries: Sequence[str], texts: Sequence[str]) -> list[list[float]]:
+        vectors = await embedder.embed([*queries, *texts])
+        asked, read = vectors[: len(queries)], vectors[len(queries) :]
+        return [[float(x) for x in row] for row in asked @ read.T]
+
+    return similarity
 
 
 def _chunks_by_id(index: Index, doc_ids: Sequence[str]) -> dict[str, IndexedChunk]:
