@@ -167,7 +167,7 @@ def main() -> None:
         dense = mode != "bm25"
         weights = [0.0, 0.5, 1.0, 1.5, 2.0] if dense else [0.0]
         bases = [0.2, 0.3, 0.4, 0.5] if dense else [0.0]
-        bonuses = [0.0, 0.1, 0.2, 0.3]
+        bonuses = [0.1, 0.2, 0.3]
         penalties = [0.0, 0.25, 0.5, 0.75, 1.0]
         results = []
         for p in itertools.product(weights, bases, bonuses, penalties):

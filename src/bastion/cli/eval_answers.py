@@ -32,12 +32,14 @@ _MOUNT = "/corpus"
 
 
 async def _world(corpus: Any, folder: Path, dense: bool) -> tuple[Any, Any]:
-    from bastion import Mount, Policy, Workspace
     from bastion.core.models import Scope
+    from bastion.core.mounts import Mount
+    from bastion.core.policy import Policy
     from bastion.core.principal import Classifications, Principal, RoleGraph
     from bastion.knowledge.engine import Knowledge
     from bastion.knowledge.index.memory import MemoryIndex
     from bastion.stores.local import LocalStore
+    from bastion.workspace.workspace import Workspace
 
     shutil.copytree(corpus.root, folder)
     embedder = None

@@ -22,9 +22,10 @@ and against the whole question, and keeps its best:
 The score is ``coverage + SIMILARITY_WEIGHT * max(0, similarity - SIMILARITY_BASE) +
 FIGURE_BONUS * figure - ABSENT_PENALTY * absent (- NAME_PENALTY)``, and a passage answers when
 its score reaches the floor (:data:`~bastion.core.text.RELEVANCE_FLOOR`) and it holds a topic
-term itself or under a heading, or its similarity alone is high (:data:`SIMILARITY_ALONE`). The weights and the floor
-were chosen on the dev split of the answer evaluation set and are reported on its test split
-(``bench/answer_eval.py``, ``docs/benchmarks.md``); without vectors the similarity term is 0.
+term itself or under a heading, or its similarity alone is high (:data:`SIMILARITY_ALONE`).
+The weights and the floor were chosen on the dev split of the answer evaluation set and are
+reported on its test split (``bench/answer_eval.py``, ``docs/benchmarks.md``); without vectors
+the similarity term is 0.
 """
 
 from __future__ import annotations
@@ -72,11 +73,11 @@ _SPLIT = re.compile(
     re.IGNORECASE,
 )
 _FIGURE = re.compile(
-    r"\b(how (many|much|long|soon|often|big|large|old|far|high|low)|when|what (percentage|"
-    r"amount|size|rate|version|date|time|day|year|share|sum|price|cost|budget|fee|fees|"
-    r"discount|limit|cap|allowance|valuation|salary|bonus|target|length|minimum|maximum)|"
-    r"above what|below what|by when|within how|what is the (minimum|maximum|target|"
-    r"rate|cap|limit|budget|amount|value)|which version)\b",
+    r"\b(?:how (?:many|much|long|soon|often|big|large|old|far|high|low|quickly)|when|by when|"
+    r"above what|below what|within how|what (?:percentage|version|date|time|day|year|size)|"
+    r"which version|thresholds?|limits?|rates?|amounts?|prices?|fees?|costs?|deadlines?|"
+    r"caps?|allowances?|budgets?|salary|salaries|bonus(?:es)?|percentage|valuation|"
+    r"minimum|maximum|target|discount|penalty|penalties|retention|uptime|coverage)\b",
     re.IGNORECASE,
 )
 

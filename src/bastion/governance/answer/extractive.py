@@ -40,7 +40,7 @@ class ExtractiveAnswerer:
     max_words: int = 80
     """The answer stops growing once it holds this many words (the first sentence always
     enters): about one paragraph, or one short list."""
-    margin: float = 0.1
+    margin: float = 0.2
     """A sentence is quoted only while its score is within this of its part's best."""
     duplicate_overlap: float = 0.8
     """A sentence sharing this share of its words (Jaccard) with a chosen one is a duplicate."""

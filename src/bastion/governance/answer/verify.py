@@ -158,6 +158,12 @@ class Verifier:
             source = max(
                 sources, key=lambda w: len(words & terms(w.passage.sentence)), default=None
             )
+            if source is None:  # drawn from nowhere it cites: read the sentence alone
+                alone = Context(
+                    chunk_id="answer", doc_id="", path="", start_line=1, end_line=1,
+                    text=sentence, score=0.0, retrieval_score=0.0,
+                )  # fmt: skip
+                source = max(weigh(question, [alone]), key=lambda w: w.score, default=None)
             if source is not None and source.answers(self.relevance_floor):
                 best = max(best, source.score)
         return best
