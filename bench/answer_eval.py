@@ -57,7 +57,8 @@ async def _contexts(ws: Any, index: Any, who: Principal, question: str, mode: st
     return out
 
 
-Features = tuple[list[tuple[float, float | None, bool, int, float, bool]], bool]
+Row = tuple[float, float | None, bool, int, tuple[float, ...], int, bool]
+Features = tuple[list[Row], bool]
 """Per passage: (coverage share, similarity, figure, covered terms); and the pair's label."""
 
 
@@ -92,40 +93,41 @@ async def _features(mode: str) -> dict[str, list[Features]]:
     return out
 
 
-def _passages(
-    pair: Pair, contexts: Sequence[Context]
-) -> list[tuple[float, float | None, bool, int, float, bool]]:
-    rows = []
-    saved = ev.SIMILARITY_WEIGHT, ev.FIGURE_BONUS, ev.ABSENT_PENALTY, ev.NAME_PENALTY
+def _passages(pair: Pair, contexts: Sequence[Context]) -> list[Row]:
+    """Per passage: (coverage share, similarity, figure, covered terms, the best cosine of
+    each absent topic word of its part, the part's topic size, a name of the part absent)."""
+    question = pair.case.question
+    parts = ev.question_parts(question)
+    seen = ev.held(contexts)
+    rows: list[Row] = []
+    saved = ev.SIMILARITY_WEIGHT, ev.FIGURE_BONUS
     try:
-        ev.SIMILARITY_WEIGHT, ev.FIGURE_BONUS, ev.ABSENT_PENALTY = 0.0, 0.0, 0.0
-        ev.NAME_PENALTY = 0.0
-        plain = ev.weigh(pair.case.question, contexts)  # raw coverage share
-        ev.ABSENT_PENALTY = 1.0
-        with_absent = ev.weigh(pair.case.question, contexts, absent=True)  # share - absent
-        ev.ABSENT_PENALTY, ev.NAME_PENALTY = 0.0, 1.0
-        named = ev.weigh(pair.case.question, contexts, absent=True)  # share - missing names
-        for w, a, n in zip(plain, with_absent, named, strict=True):
-            figure = ev.wants_figure(pair.case.question) and bool(ev.numbers(w.passage.sentence))
-            rows.append(
-                (w.score, w.similarity, figure, w.covered, w.score - a.score, w.score > n.score)
+        ev.SIMILARITY_WEIGHT, ev.FIGURE_BONUS = 0.0, 0.0
+        for w in ev.weigh(question, contexts):  # raw coverage share: no penalty
+            part = parts[w.part]
+            topic = ev.topic_terms(part)
+            absent = tuple(
+                max((c.term_similarities.get(t, -1.0) for c in contexts), default=-1.0)
+                for t in sorted(topic - seen)
             )
+            figure = ev.wants_figure(part) and bool(ev.numbers(w.passage.sentence))
+            named = bool(ev.names(part) - seen)
+            rows.append((w.score, w.similarity, figure, w.covered, absent, len(topic), named))
     finally:
-        ev.SIMILARITY_WEIGHT, ev.FIGURE_BONUS, ev.ABSENT_PENALTY, ev.NAME_PENALTY = saved
+        ev.SIMILARITY_WEIGHT, ev.FIGURE_BONUS = saved
     return rows
 
 
-def pair_score(
-    rows: list[tuple[float, float | None, bool, int, float, bool]], p: tuple[float, ...]
-) -> float:
+def pair_score(rows: list[Row], p: tuple[float, ...]) -> float:
     """The best score of a passage that holds a topic term (0.0 when none does)."""
-    weight, base, bonus, penalty = p
+    weight, base, bonus, penalty, match = p
     best = 0.0
-    for share, sim, figure, covered, absent, named in rows:
+    for share, sim, figure, covered, absent, size, named in rows:
         if covered == 0 and (sim is None or sim < ev.SIMILARITY_ALONE):
             continue
         semantic = 0.0 if sim is None else max(0.0, sim - base)
-        score = share + weight * semantic + (bonus if figure else 0.0) - penalty * absent
+        missing = sum(1 for a in absent if a < match) / size if size else 0.0
+        score = share + weight * semantic + (bonus if figure else 0.0) - penalty * missing
         score -= ev.NAME_PENALTY if named else 0.0
         best = max(best, score)
     return best
@@ -134,7 +136,10 @@ def pair_score(
 def balanced(
     data: list[Features], p: tuple[float, ...], floor: float
 ) -> tuple[float, float, float]:
-    scores = [(pair_score(r, p), y) for r, y in data]
+    return _balanced([(pair_score(r, p), y) for r, y in data], floor)
+
+
+def _balanced(scores: list[tuple[float, bool]], floor: float) -> tuple[float, float, float]:
     pos = sum(1 for _, y in scores if y) or 1
     neg = sum(1 for _, y in scores if not y) or 1
     kept = sum(1 for s, y in scores if y and s >= floor) / pos
@@ -144,12 +149,13 @@ def balanced(
 
 def fit(data: list[Features], p: tuple[float, ...]) -> tuple[float, float, float]:
     """(balanced accuracy, relative width of the best floor interval, its middle)."""
-    scores = sorted({round(pair_score(r, p), 6) for r, _ in data})
+    labelled = [(pair_score(r, p), y) for r, y in data]
+    scores = sorted({round(s, 6) for s, _ in labelled})
     cuts = [(a + b) / 2 for a, b in itertools.pairwise(scores)] + [scores[-1] + 0.01]
     best: tuple[float, float, float] = (-1.0, 0.0, 0.0)
     run: list[float] = []
     for cut in cuts:
-        acc = balanced(data, p, cut)[0]
+        acc = _balanced(labelled, cut)[0]
         if acc > best[0] + 1e-9:
             best, run = (acc, 0.0, cut), [cut]
         elif abs(acc - best[0]) <= 1e-9 and run:
@@ -169,15 +175,16 @@ def main() -> None:
         bases = [0.2, 0.3, 0.4, 0.5] if dense else [0.0]
         bonuses = [0.1, 0.2, 0.3]
         penalties = [0.0, 0.25, 0.5, 0.75, 1.0]
+        matches = [0.3, 0.4, 0.5, 0.6] if dense else [2.0]
         results = []
-        for p in itertools.product(weights, bases, bonuses, penalties):
+        for p in itertools.product(weights, bases, bonuses, penalties, matches):
             acc, width, floor = fit(data["dev"], p)
             results.append(((acc, width), p, floor))
         (acc, width), chosen, floor = max(results)
         dev = balanced(data["dev"], chosen, floor)
         test = balanced(data["test"], chosen, floor)
         print(
-            f"{mode}: chosen (weight, base, figure bonus, absent penalty) = {chosen}, "
+            f"{mode}: chosen (weight, base, figure bonus, absent penalty, term match) = {chosen}, "
             f"floor = {floor:.3f}"
         )
         print(f"  dev  balanced={dev[0]:.3f} answerable kept={dev[1]:.3f} refused={dev[2]:.3f}")

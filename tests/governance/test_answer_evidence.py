@@ -190,9 +190,11 @@ def test_similarities_are_attached_per_sentence_and_part() -> None:
 
     question = "Which cloud provider do we use, and what tool is used for monitoring?"
     [context] = asyncio.run(with_similarities(question, [_ctx(A, ONCALL)], similarity))
-    assert len(calls) == 1 and len(calls[0][0]) == 3  # the question and its two parts
+    # one call: the question, its two parts, and "tool", the topic word no chunk holds
+    assert len(calls) == 1 and calls[0][0][1:] == [*question_parts(question), "tool"]
     assert all(len(v) == 3 for v in context.similarities.values())
     assert "Technology Stack > Infrastructure > DataDog for monitoring" in context.similarities
+    assert context.term_similarities == {"tool": 0.5}
 
 
 def test_similarity_lets_a_paraphrase_through_that_terms_alone_refuse() -> None:
@@ -255,3 +257,24 @@ def test_only_a_cited_checked_answer_is_verified() -> None:
     assert not bare.verified and bare.verdict.startswith("Not verified")
     off = Answer(answer=f"x §{A}", citations=(cited,), verification=None)
     assert not off.verified and "switched off" in off.verdict
+
+
+def test_an_absent_word_is_matched_by_meaning_or_left_unmatched() -> None:
+    from dataclasses import replace
+
+    from bastion.governance.answer.evidence import absent_words, held, unmatched
+
+    context = _ctx(A, LEAVE)
+    question = "How many sabbatical days do employees get?"
+    assert absent_words(question, [context]) == {next(iter(terms("sabbatical"))): "sabbatical"}
+    topic = terms("sabbatical days employees")
+    [gap] = unmatched(topic, [context], held([context]))  # no vectors: absent is unmatched
+    assert gap == next(iter(terms("sabbatical")))
+    close = replace(context, term_similarities={gap: 0.9})
+    assert unmatched(topic, [close], held([close])) == frozenset()
+
+
+def test_codes_in_any_case_are_names() -> None:
+    assert names("What is the p75 API response time target?") == terms("p75 API")
+    scores = weigh("What is the p75 response time?", [_ctx(A, ONCALL)], absent=True)
+    assert max(s.score for s in scores) < 0.5

@@ -42,28 +42,41 @@ from bastion.governance.answer.text import Passage, chunk_passages, numbers, ter
 __all__ = [
     "ABSENT_PENALTY",
     "FIGURE_BONUS",
+    "KEYWORD_FIGURE_BONUS",
+    "KEYWORD_OFFSET",
     "NAME_PENALTY",
     "SIMILARITY_ALONE",
     "SIMILARITY_BASE",
     "SIMILARITY_WEIGHT",
+    "TERM_MATCH",
     "Similarity",
     "Weighed",
+    "absent_words",
     "answer_type",
     "answerability",
+    "held",
     "names",
     "passage_text",
     "question_parts",
     "topic_terms",
+    "unmatched",
     "wants_figure",
     "weigh",
     "with_similarities",
 ]
 
-SIMILARITY_WEIGHT = 1.0
-SIMILARITY_BASE = 0.35
+SIMILARITY_WEIGHT = 2.0
+SIMILARITY_BASE = 0.4
 SIMILARITY_ALONE = 0.62
-FIGURE_BONUS = 0.15
-ABSENT_PENALTY = 0.5
+FIGURE_BONUS = 0.2
+KEYWORD_FIGURE_BONUS = 0.3
+"""The figure bonus without vectors (fitted on the keyword-only run)."""
+KEYWORD_OFFSET = 0.167
+"""Added to a score without similarity: the keyword-only run's floor (0.683) put on the
+shared floor (:data:`~bastion.core.text.RELEVANCE_FLOOR`, 0.85)."""
+ABSENT_PENALTY = 0.0
+TERM_MATCH = 0.6
+"""An absent topic word whose cosine with some retrieved sentence reaches this is matched."""
 NAME_PENALTY = 1.0
 """Subtracted when a name or a code of the part is in no retrieved chunk."""
 
@@ -106,7 +119,7 @@ def question_parts(question: str) -> tuple[str, ...]:
     return tuple(parts) if len(parts) > 1 else (question,)
 
 
-_NAME = re.compile(r"(?<![.?!]\s)(?<!^)\b(?:[A-Z][a-z]+|[A-Z]{2,}|[A-Z]+\d+[A-Za-z]*)\b")
+_NAME = re.compile(r"(?<![.?!]\s)(?<!^)\b(?:[A-Z][a-z]+|[A-Z]{2,}|[A-Za-z]+\d+[A-Za-z]*)\b")
 
 
 def names(part: str) -> frozenset[str]:
@@ -177,7 +190,10 @@ class Weighed:
 
 
 def _score(share: float, similarity: float | None, figure: bool, penalty: float) -> float:
-    semantic = 0.0 if similarity is None else max(0.0, similarity - SIMILARITY_BASE)
+    if similarity is None:
+        bonus = KEYWORD_FIGURE_BONUS if figure else 0.0
+        return share + bonus + KEYWORD_OFFSET - penalty
+    semantic = max(0.0, similarity - SIMILARITY_BASE)
     return share + SIMILARITY_WEIGHT * semantic + (FIGURE_BONUS if figure else 0.0) - penalty
 
 
@@ -190,11 +206,11 @@ def weigh(question: str, contexts: Sequence[Context], *, absent: bool = False) -
     topics = [topic_terms(p) for p in parts]
     types = [answer_type(p) for p in parts]
     figures = [wants_figure(p) for p in parts]
-    seen = frozenset().union(*(terms(f"{c.title or ''} {c.section} {c.text}") for c in contexts))
+    seen = held(contexts)
     missing = [0.0] * len(parts)
     if absent:  # terms no retrieved chunk holds; a name or a code among them weighs more
         missing = [
-            ABSENT_PENALTY * (len(t - seen) / len(t) if t else 0.0)
+            ABSENT_PENALTY * (len(unmatched(t, contexts, seen)) / len(t) if t else 0.0)
             + (NAME_PENALTY if names(p) - seen else 0.0)
             for t, p in zip(topics, parts, strict=True)
         ]
@@ -223,6 +239,36 @@ def weigh(question: str, contexts: Sequence[Context], *, absent: bool = False) -
     return out
 
 
+def held(contexts: Sequence[Context]) -> frozenset[str]:
+    """Every term the contexts hold, in their text, headings or title."""
+    return frozenset().union(*(terms(f"{c.title or ''} {c.section} {c.text}") for c in contexts))
+
+
+def unmatched(
+    topic: frozenset[str], contexts: Sequence[Context], seen: frozenset[str]
+) -> frozenset[str]:
+    """The topic terms no context holds, nor matches in meaning: the bi-encoder's cosine of
+    the word with every sentence stays under :data:`TERM_MATCH` (``vacation`` matches a
+    sentence about annual leave; ``sabbatical`` matches none)."""
+    return frozenset(
+        t
+        for t in topic - seen
+        if max((c.term_similarities.get(t, -1.0) for c in contexts), default=-1.0) < TERM_MATCH
+    )
+
+
+def absent_words(question: str, contexts: Sequence[Context]) -> dict[str, str]:
+    """Topic term -> the question's word for it, for the topic terms no context holds."""
+    topic = frozenset().union(*(topic_terms(p) for p in question_parts(question)))
+    seen = held(contexts)
+    out: dict[str, str] = {}
+    for word in re.findall(r"\w+", question):
+        for term in terms(word):
+            if term in topic and term not in seen:
+                out.setdefault(term, word)
+    return out
+
+
 def answerability(question: str, contexts: Sequence[Context], floor: float) -> list[float]:
     """For each context, the best score of one of its sentences that answers ``question`` at
     ``floor`` (0.0 when none does), absent terms counted over all of ``contexts``."""
@@ -240,6 +286,7 @@ async def with_similarities(
     of its parts (one call to ``similarity``)."""
     parts = question_parts(question)
     queries = [question, *parts] if len(parts) > 1 else [question]
+    absent = absent_words(question, contexts)
     keys = [
         [passage_text(p) for p in chunk_passages(c.text, c.section or c.title or "")]
         for c in contexts
@@ -247,9 +294,16 @@ async def with_similarities(
     texts = list(dict.fromkeys(k for ks in keys for k in ks))
     if not texts:
         return list(contexts)
-    rows = await similarity(queries, texts)
+    rows = await similarity([*queries, *absent.values()], texts)
+    asked, words = rows[: len(queries)], dict(zip(absent, rows[len(queries) :], strict=True))
     column = {text: i for i, text in enumerate(texts)}
     return [
-        replace(c, similarities={k: tuple(row[column[k]] for row in rows) for k in ks})
+        replace(
+            c,
+            similarities={k: tuple(row[column[k]] for row in asked) for k in ks},
+            term_similarities={
+                t: max((row[column[k]] for k in ks), default=-1.0) for t, row in words.items()
+            },
+        )
         for c, ks in zip(contexts, keys, strict=True)
     ]

@@ -126,6 +126,9 @@ class Context:
     similarities: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
     """The bi-encoder's cosine of each sentence (as :func:`~.evidence.passage_text` writes
     it) with the question, then with each of its parts; empty without vectors."""
+    term_similarities: Mapping[str, float] = field(default_factory=dict)
+    """For each topic term of the question that no retrieved chunk holds: the best cosine of
+    the question's word for it with one of this chunk's sentences; empty without vectors."""
 
     @property
     def marker(self) -> str:
