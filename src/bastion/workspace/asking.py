@@ -9,6 +9,8 @@ are not touched). The rest of the workflow is :mod:`bastion.governance.answer`.
 from __future__ import annotations
 
 import asyncio
+import weakref
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -214,14 +216,31 @@ class _SearchRetriever:
         return meta is not None and self._link.may_read(self._ctx, meta)
 
 
+_CACHED = 8192
+"""Sentence vectors kept per embedder: the sentences of a corpus recur from one ask to the
+next, and embedding them is most of the cost of the similarity."""
+_VECTORS: weakref.WeakKeyDictionary[Any, OrderedDict[str, Any]] = weakref.WeakKeyDictionary()
+
+
 def embedding_similarity(embedder: Embedder) -> Any:
     """The answer workflow's ``similarity`` (:class:`~bastion.governance.answer.evidence.
-    Similarity`) computed with ``embedder``: cosines of unit vectors, one batch per call."""
+    Similarity`) computed with ``embedder``: cosines of unit vectors. The texts' vectors are
+    kept (the last :data:`_CACHED` per embedder); the queries are embedded every time."""
+    cache = _VECTORS.setdefault(embedder, OrderedDict())
 
     async def similarity(queries: Sequence[str], texts: Sequence[str]) -> list[list[float]]:
-        vectors = await embedder.embed([*queries, *texts])
-        asked, read = vectors[: len(queries)], vectors[len(queries) :]
-        return [[float(x) for x in row] for row in asked @ read.T]
+        import numpy as np
+
+        missing = [t for t in dict.fromkeys(texts) if t not in cache]
+        vectors = await embedder.embed([*queries, *missing])
+        for text, vector in zip(missing, vectors[len(queries) :], strict=True):
+            cache[text] = vector
+        for text in texts:
+            cache.move_to_end(text)
+        read = np.stack([cache[t] for t in texts])
+        while len(cache) > _CACHED:
+            cache.popitem(last=False)
+        return [[float(x) for x in row] for row in vectors[: len(queries)] @ read.T]
 
     return similarity
 
