@@ -14,7 +14,7 @@ from typing import Protocol, runtime_checkable
 
 __all__ = ["RELEVANCE_FLOOR", "TermAnalyzer", "TokenCounter", "Tokens"]
 
-RELEVANCE_FLOOR = 0.85
+RELEVANCE_FLOOR = 0.791
 """The evidence score a sentence must reach (``bastion.governance.answer.evidence``; chosen on
 the answer evaluation set's dev split, ``bench/answer_eval.py``) for its chunk to enter an
 answer's context: the default of the answer workflow
