@@ -189,13 +189,16 @@ def test_the_answer_quotes_the_section_that_answers_and_nothing_else() -> None:
     ]
 
 
-def test_the_section_that_answers_best_is_quoted_not_its_neighbours() -> None:
+def test_sections_that_cover_enough_of_the_question_are_quoted_in_reading_order() -> None:
     draft = ExtractiveAnswerer().compose(
         "What are the executive compensation bands?", [_ctx(A, PAY)]
     )
-    # The C-suite bands cover all three terms; the CEO section two (more than 0.1 below the
-    # best: padding), board pay only one: both are left out.
-    assert draft.text.splitlines() == [f"Base: $450,000 - $550,000 §{A}"]
+    # The CEO section covers two of the three terms (it answers, in the context that answers
+    # best), the C-suite bands all three; board pay only one: it is left out.
+    assert draft.text.splitlines() == [
+        f"Base Salary: $850,000 §{A}",
+        f"Base: $450,000 - $550,000 §{A}",
+    ]
 
 
 def test_a_heading_that_is_a_question_never_opens_the_answer() -> None:
