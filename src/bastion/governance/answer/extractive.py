@@ -92,9 +92,9 @@ class ExtractiveAnswerer:
             )
             top = mine[0].score
             top_words = max(w.lexical for w in mine)
-            named = names(parts_of[part]) & _held(mine[0])
-            if named:  # the best holds the question's name (Paris, P1): so must the others
-                mine = [w for w in mine if named <= _held(w)]
+            asked = names(parts_of[part])
+            if asked & _held(mine[0]):  # the best holds a name asked (Paris, P1): so must all
+                mine = [w for w in mine if asked & _held(w)]
             words = 0
             taken: list[Weighed] = []
             for item in mine:
