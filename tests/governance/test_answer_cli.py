@@ -58,7 +58,10 @@ def test_the_demo_users_see_what_their_clearance_allows(index: Path) -> None:
     guest = _ask(index, "What is the pager bonus?", "--as", "guest", "--json")
     assert guest.exit_code == 0, guest.output
     data = json.loads(guest.output)
-    assert data["answer"] == "No authorized documents found." and data["citations"] == []
+    assert (
+        data["answer"] == "No document you can read answers this question."
+        and data["citations"] == []
+    )
     admin = _ask(index, "What is the pager bonus?", "--as", "admin", "--json")
     data = json.loads(admin.output)
     assert "500 euros" in data["answer"]

@@ -173,7 +173,8 @@ async def test_a_model_that_finds_nothing_says_so() -> None:
     chat = ScriptedChat(lambda m: "NOT_IN_CONTEXT.")
     answer = await ws.ask("How quickly are pages answered?", chat=chat)
     assert answer.status is AnswerStatus.NO_ANSWER and answer.answer == NO_ANSWER
-    assert answer.citations == () and answer.verified
+    assert answer.citations == () and not answer.verified  # a refusal is never verified
+    assert answer.verification is not None and answer.verification.passed
 
 
 async def test_a_judge_can_fail_an_answer_the_overlap_check_passes() -> None:

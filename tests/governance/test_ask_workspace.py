@@ -107,10 +107,11 @@ def test_an_answer_is_verbatim_cited_and_verified() -> None:
 def test_no_authorized_context_says_so_and_cites_nothing() -> None:
     ws = _ws()
     answer = ws.with_principal(INTERN).ask("What is the pager bonus in euros?")
-    assert answer.answer == NO_CONTEXT == "No authorized documents found."
+    assert answer.answer == NO_CONTEXT == "No document you can read answers this question."
     assert answer.status is AnswerStatus.NO_CONTEXT
     assert answer.citations == () and answer.contexts == ()
-    assert answer.verified
+    assert not answer.verified  # a refusal cites nothing: never "verified"
+    assert answer.verification is not None and answer.verification.passed
 
 
 def test_lead_sees_what_the_intern_may_not() -> None:
@@ -155,7 +156,7 @@ def test_no_principal_ever_gets_what_it_may_not_read(dense: bool) -> None:
             if not _readable(view, path):
                 assert secret not in answer.answer
                 assert all(secret not in c.text for c in answer.contexts)
-        assert answer.verified, answer.verification
+        assert answer.verification is not None and answer.verification.passed, answer
 
 
 def test_hybrid_is_the_default_and_falls_back_on_a_keyword_only_index() -> None:

@@ -216,8 +216,9 @@ def test_each_answer_cites_the_askers_own_document(story: tuple[list[StoryAsk], 
         ("lena", QUESTIONS[2][0]): {"/larkspur/legal/project-heron.md"},
         ("raj", QUESTIONS[3][0]): {"/larkspur/engineering/on-call.md"},
     }
-    for ask in asks:
-        assert ask.answer.verified, (ask.user.id, ask.question)
+    for ask in asks:  # answers verified; refusals cite nothing and are never "verified"
+        assert ask.answer.verified == bool(ask.answer.citations), (ask.user.id, ask.question)
+        assert ask.answer.verification is not None and ask.answer.verification.passed
 
 
 def test_no_answer_holds_a_sentence_its_asker_may_not_read(
@@ -240,9 +241,9 @@ def test_the_story_output_shows_answers_citations_and_refusals(
     _, text = story
     assert "17 documents of 2 companies (larkspur, tidewater)" in text
     assert "gus@larkspur    -                  public        2/17" in text
-    assert "  gus@larkspur   No authorized documents found." in text
-    assert "  omar@larkspur  No authorized documents found." in text
-    assert "  zoe@tidewater  No authorized documents found." in text
+    assert "  gus@larkspur   No document you can read answers this question." in text
+    assert "  omar@larkspur  No document you can read answers this question." in text
+    assert "  zoe@tidewater  No document you can read answers this question." in text
     assert "Expense claims under $400 need approval from your line manager. [1]" in text
     assert "expense claims up to $300 are approved by your shift lead. [1]" in text
     assert "[1] /larkspur/hr/salary-bands.md:" in text
@@ -277,6 +278,6 @@ def test_bastion_demo_runs_end_to_end_in_a_subprocess() -> None:
     out = done.stdout
     assert "# Part 1: one governed filesystem for an agent" in out
     assert "# Part 2: governed answers over two companies' documents" in out
-    assert out.count("No authorized documents found.") == 6
+    assert out.count("No document you can read answers this question.") == 6
     assert "[1] /larkspur/engineering/on-call.md:" in out
     assert "refused (NotFoundError): /docs/hr/salaries.md not found" in out

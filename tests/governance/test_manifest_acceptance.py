@@ -194,7 +194,8 @@ def test_demo_roles_query(ws: SyncWorkspace, case: dict[str, Any]) -> None:
     answer = _as(ws, role).ask(question, mode="bm25")
 
     # Access, always: nothing the role may not read is retrieved, cited or quoted.
-    assert answer.verified
+    assert answer.verification is not None and answer.verification.passed
+    assert answer.verified == bool(answer.citations)
     assert _retrieved(answer) <= visible
     assert _cited(answer) <= visible
     for hidden in set(DOCS) - visible:

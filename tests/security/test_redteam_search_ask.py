@@ -130,7 +130,7 @@ async def test_ask_says_the_same_with_and_without_hidden_documents(make: Make) -
 async def test_a_refused_question_cites_nothing_and_says_no_more(make: Make) -> None:
     crowded, _ = await _world(make("refused"), {**VISIBLE, **HIDDEN})
     answer = await crowded.ask("What is the pager bonus?", mode="bm25")
-    assert answer.answer == "No authorized documents found."
+    assert answer.answer == "No document you can read answers this question."
     assert answer.citations == ()
     assert all(c.path in VISIBLE for c in answer.contexts)
     answered = await crowded.ask("How quickly are pages answered?", mode="bm25")

@@ -44,7 +44,7 @@ def test_ask_refuses_with_no_authorized_documents(client: httpx.Client, token: T
         json={"question": "What is the kestrel bonus?"},
         headers=auth(token("gus", clearance="public")),
     )
-    assert r.json()["answer"] == "No authorized documents found."
+    assert r.json()["answer"] == "No document you can read answers this question."
     assert r.json()["citations"] == []
 
 

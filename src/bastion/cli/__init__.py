@@ -50,6 +50,7 @@ def _register() -> None:
     from bastion.cli.ask import ask_command
     from bastion.cli.audit import audit_command
     from bastion.cli.changes import CHANGE_COMMANDS
+    from bastion.cli.eval_answers import eval_answers_command
     from bastion.cli.explain import explain_command
     from bastion.cli.files import FILE_COMMANDS
     from bastion.cli.knowledge import (
@@ -71,6 +72,7 @@ def _register() -> None:
     main.add_command(index_command)
     main.add_command(search_command)
     main.add_command(eval_command)
+    main.add_command(eval_answers_command)
     main.add_command(reindex_command)
     main.add_command(ask_command)
     main.add_command(mcp_command)

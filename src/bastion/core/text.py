@@ -14,9 +14,10 @@ from typing import Protocol, runtime_checkable
 
 __all__ = ["RELEVANCE_FLOOR", "TermAnalyzer", "TokenCounter", "Tokens"]
 
-RELEVANCE_FLOOR = 0.625
-"""Share of a question's topic terms a sentence must cover (itself or through its headings) for
-its chunk to enter an answer's context: the default of the answer workflow
+RELEVANCE_FLOOR = 0.791
+"""The evidence score a sentence must reach (``bastion.governance.answer.evidence``; chosen on
+the answer evaluation set's dev split, ``bench/answer_eval.py``) for its chunk to enter an
+answer's context: the default of the answer workflow
 (``bastion.governance.answer.relevance``) and of ``Workspace.ask``, which may not import each
 other's layer, so it lives here."""
 

@@ -7,7 +7,7 @@ core's SQLite index: no extra needed) as an agent would, and shows what the guar
 
 Part two is the governed story (:mod:`bastion.demo.story`): two companies' labelled documents,
 the same questions asked by different people, who gets which answer and citations, and who
-gets "No authorized documents found."
+gets "No document you can read answers this question."
 """
 
 from __future__ import annotations

@@ -77,6 +77,7 @@ def _answer_parts(answer: Any) -> dict[str, Any]:
         ],
         "verification": {
             "verified": answer.verified,
+            "verdict": answer.verdict,
             "problems": [] if verification is None else list(verification.problems),
         },
         "mode": answer.mode,

@@ -9,6 +9,8 @@ are not touched). The rest of the workflow is :mod:`bastion.governance.answer`.
 from __future__ import annotations
 
 import asyncio
+import weakref
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -27,12 +29,13 @@ if TYPE_CHECKING:
     from bastion.governance.answer.rerank import Reranker
     from bastion.governance.answer.verify import Verifier
     from bastion.governance.answer.workflow import Retrieval
+    from bastion.knowledge.embedders.base import Embedder
     from bastion.knowledge.hits import SearchResult
     from bastion.knowledge.index.models import DocumentMeta, IndexedChunk
     from bastion.knowledge.index.port import Index
     from bastion.workspace.indexing import KnowledgeLink
 
-__all__ = ["Asking", "SearchFunction"]
+__all__ = ["Asking", "SearchFunction", "embedding_similarity"]
 
 
 class SearchFunction(Protocol):
@@ -106,6 +109,11 @@ class Asking:
                 verifier=_verifier(verify, relevance_floor),
                 guardrails=_guardrails(guardrails),
                 relevance_floor=relevance_floor,
+                similarity=(
+                    embedding_similarity(link.knowledge.embedder)
+                    if link.knowledge.embedder is not None and chosen is not SearchMode.BM25
+                    else None
+                ),
             )
             retriever = _SearchRetriever(
                 self._search,
@@ -210,6 +218,35 @@ class _SearchRetriever:
     def may_read(self, context: Context) -> bool:
         meta = self._docs.get(context.chunk_id)
         return meta is not None and self._link.may_read(self._ctx, meta)
+
+
+_CACHED = 8192
+"""Sentence vectors kept per embedder: the sentences of a corpus recur from one ask to the
+next, and embedding them is most of the cost of the similarity."""
+_VECTORS: weakref.WeakKeyDictionary[Any, OrderedDict[str, Any]] = weakref.WeakKeyDictionary()
+
+
+def embedding_similarity(embedder: Embedder) -> Any:
+    """The answer workflow's ``similarity`` (:class:`~bastion.governance.answer.evidence.
+    Similarity`) computed with ``embedder``: cosines of unit vectors. The texts' vectors are
+    kept (the last :data:`_CACHED` per embedder); the queries are embedded every time."""
+    cache = _VECTORS.setdefault(embedder, OrderedDict())
+
+    async def similarity(queries: Sequence[str], texts: Sequence[str]) -> list[list[float]]:
+        import numpy as np
+
+        missing = [t for t in dict.fromkeys(texts) if t not in cache]
+        vectors = await embedder.embed([*queries, *missing])
+        for text, vector in zip(missing, vectors[len(queries) :], strict=True):
+            cache[text] = vector
+        for text in texts:
+            cache.move_to_end(text)
+        read = np.stack([cache[t] for t in texts])
+        while len(cache) > _CACHED:
+            cache.popitem(last=False)
+        return [[float(x) for x in row] for row in vectors[: len(queries)] @ read.T]
+
+    return similarity
 
 
 def _chunks_by_id(index: Index, doc_ids: Sequence[str]) -> dict[str, IndexedChunk]:

@@ -451,7 +451,7 @@ class Workspace:
         ``guardrails`` screens the question, each chunk and the answer (True: the built-in
         :class:`~bastion.governance.guardrails.Guardrails`; False: none; or your own object
         with ``check_question``, ``check_chunk``, ``check_answer``). With no authorized
-        context the answer is "No authorized documents found." and cites nothing.
+        context the answer is "No document you can read answers this question." and cites nothing.
         ``relevance_floor``: the share of the question's topic terms a chunk's best sentence
         must cover to enter the context (and a sentence to be quoted and verified); below it
         for every chunk, the answer refuses. ``None`` switches the floor off (see docs/ask.md).

@@ -4,7 +4,7 @@ wire; none of them holds reasoning (no chain-of-thought ever leaves the workflow
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -29,11 +29,12 @@ __all__ = [
     "withheld_note",
 ]
 
-NO_CONTEXT = "No authorized documents found."
-"""The answer when no chunk the asker may read matches the question."""
+NO_CONTEXT = "No document you can read answers this question."
+"""The answer when no chunk the asker may read answers the question: it says why in words
+that reveal nothing of what the asker may not read (whether such a document exists or not)."""
 
-NO_ANSWER = "The authorized documents found do not answer this question."
-"""The answer when chunks were found but none of them supports an answer."""
+NO_ANSWER = "The documents you can read that were found do not answer this question."
+"""The answer when chunks passed the evidence floor but the generator found no answer in them."""
 
 
 REFUSED = "The question was refused by the guardrails."
@@ -78,6 +79,15 @@ class AnswerStatus(StrEnum):
     :func:`guarded`'s sentence, naming the kinds of guardrail."""
 
 
+_WHY = {
+    AnswerStatus.NO_CONTEXT: "no document you can read answers this question.",
+    AnswerStatus.NO_ANSWER: "the documents you can read that were found do not answer it.",
+    AnswerStatus.REFUSED: "the guardrails refused the question.",
+    AnswerStatus.WITHHELD: "the guardrails withheld the answer.",
+    AnswerStatus.GUARDED: "a guardrail withheld the matching content.",
+}
+
+
 class Check(StrEnum):
     """The checks verification runs; :attr:`Verification.failed` names those that failed."""
 
@@ -113,6 +123,12 @@ class Context:
     """Tokens of the context block (marker included), counted when the context is assembled."""
     truncated: bool = False
     """True when the block was cut to fit the budget (only ever the best chunk, alone)."""
+    similarities: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
+    """The bi-encoder's cosine of each sentence (as :func:`~.evidence.passage_text` writes
+    it) with the question, then with each of its parts; empty without vectors."""
+    term_similarities: Mapping[str, float] = field(default_factory=dict)
+    """For each topic term of the question that no retrieved chunk holds: the best cosine of
+    the question's word for it with one of this chunk's sentences; empty without vectors."""
 
     @property
     def marker(self) -> str:
@@ -269,8 +285,32 @@ class Answer:
 
     @property
     def verified(self) -> bool:
-        """True only when verification ran and every check passed."""
-        return self.verification is not None and self.verification.passed
+        """True only for an answer that cites documents and whose verification ran and passed
+        (every citation an authorized context, every sentence supported): a refusal cites
+        nothing, so it is never "verified"."""
+        return (
+            self.status is AnswerStatus.ANSWERED
+            and bool(self.citations)
+            and self.verification is not None
+            and self.verification.passed
+        )
+
+    @property
+    def verdict(self) -> str:
+        """One line saying what happened, for a person: the CLI and the web page show it."""
+        if self.status is not AnswerStatus.ANSWERED:
+            return f"Not answered: {_WHY[self.status]}"
+        if self.verification is None:
+            return "Not verified: verification was switched off."
+        if not self.verification.passed:
+            failed = ", ".join(c.value for c in self.verification.failed) or "verification"
+            return f"Not verified: the {failed} check failed."
+        if not self.citations:
+            return "Not verified: the answer cites no document."
+        return (
+            "Verified: every citation is a document you can read, and it supports the "
+            "sentence that cites it."
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -295,10 +335,12 @@ class Answer:
             lines.append("")
             lines += [f"[{numbers[c.chunk_id]}] {c.path}:{c.lines}" for c in self.citations]
         lines.append("")
-        if self.verification is None:
+        if self.status is not AnswerStatus.ANSWERED:
+            lines.append(self.verdict[0].lower() + self.verdict[1:])
+        elif self.verification is None:
             lines.append("not verified (verification was switched off)")
-        elif self.verification.passed and self.verification.sentences == 0:
-            lines.append("verified: the answer makes no claim to support")
+        elif self.verification.passed and not self.citations:
+            lines.append("not verified: the answer cites no document")
         elif self.verification.passed:
             lines.append(
                 "verified: citations are authorized contexts; every sentence is supported"

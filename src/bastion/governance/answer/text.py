@@ -15,6 +15,7 @@ from functools import cache
 from typing import Any
 
 from bastion.analysis import Analyzer
+from bastion.governance.answer.spelling import fold_spelling
 
 __all__ = [
     "MARKER",
@@ -42,6 +43,7 @@ _RULE = re.compile(r"^\s*(?:-{3,}|\*{3,}|_{3,}|=+)\s*$")
 _REASONING = re.compile(r"<(think|thinking|reasoning)>.*?(?:</\1>|\Z)", re.DOTALL | re.IGNORECASE)
 _WORDS = re.compile(r"\w+")
 _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
+_TABLE_RULE = re.compile(r"^:?-{2,}:?$")
 
 
 @cache
@@ -51,8 +53,9 @@ def _analyzer() -> Analyzer:
 
 def terms(text: str) -> frozenset[str]:
     """Stemmed content words (stop words out): what overlap is measured on, with the very
-    analyzer keyword search uses."""
-    return frozenset(_analyzer().analyze(text))
+    analyzer keyword search uses, after British spellings are folded to American ones
+    (:func:`~bastion.governance.answer.spelling.fold_spelling`)."""
+    return frozenset(_analyzer().analyze(fold_spelling(text)))
 
 
 def numbers(text: str) -> frozenset[str]:
@@ -101,10 +104,12 @@ def chunk_sentences(text: str) -> list[str]:
 def chunk_passages(text: str, section: str = "") -> list[Passage]:
     """The sentences of a chunk, each with its heading path, in order.
 
-    Headings, rules, table rows and bold-only label lines (``**VP Level**``) are not sentences
-    (they state nothing on their own); headings below the title (``##`` and deeper) set the
-    path of the sentences under them, starting from ``section`` (``"Title > Part"``, the
-    chunk's section path, whose first part is the title). A list item is a
+    Headings, rules and bold-only label lines (``**VP Level**``) are not sentences (they state
+    nothing on their own); a table's header row is not either, but each row below it is one
+    sentence, its cells named by their column (``Grade: G1; Band minimum: £24,000``); headings
+    below the title (``##`` and deeper) set the path of the sentences under them, starting
+    from ``section`` (``"Title > Part"``, the chunk's section path, whose first part is the
+    title). A list item is a
     sentence of its own, without its bullet, when it has two words or more (other sentences
     need three: shorter pieces are fragments); soft-wrapped prose lines are joined before
     splitting. A question (a sentence ending in ``?``) states nothing and is left out too."""
@@ -121,11 +126,24 @@ def chunk_passages(text: str, section: str = "") -> list[Passage]:
 
     for block in re.split(r"\n\s*\n", text):
         prose: list[str] = []
+        header: list[str] | None = None
         for line in block.splitlines():
             if not line.strip():
                 continue
+            if line.lstrip().startswith("|"):
+                units.append((" ".join(prose), title, here(), 3))
+                prose = []
+                cells = [c.strip() for c in line.strip().strip("|").split("|")]
+                if all(_TABLE_RULE.match(c) for c in cells if c):
+                    continue
+                if header is None:
+                    header = cells
+                    continue
+                units.append((_row(header, cells), title, here(), 2))
+                continue
+            header = None
             heading = _HEADING.match(line)
-            if heading or _RULE.match(line) or _LABEL.match(line) or line.lstrip().startswith("|"):
+            if heading or _RULE.match(line) or _LABEL.match(line):
                 units.append((" ".join(prose), title, here(), 3))
                 prose = []
                 if heading:
@@ -150,6 +168,16 @@ def chunk_passages(text: str, section: str = "") -> list[Passage]:
             if len(_WORDS.findall(piece)) >= least and not piece.endswith("?"):
                 passages.append(Passage(piece, named, headings))
     return passages
+
+
+def _row(header: list[str], cells: list[str]) -> str:
+    """A table row as one sentence: each cell after its column's name."""
+    named = [
+        f"{name}: {cell}" if name else cell
+        for name, cell in zip(header + [""] * len(cells), cells, strict=False)
+        if cell
+    ]
+    return "; ".join(named)
 
 
 def answer_sentences(text: str) -> list[tuple[str, tuple[str, ...]]]:

@@ -28,12 +28,11 @@ from dataclasses import dataclass
 
 from bastion.core.errors import ConfigurationError
 from bastion.governance.answer.chat import ChatModel, Message
+from bastion.governance.answer.evidence import weigh
 from bastion.governance.answer.models import Check, Context, Verification
-from bastion.governance.answer.relevance import RELEVANCE_FLOOR, coverage, question_terms
+from bastion.governance.answer.relevance import RELEVANCE_FLOOR
 from bastion.governance.answer.text import (
-    Passage,
     answer_sentences,
-    chunk_passages,
     cited_ids,
     json_object,
     numbers,
@@ -118,8 +117,8 @@ class Verifier:
             addresses = best >= self.relevance_floor
             if not addresses:
                 problems.append(
-                    f"the answer does not address the question (its best sentence covers "
-                    f"{best:.2f} of the question's terms < {self.relevance_floor:.2f})"
+                    f"the answer does not address the question (its best sentence's evidence "
+                    f"scores {best:.2f} < {self.relevance_floor:.2f})"
                 )
                 failed.add(Check.RELEVANCE)
         verdict = None
@@ -139,29 +138,34 @@ class Verifier:
             addresses_question=addresses,
         )
 
-    @staticmethod
     def _addresses(
-        question: str, sentences: list[tuple[str, tuple[str, ...]]], by_id: dict[str, Context]
+        self,
+        question: str,
+        sentences: list[tuple[str, tuple[str, ...]]],
+        by_id: dict[str, Context],
     ) -> float:
-        """The best coverage of the question by one answer sentence, read under the headings
-        of the cited chunk's sentence it shares most words with."""
-        topic = question_terms(question)
+        """The best evidence score, for the question, of a passage an answer sentence was drawn
+        from (the cited chunk's sentence it shares most words with), among the passages that
+        answer the question (:mod:`~bastion.governance.answer.evidence`)."""
+        cited = [
+            by_id[c] for c in dict.fromkeys(c for _, ids in sentences for c in ids) if c in by_id
+        ]
+        weighed = weigh(question, cited)
         best = 0.0
         for sentence, ids in sentences:
             words = terms(sentence)
-            passages = [
-                p
-                for c in ids
-                if c in by_id
-                for p in chunk_passages(by_id[c].text, by_id[c].section or by_id[c].title or "")
-            ]
-            source = max(passages, key=lambda p: len(words & terms(p.sentence)), default=None)
-            read = Passage(
-                sentence,
-                "" if source is None else source.title,
-                () if source is None else source.headings,
+            sources = [w for w in weighed if w.chunk_id in ids]
+            source = max(
+                sources, key=lambda w: len(words & terms(w.passage.sentence)), default=None
             )
-            best = max(best, coverage(topic, read).share)
+            if source is None:  # drawn from nowhere it cites: read the sentence alone
+                alone = Context(
+                    chunk_id="answer", doc_id="", path="", start_line=1, end_line=1,
+                    text=sentence, score=0.0, retrieval_score=0.0,
+                )  # fmt: skip
+                source = max(weigh(question, [alone]), key=lambda w: w.score, default=None)
+            if source is not None and source.answers(self.relevance_floor):
+                best = max(best, source.score)
         return best
 
     @staticmethod

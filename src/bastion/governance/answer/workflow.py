@@ -26,6 +26,7 @@ from bastion.core.audit import AuditRecord, AuditSink
 from bastion.core.principal import Principal
 from bastion.core.text import TokenCounter
 from bastion.governance.answer.context import Assembly, assemble
+from bastion.governance.answer.evidence import Similarity, answerability, with_similarities
 from bastion.governance.answer.extractive import ExtractiveAnswerer
 from bastion.governance.answer.generate import Generator
 from bastion.governance.answer.guardrail_port import GuardrailsPort, checked
@@ -44,7 +45,7 @@ from bastion.governance.answer.models import (
     guarded,
     withheld_note,
 )
-from bastion.governance.answer.relevance import RELEVANCE_FLOOR, relevance
+from bastion.governance.answer.relevance import RELEVANCE_FLOOR
 from bastion.governance.answer.rerank import NoRerank, Reranker
 from bastion.governance.answer.text import cited_ids
 from bastion.governance.answer.verify import Verifier
@@ -133,8 +134,11 @@ class AnswerWorkflow:
     guardrails: GuardrailsPort | None = None
     outlier_ratio: float = 0.25
     relevance_floor: float | None = RELEVANCE_FLOOR
-    """Share of the question's topic terms a chunk's best sentence must cover to enter the
-    context (see :mod:`~bastion.governance.answer.relevance`); None switches the floor off."""
+    """The evidence score a chunk's best sentence must reach to enter the context (see
+    :mod:`~bastion.governance.answer.evidence`); None switches the floor off."""
+    similarity: Similarity | None = None
+    """The bi-encoder's similarity, when the index has vectors: weighed with the other
+    evidence (:func:`~bastion.governance.answer.evidence.with_similarities`)."""
 
     async def run(self, question: str, retriever: Retriever, trail: AuditTrail) -> Answer:
         digest = hashlib.sha256(question.encode("utf-8")).hexdigest()[:16]
@@ -193,6 +197,8 @@ class AnswerWorkflow:
             assert report is not None
             report = replace(report, chunks_dropped=dropped)
         screened = len(candidates)
+        if self.similarity is not None and candidates:
+            candidates = await with_similarities(asked, candidates, self.similarity)
         candidates = self._floor(asked, candidates, trail)
         if candidates and not isinstance(self.reranker, NoRerank):
             candidates = await self.reranker.rerank(asked, candidates)
@@ -225,8 +231,8 @@ class AnswerWorkflow:
             notes.append(withheld_note(dropped))
         if screened and not candidates:
             notes.append(
-                f"{screened} authorized chunk(s) matched words of the question, but none "
-                f"covers enough of it (relevance floor {self.relevance_floor:.2f})"
+                f"{screened} authorized chunk(s) were retrieved, but none answers the question "
+                f"(evidence floor {self.relevance_floor:.2f})"
             )
         answer = await self._answer(asked, assembly, retriever, trail, report)
         if not assembly.contexts and dropped and not screened:
@@ -238,7 +244,7 @@ class AnswerWorkflow:
         floor = self.relevance_floor
         if floor is None or not contexts:
             return contexts
-        scores = [relevance(question, c) for c in contexts]
+        scores = answerability(question, contexts, floor)
         kept = [c for c, score in zip(contexts, scores, strict=True) if score >= floor]
         below = [
             f"{c.chunk_id}={score:.2f}"

@@ -170,7 +170,7 @@ async function ask(question) {
         if (name === "answer") { text += data.text; answer.textContent = text; }
         if (name === "citations") { citations = data.citations; renderCitations(citations); }
         if (name === "verification") {
-          $("verdict").textContent = data.verified ? "Verified: every citation is an authorized document." : "Not verified: " + data.problems.join("; ");
+          $("verdict").textContent = data.verdict;
         }
         if (name === "error") { answer.textContent = data.message; }
       }
