@@ -278,8 +278,14 @@ class Cli(Driver):
             args = [self.entry[op], a["src"], a["dst"]]
         elif op in ("audit", "reindex", "index_dir"):
             args = [self.entry[op]]
-        elif op == "run":
-            args = ["run", a["command"]]
+        elif op == "run":  # its command is every word after the options
+            args = ["run", "--json", "--config", str(self.world.config), "--as", self.user]
+            result = CliRunner().invoke(main, [*args, "--", a["command"]])
+            return {
+                "exit": result.exit_code,
+                "stdout": as_json(result.stdout),
+                "stderr": [as_json(line) for line in result.stderr.splitlines()],
+            }
         else:
             args = [self.entry[op], *(a[k] for k in ("path", "pattern", "question") if k in a)]
         args += ["--json", "--config", str(self.world.config), "--as", self.user]

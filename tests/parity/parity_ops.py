@@ -172,10 +172,9 @@ SCENARIOS: tuple[Scenario, ...] = (
     _s("delete-hidden-mount", "delete", path="/board/minutes.md"),
     _s("copy-into-hidden-mount", "copy", src="/docs/handbook.md", dst="/board/{lane}-h.md"),
     _s("mkdir-hidden-mount-root", "mkdir", path="/board"),
-    # -- landing on the name of a document the principal may not see (in a folder it sees)
-    _s("write-over-label-hidden", "write", path=f"{LANE}/w-over.md", content="mine\n"),
-    _s("copy-over-label-hidden", "copy", src="/docs/handbook.md", dst=f"{LANE}/c-over.md"),
-    _s("move-over-label-hidden", "move", src=f"{LANE}/mv/e.md", dst=f"{LANE}/m-over.md"),
+    # landing on the very name of a document the principal may not see is the one documented
+    # residual (docs/security.md, "Writes onto hidden names"): it is refused in policy words
+    # and pinned in tests/security, not compared here
     # -- the sandbox sees what the principal may read
     _s(
         "run-read",

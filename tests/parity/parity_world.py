@@ -80,12 +80,8 @@ LANE_VISIBLE: dict[str, str] = {
 LANE_HIDDEN: dict[str, str] = {
     "mixed/h.md": f"{HIDDEN_HEAD}{SECRET} lane\n",
     "only/h.md": f"{HIDDEN_HEAD}{SECRET} lane\n",
-    "w-over.md": f"{HIDDEN_HEAD}{SECRET} lane\n",
-    "c-over.md": f"{HIDDEN_HEAD}{SECRET} lane\n",
-    "m-over.md": f"{HIDDEN_HEAD}{SECRET} lane\n",
 }
-"""Hidden files of each lane, in the full world only (``*-over.md``: names a write, copy or
-move lands on, beside the lane's visible ``a.md``; the bare world has nothing there)."""
+"""Hidden files of each lane, in the full world only."""
 
 DROP_HIDDEN = ("left.md", "report.md", "create.md", "append.md", "edit.md", "delete.md")
 DROP_HIDDEN += ("move.md", "copy.md", "run.md")

@@ -58,6 +58,8 @@ COMMANDS_EXEMPT: Mapping[str, str] = {
     "demo": "the scripted tour over its own demo workspace",
     "serve": "starts the server: the http-api, web-page and mcp-http front ends",
     "eval": "scores an index on a dataset folder given on the command line",
+    "eval-answers": "scores ask on the packaged answer set in a workspace of its own; reads "
+    "no workspace of the caller's",
     "explain": "operators only (refused to others, audited): why a named user may or may not "
     "act on a path; tested in tests/cli/test_cli_explain.py",
     **{

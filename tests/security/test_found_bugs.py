@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from security_stores import caught, same_form, seed, snapshot
 
-import bastion.workspace.workspace as workspace_module
+import bastion.workspace.shared as shared_module
 from bastion.core.errors import (
     AccessDeniedError,
     AlreadyExistsError,
@@ -417,7 +417,7 @@ async def test_malformed_requests_count_against_the_rate_limit(
     """Refused requests count (docs/policy.md), but a request refused for its path is refused
     before the limiter sees it: an agent can probe traversal spellings without limit."""
     monkeypatch.setattr(
-        workspace_module, "RateLimiter", lambda limit: RateLimiter(limit, clock=lambda: 0.0)
+        shared_module, "RateLimiter", lambda limit: RateLimiter(limit, clock=lambda: 0.0)
     )
     ws = Workspace(
         [Mount.of("/docs", MemoryStore())],

@@ -43,7 +43,9 @@ class AuditView(AuditSink):
     reason it was answered (:attr:`AuditRecord.told`), without the checks made on its behalf
     (:attr:`AuditRecord.internal`: they were not its requests, and they may name entries it
     may not see), unless ``everyone`` (the policy grants the principal the ``audit`` action
-    on ``/``: every record, true reasons). Records
+    on ``/``: every principal's requests, each as it was told; the true reasons and the checks
+    made on a principal's behalf stay in the sink itself, for whoever holds the log file, and
+    ``bastion explain`` says why a user may or may not act). Records
     appended through the view go to the shared sink, and only as the view's principal: a
     view cannot write a record in another principal's name.
     """
@@ -71,8 +73,8 @@ class AuditView(AuditSink):
                 f"the audit sink {type(self._sink).__name__} cannot be read back; read the "
                 "records where it writes them"
             )
-        if self.everyone:
-            return tuple(kept)
+        if self.everyone:  # every principal's requests, each as it was told
+            return tuple(_as_told(record) for record in kept if not record.internal)
         return tuple(_as_told(record) for record in kept if self._readable(record))
 
     def _own(self, record: AuditRecord) -> bool:
