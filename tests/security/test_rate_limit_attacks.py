@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from security_stores import seed as _seed
 
-import bastion.workspace.workspace as workspace_module
+import bastion.workspace.shared as workspace_module
 from bastion.core.errors import (
     AlreadyExistsError,
     LimitError,
