@@ -18,9 +18,23 @@ from .support import Token, auth
 
 _DOC = openapi_document()
 
-_SKIPPED = ("/v1/changes", "/v1/checkpoints", "/v1/auth/demo", "/v1/ingest", "/healthz", "/readyz")
+_SKIPPED = (
+    "/v1/changes",
+    "/v1/checkpoints",
+    "/v1/auth/demo",
+    "/v1/auth/login",
+    "/v1/auth/logout",
+    "/v1/auth/methods",
+    "/v1/auth/oidc",
+    "/metrics",
+    "/v1/ingest",
+    "/healthz",
+    "/readyz",
+)
 """The change journal (this server keeps none: tests/server/test_api_changes.py), the demo
-login (off here) and the upload (a multipart form: tests/server/test_hostile_requests.py)."""
+login (off here), local accounts and OpenID Connect (a workspace file: test_accounts.py,
+test_oidc.py), /metrics (text: test_metrics.py) and the upload (a multipart form:
+tests/server/test_hostile_requests.py)."""
 
 _SAMPLE: dict[str, Any] = {
     "path": "/docs",

@@ -75,6 +75,7 @@ class Citation(Result):
 
 class Verification(Result):
     verified: bool
+    verdict: str
     problems: list[str]
 
 
