@@ -139,6 +139,8 @@ class Proxy:
             else:
                 upstream.write(first)
             await asyncio.gather(_pipe(reader, upstream, body), _pipe(up_reader, writer))
+            if body is not None:  # what the client sent after the request is read and dropped
+                await _linger(reader)
         except (ConnectionError, OSError):
             pass
         finally:
@@ -248,8 +250,7 @@ async def _answer(
     reader: asyncio.StreamReader, writer: asyncio.StreamWriter, code: int, phrase: str, text: str
 ) -> None:
     """Answer with ``code`` and a one-line ``text``, then close our side and let the client
-    finish sending (what it sent is read and dropped, for a second at most): a socket closed
-    with unread input is reset, and the reset can destroy the answer before it is read."""
+    finish sending (:func:`_linger`)."""
     body = (text + "\n").encode("utf-8")
     writer.write(
         f"HTTP/1.1 {code} {phrase}\r\nContent-Type: text/plain; charset=utf-8\r\n"
@@ -260,6 +261,14 @@ async def _answer(
         await writer.drain()
         if writer.can_write_eof():
             writer.write_eof()
+    await _linger(reader)
+
+
+async def _linger(reader: asyncio.StreamReader) -> None:
+    """Read and drop what the client still sends, until it closes (a second at most, 256 KiB
+    at most): a socket closed with unread input is reset, and the reset can destroy an answer
+    the client has not read yet (a request pipelined behind the one that was forwarded)."""
+    with contextlib.suppress(ConnectionError, OSError, RuntimeError, TimeoutError):
         deadline = asyncio.get_running_loop().time() + _LINGER_SECONDS
         left = _CHUNK * 4
         while left > 0:
