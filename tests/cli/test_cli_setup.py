@@ -27,6 +27,18 @@ def test_the_starter_loads_with_load_workspace(starter: Path) -> None:
     assert [r.operation for r in ws.audit.records][-3:] == ["write", "read", "read"]
 
 
+def test_the_starter_names_the_agent_that_mcp_serves(starter: Path) -> None:
+    """``bastion mcp`` serves the file's ``[principal]``: in a folder ``init`` just made, the
+    agent sees both mounts and may write its notes (not the owner, who sees nothing)."""
+    ws = load_workspace(starter / "bastion.toml").sync()
+    assert ws.principal == Principal.of(
+        "agent", tenant="acme", roles=["editor"], clearance="internal"
+    )
+    assert {str(e.path) for e in ws.list("/")} == {"/docs", "/scratch"}
+    ws.write("/scratch/agent.md", "from the agent")
+    assert "/docs" in ws.filesystem_map() and "/scratch" in ws.filesystem_map()
+
+
 def test_init_refuses_to_replace_a_file(starter: Path, run: Run) -> None:
     again = run("init", ".", "--json")
     assert again.exit_code == 1 and error_of(again)["error"] == "exists"

@@ -75,6 +75,13 @@ reader = []
 editor = ["reader"]
 admin = ["editor"]
 
+# Who `bastion mcp` (and load_workspace without principal=) acts for: the agent, not a person.
+[principal]
+id = "agent"
+tenant = "acme"
+roles = ["editor"]
+clearance = "internal"
+
 # Who `--as USER` may name: tenant, roles and clearance (the highest classification read).
 [users.alice]
 tenant = "acme"
