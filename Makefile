@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit bench clean lock
+.PHONY: demo test lint typecheck unit first-hour bench clean lock
 
 # constraints.txt pins every version the install resolves to: a fresh machine installs the same
 # tree in about a minute instead of letting pip backtrack through the whole [dev] graph.
@@ -30,7 +30,12 @@ TEST_WORKERS ?= 2
 unit: $(STAMP) browser
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --durations=15
 
-test: lint typecheck unit
+# The light core from a fresh `python3 -m venv` (its own pip) to a first governed answer:
+# install with no extra, then init, config check, put, index, search, ask, grep, demo.
+first-hour:
+	.ci/first-hour
+
+test: lint typecheck unit first-hour
 
 # Debian's Chromium for the browser tests (tests/server/test_browser.py): Playwright (a dev
 # dependency) drives it through executable_path, so no browser is ever downloaded.
