@@ -172,7 +172,8 @@ class McpServerHttp(McpClientDriver):
 
 
 class McpStdio(McpClientDriver):
-    """``bastion mcp --config FILE --as USER``, a real subprocess on stdio."""
+    """``bastion mcp --config FILE --as USER``, a real subprocess on stdio
+    (``bastion.agents.mcp_stdio``), driven by the official client."""
 
     aliases: ClassVar[Mapping[str, str]] = {"mcp": "every tool"}
 

@@ -110,7 +110,8 @@ ADAPTER_FRONTS: Mapping[str, tuple[str, ...]] = {
     "langchain": ("langchain",),
     "pydantic_ai": ("pydantic-ai",),
     "openai": ("openai",),
-    "mcp": ("mcp-inprocess", "mcp-stdio", "mcp-http", "mcp-cli-http"),
+    "mcp": ("mcp-inprocess", "mcp-http", "mcp-cli-http"),
+    "mcp_stdio": ("mcp-stdio",),
 }
 
 

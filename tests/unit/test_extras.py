@@ -139,10 +139,27 @@ from bastion.cli import main as cli
 said = io.StringIO()
 with contextlib.redirect_stderr(said):
     try:
-        cli(["mcp", "--mount", "/d=" + folder], prog_name="bastion")
+        cli(["mcp", "--mount", "/d=" + folder, "--transport", "http"], prog_name="bastion")
     except SystemExit as stop:
         out["mcp_exit"] = stop.code
 errors["bastion mcp"] = said.getvalue().strip()
+# MCP over stdio needs no extra: the server speaks JSON-RPC itself
+asked = b"".join(json.dumps(m).encode() + b"\\n" for m in (
+    {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18"}},
+    {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+))
+real_in, real_out = sys.stdin, sys.stdout
+sys.stdin = io.TextIOWrapper(io.BytesIO(asked))
+sys.stdout = io.TextIOWrapper(io.BytesIO())
+with contextlib.redirect_stderr(io.StringIO()):
+    try:
+        cli(["mcp", "--mount", "/d=" + folder], prog_name="bastion")
+    except SystemExit as stop:
+        out["stdio_exit"] = stop.code
+sys.stdout.flush()
+answers = [json.loads(line) for line in sys.stdout.buffer.getvalue().splitlines()]
+sys.stdin, sys.stdout = real_in, real_out
+out["stdio_tools"] = sorted(t["name"] for t in answers[1]["result"]["tools"])
 out["errors"] = errors
 out["loaded"] = sorted(m for m in sys.modules if m.split(".")[0] in HIDDEN)
 print(json.dumps(out))
@@ -184,4 +201,5 @@ def test_the_core_works_without_any_extra_and_names_the_extra_otherwise(tmp_path
         assert errors[name].split(":")[0] in ("MissingExtraError", "ConfigurationError", "Error")
         assert f"pip install 'bastion[{extra}]'" in errors[name]
         assert "\n" not in errors[name]
-    assert out["mcp_exit"] == 1
+    assert out["mcp_exit"] == 1  # over HTTP
+    assert out.get("stdio_exit", 0) == 0 and "read_file" in out["stdio_tools"]

@@ -1,4 +1,5 @@
-"""The MCP server: a tool set served over stdio or streamable HTTP with the official SDK.
+"""The MCP server: a tool set served over streamable HTTP with the official SDK (and over
+stdio by :mod:`bastion.agents.mcp_stdio`, which answers the same without the SDK).
 
 Conversion only: ``tools/list`` gives each tool's name, description and compact schema from
 its one definition (plus a read-only hint for tools that change nothing), and ``tools/call``
@@ -17,8 +18,8 @@ from typing import Any
 
 from mcp import types
 from mcp.server import Server, ServerRequestContext
-from mcp.server.stdio import stdio_server
 
+from bastion.agents.mcp_stdio import serve_stdio
 from bastion.agents.tools.outputs import dumps
 from bastion.agents.tools.toolset import Toolset
 
@@ -63,13 +64,6 @@ def mcp_server(
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
-
-
-async def serve_stdio(toolset: Toolset, *, name: str = "bastion") -> None:
-    """Serve ``toolset`` on this process's stdin and stdout until the client leaves."""
-    server = mcp_server(toolset, name=name)
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
 async def serve_http(

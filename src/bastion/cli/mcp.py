@@ -118,8 +118,12 @@ def mcp_command(
     """Serve a governed workspace's tools over MCP (stdio or streamable HTTP), acting for
     --as USER, --token JWT, or the principal that --principal, --role, --tenant and
     --clearance name."""
-    from bastion.agents.mcp import serve_http, serve_stdio
     from bastion.agents.tools import Toolset
+
+    if transport == "http":
+        from bastion.agents.mcp import serve_http  # the MCP SDK (its extra): HTTP only
+    else:
+        from bastion.agents.mcp_stdio import serve_stdio  # no SDK: starts faster
 
     config = options().config
     if demo and (mounts or config):

@@ -1,0 +1,194 @@
+"""MCP over stdio, spoken directly: newline-delimited JSON-RPC 2.0 on stdin and stdout, the
+``initialize`` handshake and the ``tools`` capability — what ``bastion mcp`` needs, without
+importing the MCP SDK (most of the server's start-up time; the SDK still serves MCP over
+HTTP, :mod:`bastion.agents.mcp`).
+
+The answers are the SDK server's: the same tool list (name, description, input schema, a
+read-only hint for tools that change nothing), one compact JSON text block per call with
+``isError`` on a failed call, the workspace's filesystem map as the instructions. A client
+that probes the stateless protocol first (``server/discover``) is told "method not found"
+and falls back to the handshake, as the protocol asks. Requests run concurrently; a
+``notifications/cancelled`` cancels its request, which then gets no answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import sys
+from collections.abc import Callable
+from importlib.metadata import version
+from typing import Any, BinaryIO
+
+from bastion.agents.tools.outputs import dumps
+from bastion.agents.tools.toolset import Toolset
+
+__all__ = ["PROTOCOL_VERSIONS", "StdioServer", "serve_stdio"]
+
+PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+"""The handshake-era protocol revisions answered, oldest to newest (the newest is offered to
+a client asking for one not listed)."""
+MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+"""Longest message read; a longer line is answered "invalid request" and skipped."""
+
+_PARSE_ERROR = -32700
+_INVALID_REQUEST = -32600
+_METHOD_NOT_FOUND = -32601
+_INVALID_PARAMS = -32602
+
+
+class _Invalid(Exception):
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class StdioServer:
+    """One tool set served on a pair of byte streams (stdin and stdout by default)."""
+
+    def __init__(
+        self,
+        toolset: Toolset,
+        *,
+        name: str = "bastion",
+        instructions: str | None = None,
+        stdin: BinaryIO | None = None,
+        stdout: BinaryIO | None = None,
+        max_message_bytes: int = MAX_MESSAGE_BYTES,
+    ) -> None:
+        self.toolset = toolset
+        self.max_message_bytes = max_message_bytes
+        self.name = name
+        self.instructions = instructions if instructions is not None else toolset.filesystem_map()
+        self._in = stdin if stdin is not None else sys.stdin.buffer
+        self._out = stdout if stdout is not None else sys.stdout.buffer
+        self._writing = asyncio.Lock()
+        self._running: dict[object, asyncio.Task[None]] = {}
+        self._tools = [_listed(tool) for tool in toolset.tools]
+        self._methods: dict[str, Callable[[dict[str, Any]], Any]] = {
+            "initialize": self._initialize,
+            "ping": lambda params: {},
+            "tools/list": lambda params: {"tools": self._tools},
+            "tools/call": self._call,
+        }
+
+    async def serve(self) -> None:
+        """Answer messages until the client closes stdin, then let running calls finish."""
+        while True:
+            line = await asyncio.to_thread(self._in.readline, self.max_message_bytes + 1)
+            if not line:
+                break
+            if len(line) > self.max_message_bytes and not line.endswith(b"\n"):
+                await asyncio.to_thread(self._skip_rest)
+                await self._error(None, _INVALID_REQUEST, "message too long")
+                continue
+            if line.strip():
+                await self._receive(line)
+        running = list(self._running.values())
+        if running:
+            await asyncio.gather(*running, return_exceptions=True)
+
+    def _skip_rest(self) -> None:
+        while (chunk := self._in.readline(self.max_message_bytes)) and not chunk.endswith(b"\n"):
+            pass
+
+    async def _receive(self, line: bytes) -> None:
+        try:
+            message = json.loads(line)
+        except (ValueError, UnicodeDecodeError):
+            await self._error(None, _PARSE_ERROR, "Parse error")
+            return
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+            ident = message.get("id") if isinstance(message, dict) else None
+            await self._error(_id(ident), _INVALID_REQUEST, "Invalid Request")
+            return
+        method = message.get("method")
+        if not isinstance(method, str):
+            return  # a response to a request this server never sends
+        params = message.get("params")
+        params = params if isinstance(params, dict) else {}
+        if "id" not in message:
+            if method == "notifications/cancelled":
+                task = self._running.get(_id(params.get("requestId")))
+                if task is not None:
+                    task.cancel()
+            return  # notifications/initialized and every other notification: nothing to say
+        ident = _id(message["id"])
+        task = asyncio.create_task(self._answer(ident, method, params))
+        self._running[ident] = task
+        task.add_done_callback(lambda _: self._running.pop(ident, None))
+
+    async def _answer(self, ident: object, method: str, params: dict[str, Any]) -> None:
+        handler = self._methods.get(method)
+        if handler is None:
+            await self._error(ident, _METHOD_NOT_FOUND, "Method not found", data=method)
+            return
+        try:
+            result = handler(params)
+            if asyncio.iscoroutine(result):
+                result = await result
+        except _Invalid as exc:
+            await self._error(ident, exc.code, str(exc))
+            return
+        await self._send({"jsonrpc": "2.0", "id": ident, "result": result})
+
+    def _initialize(self, params: dict[str, Any]) -> dict[str, Any]:
+        asked = params.get("protocolVersion")
+        return {
+            "protocolVersion": asked if asked in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[-1],
+            "capabilities": {"tools": {"listChanged": False}},
+            "serverInfo": {"name": self.name, "version": version("bastion")},
+            "instructions": self.instructions,
+        }
+
+    async def _call(self, params: dict[str, Any]) -> dict[str, Any]:
+        name, arguments = params.get("name"), params.get("arguments")
+        if not isinstance(name, str):
+            raise _Invalid(_INVALID_PARAMS, "tools/call needs a tool name")
+        if arguments is not None and not isinstance(arguments, dict):
+            raise _Invalid(_INVALID_PARAMS, "tools/call arguments must be an object")
+        output = await self.toolset.call(name, arguments or {})
+        return {
+            "content": [{"type": "text", "text": dumps(output)}],
+            "isError": not output.get("success", False),
+        }
+
+    async def _error(self, ident: object, code: int, message: str, data: object = None) -> None:
+        error: dict[str, Any] = {"code": code, "message": message}
+        if data is not None:
+            error["data"] = data
+        await self._send({"jsonrpc": "2.0", "id": ident, "error": error})
+
+    async def _send(self, message: dict[str, Any]) -> None:
+        data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode(
+            "utf-8", "backslashreplace"
+        )
+        async with self._writing:  # one message per line, never interleaved
+            with contextlib.suppress(BrokenPipeError, ValueError):  # the client has gone
+                await asyncio.to_thread(self._write, data + b"\n")
+
+    def _write(self, data: bytes) -> None:
+        self._out.write(data)
+        self._out.flush()
+
+
+def _listed(tool: Any) -> dict[str, Any]:
+    listed: dict[str, Any] = {
+        "name": tool.name,
+        "description": tool.description,
+        "inputSchema": tool.schema(),
+    }
+    if not tool.changes:
+        listed["annotations"] = {"readOnlyHint": True}
+    return listed
+
+
+def _id(value: object) -> object:
+    """A request id as JSON-RPC allows it (a string or a number; anything else is null)."""
+    return value if isinstance(value, str | int | float) and not isinstance(value, bool) else None
+
+
+async def serve_stdio(toolset: Toolset, *, name: str = "bastion") -> None:
+    """Serve ``toolset`` on this process's stdin and stdout until the client leaves."""
+    await StdioServer(toolset, name=name).serve()
