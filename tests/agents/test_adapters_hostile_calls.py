@@ -1,4 +1,5 @@
-"""Red-team round, area E: the same hostile tool call through every adapter.
+"""Every adapter answers a hostile tool call alike: hidden as absent, bad arguments as one-line
+tool errors (red-team variants, area E).
 
 Classes pinned (docs/security.md, "adapters"): a hidden file and an absent one give the same
 answer through the tool set, MCP, LangChain, Pydantic AI and OpenAI function calling (the

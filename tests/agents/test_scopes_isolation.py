@@ -1,4 +1,5 @@
-"""Red-team round, area E: scoped workspaces.
+"""Scoped workspaces stay apart: no agent or thread id names another scope, and a hidden entry
+resolves as an absent one (red-team variants, area E).
 
 Classes pinned (docs/security.md, "scopes"): an agent or thread id never names another
 scope's folder (case, Unicode look-alikes, ``..``, separators, control characters, very long

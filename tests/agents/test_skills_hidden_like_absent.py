@@ -1,4 +1,5 @@
-"""Red-team round, area E: skills.
+"""A hidden skill, or a hidden resource of a visible skill, is absent exactly like a missing
+one, and resource names never leave the skill's folder (red-team variants, area E).
 
 Classes pinned (docs/security.md, "skills"): a skill whose ``SKILL.md`` is hidden (by its own
 front matter's labels, by a sidecar, by a rule) is not there, exactly like an absent one; a

@@ -1,5 +1,5 @@
-"""Red-team variants of the command line's identity (issue 13): the principal a ``--token``
-names is the one the server would see, and a configuration's principal ids are plain text."""
+"""The command line's identity: the principal a ``--token`` names is the one the server would
+see, and a configuration's principal ids are plain text (red-team variants of issue 13)."""
 
 from __future__ import annotations
 

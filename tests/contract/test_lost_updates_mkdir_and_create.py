@@ -1,5 +1,6 @@
-"""Red-team variants of issue 16 at directories and writes that race them (class: *lost
-updates*; docs/security.md, docs/stores.md).
+"""No lost update where directories and writes race: ``mkdir`` over a file says so, a create has
+one winner (red-team variants of issue 16, class: *lost updates*; docs/security.md,
+docs/stores.md).
 
 * ``mkdir(exist_ok=True)`` over a file (made first, or by another writer in between) used to
   answer as if the directory were there, on every store; the next write below it then failed

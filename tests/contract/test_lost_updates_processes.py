@@ -1,4 +1,4 @@
-"""Variants of issue 16 (no lost update across processes) through the workspace and the tools.
+"""No lost update across processes, through the workspace and the tools (variants of issue 16).
 
 Each helper process runs ``python -c`` with the project (as ``tests/knowledge/
 test_index_processes.py`` does): it opens its own workspace over the shared local folder (or

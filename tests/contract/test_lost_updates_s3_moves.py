@@ -1,5 +1,5 @@
-"""Red-team variant of issue 16: a move on S3 racing a write of the moved file (class: *lost
-updates*; docs/security.md, docs/stores.md).
+"""No lost update when a move on S3 races a write of the moved file (red-team variant of issue
+16, class: *lost updates*; docs/security.md, docs/stores.md).
 
 A move of a file on object storage is a server-side copy and a delete. A write of the source
 by another process between the two (S3 took it, the writer was told so) used to be deleted

@@ -1,5 +1,6 @@
-"""Red-team variant of issue 16: several store objects over one in-process backend (class:
-*lost updates*; docs/security.md, docs/stores.md).
+"""No lost update between several store objects over one in-process backend: the lock belongs to
+what is shared (red-team variant of issue 16, class: *lost updates*; docs/security.md,
+docs/stores.md).
 
 Stores that live in the process check ``if_version``, create-only writes and appends under
 a lock of their own. Two workspaces built over one LangGraph ``InMemoryStore`` (as the

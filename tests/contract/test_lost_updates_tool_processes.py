@@ -1,5 +1,5 @@
-"""Red-team variant of issue 16: the agent tools' read-before-write across real processes
-(class: *lost updates*; docs/security.md).
+"""No lost update through the agent tools' read-before-write across real processes (red-team
+variant of issue 16, class: *lost updates*; docs/security.md).
 
 Three processes, each with its own store object and tool session, increment one counter
 file of about 300 KiB (so the read tool's page is read in five chunks, and another process's write

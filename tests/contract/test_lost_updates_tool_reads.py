@@ -1,5 +1,5 @@
-"""Red-team variants of issue 16 at the agent tools' read-before-write rule (class: *lost
-updates*; docs/security.md).
+"""The agent tools' read-before-write rule refuses a stale write or edit, never applies it over
+unseen content (red-team variants of issue 16, class: *lost updates*; docs/security.md).
 
 The read tool records the state of a file from the page's own read. These tests attack what
 that record may be taken from, on several real stores, and pin that a write or an edit is

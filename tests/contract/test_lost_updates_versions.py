@@ -1,5 +1,5 @@
-"""Red-team variants of issue 16 at the versions themselves (class: *lost updates*;
-docs/security.md, docs/stores.md).
+"""Two states of a file never share a version, so no stale ``if_version`` write goes through
+(red-team variants of issue 16, class: *lost updates*; docs/security.md, docs/stores.md).
 
 A version is what every ``if_version`` check compares, so two states of a file that share
 one let a stale write through. These tests make states that agree on everything a version

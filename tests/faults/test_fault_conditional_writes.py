@@ -1,4 +1,5 @@
-"""Red-team variants of issue 16 under faults (class: *lost updates and faults*;
+"""A fault on a conditional write is never taken for a store that cannot check conditions: the
+condition is never dropped (red-team variants of issue 16, class: *lost updates and faults*;
 docs/security.md, docs/stores.md).
 
 ``write(..., backup=True)`` writes on condition of the version it backed up. On a store that

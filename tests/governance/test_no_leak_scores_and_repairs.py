@@ -1,5 +1,5 @@
-"""Leaks found by the randomized no-leak work (``test_no_leak_randomized.py``), one focused test
-each.
+"""Hidden documents move no keyword score, and an index repair run from a principal's view
+reports nothing hidden (leaks found by ``test_no_leak_randomized.py``, one focused test each).
 
 Keyword scores counted hidden documents. BM25 weighs a term by its document frequency
 (``idf = ln(1 + (N - df + 0.5) / (df + 0.5))``), and the in-memory index computed ``N``, ``df``

@@ -1,4 +1,5 @@
-"""Red-team round, area E: the sandbox.
+"""Inside the sandbox no host environment variable is readable and hidden files are absent;
+names written inside come back through the guard (red-team variants, area E).
 
 Classes pinned (docs/security.md, "sandbox"): no host environment variable is readable inside
 (not in the command's environment, nor in any other process's ``/proc/<pid>/environ``: PID 1

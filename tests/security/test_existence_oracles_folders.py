@@ -1,11 +1,11 @@
-"""Red-team variants of the existence-oracle class (docs/security.md, "folder names are
-content"): a folder whose every entry is hidden is not there for the principal, on every call
-that can meet it, not only on ``stat`` and ``list``. A read of such a folder answered "is a
-directory" (the read path reads without a ``stat`` first, and the store's refusal was only
-checked against the policy and the files above), a write of a file at its name "is a
-directory", and ``mkdir(exist_ok=False)`` "already exists": each told that hidden entries were
-there. Each call runs in two fresh worlds, with the hidden entries and without, on the memory
-and the local store.
+"""A folder whose every entry is hidden is not there, on every call (red-team variants of the
+existence-oracle class, docs/security.md, "folder names are content"): the principal meets no
+such folder on any call, not only on ``stat`` and ``list``. A read of such a folder answered "is
+a directory" (the read path reads without a ``stat`` first, and the store's refusal was only
+checked against the policy and the files above), a write of a file at its name "is a directory",
+and ``mkdir(exist_ok=False)`` "already exists": each told that hidden entries were there. Each
+call runs in two fresh worlds, with the hidden entries and without, on the memory and the local
+store.
 """
 
 from __future__ import annotations

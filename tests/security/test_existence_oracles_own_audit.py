@@ -1,10 +1,11 @@
-"""Red-team variants of the existence-oracle class (docs/security.md): a principal's own audit
-records are an answer too. ``Workspace.audit`` (and ``bastion audit``) shows a principal its own
-records; their reasons used to carry the guard's true reason ("hidden: labels do not admit the
-principal") where the call answered "not found", so reading one's own log told a hidden
-document from a missing one. Each call below runs in two fresh worlds, one with the hidden
-entries and one without, and the answer and the caller's own records must be the same; an
-operator (the ``audit`` action) still reads the true reason.
+"""A principal's own audit records tell a hidden entry from a missing one no more than the call
+did (red-team variants of the existence-oracle class, docs/security.md): they are an answer too.
+``Workspace.audit`` (and ``bastion audit``) shows a principal its own records; their reasons
+used to carry the guard's true reason ("hidden: labels do not admit the principal") where the
+call answered "not found", so reading one's own log told a hidden document from a missing one.
+Each call below runs in two fresh worlds, one with the hidden entries and one without, and the
+answer and the caller's own records must be the same; an operator (the ``audit`` action) still
+reads the true reason.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
-"""Red team, area A: a search or an ask aimed at a hidden thing answers as one aimed at
-nothing — the same hits, the same error or none, the same record in the asker's audit view.
+"""A search or an ask aimed at a hidden thing answers as one aimed at nothing — the same hits,
+the same error or none, the same record in the asker's audit view.
 
-Class: *existence oracles* (``docs/security.md``). The asker names a hidden file, a folder of
-hidden files, a mount hidden by its labels, a hidden document's id, a hidden tag or section;
-each is compared with the same request naming something absent.
+Red-team variants (area A) of the class *existence oracles* (``docs/security.md``). The asker
+names a hidden file, a folder of hidden files, a mount hidden by its labels, a hidden document's
+id, a hidden tag or section; each is compared with the same request naming something absent.
 """
 
 from __future__ import annotations

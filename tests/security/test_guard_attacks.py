@@ -6,7 +6,7 @@ store (bypassing the guard), attacks it through the public ``Workspace`` API and
 what the caller sees and what the stores still hold. Attacks that do not depend on the backend
 run over every store adapter (``memory`` and, when present, ``local``).
 
-Known bugs found while writing this suite are pinned in ``test_found_bugs.py``; the tests
+Known bugs found while writing this suite are pinned in ``test_guard_answers.py``; the tests
 here assert only behaviour that holds today and must keep holding.
 """
 

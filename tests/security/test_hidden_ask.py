@@ -1,12 +1,11 @@
-"""Red team, area A: ``ask`` answers, cites, quotes and refuses exactly as it would if the
-documents hidden from the asker did not exist; its audit records and the asker's own
-records tell nothing more.
+"""``ask`` answers, cites, quotes and refuses exactly as it would if the documents hidden from
+the asker did not exist; its audit records and the asker's own records tell nothing more.
 
-Class: *hidden documents on every read path* ("ask (contexts, citations, answers)",
-``docs/security.md``). Two worlds hold the same visible files; one also holds pages hidden
-from the asker (classification, roles, another tenant, a policy rule) that answer the
-questions far better. The asker's answers, in full (text, status, citations, contexts with
-their scores, verification, notes), must match; so must what the audit log says of them.
+Red-team variants (area A) of the class *hidden documents on every read path* ("ask (contexts,
+citations, answers)", ``docs/security.md``). Two worlds hold the same visible files; one also
+holds pages hidden from the asker (classification, roles, another tenant, a policy rule) that
+answer the questions far better. The asker's answers, in full (text, status, citations, contexts
+with their scores, verification, notes), must match; so must what the audit log says of them.
 """
 
 from __future__ import annotations

@@ -1,13 +1,13 @@
-"""Red team, area A: what an index run tells a principal (its summary, its progress) is the
-same whether or not files hidden from it exist, changed or went.
+"""What an index run tells a principal (its summary, its progress) is the same whether or not
+files hidden from it exist, changed or went.
 
-Class: *hidden documents on every read path* and *excessive agency* (``docs/security.md``):
-``rebuild_index`` and ``reindex`` read every file as the system, for a principal granted
-``reindex``; ``index_directory`` indexes what the principal sees. Two worlds hold the same
-visible files; one also holds hidden files (classification, roles, a policy rule, a blocked
-segment, undetermined labels, a file too odd to index), some of which change or go between
-runs. The summaries (counts, outcomes, skipped files, the text) and the progress told must
-match.
+Red-team variants (area A) of the class *hidden documents on every read path* and *excessive
+agency* (``docs/security.md``): ``rebuild_index`` and ``reindex`` read every file as the system,
+for a principal granted ``reindex``; ``index_directory`` indexes what the principal sees. Two
+worlds hold the same visible files; one also holds hidden files (classification, roles, a policy
+rule, a blocked segment, undetermined labels, a file too odd to index), some of which change or
+go between runs. The summaries (counts, outcomes, skipped files, the text) and the progress told
+must match.
 """
 
 from __future__ import annotations

@@ -1,12 +1,13 @@
-"""Red team, area A: a source router is shown only sources holding a document the asker may
-read, so what it picks (and so what a search returns) never depends on hidden documents.
+"""A source router is shown only sources holding a document the asker may read, so what it picks
+(and so what a search returns) never depends on hidden documents.
 
-Class: *hidden documents on every read path* / *existence oracles* (``docs/security.md``).
-A router (``Knowledge(router=...)``, ``docs/tenancy.md``) is told the sources the asker may
-query; with one such source it is not asked at all. A source whose every document is hidden
-(by labels, a policy rule, a blocked segment) must be left out of that list, or: the router
-(a chat model, a third party) hears of it; and a router that picks it narrows the search to
-nothing where, without the hidden documents, the search would have covered every source.
+Red-team variants (area A) of the class *hidden documents on every read path* / *existence
+oracles* (``docs/security.md``). A router (``Knowledge(router=...)``, ``docs/tenancy.md``) is
+told the sources the asker may query; with one such source it is not asked at all. A source
+whose every document is hidden (by labels, a policy rule, a blocked segment) must be left out of
+that list, or: the router (a chat model, a third party) hears of it; and a router that picks it
+narrows the search to nothing where, without the hidden documents, the search would have covered
+every source.
 """
 
 from __future__ import annotations

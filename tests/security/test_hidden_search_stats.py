@@ -1,13 +1,13 @@
-"""Red team, area A: keyword statistics of hidden documents (N, df, avgdl, counts) move no
-visible hit's score or rank, on every engine, with and without the caller's filters, and a
-search returns ``k`` hits whenever ``k`` visible ones match.
+"""Keyword statistics of hidden documents (N, df, avgdl, counts) move no visible hit's score or
+rank, on every engine, with and without the caller's filters, and a search returns ``k`` hits
+whenever ``k`` visible ones match.
 
-Class: *hidden documents on every read path* — "search (every mode, BM25 statistics
-included) ... Search results are what they would be if the hidden documents did not exist"
-(``docs/security.md``). Two worlds hold the same visible files; one also holds documents
-hidden from the reader five ways (classification, roles, another tenant set by front matter,
-a policy rule, a blocked segment), each full of the query's words. The reader's results must
-be the same in both, score for score.
+Red-team variants (area A) of the class *hidden documents on every read path* — "search (every
+mode, BM25 statistics included) ... Search results are what they would be if the hidden
+documents did not exist" (``docs/security.md``). Two worlds hold the same visible files; one
+also holds documents hidden from the reader five ways (classification, roles, another tenant set
+by front matter, a policy rule, a blocked segment), each full of the query's words. The reader's
+results must be the same in both, score for score.
 """
 
 from __future__ import annotations

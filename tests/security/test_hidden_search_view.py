@@ -1,13 +1,13 @@
-"""Red team, area A: the search view's memory (``SearchView``, ``HitChecks``) never shows a
-hit its principal may not read now, whoever changed the file, however, and whoever searched
-first.
+"""The search view's memory (``SearchView``, ``HitChecks``) never shows a hit its principal may
+not read now, whoever changed the file, however, and whoever searched first.
 
-Class: *hidden documents on every read path* and *relabelling through sidecars*
-(``docs/security.md``). A memory store vouches for a hit's file while its change mark stays;
-other stores are looked at on every search. Each attack runs against every store the suite
-builds (memory, local disk, SQLite, PostgreSQL, an fsspec filesystem): the change is made behind the index (another
-workspace over the same store, another principal's view, the store itself), right after a
-search warmed the memory, and the next search must already hide the hit.
+Red-team variants (area A) of the class *hidden documents on every read path* and *relabelling
+through sidecars* (``docs/security.md``). A memory store vouches for a hit's file while its
+change mark stays; other stores are looked at on every search. Each attack runs against every
+store the suite builds (memory, local disk, SQLite, PostgreSQL, an fsspec filesystem): the
+change is made behind the index (another workspace over the same store, another principal's
+view, the store itself), right after a search warmed the memory, and the next search must
+already hide the hit.
 """
 
 from __future__ import annotations

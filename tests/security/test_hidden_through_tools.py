@@ -1,9 +1,10 @@
-"""Red-team variants of "hidden documents on every read path" and "existence oracles"
-(docs/security.md) through the agent tools, both styles: each tool call runs in a world with
-hidden entries (a hidden file, a folder of hidden files, a large and a binary hidden file;
-hidden by their labels or by policy rules) and in the same world without them, and the tool's
-whole output must be the same (grep counts and skipped files, listings, globs with braces,
-``**`` and character classes, search with relations, errors word for word).
+"""The agent tools, both styles, answer exactly as if hidden entries did not exist (red-team
+variants of "hidden documents on every read path" and "existence oracles", docs/security.md):
+each tool call runs in a world with hidden entries (a hidden file, a folder of hidden files, a
+large and a binary hidden file; hidden by their labels or by policy rules) and in the same world
+without them, and the tool's whole output must be the same (grep counts and skipped files,
+listings, globs with braces, ``**`` and character classes, search with relations, errors word
+for word).
 """
 
 from __future__ import annotations

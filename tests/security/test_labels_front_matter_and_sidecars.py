@@ -1,6 +1,8 @@
-"""Issue 10, tried again as an attacker would: more variants of each leak class than the issue
-lists (front-matter encodings, sidecars of sidecars, sidecar names made folders, refused
-relabellings that leave files behind), each through the workspace, the way an agent reaches it.
+"""Labels from front matter and sidecars hold however they are spelt, and a refused relabelling
+changes nothing. Issue 10, tried again as an attacker would: more variants of each leak class
+than the issue lists (front-matter encodings, sidecars of sidecars, sidecar names made folders,
+refused relabellings that leave files behind), each through the workspace, the way an agent
+reaches it.
 
 Every test builds a real workspace (memory stores, the in-memory index) with an owner who writes
 the documents and a principal with fewer rights who tries to learn or change what it may not.

@@ -1,8 +1,9 @@
-"""Red-team variants of "labels computed twice" and stale labels (docs/security.md): a document's
-labels are cached per file version, so whatever tells one version of its bytes from another
-must change when its labels can. Another program writing a local folder in place can keep a
-file's size, inode and mtime (the local store's version) and still change its front matter or
-its sidecar; the read must never serve the new bytes under the old, looser labels.
+"""A file changed in place behind the workspace is never read under its old, looser labels
+(red-team variants of "labels computed twice" and stale labels, docs/security.md): a document's
+labels are cached per file version, so whatever tells one version of its bytes from another must
+change when its labels can. Another program writing a local folder in place can keep a file's
+size, inode and mtime (the local store's version) and still change its front matter or its
+sidecar; the read must never serve the new bytes under the old, looser labels.
 
 Each test writes through a real workspace on a real local folder, reads once as a reader (so
 the labels are cached), changes the file or its sidecar in place behind the workspace's back,

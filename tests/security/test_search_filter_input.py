@@ -1,9 +1,10 @@
-"""Red team, area A: hostile values in a search's ``filter`` are a one-line argument error
-(HTTP 400), never a ``TypeError`` or ``AttributeError`` from inside the index (HTTP 500 and
-an error in the server's log).
+"""Hostile values in a search's ``filter`` are a one-line argument error (HTTP 400), never a
+``TypeError`` or ``AttributeError`` from inside the index (HTTP 500 and an error in the server's
+log).
 
-Class: *hostile input and bounded work* (``docs/security.md``). The server passes a request's
-``filter`` object through as it came; an agent's tool arguments may hold anything JSON does.
+Red-team variants (area A) of the class *hostile input and bounded work* (``docs/security.md``).
+The server passes a request's ``filter`` object through as it came; an agent's tool arguments
+may hold anything JSON does.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
-"""Red team, area A: one table per tenant and source means *one* — no two partitions share a
-table name, so no search of one tenant reads a table holding another tenant's documents, and
-no table's statistics or errors tell one tenant of another's tables.
+"""One table per tenant and source means *one* — no two partitions share a table name, so no
+search of one tenant reads a table holding another tenant's documents, and no table's statistics
+or errors tell one tenant of another's tables.
 
-Class: *hidden documents on every read path* (``docs/tenancy.md``: "another tenant's table is
-never read for a query"). Names are reduced to ``[a-z0-9_]``; the tenant-less table is named
-``shared`` and the root source ``root``, so a tenant *called* ``shared`` (or a mount
-``/root``) must not land in the same table.
+Red-team variants (area A) of the class *hidden documents on every read path*
+(``docs/tenancy.md``: "another tenant's table is never read for a query"). Names are reduced to
+``[a-z0-9_]``; the tenant-less table is named ``shared`` and the root source ``root``, so a
+tenant *called* ``shared`` (or a mount ``/root``) must not land in the same table.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Red-team variants of configuration (issue 10's classes): each bad value is one line that
-names the key, never a silent fail-open (pins variants that held; the control-character ids
-pin a gap fixed in the configuration's principal and users)."""
+"""Each bad configuration value is one line that names the key, never a silent fail-open
+(red-team variants of issue 10's classes; pins variants that held; the control-character ids pin
+a gap fixed in the configuration's principal and users)."""
 
 from __future__ import annotations
 
