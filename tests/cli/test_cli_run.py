@@ -18,29 +18,6 @@ import pytest
 from cli_support import Run, as_json, error_of
 
 from bastion.agents.tools.execute import execute
-from bastion.sandbox import SandboxError
-from bastion.sandbox.bwrap import bwrap_binary
-
-EXECUTE_RULE = (
-    '  { effect = "allow", actions = ["execute"], paths = ["/**"], roles = ["editor"] },\n'
-)
-
-
-@pytest.fixture
-def runnable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run: Run) -> Path:
-    """A starter workspace whose editors (bob) may run commands; guests may not."""
-    try:
-        bwrap_binary()
-    except SandboxError as exc:
-        pytest.skip(f"bubblewrap cannot run on this machine: {exc}")
-    folder = tmp_path / "ws"
-    assert run("init", str(folder)).exit_code == 0
-    config = folder / "bastion.toml"
-    text = config.read_text()
-    config.write_text(text.replace("rules = [\n", "rules = [\n" + EXECUTE_RULE, 1))
-    (folder / "docs" / "a.md").write_text("hello\n")
-    monkeypatch.chdir(folder)
-    return folder
 
 
 def test_output_and_exit_status_are_the_commands(runnable: Path, run: Run) -> None:

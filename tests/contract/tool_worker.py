@@ -1,5 +1,5 @@
 """A child process that increments one large counter file through the agent tools'
-session, for ``test_redteam_tool_processes``.
+session, for ``test_lost_updates_tool_processes``.
 
 Run as ``python tool_worker.py SPEC`` (the JSON of ``cas_worker``'s specs plus ``"rounds"``
 and ``"lines"``). It opens its own store (:func:`cas_worker.open_store`) under a workspace,

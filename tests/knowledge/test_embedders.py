@@ -293,7 +293,7 @@ def test_bad_options_are_configuration_errors() -> None:
 
 
 def test_onnx_default_is_int8_on_cpu() -> None:
-    # The CPU default without a runtime asked follows the CPU (test_embedding_variants.py);
+    # The CPU default without a runtime asked follows the CPU (test_embedder_number_formats.py);
     # ONNX Runtime's own default on CPU is int8.
     embedder = LocalEmbedder(device="cpu", runtime="onnx")
     assert embedder.variant == "int8"

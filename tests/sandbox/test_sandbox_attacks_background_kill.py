@@ -8,15 +8,10 @@ the end comes back, and nothing is left for the host, not even a zombie.
 from __future__ import annotations
 
 import asyncio
-import json
-import os
-import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sandbox_support import READER, require_bwrap, workspace
+from sandbox_support import READER, left_for_the_host, require_bwrap, workspace
 
 from bastion import RunLimits, Workspace
 from bastion.sandbox.process_info import ProcessInfo
@@ -35,21 +30,6 @@ sleep prints ``done`` or leaves a marker."""
 @pytest.fixture
 def bwrap() -> None:
     require_bwrap()
-
-
-@pytest.fixture
-def full_load() -> Iterator[None]:
-    burners = [
-        subprocess.Popen([sys.executable, "-c", "while True: pass"])
-        for _ in range(2 * (os.cpu_count() or 2))
-    ]
-    try:
-        yield
-    finally:
-        for burner in burners:
-            burner.kill()
-        for burner in burners:
-            burner.wait()
 
 
 async def _ended(ws: Workspace, pid: str) -> ProcessInfo:
@@ -145,13 +125,7 @@ async def test_children_left_by_a_process_that_exits_never_write_back() -> None:
     assert not await ws.exists("/scratch/late") and not await ws.exists("/scratch/late2")
 
 
-_REAPER = """
-import asyncio, ctypes, json, os
-from bastion import RunLimits
-from sandbox_support import workspace
-
-assert ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
-
+_MAIN = """
 async def ended(ws, pid):
     while next(p for p in await ws.processes() if p.id == pid).state == "running":
         await asyncio.sleep(0.05)
@@ -172,31 +146,8 @@ async def main():
         await ws.start_process("sleep 30 & exec sleep 30", cwd="/scratch", limits=room)
     await ws.close_processes()
 
-asyncio.run(main())
-me = os.getpid()
-left = []
-for entry in os.listdir("/proc"):
-    if entry.isdigit():
-        try:
-            fields = open(f"/proc/{entry}/stat", "rb").read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == me:
-            left.append([int(entry), fields[0].decode()])
-print(json.dumps(left))
 """
 
 
 def test_no_background_process_leaves_anything_for_the_host(tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-    done = subprocess.run(
-        [sys.executable, "-c", _REAPER],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-        timeout=180,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout.splitlines()[-1]) == []
+    assert left_for_the_host(_MAIN, tmp_path, timeout=180) == []

@@ -14,32 +14,10 @@ import pytest
 from click.testing import CliRunner, Result
 
 from bastion.cli import main
-from bastion.sandbox import SandboxError
-from bastion.sandbox.bwrap import bwrap_binary
-
-EXECUTE_RULE = (
-    '  { effect = "allow", actions = ["execute"], paths = ["/**"], roles = ["editor"] },\n'
-)
 
 
 def _run(*args: str) -> Result:
     return CliRunner().invoke(main, list(args))
-
-
-@pytest.fixture
-def runnable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    try:
-        bwrap_binary()
-    except SandboxError as exc:
-        pytest.skip(f"bubblewrap cannot run on this machine: {exc}")
-    folder = tmp_path / "ws"
-    assert _run("init", str(folder)).exit_code == 0
-    config = folder / "bastion.toml"
-    text = config.read_text()
-    config.write_text(text.replace("rules = [\n", "rules = [\n" + EXECUTE_RULE, 1))
-    (folder / "docs" / "a.md").write_text("hello\n")
-    monkeypatch.chdir(folder)
-    return folder
 
 
 def _one_line_error(result: Result) -> str:

@@ -9,15 +9,10 @@ to go process by process, and under load a shell whose ``sleep`` died first ran 
 from __future__ import annotations
 
 import asyncio
-import json
-import os
-import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sandbox_support import READER, require_bwrap, workspace
+from sandbox_support import READER, left_for_the_host, require_bwrap, workspace
 
 from bastion import RunLimits, RunResult
 
@@ -30,23 +25,6 @@ _AT_ONCE = 10
 @pytest.fixture
 def bwrap() -> None:
     require_bwrap()
-
-
-@pytest.fixture
-def full_load() -> Iterator[None]:
-    """Two processes burning CPU per core for the whole test (the old kill, process by
-    process, let a shell print ``done`` in about 1 run in 40 under this load)."""
-    burners = [
-        subprocess.Popen([sys.executable, "-c", "while True: pass"])
-        for _ in range(2 * (os.cpu_count() or 2))
-    ]
-    try:
-        yield
-    finally:
-        for burner in burners:
-            burner.kill()
-        for burner in burners:
-            burner.wait()
 
 
 _ROOM = RunLimits(processes=4096)
@@ -113,14 +91,7 @@ async def test_a_limit_ends_the_whole_tree_at_once_under_full_load() -> None:
     assert not await ws.exists("/scratch/marker")
 
 
-_REAPER = """
-import asyncio, ctypes, json, os, sys
-from bastion import RunLimits
-from sandbox_support import workspace
-
-# every orphan of this process's tree comes here instead of to the host's init
-assert ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
-
+_MAIN = """
 async def main():
     ws = await workspace()
     for _ in range(3):
@@ -133,33 +104,10 @@ async def main():
     await ws.start_process("sleep 30", cwd="/scratch")
     await ws.close_processes()
 
-asyncio.run(main())
-me = os.getpid()
-left = []
-for entry in os.listdir("/proc"):
-    if entry.isdigit():
-        try:
-            fields = open(f"/proc/{entry}/stat", "rb").read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == me:
-            left.append([int(entry), fields[0].decode()])
-print(json.dumps(left))
 """
 
 
 def test_nothing_is_left_behind_not_even_a_zombie(tmp_path: Path) -> None:
     # in a process of its own that makes itself the subreaper: a sandbox's PID 1 left for the
     # host to reap (bubblewrap killed before it) would come back to it as a zombie
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-    done = subprocess.run(
-        [sys.executable, "-c", _REAPER],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout.splitlines()[-1]) == []
+    assert left_for_the_host(_MAIN, tmp_path, timeout=120) == []

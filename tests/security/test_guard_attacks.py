@@ -6,8 +6,9 @@ store (bypassing the guard), attacks it through the public ``Workspace`` API and
 what the caller sees and what the stores still hold. Attacks that do not depend on the backend
 run over every store adapter (``memory`` and, when present, ``local``).
 
-Known bugs found while writing this suite are pinned in ``test_found_bugs.py``; the tests
-here assert only behaviour that holds today and must keep holding.
+Bugs found while writing this suite are pinned by behaviour in ``test_guard_answers.py``,
+``test_policy_unicode_spellings.py``, ``test_limits_not_bypassed.py`` and
+``test_malformed_requests_counted.py``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Regressions around the fixes for ``test_found_bugs.py``: the edges those fixes touch
+"""Regressions around the fixes pinned in ``test_guard_answers.py`` and its neighbours (the
+bugs once in ``test_found_bugs.py``): the edges those fixes touch
 (hidden mounts nested or named directly, all-or-nothing copies and moves, read limits on line
 ranges, error wording at the store edge, remembered policy decisions), for every store."""
 

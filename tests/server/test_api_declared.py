@@ -72,7 +72,7 @@ def test_every_endpoint_answers_in_its_declared_shape(client: httpx.Client, toke
     untried = set(by_route) - {(m, p) for m, p, _ in calls}
     # the change journal's routes: this server keeps no journal (tests/server/test_api_changes.py)
     untried -= {(e.method, e.path) for e in all_endpoints() if e.path.startswith(_JOURNAL)}
-    # the demo login is off on this server (tests/server/test_redteam_entry_api.py signs in);
+    # the demo login is off on this server (tests/server/test_api_bodies_and_claims.py signs in);
     # accounts and OpenID Connect need a workspace file (test_accounts.py, test_oidc.py);
     # /metrics answers text (test_metrics.py)
     assert untried == {

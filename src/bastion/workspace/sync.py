@@ -8,7 +8,7 @@ event loop, when no loop runs in that thread (a script, a synchronous agent's to
 thread hop, and a call that never waits finishes in its first step); handed to that loop when
 one does (a notebook, an async server) or when another thread is driving the loop. The facade
 works from plain code, from many threads at once, and from code that already runs a loop.
-``tests/unit/test_sync_facade.py`` checks that every public coroutine method of
+``tests/workspace/test_sync_facade.py`` checks that every public coroutine method of
 :class:`Workspace` is here.
 """
 
