@@ -41,6 +41,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
+from bastion.core.memo import Memo
 from bastion.knowledge.index.analysis import Analyzer
 from bastion.knowledge.index.postings import Postings
 from bastion.knowledge.index.scoring import LuceneBM25, Scoring, Statistics
@@ -187,7 +188,7 @@ class BM25:
         self.scoring: Scoring = scoring if scoring is not None else LuceneBM25(k1, b)
         self._postings = Postings(self.analyzer)
         self._view: _View | None = None
-        self._masked: dict[int, tuple[_Bool, _View]] = {}
+        self._masked: Memo[int, tuple[_Bool, _View]] = Memo(_MASKED)
         self._groups = np.zeros(0, dtype=np.int64)
         """Per slot, its document's number (the caller's; ``-1 - slot`` when none was given)."""
         self._added = 0
@@ -254,7 +255,7 @@ class BM25:
         if view is not None and view.owed:
             self._due = True
         self._view = None
-        self._masked = {}
+        self._masked = Memo(_MASKED)
 
     def _bulk_due(self) -> bool:
         """A bulk add since the last unfiltered view: enough entries added (see
@@ -369,8 +370,6 @@ class BM25:
         else:
             avgdl = float(p.lengths[visible].sum()) / max(n, 1)
             view = _View(visible, n, self.scoring.length_norm(p.lengths, avgdl))
-        if len(self._masked) >= _MASKED:
-            self._masked.clear()
         self._masked[id(mask)] = (mask, view)  # holds the mask: ids stay unique
         return view
 
