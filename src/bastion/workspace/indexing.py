@@ -24,7 +24,7 @@ import asyncio
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from bastion.core.errors import BastionError, NotFoundError
 from bastion.core.models import FileInfo, Labels, Scope
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from bastion.core.mounts import MountTable
     from bastion.core.principal import Classifications
     from bastion.knowledge.engine import FileToIndex, Knowledge
-    from bastion.knowledge.index.models import DocumentMeta, IndexFilter
+    from bastion.knowledge.index.models import DocumentMeta
     from bastion.knowledge.indexer import IndexProgress
 
 __all__ = ["IndexFollower", "IndexSummary", "KnowledgeLink"]
@@ -314,12 +314,6 @@ class KnowledgeLink:
         await self.knowledge.remove_many(gone)
 
     # -- searching ---------------------------------------------------------------------------
-
-    def access_filter(
-        self, ctx: GuardContext, path: VPath, options: Mapping[str, Any] | None
-    ) -> IndexFilter:
-        """See :meth:`HitChecks.access_filter`."""
-        return self.checks.access_filter(ctx, path, options)
 
     def may_read(self, ctx: GuardContext, meta: DocumentMeta) -> bool:
         """See :meth:`HitChecks.may_read`."""
