@@ -20,17 +20,16 @@ goes back to per term, with no full rescoring. Slots of
 removed entries stay in the arrays (masked out by ``alive``) until :meth:`BM25.compact`;
 ``bench/search_scifact.py`` checks the scores against bm25s and rank_bm25 on SciFact.
 
-Entries belong to *documents* (a group number per slot, the caller's). :meth:`BM25.ranked`
-scores documents, not entries: a document's term frequencies and length are the sums of its
-entries' (each entry indexing only what it adds to the document, see
-:mod:`bastion.knowledge.index.passages`), and N, df and avgdl count documents. Each matching
-entry then carries its document's score scaled by its own (entry-level) score over the best
-entry's of that document: the best entry of a document scores exactly as the whole document
-would, the others less. On SciFact's train queries this ranks documents as whole-document
-BM25 does (nDCG@10 0.704 against 0.694 for the best entry alone, ``bench/bm25_quality.py``,
-``docs/decisions.md``). :class:`Statistics` are the document-level counts for one query; summed
-over several indexes (tables of one tenant and source each) and handed back to
-:meth:`BM25.ranked`, they score every table on one scale.
+Entries belong to *documents* (a group number per slot, the caller's). :meth:`BM25.ranked` scores
+documents, not entries: a document's term frequencies and length are the sums of its entries' (each
+entry indexing only what it adds to the document, see :mod:`bastion.knowledge.index.passages`), and
+N, df and avgdl count documents. Each matching entry then carries its document's score scaled by its
+own (entry-level) score over the best entry's of that document: the best entry of a document scores
+exactly as the whole document would, the others less. On SciFact's train queries this ranks
+documents as whole-document BM25 does, better than the best entry alone (``bench/bm25_quality.py``,
+``docs/benchmarks.md``, "Figures out of the code"). :class:`Statistics` are the document-level
+counts for one query; summed over several indexes (tables of one tenant and source each) and handed
+back to :meth:`BM25.ranked`, they score every table on one scale.
 """
 
 from __future__ import annotations
