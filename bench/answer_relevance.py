@@ -223,12 +223,15 @@ async def _governed(folder: Path, embedder: LocalEmbedder) -> Corpus:
 
 async def contexts_for(corpus: Corpus, who: Principal, question: str, mode: str) -> list[Context]:
     """What ask's retrieval brings ``who`` (``k`` chunks, whole, in retrieval order)."""
-    result = await corpus.ws.with_principal(who).search(question, mode=mode, k=K)
+    return await contexts(corpus.ws, corpus.knowledge.index, who, question, mode)
+
+
+async def contexts(ws: Any, index: Any, who: Principal, question: str, mode: str) -> list[Context]:
+    """:func:`contexts_for` of a workspace and its index (``bench/answer_eval.py`` too)."""
+    result = await ws.with_principal(who).search(question, mode=mode, k=K)
     out = []
     for hit in result.hits:
-        chunk = next(
-            c for c in corpus.knowledge.index.chunks_of(hit.doc_id) if c.chunk_id == hit.chunk_id
-        )
+        chunk = next(c for c in index.chunks_of(hit.doc_id) if c.chunk_id == hit.chunk_id)
         out.append(
             Context(
                 chunk_id=hit.chunk_id,

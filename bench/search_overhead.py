@@ -111,7 +111,7 @@ async def _measure(
             same = 0
             for r in range(rounds):
                 for i, text in enumerate(texts):
-                    flt = link.access_filter(agent._searching.ctx, _root(), None)
+                    flt = link.checks.access_filter(agent._searching.ctx, _root(), None)
                     order = (i + r) % 3
                     for step in range(3):
                         which = (order + step) % 3

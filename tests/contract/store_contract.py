@@ -361,6 +361,17 @@ class StoreContract:
             await store.write(VPath.ROOT, b"x")
         assert (await store.stat(VPath.ROOT)).is_dir
 
+    async def test_a_mode_given_as_a_plain_string_is_that_mode(self, store: Store) -> None:
+        # Store.begin_write: "create" and "append" are never taken for an overwrite.
+        await store.write(P("/m.txt"), b"one", mode="create")  # type: ignore[arg-type]
+        with pytest.raises(AlreadyExistsError):
+            await store.write(P("/m.txt"), b"two", mode="create")  # type: ignore[arg-type]
+        await store.write(P("/m.txt"), b"+", mode="append")  # type: ignore[arg-type]
+        assert await store.read_all(P("/m.txt")) == b"one+"
+        with pytest.raises(ValueError, match="bogus"):
+            await store.write(P("/n.txt"), b"x", mode="bogus")  # type: ignore[arg-type]
+        assert not await store.exists(P("/n.txt"))
+
     # -- versions ----------------------------------------------------------------------------
 
     async def test_version_changes_on_every_write(self, store: Store) -> None:

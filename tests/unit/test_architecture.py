@@ -30,6 +30,7 @@ LAYERS: dict[str, int] = {
     "core": 0,  # pure domain and ports: the standard library only
     "remote": 1,  # HTTP plumbing for remote services (retries, one OpenAI-compatible client)
     "analysis": 1,  # the keyword analyzer: keyword search and the answer's checks share it
+    "configfile": 1,  # the one reader of TOML / YAML settings files (config, identity, server)
     "stores": 2,
     "knowledge": 2,
     "governance": 2,

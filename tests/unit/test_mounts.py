@@ -57,5 +57,3 @@ def test_virtual_directories() -> None:
     assert table.is_virtual_dir(VPath.parse("/a"))
     assert table.is_virtual_dir(VPath.ROOT)
     assert not table.is_virtual_dir(VPath.parse("/a/d"))
-    assert table.child_mount_names(VPath.parse("/a")) == {"b", "d"}
-    assert table.child_mount_names(VPath.ROOT) == {"a"}

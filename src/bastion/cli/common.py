@@ -240,20 +240,14 @@ def load_config(path: Path) -> WorkspaceConfig:
 
 
 def server_tables(path: Path) -> bool:
-    import tomllib
-
-    import yaml
+    from bastion.configfile import read_table
+    from bastion.core.errors import ConfigurationError
 
     try:
-        text = path.read_text(encoding="utf-8")
-        data = (
-            yaml.safe_load(text)
-            if path.suffix.lower() in (".yaml", ".yml")
-            else tomllib.loads(text)
-        )
-    except (OSError, ValueError, yaml.YAMLError):
+        data = read_table(path, "workspace file")
+    except ConfigurationError:
         return False  # the workspace file's own loader says what is wrong
-    return isinstance(data, dict) and bool({"server", "identity"} & set(data))
+    return bool({"server", "identity"} & set(data))
 
 
 def users_of(config: WorkspaceConfig | None) -> Mapping[str, Principal]:

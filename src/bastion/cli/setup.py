@@ -221,30 +221,28 @@ def _mount_rows(config: WorkspaceConfig) -> list[dict[str, Any]]:
 
 
 def _may(config: WorkspaceConfig, principal: Principal) -> dict[str, list[str]]:
-    """Per mount, the actions the scope, the policy and the mount's labels grant
-    ``principal`` on it (a document's own labels may narrow this further)."""
-    from bastion.core.models import Action, Scope
+    """Per mount, the actions ``principal`` could be granted somewhere in it: none for a mount
+    it sees nothing of (``core.visibility.prefix_hidden``, as the workspace decides), else each
+    action its scope allows and the policy could allow there (``core.visibility.may_reach``). A
+    document's own labels may narrow this further."""
+    from bastion.core.audit import NullAuditSink
+    from bastion.core.models import Action
+    from bastion.core.operation import GuardContext
     from bastion.core.paths import VPath
-    from bastion.core.principal import labels_admit
+    from bastion.core.visibility import may_reach, prefix_hidden
 
-    policy = config.policy
-    roles = policy.effective_roles(principal)
-    allowed_by_scope = {
-        Scope.READ_ONLY: {"read", "list", "search"},
-        Scope.WRITE_ONLY: {"write"},
-        Scope.READ_WRITE: set(_ACTIONS),
-    }
+    ctx = GuardContext(principal, config.policy, NullAuditSink())
     grants: dict[str, list[str]] = {}
     for mount in config.mounts:
-        if not labels_admit(mount.labels, principal, roles, policy.classifications):
+        prefix = VPath.parse(mount.prefix)
+        if prefix_hidden(ctx, prefix, mount.scope, mount.labels) is not None:
             grants[mount.prefix] = []
             continue
-        where = VPath.parse(mount.prefix)
         grants[mount.prefix] = [
-            action
-            for action in _ACTIONS
-            if action in allowed_by_scope.get(mount.scope, set())
-            and policy.decide(principal, Action(action), where.child("x")).allowed
+            action.value
+            for action in map(Action, _ACTIONS)
+            if mount.scope.allows(action)
+            and may_reach(ctx.policy, principal, ctx.roles, action, prefix)
         ]
     return grants
 

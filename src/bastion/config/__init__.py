@@ -27,16 +27,14 @@ import dataclasses
 import logging
 import math
 import os
-import tomllib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from bastion.config.env import expand_env, names, unknown
 from bastion.config.people import default_user, load_users, principal_table, users_table
+from bastion.configfile import read_table
 from bastion.core.errors import BastionError, ConfigurationError, InvalidPathError
 from bastion.core.models import Labels, Scope
 from bastion.core.mounts import Mount
@@ -220,31 +218,16 @@ class WorkspaceConfig:
         """Read and check a workspace file: ``.toml``, or ``.yaml`` / ``.yml`` holding the
         same tables. Every error names the file."""
         file = Path(path)
-        if file.suffix.lower() not in (".yaml", ".yml"):
-            return cls.from_toml(file, env=env)
-        try:
-            data = yaml.safe_load(file.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise ConfigurationError(f"cannot read workspace file {file}: {exc.strerror}") from None
-        except (yaml.YAMLError, UnicodeDecodeError):
-            raise ConfigurationError(f"workspace file {file} is not valid YAML") from None
-        return cls._checked(data, file, env)
+        return cls._checked(read_table(file, "workspace file"), file, env)
 
     @classmethod
     def from_toml(
         cls, path: str | os.PathLike[str], *, env: Mapping[str, str] | None = None
     ) -> WorkspaceConfig:
         """Read and check a ``bastion.toml``; ``env`` defaults to ``os.environ``. Every error
-        names the file."""
+        names the file. The file is read as TOML whatever its name."""
         file = Path(path)
-        try:
-            with file.open("rb") as fh:
-                data = tomllib.load(fh)
-        except OSError as exc:
-            raise ConfigurationError(f"cannot read workspace file {file}: {exc.strerror}") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigurationError(f"workspace file {file} is not valid TOML: {exc}") from None
-        return cls._checked(data, file, env)
+        return cls._checked(read_table(file, "workspace file", fmt="TOML"), file, env)
 
     @classmethod
     def _checked(cls, data: object, file: Path, env: Mapping[str, str] | None) -> WorkspaceConfig:
@@ -559,19 +542,8 @@ def load_workspace(
 
 def load_policy(path: str | os.PathLike[str]) -> Policy:
     """Load a policy from ``.toml``, ``.yaml`` or ``.yml`` (see ``docs/policy.md``)."""
-    file = Path(path)
-    suffix = file.suffix.lower()
-    if suffix == ".toml":
-        return Policy.from_toml(file)
-    if suffix in (".yaml", ".yml"):
-        try:
-            data = yaml.safe_load(file.read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError) as exc:
-            raise ConfigurationError(f"cannot load policy {file}: {exc}") from exc
-        if not isinstance(data, dict):
-            raise ConfigurationError(f"policy {file} must be a mapping at the top level")
-        try:
-            return Policy.from_dict(data)
-        except ConfigurationError as exc:
-            raise ConfigurationError(f"{file}: {exc}") from None
-    raise ConfigurationError(f"policy file {file} must end in .toml, .yaml or .yml")
+    data = read_table(path, "policy file")
+    try:
+        return Policy.from_dict(data)
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"{Path(path)}: {exc}") from None

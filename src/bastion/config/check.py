@@ -12,14 +12,12 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
-import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
+from bastion.configfile import read_table
 from bastion.core.errors import BastionError, ConfigurationError
 from bastion.core.policy import Policy
 
@@ -36,13 +34,6 @@ class CheckReport:
 
     config: WorkspaceConfig | None = None
     problems: list[str] = field(default_factory=list)
-
-
-def _read(file: Path) -> Any:
-    text = file.read_text(encoding="utf-8")
-    if file.suffix.lower() in (".yaml", ".yml"):
-        return yaml.safe_load(text)
-    return tomllib.loads(text)
 
 
 def check_file(
@@ -70,15 +61,9 @@ def check_file(
     environ = os.environ if env is None else env
     base = file.resolve().parent
     try:
-        data = _read(file)
-    except OSError as exc:
-        report.problems.append(f"{file}: cannot be read ({exc.strerror})")
-        return report
-    except (tomllib.TOMLDecodeError, yaml.YAMLError, UnicodeDecodeError) as exc:
-        report.problems.append(f"{file}: not valid {file.suffix.lstrip('.') or 'TOML'}: {exc}")
-        return report
-    if not isinstance(data, dict):
-        report.problems.append(f"{file}: the top level must be a table")
+        data = read_table(file, "workspace file")
+    except ConfigurationError as exc:
+        report.problems.append(str(exc))
         return report
 
     def attempt(place: str, check: Callable[[], Any]) -> Any:

@@ -4,14 +4,12 @@ file) and ``default_user``, the user the command line acts as when no one is nam
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from bastion.config.env import expand_env, names, unknown
+from bastion.configfile import read_table
 from bastion.core.errors import ConfigurationError
 from bastion.core.policy import Policy
 from bastion.core.principal import Principal, is_plain_name
@@ -113,23 +111,16 @@ def _user_table(data: Any, where: str) -> dict[str, Principal]:
 
 
 def load_users(path: str | os.PathLike[str]) -> dict[str, Principal]:
-    """Users from a TOML (``.toml``) or YAML file: user -> ``tenant``, ``roles``,
+    """Users from a ``.toml``, ``.yaml`` or ``.yml`` file: user -> ``tenant``, ``roles``,
     ``clearance``, ``tags`` (all optional), at the top level or under ``users``; or a list
     of such tables with an ``id`` under ``users`` (the demo's ``users.toml``)."""
-    file = Path(path)
-    try:
-        text_ = file.read_text(encoding="utf-8")
-        data: Any = tomllib.loads(text_) if file.suffix == ".toml" else yaml.safe_load(text_)
-    except OSError as exc:
-        raise ConfigurationError(f"cannot read users file {file}: {exc.strerror}") from None
-    except (tomllib.TOMLDecodeError, yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise ConfigurationError(f"users file {file} cannot be parsed: {exc}") from None
+    data: Any = read_table(path, "users file")
     if isinstance(data, Mapping) and isinstance(data.get("users"), Mapping | list):
         data = data["users"]
     try:
         return _user_table(data, "users")
     except ConfigurationError as exc:
-        raise ConfigurationError(f"users file {file}: {exc}") from None
+        raise ConfigurationError(f"users file {path}: {exc}") from None
 
 
 def default_user(raw: Any, users: Mapping[str, Principal], env: Mapping[str, str]) -> str | None:

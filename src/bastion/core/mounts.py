@@ -63,9 +63,6 @@ class Mount:
     def to_store_path(self, path: VPath) -> VPath:
         return path.relative_to(self.prefix)
 
-    def to_workspace_path(self, store_path: VPath) -> VPath:
-        return self.prefix.join(store_path)
-
 
 def _bounded(store: Store) -> bool:
     """True when ``store`` or a store it wraps (``.inner``) already carries a timeout."""
@@ -127,12 +124,3 @@ class MountTable:
         return any(
             len(m.prefix.parts) > n and m.prefix.parts[:n] == path.parts for m in self._mounts
         )
-
-    def child_mount_names(self, path: VPath) -> set[str]:
-        """Names of the entries directly under ``path`` that lead to a mount below it."""
-        n = len(path.parts)
-        return {
-            m.prefix.parts[n]
-            for m in self._mounts
-            if len(m.prefix.parts) > n and m.prefix.parts[:n] == path.parts
-        }

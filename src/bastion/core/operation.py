@@ -19,6 +19,7 @@ from types import TracebackType
 
 from bastion.core.audit import AuditRecord, AuditSink, internal_now
 from bastion.core.errors import AccessDeniedError, NotFoundError, OperationError
+from bastion.core.memo import Memo
 from bastion.core.models import Action, Labels
 from bastion.core.paths import VPath
 from bastion.core.policy import Decision, Policy
@@ -61,9 +62,9 @@ class GuardContext:
         self.audit = audit
         self.limiter = limiter
         self.roles = policy.effective_roles(principal)
-        self._decisions: dict[tuple[Action, tuple[str, ...]], Decision] = {}
-        self._blocked: dict[tuple[str, ...], str | None] = {}
-        self._admitted: dict[Labels, bool] = {}
+        self._decisions: Memo[tuple[Action, tuple[str, ...]], Decision] = Memo(_CACHE_LIMIT)
+        self._blocked: Memo[tuple[str, ...], str | None] = Memo(_CACHE_LIMIT)
+        self._admitted: Memo[Labels, bool] = Memo(_CACHE_LIMIT)
         self.mounts_seen: dict[object, str | None] = {}
         """Why the principal sees nothing of a mount, or ``None`` (``core.visibility``)."""
 
@@ -78,8 +79,6 @@ class GuardContext:
         decision = self._decisions.get(key)
         if decision is None:
             decision = self.policy.decide(self.principal, action, path, self.roles)
-            if len(self._decisions) >= _CACHE_LIMIT:
-                self._decisions.clear()
             self._decisions[key] = decision
         return decision
 
@@ -93,8 +92,6 @@ class GuardContext:
         except KeyError:
             pass
         found = self.policy.limits.blocked(path)
-        if len(self._blocked) >= _CACHE_LIMIT:
-            self._blocked.clear()
         self._blocked[path.parts] = found
         return found
 
@@ -103,8 +100,6 @@ class GuardContext:
         known = self._admitted.get(labels)
         if known is None:
             known = labels_admit(labels, self.principal, self.roles, self.policy.classifications)
-            if len(self._admitted) >= _CACHE_LIMIT:
-                self._admitted.clear()
             self._admitted[labels] = known
         return known
 
@@ -216,7 +211,7 @@ class Operation:
     def _finish(self, *, allowed: bool, reason: str, told: str | None = None) -> None:
         ctx = self._ctx
         ctx.audit.append(
-            AuditRecord(  # in field order, by position: a quarter faster than by keyword
+            AuditRecord(  # in field order, by position: faster than by keyword
                 time.time(),
                 ctx.principal.id,
                 ctx.principal.tenant,

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from bastion.core.errors import InvalidPathError
+from bastion.core.memo import Memo
 
 __all__ = ["MAX_NAME_BYTES", "MAX_PATH_BYTES", "VPath"]
 
@@ -42,10 +43,9 @@ _BIDI_CONTROLS = frozenset(
 # are plain names (no control character, backslash or colon, no leading dot, so never "." or
 # ".." or a drive), one slash between them, each name within MAX_NAME_BYTES. ASCII is already
 # NFC. Anything else takes the general path below, which decides it in full.
-_PARSED: dict[str, VPath] = {}
+_PARSED: Memo[str, VPath] = Memo(1024)
 """Paths parsed lately (a path is immutable): a tool call, its approval, its scratch check and
 the workspace's operation each parse the same string."""
-_PARSED_KEPT = 1024
 _PLAIN_PATH = re.compile(r"(?:/[^\x00-\x1f\x7f\\/:.][^\x00-\x1f\x7f\\/:]{0,254})+")
 _PLAIN_NAME = re.compile(r"[^\x00-\x1f\x7f\\/:.][^\x00-\x1f\x7f\\/:]{0,254}")
 """One segment of the common case (see ``_PLAIN_PATH``): a child name taken as it is."""
@@ -88,8 +88,6 @@ class VPath:
             parsed = cls(tuple(raw[1:].split("/")))
         else:
             parsed = cls._parse_general(raw)
-        if len(_PARSED) >= _PARSED_KEPT:
-            _PARSED.clear()
         _PARSED[raw] = parsed
         return parsed
 

@@ -8,12 +8,10 @@ objects or from a mapping (what a TOML or YAML file holds, see :meth:`Policy.fro
 
 from __future__ import annotations
 
-import tomllib
 import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from pathlib import Path
 from typing import Any
 
 from bastion.core.errors import ConfigurationError
@@ -275,19 +273,6 @@ class Policy:
             roles=roles,
             classifications=classifications,
         )
-
-    @classmethod
-    def from_toml(cls, path: str | Path) -> Policy:
-        """Load a policy file written in TOML (YAML files: ``bastion.config.load_policy``)."""
-        try:
-            with Path(path).open("rb") as fh:
-                data = tomllib.load(fh)
-        except (OSError, tomllib.TOMLDecodeError) as exc:
-            raise ConfigurationError(f"cannot load policy {path}: {exc}") from exc
-        try:
-            return cls.from_dict(data)
-        except ConfigurationError as exc:
-            raise ConfigurationError(f"{path}: {exc}") from None
 
 
 def _parse_actions(actions: Iterable[str] | str) -> frozenset[Action]:

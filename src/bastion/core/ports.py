@@ -228,3 +228,15 @@ class Store(ABC):
         files (the default)."""
         del path, data
         return None
+
+    # -- shared by the primitives ------------------------------------------------------------
+
+    @staticmethod
+    def begin_write(path: VPath, mode: WriteMode | str) -> WriteMode:
+        """The start every store's :meth:`write` shares: ``mode`` as a :class:`WriteMode` (a
+        plain ``"create"`` or ``"append"`` too, never taken for an overwrite; anything else is
+        a ``ValueError``), and the root refused (it is a directory)."""
+        checked = WriteMode(mode)
+        if path.is_root:
+            raise IsADirectoryError_("/ is a directory")
+        return checked

@@ -1,9 +1,8 @@
-"""Text ports: what chunking and governed answers need from a tokenizer and from the keyword
-analyzer.
+"""Text ports: what chunking and governed answers need from a tokenizer.
 
 Both ``bastion.knowledge`` (which implements them) and ``bastion.governance`` (whose answer
-workflow counts context tokens and measures word overlap) use these, and neither may import
-the other, so the ports live here, in the core, like the store port.
+workflow counts context tokens) use these, and neither may import the other, so the ports live
+here, in the core, like the store port.
 """
 
 from __future__ import annotations
@@ -12,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-__all__ = ["RELEVANCE_FLOOR", "TermAnalyzer", "TokenCounter", "Tokens"]
+__all__ = ["RELEVANCE_FLOOR", "TokenCounter", "Tokens"]
 
 RELEVANCE_FLOOR = 0.791
 """The evidence score a sentence must reach (``bastion.governance.answer.evidence``; chosen on
@@ -55,12 +54,4 @@ class TokenCounter(Protocol):
 
     def count_batch(self, texts: Sequence[str]) -> list[int]:
         """``count`` of each text."""
-        ...
-
-
-class TermAnalyzer(Protocol):
-    """Text to index terms (folded, stop words out, stemmed), as keyword search sees it."""
-
-    def analyze(self, text: str) -> list[str]:
-        """The terms of ``text`` in order; repeated terms are kept."""
         ...

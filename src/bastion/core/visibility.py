@@ -35,6 +35,7 @@ __all__ = [
     "may_reach",
     "mount_hidden",
     "mount_seen",
+    "prefix_hidden",
     "refused",
     "ruled_out",
     "undated",
@@ -198,15 +199,21 @@ def mount_hidden(ctx: GuardContext, mount: Mount) -> str | None:
 
 
 def _hidden(ctx: GuardContext, mount: Mount) -> str | None:
-    blocked = ctx.blocked(mount.prefix)
+    return prefix_hidden(ctx, mount.prefix, mount.scope, mount.labels)
+
+
+def prefix_hidden(ctx: GuardContext, prefix: VPath, scope: Scope, labels: Labels) -> str | None:
+    """:func:`mount_hidden` of a mount at ``prefix`` with this scope and these labels, for a
+    mount described but not opened (``bastion config check``)."""
+    blocked = ctx.blocked(prefix)
     if blocked is not None:
         return f"blocked segment {blocked!r}"
-    if mount.scope is not Scope.WRITE_ONLY and not ctx.admits(mount.labels):
+    if scope is not Scope.WRITE_ONLY and not ctx.admits(labels):
         return LABELS_HIDE
     why: str | None = "the mount's scope allows none of read, list, write"
     for action in SEEING:
-        if mount.scope.allows(action):
-            why = reach(ctx.policy, ctx.principal, ctx.roles, action, mount.prefix)
+        if scope.allows(action):
+            why = reach(ctx.policy, ctx.principal, ctx.roles, action, prefix)
             if why is None:
                 return None
     return why

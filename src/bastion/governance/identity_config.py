@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import math
 import os
-import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-import yaml
-
+from bastion.configfile import read_table
 from bastion.core.errors import ConfigurationError
 from bastion.core.schema import list_of_names, show
 from bastion.governance.claims import ClaimsMapping
@@ -241,21 +239,7 @@ class IdentityConfig:
         """Load ``.toml``, ``.yaml`` or ``.yml``: its ``identity`` table, or the whole file when
         it has none. Relative key files are found next to the configuration file."""
         file = Path(path)
-        suffix = file.suffix.lower()
-        if suffix not in (".toml", ".yaml", ".yml"):
-            raise ConfigurationError(f"identity file {file} must end in .toml, .yaml or .yml")
-        try:
-            text = file.read_text(encoding="utf-8")
-            data: object = (
-                tomllib.loads(text) if suffix == ".toml" else (yaml.safe_load(text) or {})
-            )
-        except (OSError, ValueError, yaml.YAMLError) as exc:
-            # ``from None``: the YAML error itself would still carry the quoted line.
-            raise ConfigurationError(
-                f"cannot load identity configuration {file}: {_why(exc)}"
-            ) from None
-        if not isinstance(data, Mapping):
-            raise ConfigurationError(f"identity file {file} must be a mapping at the top level")
+        data = read_table(file, "identity file")
         table = data.get("identity", data)
         if not isinstance(table, Mapping):
             raise ConfigurationError(f"identity file {file}: 'identity' must be a table")
@@ -263,17 +247,6 @@ class IdentityConfig:
             return cls.from_dict(table, base_dir=file.parent, environ=environ)
         except ConfigurationError as exc:
             raise ConfigurationError(f"{file}: {exc}") from None
-
-
-def _why(exc: Exception) -> str:
-    """Why a file did not load, in one line and without its text: a YAML error quotes the
-    offending line, which may hold an inline secret, so only its problem and place are kept."""
-    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
-        mark = exc.problem_mark
-        return f"{exc.problem or 'not valid YAML'} (line {mark.line + 1}, column {mark.column + 1})"
-    if isinstance(exc, yaml.YAMLError):
-        return "not valid YAML"
-    return str(exc)
 
 
 def _strs(value: object, where: str) -> list[str]:

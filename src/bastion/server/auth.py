@@ -156,11 +156,6 @@ class Authenticator:
             self.revocations.check(read_token(cookie, limit).payload)
         return identity
 
-    @property
-    def configured(self) -> bool:
-        """True when a real identity provider is trusted (not only the demo login)."""
-        return self.verifier is not None
-
     def authenticate(self, authorization: str | None) -> Identity:
         token = bearer_token(authorization)
         verifier = self._verifier_for(token)

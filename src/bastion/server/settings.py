@@ -20,14 +20,11 @@ from __future__ import annotations
 
 import ipaddress
 import os
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-import yaml
-
+from bastion.configfile import read_table
 from bastion.core.errors import ConfigurationError
 from bastion.core.schema import check_keys
 from bastion.server.origin import (
@@ -174,18 +171,4 @@ def is_loopback(host: str) -> bool:
 
 def read_tables(path: str | os.PathLike[str]) -> dict[str, Any]:
     """The top-level tables of a workspace file (TOML, or YAML holding the same tables)."""
-    file = Path(path)
-    try:
-        text = file.read_text(encoding="utf-8")
-        data: object = (
-            yaml.safe_load(text)
-            if file.suffix.lower() in (".yaml", ".yml")
-            else tomllib.loads(text)
-        )
-    except OSError as exc:
-        raise ConfigurationError(f"cannot read workspace file {file}: {exc.strerror}") from None
-    except (ValueError, yaml.YAMLError):
-        raise ConfigurationError(f"workspace file {file} cannot be parsed") from None
-    if not isinstance(data, dict):
-        raise ConfigurationError(f"workspace file {file} must be a table at the top level")
-    return data
+    return read_table(path, "workspace file")

@@ -316,9 +316,7 @@ class FsspecStore(Store):
         mode: WriteMode = WriteMode.OVERWRITE,
         if_version: str | None = None,
     ) -> FileInfo:
-        mode = WriteMode(mode)  # a plain "create" or "append" too, never an overwrite
-        if path.is_root:
-            raise IsADirectoryError_("/ is a directory")
+        mode = self.begin_write(path, mode)
         if not self._conditional_ok:
             refuse_unchecked(path, mode, if_version)
         payload = bytes(data)

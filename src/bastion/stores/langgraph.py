@@ -395,9 +395,7 @@ class LangGraphStore(Store):
         mode: WriteMode = WriteMode.OVERWRITE,
         if_version: str | None = None,
     ) -> FileInfo:
-        mode = WriteMode(mode)  # a plain "create" or "append" too, never an overwrite
-        if path.is_root:
-            raise IsADirectoryError_("/ is a directory")
+        mode = self.begin_write(path, mode)
         if not self._conditional_ok:
             refuse_unchecked(path, mode, if_version)
         return await self._run(path, self._write, path, bytes(data), mode, if_version)

@@ -264,9 +264,7 @@ class LocalStore(Store):
         mode: WriteMode = WriteMode.OVERWRITE,
         if_version: str | None = None,
     ) -> FileInfo:
-        mode = WriteMode(mode)  # a plain "create" or "append" too, never an overwrite
-        if path.is_root:
-            raise IsADirectoryError_("/ is a directory")
+        mode = self.begin_write(path, mode)
         return await self._workers.run(self._write, path, data, mode, if_version)
 
     async def delete(self, path: VPath, *, recursive: bool = False) -> None:

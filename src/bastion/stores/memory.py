@@ -122,9 +122,7 @@ class MemoryStore(Store):
         mode: WriteMode = WriteMode.OVERWRITE,
         if_version: str | None = None,
     ) -> FileInfo:
-        mode = WriteMode(mode)  # a plain "create" or "append" too, never an overwrite
-        if path.is_root:
-            raise IsADirectoryError_("/ is a directory")
+        mode = self.begin_write(path, mode)
         payload = bytes(data)
         with self._lock:
             parent = self._parent_dir(path)

@@ -153,9 +153,7 @@ class SqliteStore(Store):
     ) -> FileInfo:
         """Write ``data`` in one transaction; ``labels``, when given, are set in the same
         transaction (otherwise an existing file keeps its labels)."""
-        mode = WriteMode(mode)  # a plain "create" or "append" too, never an overwrite
-        if path.is_root:
-            raise IsADirectoryError_("/ is a directory")
+        mode = self.begin_write(path, mode)
         view = memoryview(data).cast("B")
         encoded = None if labels is None else tree.encode_labels(labels)
 

@@ -19,6 +19,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from bastion.core.errors import BastionError, ConfigurationError, NotFoundError
+from bastion.core.memo import Memo
 from bastion.core.models import Action, EntryKind, FileInfo, Labels, Scope
 from bastion.core.paths import VPath
 from bastion.core.visibility import why_hidden
@@ -41,6 +42,8 @@ __all__ = ["HitChecks", "SearchView", "indexed_mount", "stale"]
 
 _SNIPPET = 300
 _MEMO = 200_000
+_READERS = 8
+"""Principals whose ``may_read`` answers are kept at once (each up to :data:`_MEMO`)."""
 _FILTERS = 256
 _WAIT = 0.0005
 """A ``stat`` slower than this (seconds) waited for something (a server, a network): hit
@@ -78,7 +81,7 @@ class SearchView:
 
     def __init__(self, ctx: GuardContext) -> None:
         self.ctx = ctx
-        self.cleared: dict[int, Cleared] = {}
+        self.cleared: Memo[int, Cleared] = Memo(_MEMO)
         self.whole: IndexFilter | None = None
 
 
@@ -91,22 +94,21 @@ class HitChecks:
         self.knowledge = knowledge
         self.mounts = mounts
         self._repair = repair
-        self._readable: dict[Principal, dict[DocumentMeta, bool]] = {}
-        self._memo_size = 0
-        """may_read answers. A link serves one workspace (one policy, one mount table), so the
-        principal and the document are the whole key."""
+        self._readable: Memo[Principal, Memo[DocumentMeta, bool]] = Memo(_READERS)
+        """may_read answers, per principal. A link serves one workspace (one policy, one mount
+        table), so the principal and the document are the whole key."""
         self._token = object()
         """Names this link's access checks in index mask caches: a live object, so a cache
         entry can never be matched by another workspace (``id()`` values can be reused)."""
-        self._places: dict[str, tuple[VPath, Mount | None, VPath]] = {}
+        self._places: Memo[str, tuple[VPath, Mount | None, VPath]] = Memo(_MEMO)
         """Indexed path -> (its parsed path, its mount, its path in the mount's store): the
         mount table never changes."""
         self._waiting: set[VPath] = set()
         """Prefixes of the mounts whose ``stat`` waits (see :meth:`_currents`)."""
-        self._filters: dict[tuple[GuardContext, VPath], IndexFilter] = {}
+        self._filters: Memo[tuple[GuardContext, VPath], IndexFilter] = Memo(_FILTERS)
         """:meth:`access_filter` without options, per principal view and path: a pure function
         of the two (the view's policy and principal never change)."""
-        self._vouched: dict[DocumentMeta, tuple[Mount, object]] = {}
+        self._vouched: Memo[DocumentMeta, tuple[Mount, object]] = Memo(_MEMO)
         """Document -> its mount and its store's :meth:`~bastion.core.ports.Store.change_mark`
         when its file was last found to be what the document was indexed from (stores that
         have a mark)."""
@@ -121,8 +123,6 @@ class HitChecks:
             key = (ctx, path)
             known = self._filters.get(key)
             if known is None:
-                if len(self._filters) >= _FILTERS:
-                    self._filters.clear()
                 known = self._filters[key] = self._access_filter(ctx, path, None)
             return known
         return self._access_filter(ctx, path, options)
@@ -170,15 +170,10 @@ class HitChecks:
         metadata: both are immutable, and so are the policy and the mount table."""
         answers = self._readable.get(ctx.principal)
         if answers is None:
-            answers = self._readable[ctx.principal] = {}
+            answers = self._readable[ctx.principal] = Memo(_MEMO)
         known = answers.get(meta)
         if known is None:
-            if self._memo_size > _MEMO:
-                self._readable.clear()
-                self._memo_size = 0
-                answers = self._readable[ctx.principal] = {}
             known = answers[meta] = self._may_read(ctx, meta)
-            self._memo_size += 1
         return known
 
     def _reader(self, ctx: GuardContext) -> Callable[[DocumentMeta], bool]:
@@ -249,7 +244,7 @@ class HitChecks:
     def _vouched_hits(
         self,
         ctx: GuardContext,
-        cleared: dict[int, Cleared],
+        cleared: Memo[int, Cleared],
         found: Sequence[IndexHit],
         min_score: float | None,
     ) -> list[SearchHit] | None:
@@ -297,15 +292,13 @@ class HitChecks:
             kept.append((chunk, score, entry[3]))
         return _hits(kept)
 
-    def _clear(self, cleared: dict[int, Cleared], doc: DocumentMeta) -> Cleared | None:
+    def _clear(self, cleared: Memo[int, Cleared], doc: DocumentMeta) -> Cleared | None:
         """Remember in a view's ``cleared`` that its principal may read ``doc`` (the caller
         asked) and under which mark its file was last vouched for; ``None`` (nothing kept)
         when it never was."""
         seen = self._vouched.get(doc)
         if seen is None:
             return None
-        if len(cleared) >= _MEMO:
-            cleared.clear()
         entry = cleared[id(doc)] = (doc, seen[0], seen[1], _doc_part(doc))
         return entry
 
@@ -421,8 +414,6 @@ class HitChecks:
     ) -> None:
         if why is not None or mark is None:
             return
-        if len(self._vouched) > _MEMO:
-            self._vouched.clear()
         self._vouched[meta] = (mount, mark)
 
     def _place(self, path: str) -> tuple[VPath, Mount | None, VPath]:
@@ -430,8 +421,6 @@ class HitChecks:
         (``path`` itself without a mount), remembered."""
         place = self._places.get(path)
         if place is None:
-            if len(self._places) > _MEMO:
-                self._places.clear()
             vp = VPath.parse(path)
             mount = indexed_mount(self.mounts, vp)
             rel = vp if mount is None else mount.to_store_path(vp)

@@ -47,8 +47,8 @@ class PlainField:
 
 
 class PlainArgs:
-    """The input model's checks for plain values, without building the model (about ten
-    times faster than ``model_validate`` for a few arguments).
+    """The input model's checks for plain values, without building the model (much faster
+    than ``model_validate`` for a few arguments).
 
     :meth:`check` answers only when the outcome is certain: every value is exactly a
     ``str`` (ASCII, so no lone surrogate and one character per code point), an ``int`` (not a

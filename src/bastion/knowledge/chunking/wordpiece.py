@@ -6,8 +6,8 @@ a simple shape: the normalizer only lower-cases it (offsets unchanged), the pre-
 a word of each run of letters and digits and of each punctuation character, and WordPiece splits
 each word greedily, longest known piece first. The splits of a word never depend on its
 neighbours, so :class:`AsciiWordPiece` keeps each distinct word's split and walks the text once.
-Measured on text of 1 MiB (``docs/benchmarks.md``), that is about a fifth of the CPU time of the
-tokenizer's own ``encode_batch`` with offsets, which builds a tuple per token; a batch of texts
+That costs much less CPU time than the tokenizer's own ``encode_batch`` with offsets, which
+builds a tuple per token (``docs/benchmarks.md``); a batch of texts
 is walked as one (:meth:`AsciiWordPiece.tokenize_many`), the per-token work in numpy.
 
 Only texts :meth:`AsciiWordPiece.covers` are taken: printable ASCII with tabs and line breaks,

@@ -195,10 +195,10 @@ def choose_runtime(
 def cpu_default() -> tuple[Runtime, Variant]:
     """The CPU engine when neither runtime nor variant is asked.
 
-    bf16 in PyTorch where the CPU has AMX (``amx_bf16``: Intel Xeon since Sapphire Rapids) and
-    torch is installed — there it embeds ~1.7x faster than int8 ONNX Runtime, with cosine
-    0.9999 to fp32 where int8 gives 0.99 (``bench/embed_scifact.py``); else int8 in ONNX
-    Runtime. torch is only looked for here (``find_spec``), not imported.
+    bf16 in PyTorch where the CPU has AMX (``amx_bf16``: Intel Xeon since Sapphire Rapids) and torch
+    is installed — there it embeds faster than int8 ONNX Runtime and closer to fp32
+    (``bench/embed_scifact.py``, ``docs/benchmarks.md``); else int8 in ONNX Runtime. torch is only
+    looked for here (``find_spec``), not imported.
     """
     if "amx_bf16" in _cpu_flags() and _installed("torch"):
         return Runtime.TORCH, Variant.BF16
@@ -288,8 +288,8 @@ class LocalEmbedder(Embedder):
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self.threads = threads
         gpu_torch = rt is Runtime.TORCH and dev is Device.CUDA
-        # PyTorch on CUDA: the largest batches measured (bench/embed_gpu.py on an H200: 4.9x
-        # the peer at 256k tokens / 1,024 rows, 4.6x at 128k / 512, 3.9x at 64k / 256).
+        # PyTorch on CUDA: the largest batches measured, the fastest (bench/embed_gpu.py,
+        # docs/benchmarks.md, "GPU embedding through PyTorch").
         self.batch_tokens = batch_tokens or (
             4096 if dev is Device.CPU else 262144 if gpu_torch else 32768
         )
@@ -375,11 +375,11 @@ class LocalEmbedder(Embedder):
 
     def _torch_runner(self) -> TorchRunner:
         if self.device is Device.CPU and "torch" not in sys.modules:
-            # OpenMP threads that spin while they wait keep their core from other processes
-            # and stall the whole parallel region when descheduled: on a shared 2-core VM at
-            # load 6, bf16 embedded 100 SciFact documents in 5-8 s with passive waiting and
-            # 16-17 s spinning (libgomp's default). Read once, when torch loads OpenMP; a
-            # value the operator set wins, and a process that loaded torch first keeps its own.
+            # OpenMP threads that spin while they wait keep their core from other processes and
+            # stall the whole parallel region when descheduled: on a loaded shared VM, spinning
+            # (libgomp's default) took about twice as long (docs/benchmarks.md). Read once, when
+            # torch loads OpenMP; a value the operator set wins, and a process that loaded torch
+            # first keeps its own.
             os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         import torch
 

@@ -43,8 +43,8 @@ PRUNE_FROM = 20_000
 
 PROBE_COST = 5
 """What looking up one term of one chunk by the primary key costs, in postings read in term
-order (measured at 30,000 documents: ~4.5 index pages a lookup, mostly outside the buffer
-cache, where a page of the covering term index holds about a hundred postings)."""
+order: a lookup reads a few index pages, mostly outside the buffer cache, where a page of the
+covering term index holds about a hundred postings (``docs/benchmarks.md``)."""
 
 _SLACK = 1e-9
 """Relative slack on the bounds and the floor, far above the rounding of the sums."""

@@ -204,7 +204,7 @@ def _ddl(
     ]
     if dim and dim <= _PLAIN_DIM:
         # Vectors inline in the row, not in TOAST (pgvector's default): an exact scan (the
-        # fallback of a filtered search) reads them 3-6x faster (SciFact, 9,724 chunks)
+        # fallback of a filtered search) reads them several times faster (docs/benchmarks.md)
         statements.append(
             sql.SQL("ALTER TABLE {} ALTER COLUMN embedding SET STORAGE PLAIN").format(t)
         )

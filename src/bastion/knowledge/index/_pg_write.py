@@ -203,13 +203,12 @@ def refresh_documents(
 def insert_rows(
     cur: psycopg.Cursor[Any], names: TableNames, rows: list[Row], *, dim: int | None, present: int
 ) -> bool:
-    """Copy ``rows`` in, next to ``present`` chunks that stay; True for a bulk load. A batch
-    of ``BULK`` chunks or more, and no smaller than what stays, is a bulk load: the HNSW
-    index is dropped and built again over every row, an order of magnitude faster than
-    inserting into the graph row by row (measured here with pgvector 0.6: 2,000 vectors of
-    384 dimensions built in 2.8 s, inserted in 29 s), and so are the postings' two B-tree
-    indexes (one sorted build each, where the ``COPY`` kept them up row by row in random term
-    order: at 100,000 documents that was most of the load). All in the write's transaction: a
+    """Copy ``rows`` in, next to ``present`` chunks that stay; True for a bulk load. A batch of
+    ``BULK`` chunks or more, and no smaller than what stays, is a bulk load: the HNSW index is
+    dropped and built again over every row, an order of magnitude faster than inserting into the
+    graph row by row (``docs/benchmarks.md``, "Figures out of the code"), and so are the postings'
+    two B-tree indexes (one sorted build each, where the ``COPY`` kept them up row by row in random
+    term order: at 100,000 documents that was most of the load). All in the write's transaction: a
     load that fails or dies leaves the table as it was, indexes included. Searches wait for
     the builds: the transaction holds the tables. Any bulk load, with vectors or not,
     refreshes the planner's statistics (of ``$docs`` in :func:`refresh_documents`)."""

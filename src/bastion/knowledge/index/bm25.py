@@ -20,17 +20,16 @@ goes back to per term, with no full rescoring. Slots of
 removed entries stay in the arrays (masked out by ``alive``) until :meth:`BM25.compact`;
 ``bench/search_scifact.py`` checks the scores against bm25s and rank_bm25 on SciFact.
 
-Entries belong to *documents* (a group number per slot, the caller's). :meth:`BM25.ranked`
-scores documents, not entries: a document's term frequencies and length are the sums of its
-entries' (each entry indexing only what it adds to the document, see
-:mod:`bastion.knowledge.index.passages`), and N, df and avgdl count documents. Each matching
-entry then carries its document's score scaled by its own (entry-level) score over the best
-entry's of that document: the best entry of a document scores exactly as the whole document
-would, the others less. On SciFact's train queries this ranks documents as whole-document
-BM25 does (nDCG@10 0.704 against 0.694 for the best entry alone, ``bench/bm25_quality.py``,
-``docs/decisions.md``). :class:`Statistics` are the document-level counts for one query; summed
-over several indexes (tables of one tenant and source each) and handed back to
-:meth:`BM25.ranked`, they score every table on one scale.
+Entries belong to *documents* (a group number per slot, the caller's). :meth:`BM25.ranked` scores
+documents, not entries: a document's term frequencies and length are the sums of its entries' (each
+entry indexing only what it adds to the document, see :mod:`bastion.knowledge.index.passages`), and
+N, df and avgdl count documents. Each matching entry then carries its document's score scaled by its
+own (entry-level) score over the best entry's of that document: the best entry of a document scores
+exactly as the whole document would, the others less. On SciFact's train queries this ranks
+documents as whole-document BM25 does, better than the best entry alone (``bench/bm25_quality.py``,
+``docs/benchmarks.md``, "Figures out of the code"). :class:`Statistics` are the document-level
+counts for one query; summed over several indexes (tables of one tenant and source each) and handed
+back to :meth:`BM25.ranked`, they score every table on one scale.
 """
 
 from __future__ import annotations
@@ -41,6 +40,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
+from bastion.core.memo import Memo
 from bastion.knowledge.index.analysis import Analyzer
 from bastion.knowledge.index.postings import Postings
 from bastion.knowledge.index.scoring import LuceneBM25, Scoring, Statistics
@@ -187,7 +187,7 @@ class BM25:
         self.scoring: Scoring = scoring if scoring is not None else LuceneBM25(k1, b)
         self._postings = Postings(self.analyzer)
         self._view: _View | None = None
-        self._masked: dict[int, tuple[_Bool, _View]] = {}
+        self._masked: Memo[int, tuple[_Bool, _View]] = Memo(_MASKED)
         self._groups = np.zeros(0, dtype=np.int64)
         """Per slot, its document's number (the caller's; ``-1 - slot`` when none was given)."""
         self._added = 0
@@ -254,7 +254,7 @@ class BM25:
         if view is not None and view.owed:
             self._due = True
         self._view = None
-        self._masked = {}
+        self._masked = Memo(_MASKED)
 
     def _bulk_due(self) -> bool:
         """A bulk add since the last unfiltered view: enough entries added (see
@@ -369,8 +369,6 @@ class BM25:
         else:
             avgdl = float(p.lengths[visible].sum()) / max(n, 1)
             view = _View(visible, n, self.scoring.length_norm(p.lengths, avgdl))
-        if len(self._masked) >= _MASKED:
-            self._masked.clear()
         self._masked[id(mask)] = (mask, view)  # holds the mask: ids stay unique
         return view
 

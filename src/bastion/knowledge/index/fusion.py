@@ -10,10 +10,10 @@ Ties are broken deterministically: by chunk id in :func:`rrf`, by first appearan
 list first) in :func:`zscore`, by the order of the more heavily weighted list in
 :func:`weighted`.
 
-The default is :func:`zscore`: on SciFact's 809 train queries it scored nDCG@10 0.7364,
-against 0.7359 for the best weight of :func:`weighted` (``alpha=0.4``; 0.7342 at the former
-default 0.5) and 0.7242 for RRF, and it has no weight to tune on one corpus; on the 300 test
-queries 0.7345 (``bench/hybrid_quality.py``, ``docs/decisions.md``). Min-max lets each list's
+The default is :func:`zscore`: on SciFact's train queries it ranked at least as well as the
+best weight of :func:`weighted` and better than RRF, and it has no weight to tune on one corpus
+(``bench/hybrid_quality.py``; figures in ``docs/benchmarks.md``, "Retrieval quality on
+SciFact, chosen on train"). Min-max lets each list's
 single best and worst hits set its scale; standard scores use every hit of the list.
 """
 

@@ -2,10 +2,9 @@
 
 LanceDB holds the chunks, their labels and vectors on disk (columnar, versioned, safe against
 a crash mid-write); every upsert and delete goes to it first. Searches run on the
-:class:`MemoryIndex` mirror loaded at open, because measured on SciFact (5,183 documents, the
-same machine, one run) LanceDB's own full-text search answered in 4.9 ms per query at nDCG@10
-0.684, and its flat vector search in ~11 ms, against 0.3 ms for the in-memory BM25 at 0.689
-and under 1 ms for the in-memory dot product. See ``docs/decisions.md``.
+:class:`MemoryIndex` mirror loaded at open: on SciFact LanceDB's own full-text and flat vector
+searches were an order of magnitude slower than the in-memory BM25 and dot product, for no
+better ranking (``docs/benchmarks.md``, "Figures out of the code"; ``docs/decisions.md``).
 
 The mirror keeps no chunk texts (a third of what it held at 100,000 documents): a slot keeps
 the hash of its text and the row id LanceDB gave its row, and a search fetches the texts of
@@ -69,19 +68,18 @@ _TEXT = ["chunk_id", "text"]
 """What a fetch of texts reads (with the row id)."""
 _KEEP_TEXTS = 50_000
 """Chunks up to which an opened index keeps their texts in its mirror (by default): below,
-a search returns its hits' texts from memory (~0.3 ms for a BM25 search of 10,000 documents);
-above, it fetches them from the table (~1-3 ms more a search) and the mirror stays small
-(under 1 GB at 100,000 documents, ``docs/benchmarks.md``)."""
+a search returns its hits' texts from memory; above, it fetches them from the table (a few
+milliseconds more a search) and the mirror stays small (``docs/benchmarks.md``, "At scale")."""
 _LOAD = 20_000
 """Rows read and converted to chunks at a time when an index opens (whole documents: a
 slice ends at a document's last chunk)."""
 _REINDEX = 20_000
 """Rows a process writes before it builds the ``chunk_id`` index again (rows the index does
-not hold are scanned by each fetch of texts; a rebuild at 300,000 rows takes ~0.2 s)."""
+not hold are scanned by each fetch of texts; a rebuild is cheap next to that)."""
 _TRIM_EVERY = 64
-"""Fetches of texts between two returns of the C heap's free pages to the system: a fetch
-allocates in LanceDB's threads, whose freed memory glibc keeps (at 100,000 documents ~50 MB
-more held after 900 searches, none of it in use; ``malloc_trim`` takes ~1 ms)."""
+"""Fetches of texts between two returns of the C heap's free pages to the system: a fetch allocates
+in LanceDB's threads, whose freed memory glibc keeps and never reuses for anything else;
+``malloc_trim`` is cheap next to a fetch (``docs/benchmarks.md``, "Figures out of the code")."""
 _FORMAT = 1
 _COMPACT_EVERY = 100
 """Writes (by all processes, counted in the lock file) between two compactions."""
@@ -314,7 +312,7 @@ class LanceIndex(MemoryIndex):
         self, chunks: Sequence[IndexedChunk], refs: Sequence[TextRef]
     ) -> list[IndexedChunk | None]:
         """The chunks with their texts from the table: by row id where the mirror knows it
-        (one ``take``, ~2 ms), else, or when the row moved (a compaction, a rewrite), by
+        (one ``take``), else, or when the row moved (a compaction, a rewrite), by
         ``chunk_id`` (a query through the B-tree index), learning the row id. A text that is
         gone or whose hash is not the one indexed (the chunk was written again since the
         mirror took it in) gives ``None``."""

@@ -49,8 +49,8 @@ def malloc_trim() -> Any:
     By default glibc raises its mmap threshold to the size of each large block freed (up to
     32 MiB), so after the first few numpy arrays are freed, arrays of up to 32 MiB come from
     the heap; an open makes and frees many (each slice's rows, postings being merged) between
-    the arrays it keeps, and the heap it leaves is full of holes it cannot give back: 280 MB
-    of 1.4 GB at 100,000 documents (``bench/scale_corpus.py``, ``docs/decisions.md``).
+    the arrays it keeps, and the heap it leaves is full of holes it cannot give back (a fifth
+    of the process at scale: ``bench/scale_corpus.py``, ``docs/benchmarks.md``).
     Setting the threshold (to its default, 128 KiB) turns the adjustment off: each large
     block is its own mapping, returned to the system when freed."""
     try:

@@ -25,6 +25,7 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from bastion.core.memo import Memo
 from bastion.knowledge.index.analysis import Analyzer
 from bastion.knowledge.index.bm25 import BM25, Statistics
 from bastion.knowledge.index.models import (
@@ -86,7 +87,7 @@ class MemoryIndex(Index):
         self._text_at = array("q")
         """Per slot, where the store keeps its text (:attr:`TextRef.location`)."""
         self._masks: OrderedDict[IndexFilter, npt.NDArray[np.bool_]] = OrderedDict()
-        self._slot_masks: dict[IndexFilter, tuple[int, npt.NDArray[np.bool_]]] = {}
+        self._slot_masks: Memo[IndexFilter, tuple[int, npt.NDArray[np.bool_]]] = Memo(_MASK_CACHE)
         """Per-slot masks of the current generation: the same array for the same filter, so
         BM25 can keep its statistics for it (it recognizes a mask by identity)."""
         self._generation = 0
@@ -362,8 +363,6 @@ class MemoryIndex(Index):
             mask = known[1]
         else:
             mask = self._section_mask(flt, doc_mask)
-            if len(self._slot_masks) >= _MASK_CACHE:
-                self._slot_masks.clear()
             self._slot_masks[flt] = (self._generation, mask)
         self._last_mask = (flt, self._generation, mask)
         return mask

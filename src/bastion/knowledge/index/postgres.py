@@ -3,12 +3,12 @@
 Many Bastion processes can share one index (one table of a database): every write is one
 transaction, every search one snapshot, and what one process writes the others find at once.
 
-* **Keywords**: an exact BM25 (Lucene's formula, the analyzer of the embedded index) computed
-  in SQL over a ``terms`` table of per-chunk term frequencies, with the statistics of the
-  chunks a filter admits (as in memory). On SciFact it ranks exactly like the embedded index,
-  where PostgreSQL's ``ts_rank_cd`` ranks well below it (nDCG@10 0.680 against 0.424, see
-  ``docs/search.md``); ``keyword_scoring="ts_rank_cd"`` selects the latter. Unfiltered, a
-  query over many postings is pruned exactly (MaxScore over the terms' counts the writes keep,
+* **Keywords**: an exact BM25 (Lucene's formula, the analyzer of the embedded index) computed in SQL
+  over a ``terms`` table of per-chunk term frequencies, with the statistics of the chunks a filter
+  admits (as in memory). On SciFact it ranks exactly like the embedded index, where PostgreSQL's
+  ``ts_rank_cd`` ranks well below it (``docs/search.md``, ``docs/benchmarks.md``, "Figures out of
+  the code"); ``keyword_scoring="ts_rank_cd"`` selects the latter. Unfiltered, a query over many
+  postings is pruned exactly (MaxScore over the terms' counts the writes keep,
   :mod:`bastion.knowledge.index._pg_prune`).
 * **Vectors**: pgvector, an HNSW index over inner products. An HNSW scan filters *after* the
   graph walk, so a restrictive filter can leave fewer than ``k`` rows; the search then runs
@@ -66,8 +66,9 @@ __all__ = ["KeywordScoring", "PostgresIndex"]
 _MAX_EF = 1000  # pgvector's bound on hnsw.ef_search
 _EXACT_DOC_IDS = 1000  # a doc-id filter this small is searched exactly at once
 _OVERFETCH = 4
-"""Under a filter the graph walk gathers this many candidates per wanted hit: with a filter
-admitting half the chunks, 2x ran short on 18 of 30 SciFact queries at k=100, 4x on none."""
+"""Under a filter the graph walk gathers this many candidates per wanted hit: the smallest factor
+that never ran short of ``k`` under a filter admitting half the chunks (``docs/benchmarks.md``,
+"Figures out of the code")."""
 
 
 class KeywordScoring(StrEnum):
@@ -150,7 +151,7 @@ class PostgresIndex(Index):
     def _configure(self, conn: psycopg.Connection[Any]) -> None:
         # psycopg prepares a statement run five times; PostgreSQL would then switch to a
         # generic plan, blind to the query's terms and filter values, and the generic plan of
-        # the BM25 query scans every posting (measured on SciFact: ~10x slower).
+        # the BM25 query scans every posting (docs/benchmarks.md, "Figures out of the code").
         conn.execute("SET plan_cache_mode = force_custom_plan")
         if self.dim is not None:
             from pgvector.psycopg import register_vector

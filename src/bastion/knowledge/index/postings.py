@@ -24,6 +24,7 @@ from itertools import chain
 import numpy as np
 import numpy.typing as npt
 
+from bastion.core.memo import Memo
 from bastion.knowledge.index.analysis import Analyzer
 
 __all__ = ["Postings", "Segment"]
@@ -38,6 +39,10 @@ _JOINED = 1 << 21
 """Postings kept joined across segments for terms queried since the last write (16 MiB)."""
 _NO_TERM = -1
 """Term id of a word the analyzer drops (a stop word)."""
+
+
+def _postings_count(joined: tuple[_I32, _F32]) -> int:
+    return len(joined[0])
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,10 +148,9 @@ class Postings:
         """Word (as the analyzer splits it) -> term id, or ``_NO_TERM``: each distinct word is
         stemmed once."""
         self._segments: list[Segment] = []
-        self._joined: dict[int, tuple[_I32, _F32]] = {}
+        self._joined: Memo[int, tuple[_I32, _F32]] = Memo(_JOINED, weigh=_postings_count)
         """Term -> its postings of every segment in one array (segments are never changed in
-        place: a new list of segments empties it)."""
-        self._joined_size = 0
+        place: a new list of segments empties it), at most :data:`_JOINED` postings."""
         self._lengths = np.zeros(0, dtype=np.float32)
         self._alive = np.zeros(0, dtype=bool)
         self._count = 0
@@ -244,7 +248,6 @@ class Postings:
 
     def _push(self, segment: Segment) -> None:
         self._joined.clear()
-        self._joined_size = 0
         segments = self._segments
         segments.append(segment)
         while (
@@ -297,11 +300,7 @@ class Postings:
         if not found:
             return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
         joined = np.concatenate([s for s, _ in found]), np.concatenate([f for _, f in found])
-        if self._joined_size + len(joined[0]) > _JOINED:
-            self._joined.clear()
-            self._joined_size = 0
         self._joined[term] = joined
-        self._joined_size += len(joined[0])
         return joined
 
     def merged(self) -> Segment:
@@ -315,7 +314,6 @@ class Postings:
         merged = Segment.merge(*self._segments)  # the list is in slot order
         self._segments = [merged]
         self._joined.clear()
-        self._joined_size = 0
         return merged
 
     @property

@@ -60,7 +60,7 @@ MAX_FLOW_DEPTH = 64
 """Deepest ``[``/``{`` nesting accepted (the C loader recurses per level)."""
 
 _LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-"""libyaml's safe loader when PyYAML was built with it (ten times faster), else PyYAML's."""
+"""libyaml's safe loader when PyYAML was built with it (much faster), else PyYAML's."""
 
 _OPEN = re.compile(r"---[ \t]*\n")
 _CLOSE = re.compile(r"^(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.M)

@@ -157,6 +157,10 @@ def labels_from_json(raw: str | None) -> Labels | None:
     )
 
 
+class _NotHeld(Exception):
+    """A content a record relies on is no longer in the journal (its transaction is undone)."""
+
+
 class Journal:
     """The journal file at ``path`` (created when missing), shared by every process."""
 
@@ -198,16 +202,23 @@ class Journal:
         head: tuple[str, str | None, str | None, str, str, str | None],
         entries: Sequence[tuple[str, State, State]],
         contents: Iterable[tuple[str, bytes]],
-    ) -> int:
+        held: Iterable[str] = (),
+    ) -> int | None:
         """Add ``entries`` (and the ``contents`` they name) to ``change``, or to a new change
-        described by ``head`` (principal, tenant, thread, op, path, target); its id."""
+        described by ``head`` (principal, tenant, thread, op, path, target); its id. ``held``:
+        hashes of contents the entries name that the caller did not send, since the journal
+        holds them (what the caller wrote there last); ``None``, and nothing recorded, when
+        one of them is no longer held (retention dropped it): the caller sends it then."""
         try:
             with self._lock, self._db:
                 db = self._db
-                db.executemany(
+                db.executemany(  # the first write: from here no other process prunes
                     "INSERT OR IGNORE INTO blobs(hash, size, data) VALUES (?, ?, ?)",
                     [(h, len(data), data) for h, data in contents],
                 )
+                for hash_ in held:
+                    if not db.execute("SELECT 1 FROM blobs WHERE hash = ?", (hash_,)).fetchone():
+                        raise _NotHeld
                 if (
                     change is not None
                     and not db.execute("SELECT 1 FROM changes WHERE id = ?", (change,)).fetchone()
@@ -248,6 +259,8 @@ class Journal:
                 if self._since_prune >= _PRUNE_EVERY:
                     self._since_prune = 0
                     self._prune(db)
+        except _NotHeld:
+            return None
         except sqlite3.Error as exc:
             raise JournalError(
                 f"the change journal cannot be written ({exc}); nothing was changed"

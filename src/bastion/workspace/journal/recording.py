@@ -10,6 +10,11 @@ form one change, with the operation's principal and the thread of its workspace 
 The record is written before the store is called: a journal that cannot be written raises
 :class:`~bastion.workspace.journal.db.JournalError` and the store is never touched. A store
 call that then fails takes its entries back out of the journal.
+
+An overwrite records what it replaces without reading it when the file is still at the version
+this store's last write of it returned: a version changes whenever the content does (the
+promise ``if_version`` rests on), so the content is the one that write recorded, already in the
+journal. Otherwise (another writer, an append, nothing remembered) the file is read.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from bastion.core.errors import IsADirectoryError_, NotFoundError
+from bastion.core.memo import Memo
 from bastion.core.models import FileInfo, Labels, WriteMode
 from bastion.core.operation import GuardContext, Operation, operation_in_progress
 from bastion.core.paths import VPath
@@ -33,6 +39,16 @@ __all__ = ["JournalledStore", "Threads"]
 
 _OPEN_CHANGES = 256
 """Operations remembered with the change they are recording into."""
+_WRITTEN = 4096
+"""Files remembered with the version and content hash of this store's last write of them."""
+
+
+class _Unchanged(Exception):
+    """The file is at the version this store last wrote: its state, without its bytes."""
+
+    def __init__(self, state: State) -> None:
+        super().__init__()
+        self.state = state
 
 
 class Threads:
@@ -75,6 +91,8 @@ class JournalledStore(Store):
         self._threads = threads
         self._prefix = prefix
         self._labels = labels
+        self._written: Memo[VPath, tuple[str, str]] = Memo(_WRITTEN)
+        """Path -> (version, content hash) of this store's last write there."""
 
     def __getattr__(self, attr: str) -> Any:
         return getattr(self.inner, attr)
@@ -137,11 +155,36 @@ class JournalledStore(Store):
         mode: WriteMode = WriteMode.OVERWRITE,
         if_version: str | None = None,
     ) -> FileInfo:
-        before, old = ABSENT, b""
+        token = await self._record_write(path, data, mode, trust=True)
+        if token is None:  # the journal dropped what it held of the file: read it after all
+            token = await self._record_write(path, data, mode, trust=False)
+        assert token is not None  # nothing is taken as held without trust
+        try:
+            info = await self.inner.write(path, data, mode=mode, if_version=if_version)
+        except BaseException:
+            self._written.pop(path, None)
+            await self._forget(token[0], 1)
+            raise
+        if mode is WriteMode.APPEND or info.version is None:
+            self._written.pop(path, None)  # an append's content is not what it sent
+        else:
+            self._written[path] = (info.version, token[1])
+        return info
+
+    async def _record_write(
+        self, path: VPath, data: bytes, mode: WriteMode, *, trust: bool
+    ) -> tuple[tuple[int, Operation | None], str] | None:
+        """Record the write of ``data`` at ``path`` (what it replaces, what it leaves): the
+        token of the record and the hash of what the file will hold; ``None`` when the journal
+        no longer holds the content taken from :attr:`_written` (``trust``)."""
+        before, old, held = ABSENT, b"", False
         if mode is not WriteMode.CREATE:
+            check = self._unless_written(path) if trust and mode is WriteMode.OVERWRITE else None
             try:
-                info, old = await self.inner.read_file(path)
+                info, old = await self.inner.read_file(path, check=check)
                 before = self._file(info, old)
+            except _Unchanged as unchanged:
+                before, held = unchanged.state, True
             except (NotFoundError, IsADirectoryError_):
                 pass  # nothing there (or a folder: the write itself refuses)
         new = old + data if mode is WriteMode.APPEND else data
@@ -149,14 +192,25 @@ class JournalledStore(Store):
         new_hash = digest(new)
         after = State("file", new_hash, labels)
         contents = [(new_hash, new)]
-        if before.hash is not None and before.hash != new_hash:
+        if before.hash is not None and before.hash != new_hash and not held:
             contents.append((before.hash, old))
-        token = await self._record([(path, before, after)], contents)
-        try:
-            return await self.inner.write(path, data, mode=mode, if_version=if_version)
-        except BaseException:
-            await self._forget(token, 1)
-            raise
+        kept = (before.hash,) if held and before.hash is not None else ()
+        token = await self._record_held([(path, before, after)], contents, kept)
+        return None if token is None else (token, new_hash)
+
+    def _unless_written(self, path: VPath) -> ReadCheck | None:
+        """A read check that stops the read of ``path`` (:class:`_Unchanged`) when the file
+        is at the version this store's last write of it returned."""
+        seen = self._written.get(path)
+        if seen is None:
+            return None
+        version, hash_ = seen
+
+        def check(info: FileInfo) -> None:
+            if info.is_file and info.version == version:
+                raise _Unchanged(State("file", hash_, info.labels or self._labels))
+
+        return check
 
     async def delete(self, path: VPath, *, recursive: bool = False) -> None:
         states, contents = await self._tree(path, recursive=recursive)
@@ -231,6 +285,18 @@ class JournalledStore(Store):
         entries: builtins.list[tuple[VPath, State, State]],
         contents: builtins.list[tuple[str, bytes]],
     ) -> tuple[int, Operation | None]:
+        token = await self._record_held(entries, contents, ())
+        assert token is not None  # nothing was taken as held
+        return token
+
+    async def _record_held(
+        self,
+        entries: builtins.list[tuple[VPath, State, State]],
+        contents: builtins.list[tuple[str, bytes]],
+        held: tuple[str, ...],
+    ) -> tuple[int, Operation | None] | None:
+        """Record ``entries``; ``None`` when a content in ``held`` is gone from the journal
+        (nothing recorded)."""
         op = operation_in_progress()
         if not entries:
             return 0, op
@@ -255,7 +321,9 @@ class JournalledStore(Store):
                 None if op.target is None else str(op.target),
             )
         rows = [(str(self._prefix.join(p)), b, a) for p, b, a in entries]
-        made = await asyncio.to_thread(self._journal.record, change, head, rows, contents)
+        made = await asyncio.to_thread(self._journal.record, change, head, rows, contents, held)
+        if made is None:
+            return None
         if op is not None and change != made:
             self._threads.opened(op, made)
         return made, op
