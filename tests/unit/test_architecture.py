@@ -29,7 +29,8 @@ ROOT = "bastion"
 LAYERS: dict[str, int] = {
     "core": 0,  # pure domain and ports: the standard library only
     "remote": 1,  # HTTP plumbing for remote services (retries, one OpenAI-compatible client)
-    "analysis": 1,  # the keyword analyzer: keyword search and the answer's checks share it
+    "analysis": 1,
+    "testing": 1,  # the store contract a plug-in runs (pytest, imported lazily)  # the keyword analyzer: keyword search and the answer's checks share it
     "stores": 2,
     "knowledge": 2,
     "governance": 2,
