@@ -196,6 +196,14 @@ def test_a_plain_message_goes_through_the_fallback() -> None:
     assert str(hidden) == f"/vault/a.md: {PLAIN}"
 
 
+def test_another_path_named_around_the_error_s_own_is_never_told_as_it_is() -> None:
+    error = StoreError("/a.md: blocked by /secret/plan.txt", path="/a.md")
+    out = translated(error, "/a.md", "/vault/a.md", mount="/vault")
+    assert str(out) == f"/vault/a.md: {PLAIN}"
+    known = translated(error, "/a.md", "/vault/a.md", also={"/secret/plan.txt": "/vault/s.txt"})
+    assert str(known) == "/vault/a.md: blocked by /vault/s.txt"
+
+
 # -- through the guard ---------------------------------------------------------------------
 
 

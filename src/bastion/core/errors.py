@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import ClassVar, Self
 
 __all__ = [
@@ -425,8 +425,11 @@ def translated(
     not know becomes the plain form of its type, naming ``full``.
 
     An error that carries no path (a third-party store's plain message, or one about no
-    path) goes through :func:`reworded`, the fallback that finds paths in the text."""
-    if not exc.renders_path:
+    path) goes through :func:`reworded`, the fallback that finds paths in the text; so does
+    one whose words around its path name another path (which may be hidden), as a safety
+    net."""
+    if exc._shape is None or any(_ANY_PATH.search(piece) for piece in exc._shape):
+        # a plain message, or one naming another path around its own: found in the text
         out = reworded(exc, path, full, also=also)
     else:
         names = {str(path): str(full), **(also or {})}
@@ -458,7 +461,7 @@ def reworded(
     known = "|".join(re.escape(shown) for shown in sorted(names, key=len, reverse=True))
     pattern = re.compile(f"{_BEFORE_PATH}(?:{known}){_AFTER_PATH}")
     text = str(exc)
-    cls: Callable[[str], OperationError] = type(exc)
+    cls = type(exc)
     pieces: list[str] = []
     mapped = end = 0
     for match in pattern.finditer(text):
@@ -467,8 +470,8 @@ def reworded(
     pieces.append(text[end:])
     if any(_ANY_PATH.search(piece) for piece in pieces[::2]):
         plain = _GENERIC.get(type(exc), _STORE_FAILED)
-        return cls(plain.format(full))
+        return cls(plain.format(full), path=full)
     shown = "".join(pieces)
-    out = cls(shown if mapped else f"{full}: {shown}")
+    out = cls(shown if mapped else f"{full}: {shown}", path=full)
     out.remedy = exc.remedy  # the advice is kept, so is what it names
     return out
