@@ -31,6 +31,7 @@ LAYERS: dict[str, int] = {
     "remote": 1,  # HTTP plumbing for remote services (retries, one OpenAI-compatible client)
     "analysis": 1,  # the keyword analyzer: keyword search and the answer's checks share it
     "configfile": 1,  # the one reader of TOML / YAML settings files (config, identity, server)
+    "testing": 1,  # the store contract a plug-in runs (pytest, imported lazily)
     "stores": 2,
     "knowledge": 2,
     "governance": 2,

@@ -148,7 +148,7 @@ def parse_skill_md(text: str, folder_name: str) -> FrontMatter | list[str]:
             text, "SKILL.md", max_bytes=MAX_FRONT_MATTER_BYTES, max_depth=MAX_FLOW_DEPTH
         )
     except FrontMatterError as exc:
-        return [str(exc).removeprefix("SKILL.md: ")]
+        return [exc.reason if exc.reason is not None else str(exc)]
     if found is None:
         return ["SKILL.md must start with YAML front matter between '---' lines"]
     return _validate(found.metadata, folder_name, text[found.end :], found.body_line)

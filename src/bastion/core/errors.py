@@ -25,6 +25,10 @@ and are raised while building things, not while serving requests.
     │   ├── LabelError              labels that cannot be read (broken front matter or sidecar)
     │   ├── InvalidPatternError     a glob or regular expression that cannot be compiled
     │   ├── SandboxError            a command cannot be run in the sandbox (nothing ran)
+    │   ├── RemoteError             a remote service (embedder, chat model) gave no usable reply
+    │   │   ├── RemoteUnavailableError  429, 5xx, timeout or refused through every retry
+    │   │   ├── RemoteRequestError      the service refused the request (not retried)
+    │   │   └── RemoteResponseError     the reply was not valid
     │   └── StoreError              the backend failed (I/O error)
     │       ├── StoreUnavailableError   no answer within the mount's timeout, or down
     │       └── UncheckedWriteError     a condition the store cannot check across processes
@@ -38,8 +42,9 @@ one table that the command line's ``--json`` errors and the HTTP API's error bod
 
 from __future__ import annotations
 
+import copy
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import ClassVar, Self
 
 __all__ = [
@@ -62,6 +67,10 @@ __all__ = [
     "OperationError",
     "PolicyDeniedError",
     "RateLimitError",
+    "RemoteError",
+    "RemoteRequestError",
+    "RemoteResponseError",
+    "RemoteUnavailableError",
     "SandboxError",
     "ScopeError",
     "StoreError",
@@ -74,16 +83,82 @@ __all__ = [
 class BastionError(Exception):
     """Root of every exception Bastion raises on purpose.
 
+    An error carries what it is about as attributes: :attr:`path` (the path it names),
+    :attr:`mount` (the prefix of the mount, once the workspace knows it) and :attr:`reason`
+    (what is wrong, without the path). Its message is composed from them: either from the
+    class's :attr:`template` (``NotFoundError(path=p)`` reads ``"{p} not found"``), or from a
+    message given by the raiser that names ``path`` (``NotFoundError(f"parent directory {p}
+    does not exist", path=p)``). Setting :attr:`path` re-renders the message: that is how a
+    store's path becomes a workspace path at the guard, a field assignment.
+
     Its message is one line whatever a caller put into it: line breaks that arrive inside a
     quoted value (a path, a configuration entry) are shown escaped, so a log line or a CLI error
     cannot be split or forged by the input it reports.
     """
 
     code: ClassVar[str] = "error"
+    template: ClassVar[str] = "{path}: {reason}"
+    """How the message reads when the raiser gives ``path`` (and maybe ``reason``) but no
+    message; ``{reason}`` defaults to :attr:`default_reason`."""
+    default_reason: ClassVar[str] = "this cannot be done"
     remedy: tuple[str, object] | None = None
     """The parameter, and its value, that the message tells the caller to pass (its text
     holds ``pass NAME=VALUE`` as Python spells it): each front end says it in its own words
     (the command line names its flag) by this attribute, never by parsing the message."""
+    mount: str | None
+    """The prefix of the mount the error happened in (set by the guard), else ``None``."""
+    reason: str | None
+    """What is wrong, without the path (``"the SQLite store is closed"``), when the raiser
+    said it apart; ``None`` otherwise."""
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        path: object = None,
+        mount: str | None = None,
+        reason: str | None = None,
+    ) -> None:
+        self._path = None if path is None else str(path)
+        self.mount = mount
+        self.reason = reason
+        self._shape: tuple[str, str] | None = None
+        if message is None:
+            said = reason if reason is not None else self.default_reason
+            if self._path is None:
+                message = reason or ""
+            else:
+                before, _, after = self.template.partition("{path}")
+                self._shape = (before.replace("{reason}", said), after.replace("{reason}", said))
+        elif self._path is not None:
+            before, found, after = message.partition(self._path)
+            if found:
+                self._shape = (before, after)
+                if reason is None and not before and after.startswith(": "):
+                    self.reason = after[2:]  # the shape of the template: "{path}: {reason}"
+        super().__init__(self._render() if self._shape is not None else message)
+
+    @property
+    def path(self) -> str | None:
+        """The path the message names (a store path inside a store, a workspace path once the
+        guard has set it), or ``None`` for an error about no one path."""
+        return self._path
+
+    @path.setter
+    def path(self, value: object) -> None:
+        self._path = None if value is None else str(value)
+        if self._shape is not None and self._path is not None:
+            self.args = (self._render(),)
+
+    @property
+    def renders_path(self) -> bool:
+        """Whether the message was composed around :attr:`path` (so setting it re-words the
+        message); ``False`` for a plain message, as a third-party store may raise."""
+        return self._shape is not None
+
+    def _render(self) -> str:
+        assert self._shape is not None
+        return f"{self._shape[0]}{self._path}{self._shape[1]}"
 
     def needing(self, name: str, value: object) -> Self:
         """This error, with :attr:`remedy` set; its message says ``pass {name}={value!r}``."""
@@ -115,42 +190,57 @@ class InvalidPathError(OperationError):
     """The path string is malformed or unsafe (NUL, traversal above '/', drive letter...)."""
 
     code: ClassVar[str] = "invalid_path"
+    default_reason: ClassVar[str] = "this name cannot be used in this store"
 
 
 class NotFoundError(OperationError):
     """No such file or directory, or one the caller may not see."""
 
     code: ClassVar[str] = "not_found"
+    template: ClassVar[str] = "{path} {reason}"
+    default_reason: ClassVar[str] = "not found"
 
 
 class AlreadyExistsError(OperationError):
     """The target exists and the operation does not overwrite."""
 
     code: ClassVar[str] = "already_exists"
+    template: ClassVar[str] = "{path} {reason}"
+    default_reason: ClassVar[str] = "already exists"
 
 
 class NotADirectoryError_(OperationError):
     """A path component or target is a file where a directory is needed."""
 
     code: ClassVar[str] = "not_a_directory"
+    template: ClassVar[str] = "{path} {reason}"
+    default_reason: ClassVar[str] = "is a file, not a directory"
 
 
 class IsADirectoryError_(OperationError):
     """The target is a directory where a file is needed."""
 
     code: ClassVar[str] = "is_a_directory"
+    template: ClassVar[str] = "{path} {reason}"
+    default_reason: ClassVar[str] = "is a directory"
 
 
 class DirectoryNotEmptyError(OperationError):
     """Delete of a non-empty directory without ``recursive=True``."""
 
     code: ClassVar[str] = "directory_not_empty"
+    template: ClassVar[str] = "{path} {reason}"
+    default_reason: ClassVar[str] = "is not empty"
 
 
 class ConflictError(OperationError):
     """The file changed since the version the caller expected."""
 
     code: ClassVar[str] = "conflict"
+    template: ClassVar[str] = "{path} {reason}"
+    default_reason: ClassVar[str] = (
+        "changed since the version you expected; read it again and retry"
+    )
 
 
 class EditError(OperationError):
@@ -208,6 +298,9 @@ class UnsupportedFileError(OperationError):
     """A symbolic link, FIFO, socket or device: Bastion never follows or opens these."""
 
     code: ClassVar[str] = "unsupported_file"
+    default_reason: ClassVar[str] = (
+        "a link or a special file is in the way; Bastion does not open it"
+    )
 
 
 class InvalidPatternError(OperationError):
@@ -220,12 +313,16 @@ class StoreError(OperationError):
     """The storage backend failed; the message names the mount."""
 
     code: ClassVar[str] = "store_failed"
+    default_reason: ClassVar[str] = (
+        "the storage of this mount failed; try again later, and ask an operator if it persists"
+    )
 
 
 class StoreUnavailableError(StoreError):
     """The backend did not answer within the mount's timeout, or is down."""
 
     code: ClassVar[str] = "store_unavailable"
+    default_reason: ClassVar[str] = "the storage of this mount did not answer; try again later"
 
 
 class UncheckedWriteError(StoreError):
@@ -233,6 +330,41 @@ class UncheckedWriteError(StoreError):
     written, by a store that cannot check the condition against other processes. Only this
     refusal may be answered by writing without the condition (a backup's write does); any
     other :class:`StoreError` (a full disk, a server error) leaves the condition standing."""
+
+
+class RemoteError(OperationError):
+    """A remote service (an embedder, a chat model, a reranker or judge) gave no usable reply.
+    One family for every HTTP client of Bastion (``bastion.remote``); the message names the
+    service and never holds an API key, a URL's user info or what was sent."""
+
+    status: int | None
+    """The HTTP status of the last reply, when there was one."""
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        status: int | None = None,
+        path: object = None,
+        mount: str | None = None,
+        reason: str | None = None,
+    ) -> None:
+        super().__init__(message, path=path, mount=mount, reason=reason)
+        self.status = status
+
+
+class RemoteUnavailableError(RemoteError):
+    """The service stayed unavailable (429, 5xx, timeout, refused, a stream cut short) through
+    every retry."""
+
+
+class RemoteRequestError(RemoteError):
+    """The service refused the request (401, 403, 404, 400...); retrying will not help."""
+
+
+class RemoteResponseError(RemoteError):
+    """The reply was not what was asked for (invalid JSON, no choices, a wrong count or
+    dimension, a broken stream)."""
 
 
 class ConfigurationError(BastionError):
@@ -276,6 +408,41 @@ _ANY_PATH = re.compile(f"{_BEFORE_PATH}(?<!mount )/")
 """The start of a path that no mapping named (``mount /x`` names a mount: a workspace path)."""
 
 
+def translated(
+    exc: OperationError,
+    path: object,
+    full: object,
+    *,
+    also: Mapping[str, str] | None = None,
+    mount: object = None,
+) -> OperationError:
+    """``exc``, raised by a store about ``path`` (its store path), told on the workspace side
+    where the store's path is ``full`` (the guard calls it): a field assignment. An error
+    composed around its :attr:`~BastionError.path` gets the workspace path of that path
+    (``path`` itself, or one of ``also``: store path -> workspace path of the other paths of
+    the call and the folders above that the caller may see) and ``mount``; its message is
+    re-rendered, so the store's cause and advice are kept. One naming a path the edge does
+    not know becomes the plain form of its type, naming ``full``.
+
+    An error that carries no path (a third-party store's plain message, or one about no
+    path) goes through :func:`reworded`, the fallback that finds paths in the text; so does
+    one whose words around its path name another path (which may be hidden), as a safety
+    net."""
+    if exc._shape is None or any(_ANY_PATH.search(piece) for piece in exc._shape):
+        # a plain message, or one naming another path around its own: found in the text
+        out = reworded(exc, path, full, also=also)
+    else:
+        names = {str(path): str(full), **(also or {})}
+        shown = names.get(exc.path or "")
+        if shown is None:
+            out = type(exc)(_GENERIC.get(type(exc), _STORE_FAILED).format(full), path=full)
+        else:
+            out = copy.copy(exc)
+            out.path = shown
+    out.mount = None if mount is None else str(mount)
+    return out
+
+
 def reworded(
     exc: OperationError,
     path: object,
@@ -294,7 +461,7 @@ def reworded(
     known = "|".join(re.escape(shown) for shown in sorted(names, key=len, reverse=True))
     pattern = re.compile(f"{_BEFORE_PATH}(?:{known}){_AFTER_PATH}")
     text = str(exc)
-    cls: Callable[[str], OperationError] = type(exc)
+    cls = type(exc)
     pieces: list[str] = []
     mapped = end = 0
     for match in pattern.finditer(text):
@@ -303,8 +470,8 @@ def reworded(
     pieces.append(text[end:])
     if any(_ANY_PATH.search(piece) for piece in pieces[::2]):
         plain = _GENERIC.get(type(exc), _STORE_FAILED)
-        return cls(plain.format(full))
+        return cls(plain.format(full), path=full)
     shown = "".join(pieces)
-    out = cls(shown if mapped else f"{full}: {shown}")
+    out = cls(shown if mapped else f"{full}: {shown}", path=full)
     out.remedy = exc.remedy  # the advice is kept, so is what it names
     return out

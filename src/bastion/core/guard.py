@@ -29,7 +29,7 @@ from bastion.core.errors import (
     PolicyDeniedError,
     ScopeError,
     UnsupportedFileError,
-    reworded,
+    translated,
 )
 from bastion.core.hidden_tree import (
     delete_visible,
@@ -243,15 +243,15 @@ class GuardedStore(Store):
                 why = await self._unshown(path)
             if why is not None:
                 return self._hide(path, why, op)
-        full = self._full(path)
-        if isinstance(exc, NotFoundError):
-            if writing:
-                return NotFoundError(f"parent directory {full.parent} does not exist")
-            return NotFoundError(f"{full} not found")
+        full, prefix = self._full(path), str(self.mount.prefix)
+        if isinstance(exc, NotFoundError):  # the store's own words may name a hidden parent
+            gone = full.parent if writing else full
+            shape = "parent directory {} does not exist" if writing else "{} not found"
+            return NotFoundError(shape.format(gone), path=gone, mount=prefix)
         shown = shown_paths(
             (path, *also), self._full, lambda p: not self._visibility(p, _DIR, None)
         )
-        return reworded(exc, path, full, also=shown)
+        return translated(exc, path, full, also=shown, mount=prefix)
 
     # -- primitives --------------------------------------------------------------------------
 
@@ -464,7 +464,7 @@ class GuardedStore(Store):
                 await self.inner.rename(src, dst)
             except OperationError as exc:
                 if isinstance(exc, AlreadyExistsError):
-                    raise reworded(exc, dst, self._full(dst)) from None
+                    raise translated(exc, dst, self._full(dst), mount=self.mount.prefix) from None
                 raise await self._failed(exc, dst, op, writing=True, also=(src,)) from None
 
     # -- labels that travel with a file ------------------------------------------------------

@@ -139,7 +139,7 @@ def shown_paths(
     """Store path -> workspace path (``full``) for ``paths`` (already admitted by the call)
     and the folders above them that the principal may see (``shown``): what a store's message
     may name and the error may tell. A folder the principal may not see is left out, so a
-    message naming it is told in the plain form (``errors.reworded``)."""
+    message naming it is told in the plain form (``errors.translated``)."""
     told: dict[str, str] = {}
     for path in paths:
         told[str(path)] = str(full(path))

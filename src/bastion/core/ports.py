@@ -238,5 +238,5 @@ class Store(ABC):
         a ``ValueError``), and the root refused (it is a directory)."""
         checked = WriteMode(mode)
         if path.is_root:
-            raise IsADirectoryError_("/ is a directory")
+            raise IsADirectoryError_(path="/")
         return checked

@@ -11,7 +11,7 @@ the agent tools' session). None keeps a copy of either.
   what the principal is told: *absent* (the answer for a path that does not exist: not found
   in the mount that holds it, else under no mount, naming only mounts it may see) or
   *refused* (in the words of a policy refusal). Everything else that goes wrong is a fault,
-  told as the store's failure re-worded for the workspace path (``errors.reworded``).
+  told as the store's failure re-worded for the workspace path (``errors.translated``).
 """
 
 from __future__ import annotations

@@ -64,7 +64,7 @@ def resolve_labels(
     try:
         found = head_front_matter(head[:HEAD_BYTES], complete=complete, where=where)
     except ParseError as exc:
-        return undetermined(base, _reason(exc, where))
+        return undetermined(base, exc.reason if exc.reason is not None else str(exc))
     labels = base
     if found is not None:
         labels = document_labels(labels, found.metadata, classifications)
@@ -78,15 +78,11 @@ def resolve_labels(
         try:
             metadata = load_mapping(decode(sidecar, where), where, what="the sidecar")
         except ParseError as exc:
-            return undetermined(labels, _reason(exc, where))
+            return undetermined(labels, exc.reason if exc.reason is not None else str(exc))
         labels = document_labels(labels, metadata, classifications)
         if labels.undetermined:
             return replace(labels, undetermined=f"sidecar: {labels.undetermined}")
     return labels
-
-
-def _reason(exc: ParseError, where: str) -> str:
-    return str(exc).removeprefix(f"{where}: ") if where else str(exc)
 
 
 def _strings(value: Any) -> frozenset[str] | None:

@@ -26,7 +26,7 @@ from typing import Any
 import httpx
 
 from bastion.core.errors import ConfigurationError
-from bastion.remote.retry import Service, StatusError, send_with_retries
+from bastion.remote.retry import Service, send_with_retries
 
 __all__ = ["Endpoint", "Retries"]
 
@@ -55,10 +55,11 @@ class Endpoint:
     """``POST {base_url}/{path}`` of an OpenAI-compatible API, for the adapter ``owner``.
 
     ``noun`` names the service in messages (``"embedding"``, ``"chat"``), ``whose`` the thing
-    whose ``base_url`` to check (``"the embedder's"``); ``refused`` and
-    ``unavailable`` are the adapter's error classes for a request the service refuses and for
-    one that failed every attempt; ``hints`` adds advice per HTTP status (413 differs between
-    an embedder and a chat model) and ``fallback_hint`` covers the other statuses.
+    whose ``base_url`` to check (``"the embedder's"``). A request the service refuses raises
+    :class:`~bastion.core.errors.RemoteRequestError`, one that failed every attempt
+    :class:`~bastion.core.errors.RemoteUnavailableError`; ``hints`` adds advice per HTTP
+    status (413 differs between an embedder and a chat model) and ``fallback_hint`` covers
+    the other statuses.
     """
 
     def __init__(
@@ -69,8 +70,6 @@ class Endpoint:
         *,
         noun: str,
         whose: str,
-        refused: StatusError,
-        unavailable: StatusError,
         retries: Retries,
         api_key: str | None = None,
         headers: Mapping[str, str] | None = None,
@@ -101,7 +100,7 @@ class Endpoint:
         self._client = client
         self._hints = {**_HINTS, **(hints or {})}
         self._fallback_hint = fallback_hint
-        self._service = Service(noun, whose, self.where, refused, unavailable)
+        self._service = Service(noun, whose, self.where)
 
     @asynccontextmanager
     async def client(self) -> AsyncIterator[httpx.AsyncClient]:
@@ -116,7 +115,7 @@ class Endpoint:
         self, client: httpx.AsyncClient, payload: Mapping[str, Any], *, stream: bool = False
     ) -> httpx.Response:
         """A 200 reply to ``payload`` (its headers read; its body too unless ``stream``, and
-        then the caller closes it), after bounded retries; raises the adapter's errors."""
+        then the caller closes it), after bounded retries; raises the remote-error family."""
         headers = {**self._headers, "Accept": "text/event-stream"} if stream else self._headers
         return await send_with_retries(
             client,

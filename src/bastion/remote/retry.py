@@ -15,14 +15,14 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
 
 import httpx
+
+from bastion.core.errors import RemoteRequestError, RemoteUnavailableError
 
 __all__ = [
     "RETRYABLE_TRANSPORT",
     "Service",
-    "StatusError",
     "backoff_delay",
     "retry_after",
     "send_with_retries",
@@ -59,12 +59,6 @@ def backoff_delay(attempt: int, asked: float | None, *, backoff: float, max_wait
     return random.uniform(ceiling / 2, ceiling)  # noqa: S311 - jitter, not crypto
 
 
-class StatusError(Protocol):
-    """An error class of an adapter, built from a one-line message and the HTTP status."""
-
-    def __call__(self, message: str, *, status: int | None = None) -> Exception: ...
-
-
 @dataclass(frozen=True, slots=True)
 class Service:
     """Who a client talks to, for its one-line errors: ``noun`` names the service
@@ -74,10 +68,6 @@ class Service:
     noun: str
     owner: str
     where: str
-    refused: StatusError
-    """Raised for a request the service refuses (4xx but 429): retrying will not help."""
-    unavailable: StatusError
-    """Raised when every attempt met 429, 5xx, a timeout or a broken connection."""
 
 
 async def send_with_retries(
@@ -108,7 +98,7 @@ async def send_with_retries(
         except RETRYABLE_TRANSPORT as exc:
             last = type(exc).__name__
         except httpx.HTTPError as exc:
-            raise service.refused(
+            raise RemoteRequestError(
                 f"{service.noun} request to {service.where} failed ({type(exc).__name__}); "
                 f"check {service.owner} base_url"
             ) from None
@@ -120,18 +110,18 @@ async def send_with_retries(
                 await response.aread()
                 await response.aclose()
             if status != 429 and status < 500:
-                raise service.refused(refusal(response), status=status)
+                raise RemoteRequestError(refusal(response), status=status)
             last = f"HTTP {status}"
             wait = retry_after(response.headers.get("retry-after"))
             if wait is not None and wait > max_wait:
-                raise service.unavailable(
+                raise RemoteUnavailableError(
                     f"{service.noun} service {service.where} is unavailable ({last}) and asks "
                     f"to retry after {wait:.0f} s; try again later",
                     status=status,
                 )
         if attempt + 1 < attempts:
             await asyncio.sleep(backoff_delay(attempt, wait, backoff=backoff, max_wait=max_wait))
-    raise service.unavailable(
+    raise RemoteUnavailableError(
         f"{service.noun} service {service.where} did not answer after {attempts} attempts "
         f"(last: {last}); try again later or check the service",
         status=status,

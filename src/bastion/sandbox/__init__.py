@@ -19,6 +19,7 @@ command's network namespace), ``runner`` (the whole call), ``background`` and
 """
 
 from bastion.sandbox.approval import Effect, Review
+from bastion.sandbox.bwrap import bwrap_binary
 from bastion.sandbox.egress import Egress
 from bastion.sandbox.process_info import OutputChunk, ProcessInfo
 from bastion.sandbox.result import RunLimits, RunResult, SandboxError
@@ -33,5 +34,6 @@ __all__ = [
     "RunLimits",
     "RunResult",
     "SandboxError",
+    "bwrap_binary",
     "run_in_sandbox",
 ]

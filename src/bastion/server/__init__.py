@@ -4,6 +4,7 @@
 """
 
 from bastion.server.app import create_app
+from bastion.server.metrics import JsonFormatter, RequestIdFilter
 from bastion.server.settings import ServerSettings
 
-__all__ = ["ServerSettings", "create_app"]
+__all__ = ["JsonFormatter", "RequestIdFilter", "ServerSettings", "create_app"]

@@ -229,7 +229,7 @@ def read_fast(
     relative = relative_of(path)
     opened = None if relative is None else cached.open(relative)
     if opened is MISSING:
-        raise NotFoundError(f"{path} not found")
+        raise NotFoundError(path=path)
     if not isinstance(opened, tuple):
         return None
     fd, st = opened

@@ -42,15 +42,19 @@ def disk_fault(code: int | None, path: VPath, *, permissions: bool = True) -> St
     ``code``), saying what to do; ``None`` for any other code. ``permissions=False`` where a
     permission error means something else (an object store's credentials)."""
     if code in _NO_SPACE:
-        return StoreError(f"{path}: no space left on the disk of this mount; free space and retry")
+        return StoreError(
+            path=path, reason="no space left on the disk of this mount; free space and retry"
+        )
     if code == errno.EROFS:
         return StoreError(
-            f"{path}: the disk is read-only; writes need it mounted read-write (ask an operator)"
+            f"{path}: the disk is read-only; writes need it mounted read-write (ask an operator)",
+            path=path,
         )
     if permissions and code in _NO_PERMISSION:
         return StoreError(
             f"{path}: the store has no permission for this file on disk; "
-            "fix its permissions (ask an operator)"
+            "fix its permissions (ask an operator)",
+            path=path,
         )
     return None
 
@@ -61,12 +65,15 @@ def check_range(offset: int, length: int | None) -> None:
 
 
 def conflict(path: VPath, if_version: str) -> ConflictError:
-    return ConflictError(f"{path} changed since version {if_version}; read it again and retry")
+    return ConflictError(
+        f"{path} changed since version {if_version}; read it again and retry", path=path
+    )
 
 
 def not_empty(path: VPath) -> DirectoryNotEmptyError:
     return DirectoryNotEmptyError(
-        f"{path} is not empty; pass recursive=True to delete it and its contents"
+        f"{path} is not empty; pass recursive=True to delete it and its contents",
+        path=path,
     ).needing("recursive", True)
 
 
@@ -74,7 +81,7 @@ def check_write(path: VPath, mode: WriteMode, if_version: str | None, current: s
     """Refuse a write that ``mode`` or ``if_version`` forbid. ``current`` is the version of
     the file at ``path`` now, ``None`` when there is none (the caller refuses a directory)."""
     if current is not None and mode is WriteMode.CREATE:
-        raise AlreadyExistsError(f"{path} already exists")
+        raise AlreadyExistsError(path=path)
     if if_version is not None and current != if_version:
         raise conflict(path, if_version)
 
@@ -86,7 +93,8 @@ def refuse_unchecked(path: VPath, mode: WriteMode, if_version: str | None) -> No
     if if_version is not None or mode is not WriteMode.OVERWRITE:
         raise UncheckedWriteError(
             f"{path}: this mount cannot check versions or existing files across processes, so "
-            "if_version, create-only writes and appends are refused; overwrite the whole file"
+            "if_version, create-only writes and appends are refused; overwrite the whole file",
+            path=path,
         )
 
 
@@ -95,7 +103,7 @@ def check_move(src: VPath, dst: VPath) -> None:
     if src.is_root or dst.is_root:
         raise IsADirectoryError_("cannot move the store root")
     if dst.is_relative_to(src):
-        raise NotADirectoryError_(f"cannot move {src} into itself")
+        raise NotADirectoryError_(f"cannot move {src} into itself", path=src)
 
 
 def labels_dict(labels: Labels) -> dict[str, Any]:

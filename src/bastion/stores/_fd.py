@@ -95,9 +95,11 @@ def last_name(path: VPath) -> str:
     """The last segment of ``path``, re-checked: one plain name, never a traversal."""
     name = path.name
     if name in ("", ".", "..") or "/" in name or "\0" in name:
-        raise InvalidPathError(f"{path} has an invalid name segment")
+        raise InvalidPathError(f"{path} has an invalid name segment", path=path)
     if name.startswith(TEMP_PREFIX):
-        raise InvalidPathError(f"names starting with {TEMP_PREFIX} are reserved; rename {path}")
+        raise InvalidPathError(
+            f"names starting with {TEMP_PREFIX} are reserved; rename {path}", path=path
+        )
     return name
 
 
@@ -134,7 +136,9 @@ def _refusal(st: os.stat_result, path: VPath) -> OperationError | None:
     if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
         return None
     if stat.S_ISLNK(mode):
-        return UnsupportedFileError(f"{path} is a symbolic link; Bastion does not follow links")
+        return UnsupportedFileError(
+            f"{path} is a symbolic link; Bastion does not follow links", path=path
+        )
     what = (
         "a FIFO"
         if stat.S_ISFIFO(mode)
@@ -144,7 +148,7 @@ def _refusal(st: os.stat_result, path: VPath) -> OperationError | None:
         if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
         else "not a regular file"
     )
-    return UnsupportedFileError(f"{path} is {what}; Bastion does not open special files")
+    return UnsupportedFileError(f"{path} is {what}; Bastion does not open special files", path=path)
 
 
 def refuse_special(st: os.stat_result, path: VPath) -> None:
@@ -179,13 +183,13 @@ def _explain(dir_fd: int, name: str, path: VPath, *, want_dir: bool) -> Operatio
     """Say why opening ``name`` as a directory or a regular file failed."""
     st = lstat_at(dir_fd, name, path)
     if st is None:
-        return NotFoundError(f"{path} not found")
+        return NotFoundError(path=path)
     refusal = _refusal(st, path)
     if refusal is not None:
         return refusal
     if want_dir and stat.S_ISREG(st.st_mode):
-        return NotADirectoryError_(f"{path} is a file, not a directory")
-    return StoreError(f"{path} changed during the operation; retry")
+        return NotADirectoryError_(path=path)
+    return StoreError(f"{path} changed during the operation; retry", path=path)
 
 
 def open_at(dir_fd: int, name: str, path: VPath, flags: int) -> int:
@@ -203,15 +207,15 @@ def open_file(dir_fd: int, name: str, path: VPath) -> tuple[int, os.stat_result]
     before it."""
     st = lstat_at(dir_fd, name, path)
     if st is None:
-        raise NotFoundError(f"{path} not found")
+        raise NotFoundError(path=path)
     if stat.S_ISDIR(st.st_mode):
-        raise IsADirectoryError_(f"{path} is a directory")
+        raise IsADirectoryError_(path=path)
     refuse_special(st, path)
     fd = open_at(dir_fd, name, path, _FILE_FLAGS)
     try:
         st = _fstat(fd, path)
         if stat.S_ISDIR(st.st_mode):
-            raise IsADirectoryError_(f"{path} is a directory")
+            raise IsADirectoryError_(path=path)
         refuse_special(st, path)
     except BaseException:
         os.close(fd)
@@ -333,7 +337,7 @@ def make_temp(dir_fd: int, path: VPath, *, private: bool) -> tuple[str, int]:
             continue
         except OSError as exc:
             raise translate_error(exc, path) from exc
-    raise StoreError(f"could not create a temporary file next to {path}; retry")
+    raise StoreError(f"could not create a temporary file next to {path}; retry", path=path)
 
 
 def write_all(fd: int, data: memoryview) -> None:
@@ -438,23 +442,26 @@ def translate_error(exc: OSError, path: VPath) -> OperationError:
     """The Bastion error for a failed system call on ``path`` (never naming host paths)."""
     code = exc.errno
     if code == errno.ENOENT:
-        return NotFoundError(f"{path} not found")
+        return NotFoundError(path=path)
     if code == errno.EEXIST:
-        return AlreadyExistsError(f"{path} already exists")
+        return AlreadyExistsError(path=path)
     if code == errno.ENOTDIR:
-        return NotADirectoryError_(f"{path}: a component of the path is not a directory")
+        return NotADirectoryError_(path=path, reason="a component of the path is not a directory")
     if code == errno.EISDIR:
-        return IsADirectoryError_(f"{path} is a directory")
+        return IsADirectoryError_(path=path)
     if code == errno.ENOTEMPTY:
-        return DirectoryNotEmptyError(f"{path} is not empty")
+        return DirectoryNotEmptyError(path=path)
     if code in (errno.ELOOP, errno.EMLINK):
-        return UnsupportedFileError(f"{path} is a symbolic link; Bastion does not follow links")
+        return UnsupportedFileError(
+            f"{path} is a symbolic link; Bastion does not follow links", path=path
+        )
     fault = disk_fault(code, path)
     if fault is not None:
         return fault
     reason = os.strerror(code) if code else type(exc).__name__
     return StoreError(
-        f"{path}: local disk error ({reason}); retry, and ask an operator if it persists"
+        f"{path}: local disk error ({reason}); retry, and ask an operator if it persists",
+        path=path,
     )
 
 

@@ -57,7 +57,8 @@ def translate(exc: BaseException, path: VPath) -> OperationError:
     if code == "NoSuchBucket":
         return StoreError(
             f"{path}: the bucket of this mount does not exist; "
-            "ask an administrator to create it or to fix the mount's URL"
+            "ask an administrator to create it or to fix the mount's URL",
+            path=path,
         )
     if isinstance(exc, OSError):  # a filesystem on a disk (file://, sftp...): full, read-only
         fault = disk_fault(exc.errno, path, permissions=False)
@@ -66,19 +67,22 @@ def translate(exc: BaseException, path: VPath) -> OperationError:
     if code in _CREDENTIALS or isinstance(exc, PermissionError) or "NoCredentialsError" in names:
         return StoreError(
             f"{path}: the object store refused this mount's credentials or permissions; "
-            "ask an administrator to check them"
+            "ask an administrator to check them",
+            path=path,
         )
     if names & _UNREACHABLE or isinstance(exc, ConnectionError | TimeoutError):
         return StoreUnavailableError(
-            f"{path}: the object store of this mount is unreachable; try again later"
+            f"{path}: the object store of this mount is unreachable; try again later",
+            path=path,
         )
     detail = f" ({code})" if code and code.isalnum() else ""
     if code in _SERVER_FAULTS or (code is not None and code.isdigit() and code.startswith("5")):
         return StoreError(
             f"{path}: the object store of this mount answered with a server error{detail} "
-            "even after retries; try again later, and ask an operator if it persists"
+            "even after retries; try again later, and ask an operator if it persists",
+            path=path,
         )
-    return StoreError(f"{path}: the object store failed{detail}; try again later")
+    return StoreError(path=path, reason=f"the object store failed{detail}; try again later")
 
 
 def open_filesystem(

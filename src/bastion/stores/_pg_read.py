@@ -42,10 +42,10 @@ async def stat(conn: Conn, ns: int, path: VPath, root_mtime: float) -> FileInfo:
 async def lookup_file(conn: Conn, ns: int, path: VPath) -> Entry:
     """The row of an existing file (a directory raises :class:`IsADirectoryError_`)."""
     if path.is_root:
-        raise IsADirectoryError_("/ is a directory")
+        raise IsADirectoryError_(path="/")
     row = await db.lookup(conn, ns, path)
     if row.is_dir:
-        raise IsADirectoryError_(f"{path} is a directory")
+        raise IsADirectoryError_(path=path)
     return row
 
 
@@ -79,7 +79,7 @@ async def read(
 
 
 def changed_during_read(path: VPath) -> StoreError:
-    return StoreError(f"{path} kept changing while it was read; retry")
+    return StoreError(f"{path} kept changing while it was read; retry", path=path)
 
 
 async def _slices(conn: Conn, row: Entry, start: int, end: int) -> bytes | None:
@@ -123,9 +123,9 @@ async def list_dir(conn: Conn, ns: int, path: VPath) -> list[FileInfo]:
     if not path.is_root:
         row_ = db.walk_down(path, found)
         if row_ is None:
-            raise NotFoundError(f"{path} not found")
+            raise NotFoundError(path=path)
         if not row_.is_dir:
-            raise NotADirectoryError_(f"{path} is a file, not a directory")
+            raise NotADirectoryError_(path=path)
     return children
 
 
@@ -139,5 +139,5 @@ async def get_metadata(conn: Conn, ns: int, path: VPath) -> dict[str, Any]:
     row = await cur.fetchone()
     if row is None:
         await db.lookup(conn, ns, path)  # says what is wrong
-        raise NotFoundError(f"{path} not found")  # pragma: no cover - created in between
+        raise NotFoundError(path=path)  # pragma: no cover - created in between
     return dict(row[0] or {})

@@ -158,10 +158,12 @@ def walk_down(path: VPath, found: Mapping[str, Entry], *, writing: bool = False)
         above = found.get(key)
         if above is None:
             if writing:
-                raise NotFoundError(f"parent directory {path.parent} does not exist")
-            raise NotFoundError(f"{path} not found")
+                raise NotFoundError(
+                    f"parent directory {path.parent} does not exist", path=path.parent
+                )
+            raise NotFoundError(path=path)
         if not above.is_dir:
-            raise NotADirectoryError_(f"{key} is a file, not a directory")
+            raise NotADirectoryError_(path=key)
     return found.get(path_key(path))
 
 
@@ -169,7 +171,7 @@ async def lookup(conn: Conn, ns: int, path: VPath) -> Entry:
     """The row of an existing entry (never the root), in one query with its ancestors."""
     row = walk_down(path, await rows(conn, ns, [*ancestors(path), path_key(path)]))
     if row is None:
-        raise NotFoundError(f"{path} not found")
+        raise NotFoundError(path=path)
     return row
 
 

@@ -171,7 +171,7 @@ class PgRuntime:
     def _started(self, path: VPath) -> asyncio.AbstractEventLoop:
         with self._lock:
             if self._closed:
-                raise StoreError(f"{path}: the PostgreSQL store is closed")
+                raise StoreError(path=path, reason="the PostgreSQL store is closed")
             if self._loop is None:
                 loop = asyncio.new_event_loop()
                 thread = threading.Thread(
@@ -269,31 +269,38 @@ class PgRuntime:
         if isinstance(exc, PoolTimeout):
             return StoreUnavailableError(self.unresponsive(path))
         if isinstance(exc, errors.ProgramLimitExceeded):
-            return InvalidPathError(f"{path}: the path is too long for the PostgreSQL store")
+            return InvalidPathError(
+                path=path, reason="the path is too long for the PostgreSQL store"
+            )
         if isinstance(exc, errors.QueryCanceled | errors.LockNotAvailable):
             return StoreUnavailableError(
                 f"{path}: filesystem unresponsive: PostgreSQL (namespace {ns!r}) did not "
-                f"finish within {self.timeout:g}s (busy or locked); retry later"
+                f"finish within {self.timeout:g}s (busy or locked); retry later",
+                path=path,
             )
         if isinstance(exc, errors.DiskFull):
             return StoreError(
                 f"{path}: no space left on the disk of this mount's database; "
-                "free space and retry (ask an operator)"
+                "free space and retry (ask an operator)",
+                path=path,
             )
         if isinstance(exc, errors.ReadOnlySqlTransaction):
             return StoreError(
                 f"{path}: the database of this mount is read-only (a standby?); "
-                "writes need the primary (ask an operator)"
+                "writes need the primary (ask an operator)",
+                path=path,
             )
         if isinstance(exc, errors.InsufficientPrivilege):
             return StoreError(
                 f"{path}: the database refused this mount's role; "
-                "grant the role access to the Bastion tables (ask an operator)"
+                "grant the role access to the Bastion tables (ask an operator)",
+                path=path,
             )
         if isinstance(exc, psycopg.OperationalError):
             return StoreUnavailableError(
                 f"{path}: filesystem unresponsive: lost the connection to PostgreSQL "
-                f"(namespace {ns!r}); retry later"
+                f"(namespace {ns!r}); retry later",
+                path=path,
             )
         code = getattr(exc, "sqlstate", None) or type(exc).__name__
-        return StoreError(f"{path}: the PostgreSQL store failed ({code}); retry")
+        return StoreError(path=path, reason=f"the PostgreSQL store failed ({code}); retry")

@@ -40,7 +40,7 @@ async def write(
     """Create, overwrite or append in one transaction; ``labels``, when given, are set in
     the same transaction (otherwise an existing file keeps its own)."""
     if path.is_root:
-        raise IsADirectoryError_("/ is a directory")
+        raise IsADirectoryError_(path="/")
     if if_version is not None:
         await _refuse_stale(conn, ns, path, if_version)
     async with conn.transaction():
@@ -84,10 +84,10 @@ async def _write_locked(
             if created is not None:
                 return created
             if mode is WriteMode.CREATE:
-                raise AlreadyExistsError(f"{path} already exists")
+                raise AlreadyExistsError(path=path)
             continue  # another writer created it first: lock it and decide again
         if row.is_dir:
-            raise IsADirectoryError_(f"{path} is a directory")
+            raise IsADirectoryError_(path=path)
         check_write(path, mode, if_version, str(row.version))
         if mode is WriteMode.APPEND:
             return await _append(conn, ns, row, data)
@@ -175,18 +175,18 @@ async def _one(cur: Any) -> TupleRow:
 
 async def mkdir(conn: Conn, ns: int, path: VPath) -> None:
     if path.is_root:
-        raise AlreadyExistsError("/ already exists")
+        raise AlreadyExistsError(path="/")
     async with conn.transaction():
         await db.tree_lock(conn, ns, exclusive=False)
         if await db.require_parent(conn, ns, path) is not None:
-            raise AlreadyExistsError(f"{path} already exists")
+            raise AlreadyExistsError(path=path)
         cur = await conn.execute(
             "INSERT INTO bastion_fs_entries (ns, path, parent, is_dir, mtime) "
             "VALUES (%s, %s, %s, true, %s) ON CONFLICT (ns, path) DO NOTHING RETURNING 1",
             (ns, db.path_key(path), db.parent_key(path), time.time()),
         )
         if await cur.fetchone() is None:
-            raise AlreadyExistsError(f"{path} already exists")
+            raise AlreadyExistsError(path=path)
 
 
 _DELETE_TREE: Final = """
@@ -235,7 +235,7 @@ async def rename(conn: Conn, ns: int, src: VPath, dst: VPath) -> None:
                 if row is None or row.is_dir != seen.is_dir:
                     continue  # changed before the lock was taken: look again
                 if await db.require_parent(conn, ns, dst) is not None:
-                    raise AlreadyExistsError(f"{dst} already exists")
+                    raise AlreadyExistsError(path=dst)
                 await conn.execute(
                     """UPDATE bastion_fs_entries
                        SET path = %(dst)s || substr(path, char_length(%(key)s) + 1),
@@ -254,7 +254,7 @@ async def rename(conn: Conn, ns: int, src: VPath, dst: VPath) -> None:
                 )
                 return
         except errors.UniqueViolation:
-            raise AlreadyExistsError(f"{dst} already exists") from None
+            raise AlreadyExistsError(path=dst) from None
 
 
 async def set_labels(conn: Conn, ns: int, path: VPath, labels: Labels | None) -> FileInfo:
@@ -285,5 +285,5 @@ def _not_root(path: VPath) -> None:
 async def _updated(conn: Conn, ns: int, path: VPath, row: TupleRow | None) -> FileInfo:
     if row is None:
         await db.lookup(conn, ns, path)  # says what is wrong
-        raise NotFoundError(f"{path} not found")  # pragma: no cover - created in between
+        raise NotFoundError(path=path)  # pragma: no cover - created in between
     return Entry.of(row).info()

@@ -98,7 +98,8 @@ def _is_busy(exc: sqlite3.Error) -> bool:
 
 def _busy(what: str) -> StoreUnavailableError:
     return StoreUnavailableError(
-        f"{what}: the SQLite store stayed locked by another writer; retry shortly"
+        f"{what}: the SQLite store stayed locked by another writer; retry shortly",
+        path=what,
     )
 
 
@@ -108,16 +109,19 @@ def translate(exc: sqlite3.Error, what: str) -> StoreError:
     if code in _BUSY_CODES:
         return _busy(what)
     if code in _DAMAGED_CODES:
-        return StoreError(f"{what}: the SQLite store's file is damaged; ask an operator")
+        return StoreError(path=what, reason="the SQLite store's file is damaged; ask an operator")
     if code == 13:  # SQLITE_FULL
-        return StoreError(f"{what}: no space left on the disk of this mount; free space and retry")
+        return StoreError(
+            path=what, reason="no space left on the disk of this mount; free space and retry"
+        )
     if code == 8:  # SQLITE_READONLY
         return StoreError(
             f"{what}: the SQLite store's file is read-only; "
-            "writes need it writable (ask an operator)"
+            "writes need it writable (ask an operator)",
+            path=what,
         )
     name = getattr(exc, "sqlite_errorname", None) or type(exc).__name__
-    return StoreError(f"{what}: the SQLite store failed ({name}); retry")
+    return StoreError(path=what, reason=f"the SQLite store failed ({name}); retry")
 
 
 def _close_all(idle: list[sqlite3.Connection]) -> None:
@@ -175,7 +179,7 @@ class Database:
     def _acquire(self, what: str) -> sqlite3.Connection:
         with self._pool_lock:
             if self._closed:
-                raise StoreError(f"{what}: the SQLite store is closed")
+                raise StoreError(path=what, reason="the SQLite store is closed")
             if self._idle:
                 return self._idle.pop()
         return self._connect()

@@ -81,7 +81,7 @@ def _node(row: Row) -> Node:
 
 
 def _damaged(path: VPath, what: str) -> StoreError:
-    return StoreError(f"{path}: the SQLite store is damaged ({what}); ask an operator")
+    return StoreError(path=path, reason=f"the SQLite store is damaged ({what}); ask an operator")
 
 
 # -- lookups ---------------------------------------------------------------------------------
@@ -106,10 +106,10 @@ def resolve(conn: sqlite3.Connection, path: VPath) -> Node:
     node = _node(row)
     for depth, name in enumerate(path.parts):
         if not node.is_dir:
-            raise NotADirectoryError_(f"{VPath(path.parts[:depth])} is a file, not a directory")
+            raise NotADirectoryError_(path=VPath(path.parts[:depth]))
         found = child(conn, node.id, name)
         if found is None:
-            raise NotFoundError(f"{path} not found")
+            raise NotFoundError(path=path)
         node = found
     return node
 
@@ -119,9 +119,11 @@ def parent_dir(conn: sqlite3.Connection, path: VPath) -> Node:
     try:
         parent = resolve(conn, path.parent)
     except NotFoundError:
-        raise NotFoundError(f"parent directory {path.parent} does not exist") from None
+        raise NotFoundError(
+            f"parent directory {path.parent} does not exist", path=path.parent
+        ) from None
     if not parent.is_dir:
-        raise NotADirectoryError_(f"{path.parent} is a file, not a directory")
+        raise NotADirectoryError_(path=path.parent)
     return parent
 
 

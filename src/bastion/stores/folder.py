@@ -111,7 +111,7 @@ class FolderStore(Store):
             return await self.inner.read_range(self._in(path), offset, length)
         except NotFoundError as exc:
             if path.is_root:
-                raise IsADirectoryError_("/ is a directory") from exc
+                raise IsADirectoryError_(path="/") from exc
             raise self._outer(exc, path) from exc
         except OperationError as exc:
             raise self._outer(exc, path) from exc
@@ -144,7 +144,7 @@ class FolderStore(Store):
             if refused and exc is refused[0]:
                 raise
             if path.is_root and isinstance(exc, NotFoundError):
-                raise IsADirectoryError_("/ is a directory") from exc
+                raise IsADirectoryError_(path="/") from exc
             raise self._outer(exc, path) from exc
         return info.at(path), data
 

@@ -218,7 +218,9 @@ class FsspecStore(Store):
 
     def _name_ok(self, path: VPath) -> None:
         if self._objects.reserved is not None and self._objects.reserved in path.parts:
-            raise InvalidPathError(f"{path}: the name {self._objects.reserved} is reserved here")
+            raise InvalidPathError(
+                path=path, reason=f"the name {self._objects.reserved} is reserved here"
+            )
 
     async def _missing(self, path: VPath) -> OperationError:
         """Not found, or "not a directory" when a file lies on the way to ``path``."""
@@ -227,9 +229,9 @@ class FsspecStore(Store):
             if await self._objects.is_dir(_key(probe)):
                 break
             if await self._objects.head(_key(probe)) is not None:
-                return NotADirectoryError_(f"{probe} is a file, not a directory")
+                return NotADirectoryError_(path=probe)
             probe = probe.parent
-        return NotFoundError(f"{path} not found")
+        return NotFoundError(path=path)
 
     async def _parent_dir(self, path: VPath) -> None:
         """Raise unless ``path``'s parent is a directory."""
@@ -239,8 +241,8 @@ class FsspecStore(Store):
         error = await self._missing(parent)
         if isinstance(error, NotFoundError):
             if await self._objects.head(_key(parent)) is not None:
-                raise NotADirectoryError_(f"{parent} is a file, not a directory")
-            raise NotFoundError(f"parent directory {parent} does not exist")
+                raise NotADirectoryError_(path=parent)
+            raise NotFoundError(f"parent directory {parent} does not exist", path=parent)
         raise error
 
     async def _new_entry(self, path: VPath) -> None:
@@ -248,7 +250,7 @@ class FsspecStore(Store):
         no directory (the caller knows it is no file)."""
         is_dir = await _together(self._parent_dir(path), self._objects.is_dir(_key(path)))
         if is_dir:
-            raise IsADirectoryError_(f"{path} is a directory")
+            raise IsADirectoryError_(path=path)
 
     async def _stat(self, path: VPath) -> FileInfo:
         self._name_ok(path)
@@ -298,14 +300,14 @@ class FsspecStore(Store):
     async def _open(self, path: VPath, offset: int, length: int | None) -> tuple[FileInfo, Body]:
         self._name_ok(path)
         if path.is_root:
-            raise IsADirectoryError_(f"{path} is a directory")
+            raise IsADirectoryError_(path=path)
         end = None if length is None else offset + length
         found = await self._objects.open(_key(path), offset, end)
         if found is not None:
             obj, body = found
             return _file(path, obj), body
         if await self._objects.is_dir(_key(path)):
-            raise IsADirectoryError_(f"{path} is a directory")
+            raise IsADirectoryError_(path=path)
         raise await self._missing(path)
 
     async def write(
@@ -345,13 +347,14 @@ class FsspecStore(Store):
                     obj = await self._objects.put(key, data, expect)
             except PreconditionFailed:
                 if mode is WriteMode.CREATE:
-                    raise AlreadyExistsError(f"{path} already exists") from None
+                    raise AlreadyExistsError(path=path) from None
                 if if_version is not None:
                     raise conflict(path, if_version) from None
                 # another process appended meanwhile: append to its result
                 if not await patience.wait():
                     raise ConflictError(
-                        f"{path} kept changing while appending to it; retry"
+                        f"{path} kept changing while appending to it; retry",
+                        path=path,
                     ) from None
                 continue
             return _file(path, obj)
@@ -379,7 +382,7 @@ class FsspecStore(Store):
         listing = await self._objects.children(_key(path))
         if listing is None:
             if await self._objects.head(_key(path)) is not None:
-                raise NotADirectoryError_(f"{path} is a file, not a directory")
+                raise NotADirectoryError_(path=path)
             raise await self._missing(path)
         entries: dict[str, FileInfo] = {}
         for name, obj in listing.files:
@@ -397,21 +400,21 @@ class FsspecStore(Store):
 
     async def mkdir(self, path: VPath) -> None:
         if path.is_root:
-            raise AlreadyExistsError("/ already exists")
+            raise AlreadyExistsError(path="/")
         await self._run(path, self._locked([_key(path)], self._mkdir(path)))
 
     async def _mkdir(self, path: VPath) -> None:
         self._name_ok(path)
         key = _key(path)
         if await self._objects.head(key) is not None:
-            raise AlreadyExistsError(f"{path} already exists")
+            raise AlreadyExistsError(path=path)
         is_dir = await _together(self._parent_dir(path), self._objects.is_dir(key))
         if is_dir:
-            raise AlreadyExistsError(f"{path} already exists")
+            raise AlreadyExistsError(path=path)
         try:
             await self._objects.mark(key, exclusive=True)
         except PreconditionFailed:
-            raise AlreadyExistsError(f"{path} already exists") from None
+            raise AlreadyExistsError(path=path) from None
 
     async def rename(self, src: VPath, dst: VPath) -> None:
         check_move(src, dst)
@@ -427,19 +430,20 @@ class FsspecStore(Store):
             raise await self._missing(src)
         await self._parent_dir(dst)
         if await self._objects.head(new) is not None or await self._objects.is_dir(new):
-            raise AlreadyExistsError(f"{dst} already exists")
+            raise AlreadyExistsError(path=dst)
         if source is not None:
             try:
                 copied = await self._objects.copy(old, new, ABSENT, keep_version=True)
             except PreconditionFailed:
-                raise AlreadyExistsError(f"{dst} already exists") from None
+                raise AlreadyExistsError(path=dst) from None
             try:  # only the file that was copied: a write that came in between stays
                 await self._objects.remove_if(old, source)
             except PreconditionFailed:
                 with contextlib.suppress(PreconditionFailed):  # nobody wrote there since
                     await self._objects.remove_if(new, copied)
                 raise ConflictError(
-                    f"{src} changed while it was being moved; nothing was moved, retry"
+                    f"{src} changed while it was being moved; nothing was moved, retry",
+                    path=src,
                 ) from None
         else:
             await self._objects.move_tree(old, new)
@@ -456,19 +460,19 @@ class FsspecStore(Store):
     async def _copy(self, src: VPath, dst: VPath, overwrite: bool) -> FileInfo:
         source = await self._stat(src)
         if source.is_dir:
-            raise IsADirectoryError_(f"{src} is a directory")
+            raise IsADirectoryError_(path=src)
         self._name_ok(dst)
         if dst.is_root:
-            raise IsADirectoryError_("/ is a directory")
+            raise IsADirectoryError_(path="/")
         new = _key(dst)
         existing = await self._objects.head(new)
         if existing is None:
             await self._new_entry(dst)
         elif not overwrite:
-            raise AlreadyExistsError(f"{dst} already exists")
+            raise AlreadyExistsError(path=dst)
         expect: Expect = None if overwrite else ABSENT
         try:
             obj = await self._objects.copy(_key(src), new, expect, keep_version=False)
         except PreconditionFailed:
-            raise AlreadyExistsError(f"{dst} already exists") from None
+            raise AlreadyExistsError(path=dst) from None
         return _file(dst, obj)

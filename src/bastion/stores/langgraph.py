@@ -258,10 +258,10 @@ class LangGraphStore(Store):
             found = self._get(probe)
             if found is not None:
                 if found.info.is_file:
-                    return NotADirectoryError_(f"{probe} is a file, not a directory")
+                    return NotADirectoryError_(path=probe)
                 break
             probe = probe.parent
-        return NotFoundError(f"{path} not found")
+        return NotFoundError(path=path)
 
     def _existing(self, path: VPath) -> _Entry:
         found = self._get(path)
@@ -275,10 +275,10 @@ class LangGraphStore(Store):
         if found is None:
             error = self._missing(parent)
             if isinstance(error, NotFoundError):
-                raise NotFoundError(f"parent directory {parent} does not exist")
+                raise NotFoundError(f"parent directory {parent} does not exist", path=parent)
             raise error
         if found.info.is_file:
-            raise NotADirectoryError_(f"{parent} is a file, not a directory")
+            raise NotADirectoryError_(path=parent)
 
     def _put(self, path: VPath, value: dict[str, Any] | None) -> PutOp:
         """Set (or, with ``None``, delete) the item of ``path``: never embedded by the
@@ -293,7 +293,7 @@ class LangGraphStore(Store):
             self._parent_dir(path)
             current = self._get(path)
             if current is not None and current.info.is_dir:
-                raise IsADirectoryError_(f"{path} is a directory")
+                raise IsADirectoryError_(path=path)
             check_write(path, mode, if_version, None if current is None else current.info.version)
             if current is not None and mode is WriteMode.APPEND:
                 data = current.data() + data
@@ -316,7 +316,7 @@ class LangGraphStore(Store):
 
     def _list(self, path: VPath) -> list[FileInfo]:
         if self._existing(path).info.is_file:
-            raise NotADirectoryError_(f"{path} is a file, not a directory")
+            raise NotADirectoryError_(path=path)
         listed = []
         for item in self._items(path, below=False):
             found = _entry(path / item.key, item)
@@ -328,7 +328,7 @@ class LangGraphStore(Store):
         with self._lock:
             self._parent_dir(path)
             if self._get(path) is not None:
-                raise AlreadyExistsError(f"{path} already exists")
+                raise AlreadyExistsError(path=path)
             value = {"kind": _DIR, "mtime": time.time(), "parent": str(path.parent)}
             self.store.batch([self._put(path, value)])
 
@@ -337,7 +337,7 @@ class LangGraphStore(Store):
             found = self._existing(src)
             self._parent_dir(dst)
             if self._get(dst) is not None:
-                raise AlreadyExistsError(f"{dst} already exists")
+                raise AlreadyExistsError(path=dst)
             moved = {**found.value, "parent": str(dst.parent)}
             ops = [self._put(dst, moved), self._put(src, None)]
             if found.info.is_dir:
@@ -361,7 +361,8 @@ class LangGraphStore(Store):
             raise
         except Exception as exc:  # noqa: BLE001 - every foreign error becomes ours
             raise StoreError(
-                f"{path}: the LangGraph store failed ({type(exc).__name__}); try again later"
+                f"{path}: the LangGraph store failed ({type(exc).__name__}); try again later",
+                path=path,
             ) from None
 
     async def stat(self, path: VPath) -> FileInfo:
@@ -381,7 +382,7 @@ class LangGraphStore(Store):
         check_range(offset, length)
         found = await self._run(path, self._existing, path)
         if found.info.is_dir:
-            raise IsADirectoryError_(f"{path} is a directory")
+            raise IsADirectoryError_(path=path)
         if check is not None:
             check(found.info)  # the caller's own check: its errors are its own
         end = None if length is None else offset + length
@@ -410,7 +411,7 @@ class LangGraphStore(Store):
 
     async def mkdir(self, path: VPath) -> None:
         if path.is_root:
-            raise AlreadyExistsError("/ already exists")
+            raise AlreadyExistsError(path="/")
         await self._run(path, self._mkdir, path)
 
     async def rename(self, src: VPath, dst: VPath) -> None:

@@ -226,13 +226,13 @@ class LocalStore(Store):
             if isinstance(seen, os.stat_result):
                 return info_of(path, seen)
             if seen is MISSING:
-                raise NotFoundError(f"{path} not found")
+                raise NotFoundError(path=path)
         return await self._workers.run(self._stat, path)
 
     async def read_range(self, path: VPath, offset: int = 0, length: int | None = None) -> bytes:
         check_range(offset, length)
         if path.is_root:
-            raise IsADirectoryError_("/ is a directory")
+            raise IsADirectoryError_(path="/")
         fast = read_fast(self._cached, path, offset, length, None)
         if fast is not None:
             return fast[1]
@@ -250,7 +250,7 @@ class LocalStore(Store):
         descriptor walk), then its info from that descriptor, ``check``, and the bytes."""
         check_range(offset, length)
         if path.is_root:
-            raise IsADirectoryError_("/ is a directory")
+            raise IsADirectoryError_(path="/")
         fast = read_fast(self._cached, path, offset, length, check)
         if fast is not None:
             return fast
@@ -281,14 +281,14 @@ class LocalStore(Store):
 
     async def mkdir(self, path: VPath) -> None:
         if path.is_root:
-            raise AlreadyExistsError("/ already exists")
+            raise AlreadyExistsError(path="/")
         await self._workers.run(self._mkdir, path)
 
     async def rename(self, src: VPath, dst: VPath) -> None:
         if src.is_root or dst.is_root:
             raise IsADirectoryError_("cannot move the store root")
         if dst.is_relative_to(src):
-            raise NotADirectoryError_(f"cannot move {src} into itself")
+            raise NotADirectoryError_(f"cannot move {src} into itself", path=src)
         await self._workers.run(self._rename, src, dst)
 
     # -- the same, in a worker thread ----------------------------------------------------------
@@ -306,7 +306,7 @@ class LocalStore(Store):
         finally:
             self._release(pfd)
         if st is None:
-            raise NotFoundError(f"{path} not found")
+            raise NotFoundError(path=path)
         refuse_special(st, path)
         return info_of(path, st)
 
@@ -356,7 +356,7 @@ class LocalStore(Store):
                 lock_fd = lock_entry(pfd, name, path)[1]
                 st = lstat_at(pfd, name, path)
                 if st is None:
-                    raise NotFoundError(f"{path} not found")
+                    raise NotFoundError(path=path)
                 refuse_special(st, path)
                 commit()
                 try:
@@ -374,9 +374,9 @@ class LocalStore(Store):
                             if recursive
                             else "pass recursive=True to delete it and its contents"
                         )
-                        raise DirectoryNotEmptyError(f"{path} is not empty; {hint}").needing(
-                            "recursive", True
-                        ) from exc
+                        raise DirectoryNotEmptyError(
+                            f"{path} is not empty; {hint}", path=path
+                        ).needing("recursive", True) from exc
                     raise translate_error(exc, path) from exc
             finally:
                 if lock_fd >= 0:
@@ -534,7 +534,9 @@ class LocalStore(Store):
         try:
             return self._open_dir(path.parent)
         except NotFoundError as exc:
-            raise NotFoundError(f"parent directory {path.parent} does not exist") from exc
+            raise NotFoundError(
+                f"parent directory {path.parent} does not exist", path=path.parent
+            ) from exc
 
     def _next_ns(self, replaced: os.stat_result | None) -> int:
         """A modification time later than the ``replaced`` file's and than any this store
@@ -558,7 +560,8 @@ class LocalStore(Store):
                 return st
         raise StoreError(
             f"{path}: this disk's file times cannot tell two versions apart; "
-            "mount the store on a filesystem with finer timestamps"
+            "mount the store on a filesystem with finer timestamps",
+            path=path,
         )
 
     def _write_locked(
@@ -573,10 +576,10 @@ class LocalStore(Store):
         current = lstat_at(pfd, name, path)
         if current is not None:
             if stat.S_ISDIR(current.st_mode):
-                raise IsADirectoryError_(f"{path} is a directory")
+                raise IsADirectoryError_(path=path)
             refuse_special(current, path)
             if mode is WriteMode.CREATE:
-                raise AlreadyExistsError(f"{path} already exists")
+                raise AlreadyExistsError(path=path)
         appending = current is not None and mode is WriteMode.APPEND
         old_fd = -1
         if appending:
@@ -635,14 +638,14 @@ class LocalStore(Store):
         sname, dname = last_name(src), last_name(dst)
         st = lstat_at(sfd, sname, src)
         if st is None:
-            raise NotFoundError(f"{src} not found")
+            raise NotFoundError(path=src)
         refuse_special(st, src)
         commit()
         try:
             if not _rename_noreplace(sfd, sname, dfd, dname):
                 # No renameat2 here: the lock makes check-then-rename atomic for this store.
                 if lstat_at(dfd, dname, dst) is not None:
-                    raise AlreadyExistsError(f"{dst} already exists")
+                    raise AlreadyExistsError(path=dst)
                 os.rename(sname, dname, src_dir_fd=sfd, dst_dir_fd=dfd)
             os.fsync(dfd)
             if not os.path.samestat(os.fstat(sfd), os.fstat(dfd)):

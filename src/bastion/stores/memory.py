@@ -56,7 +56,7 @@ class MemoryStore(Store):
                 raise NotADirectoryError_(f"/{'/'.join(path.parts[:i])} is a file, not a directory")
             child = node.children.get(part)
             if child is None:
-                raise NotFoundError(f"{path} not found")
+                raise NotFoundError(path=path)
             node = child
         return node
 
@@ -64,9 +64,11 @@ class MemoryStore(Store):
         try:
             parent = self._node(path.parent)
         except NotFoundError:
-            raise NotFoundError(f"parent directory {path.parent} does not exist") from None
+            raise NotFoundError(
+                f"parent directory {path.parent} does not exist", path=path.parent
+            ) from None
         if not isinstance(parent, _Dir):
-            raise NotADirectoryError_(f"{path.parent} is a file, not a directory")
+            raise NotADirectoryError_(path=path.parent)
         return parent
 
     def _info(self, path: VPath, node: _File | _Dir) -> FileInfo:
@@ -106,7 +108,7 @@ class MemoryStore(Store):
         with self._lock:
             node = self._node(path)
             if isinstance(node, _Dir):
-                raise IsADirectoryError_(f"{path} is a directory")
+                raise IsADirectoryError_(path=path)
             info = self._info(path, node)
             if check is not None:
                 check(info)
@@ -128,7 +130,7 @@ class MemoryStore(Store):
             parent = self._parent_dir(path)
             existing = parent.children.get(path.name)
             if isinstance(existing, _Dir):
-                raise IsADirectoryError_(f"{path} is a directory")
+                raise IsADirectoryError_(path=path)
             check_write(path, mode, if_version, None if existing is None else existing.version)
             if existing is not None and mode is WriteMode.APPEND:
                 payload = existing.data + payload
@@ -146,7 +148,7 @@ class MemoryStore(Store):
             parent = self._parent_dir(path)
             node = parent.children.get(path.name)
             if node is None:
-                raise NotFoundError(f"{path} not found")
+                raise NotFoundError(path=path)
             if isinstance(node, _Dir) and node.children and not recursive:
                 raise not_empty(path)
             del parent.children[path.name]
@@ -157,16 +159,16 @@ class MemoryStore(Store):
         with self._lock:
             node = self._node(path)
             if not isinstance(node, _Dir):
-                raise NotADirectoryError_(f"{path} is a file, not a directory")
+                raise NotADirectoryError_(path=path)
             return [self._info(path.child(name), child) for name, child in node.children.items()]
 
     async def mkdir(self, path: VPath) -> None:
         if path.is_root:
-            raise AlreadyExistsError("/ already exists")
+            raise AlreadyExistsError(path="/")
         with self._lock:
             parent = self._parent_dir(path)
             if path.name in parent.children:
-                raise AlreadyExistsError(f"{path} already exists")
+                raise AlreadyExistsError(path=path)
             now = time.time()
             parent.children[path.name] = _Dir(now)
             parent.mtime = now
@@ -176,15 +178,15 @@ class MemoryStore(Store):
         if src.is_root or dst.is_root:
             raise IsADirectoryError_("cannot move the store root")
         if dst.is_relative_to(src):
-            raise NotADirectoryError_(f"cannot move {src} into itself")
+            raise NotADirectoryError_(f"cannot move {src} into itself", path=src)
         with self._lock:
             src_parent = self._parent_dir(src)
             node = src_parent.children.get(src.name)
             if node is None:
-                raise NotFoundError(f"{src} not found")
+                raise NotFoundError(path=src)
             dst_parent = self._parent_dir(dst)
             if dst.name in dst_parent.children:
-                raise AlreadyExistsError(f"{dst} already exists")
+                raise AlreadyExistsError(path=dst)
             del src_parent.children[src.name]
             dst_parent.children[dst.name] = node
             now = time.time()

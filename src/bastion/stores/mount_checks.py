@@ -31,7 +31,7 @@ async def check_mounts(mounts: Iterable[Mount]) -> None:
                 else:
                     await store.stat(VPath.ROOT)
         except StoreError as exc:
-            reason = str(exc).removeprefix("/: ").removeprefix("/")
+            reason = exc.reason if exc.reason is not None else str(exc)  # a plain message
             raise ConfigurationError(
                 f"mount {mount.prefix} ({mount.store.kind}): {reason}"
             ) from None

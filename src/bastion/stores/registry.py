@@ -11,6 +11,12 @@
                                        protocol fsspec knows)
 =====================================  ==============================================
 
+Another scheme opens a store that a third-party distribution declares in the ``bastion.stores``
+entry-point group (as fsspec's implementations are found): the entry point's name is the
+scheme, its object a callable ``factory(url, **options) -> Store`` (a store class taking the
+URL will do). Bastion's own schemes come first and cannot be replaced by a plug-in; a plug-in
+comes before fsspec's other protocols. See ``docs/stores.md`` ("Plug in a store").
+
 A relative path (``file:docs``, ``sqlite:data/ws.db``) is taken from ``relative_to`` (the
 folder of the workspace file that names it, or the current folder). ``options`` go to the
 store's constructor (``namespace`` for PostgreSQL, ``chunk_size`` for SQLite; for fsspec URLs
@@ -25,6 +31,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
+from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from typing import Any
 from urllib.parse import SplitResult, unquote, urlsplit
@@ -35,7 +42,10 @@ from bastion.core.models import Labels, Scope
 from bastion.core.mounts import Mount
 from bastion.core.ports import Store
 
-__all__ = ["SCHEMES", "mount_from_url", "store_from_url"]
+__all__ = ["ENTRY_POINT_GROUP", "SCHEMES", "mount_from_url", "plugin_schemes", "store_from_url"]
+
+ENTRY_POINT_GROUP = "bastion.stores"
+"""The entry-point group third-party stores declare themselves in (name: the URL scheme)."""
 
 Opener = Callable[[str, SplitResult, Path, dict[str, Any]], Store]
 
@@ -97,6 +107,42 @@ SCHEMES: dict[str, Opener] = {
 """Schemes Bastion opens itself; any other scheme fsspec knows opens an ``FsspecStore``."""
 
 
+def plugin_schemes() -> dict[str, EntryPoint]:
+    """Scheme -> entry point of every store plug-in installed now (read each call: a
+    distribution installed while the process runs is found; Bastion's own schemes are left
+    out, since a plug-in cannot replace them)."""
+    found: dict[str, EntryPoint] = {}
+    for point in entry_points(group=ENTRY_POINT_GROUP):
+        scheme = point.name.lower()
+        if scheme not in SCHEMES:
+            found.setdefault(scheme, point)
+    return found
+
+
+def _plugin(point: EntryPoint) -> Opener:
+    """The opener of a store plug-in: loads its factory, calls it with the URL and options,
+    and checks that what came back is a store."""
+    where = f"the store plug-in {point.name}:// ({point.value})"
+
+    def opener(url: str, parts: SplitResult, base: Path, options: dict[str, Any]) -> Store:
+        try:
+            factory = point.load()
+        except Exception as exc:  # noqa: BLE001 - any failure to import a plug-in is reported
+            raise ConfigurationError(
+                f"{where} cannot be loaded ({type(exc).__name__}); reinstall it"
+            ) from None
+        if not callable(factory):
+            raise ConfigurationError(f"{where} names no callable; it cannot open a store")
+        store = factory(url, **options)
+        if not isinstance(store, Store):
+            raise ConfigurationError(
+                f"{where} returned a {type(store).__name__}, not a bastion Store"
+            )
+        return store
+
+    return opener
+
+
 def _local_path(parts: SplitResult, base: Path) -> Path:
     if parts.netloc not in ("", "localhost") or not parts.path or parts.query:
         raise ConfigurationError(
@@ -111,6 +157,9 @@ def _opener(scheme: str) -> Opener:
     opener = SCHEMES.get(scheme)
     if opener is not None:
         return opener
+    plugin = plugin_schemes().get(scheme)
+    if plugin is not None:
+        return _plugin(plugin)
     try:
         from fsspec.registry import known_implementations  # type: ignore[import-untyped]
     except ImportError:  # the 's3' extra is not installed
@@ -123,7 +172,10 @@ def _opener(scheme: str) -> Opener:
         if known_implementations is not None
         else "another fsspec protocol with the 's3' extra: pip install 'bastion[s3]'"
     )
-    raise ConfigurationError(f"unknown URL scheme {scheme!r}; use {known} or {other}")
+    raise ConfigurationError(
+        f"unknown URL scheme {scheme!r}; use {known}, {other}, "
+        f"or install a store plug-in that declares it (entry points {ENTRY_POINT_GROUP})"
+    )
 
 
 def store_from_url(

@@ -61,7 +61,7 @@ def _file(conn: Conn, path: VPath) -> tree.Node:
     """The node of the file at ``path`` (a directory raises :class:`IsADirectoryError_`)."""
     node = tree.resolve(conn, path)
     if node.is_dir:
-        raise IsADirectoryError_(f"{path} is a directory")
+        raise IsADirectoryError_(path=path)
     return node
 
 
@@ -161,7 +161,7 @@ class SqliteStore(Store):
             parent = tree.parent_dir(conn, path)
             existing = tree.child(conn, parent.id, path.name)
             if existing is not None and existing.is_dir:
-                raise IsADirectoryError_(f"{path} is a directory")
+                raise IsADirectoryError_(path=path)
             check_write(path, mode, if_version, None if existing is None else existing.version)
             return self._store(conn, path, parent, existing, view, mode, encoded)
 
@@ -217,7 +217,7 @@ class SqliteStore(Store):
             parent = tree.parent_dir(conn, path)
             node = tree.child(conn, parent.id, path.name)
             if node is None:
-                raise NotFoundError(f"{path} not found")
+                raise NotFoundError(path=path)
             if node.is_dir and not recursive and next(tree.children(conn, node.id), None):
                 raise not_empty(path)
             tree.remove(conn, node)
@@ -229,7 +229,7 @@ class SqliteStore(Store):
         def work(conn: Conn) -> list[FileInfo]:
             node = tree.resolve(conn, path)
             if not node.is_dir:
-                raise NotADirectoryError_(f"{path} is a file, not a directory")
+                raise NotADirectoryError_(path=path)
             entries = tree.children(conn, node.id)
             return [tree.info(path.child(name), item) for name, item in entries]
 
@@ -237,12 +237,12 @@ class SqliteStore(Store):
 
     async def mkdir(self, path: VPath) -> None:
         if path.is_root:
-            raise AlreadyExistsError("/ already exists")
+            raise AlreadyExistsError(path="/")
 
         def work(conn: Conn) -> None:
             parent = tree.parent_dir(conn, path)
             if tree.child(conn, parent.id, path.name) is not None:
-                raise AlreadyExistsError(f"{path} already exists")
+                raise AlreadyExistsError(path=path)
             now = time.time()
             inode = conn.execute(
                 "INSERT INTO inodes (kind, size, mtime) VALUES ('directory', 0, ?) RETURNING id",
@@ -263,10 +263,10 @@ class SqliteStore(Store):
             src_parent = tree.parent_dir(conn, src)
             node = tree.child(conn, src_parent.id, src.name)
             if node is None:
-                raise NotFoundError(f"{src} not found")
+                raise NotFoundError(path=src)
             dst_parent = tree.parent_dir(conn, dst)
             if tree.child(conn, dst_parent.id, dst.name) is not None:
-                raise AlreadyExistsError(f"{dst} already exists")
+                raise AlreadyExistsError(path=dst)
             conn.execute(
                 "UPDATE dentries SET parent = ?, name = ? WHERE inode = ?",
                 (dst_parent.id, dst.name, node.id),

@@ -203,7 +203,8 @@ class FileOps:
                     break
             except IsADirectoryError_:
                 raise IsADirectoryError_(
-                    f"{vp} is a directory; use list to see its entries"
+                    f"{vp} is a directory; use list to see its entries",
+                    path=vp,
                 ) from None
         raise ConflictError(f"{vp} kept changing while it was being read; read it again")
 

@@ -86,7 +86,8 @@ class Transfers:
                     if not overwrite and await dst_store.lookup(dst_rel) is not None:
                         # refused before the sidecar, which would relabel the file there
                         raise AlreadyExistsError(
-                            f"{d} already exists; pick another name or pass overwrite=True"
+                            f"{d} already exists; pick another name or pass overwrite=True",
+                            path=d,
                         ).needing("overwrite", True)
                     head = await self._head(src_store, src_rel)
                     await carry_labels(dst_store, dst_rel, info.labels, head)
@@ -162,15 +163,15 @@ class Transfers:
     ) -> _Step:
         if self._router.is_mount_point(dst):
             if entry.is_file:
-                raise IsADirectoryError_(f"{dst} is a directory (a mount point)")
+                raise IsADirectoryError_(f"{dst} is a directory (a mount point)", path=dst)
             if top and not merge:
-                raise AlreadyExistsError(f"{dst} already exists (a mount point)")
+                raise AlreadyExistsError(f"{dst} already exists (a mount point)", path=dst)
             return _Step(entry.path, dst, entry, exists=True)
         mode = WriteMode.OVERWRITE if overwrite else WriteMode.CREATE
         guarded, rel = await self._router.route_change(dst, entry.size, mode, is_file=entry.is_file)
         existing = None if rel.is_root else await guarded.lookup(rel)
         if rel.is_root and top and not merge:
-            raise AlreadyExistsError(f"{dst} already exists (a mount point)")
+            raise AlreadyExistsError(f"{dst} already exists (a mount point)", path=dst)
         taken = f"{dst} already exists; pick another name or pass overwrite=True"
         if entry.is_dir:
             if existing is not None and (not existing.is_dir or (top and not merge)):
@@ -180,7 +181,7 @@ class Transfers:
             return _Step(entry.path, dst, entry, exists=existing is not None or rel.is_root)
         if existing is not None:
             if existing.is_dir and not (top and not merge and not overwrite):
-                raise IsADirectoryError_(f"{dst} is a directory; it is not replaced")
+                raise IsADirectoryError_(f"{dst} is a directory; it is not replaced", path=dst)
             if not overwrite:
                 raise AlreadyExistsError(taken).needing("overwrite", True)
         await guarded.check_write(rel, entry.size, mode)

@@ -27,7 +27,6 @@ import httpx
 
 from bastion.governance.answer.chat import ChatModel, Message
 from bastion.governance.answer.errors import (
-    ChatRequestError,
     ChatResponseError,
     ChatUnavailableError,
 )
@@ -68,8 +67,6 @@ class HttpChatModel(ChatModel):
             "chat/completions",
             noun="chat",
             whose="the chat model's",
-            refused=ChatRequestError,
-            unavailable=ChatUnavailableError,
             retries=Retries(
                 timeout=timeout, max_retries=max_retries, backoff=backoff, max_wait=max_wait
             ),

@@ -28,9 +28,7 @@ import numpy as np
 from bastion.core.errors import ConfigurationError
 from bastion.knowledge.embedders.base import Embedder, Vectors, l2_normalize
 from bastion.knowledge.embedders.errors import (
-    EmbeddingRequestError,
     EmbeddingResponseError,
-    EmbeddingUnavailableError,
 )
 from bastion.remote.openai import Endpoint, Retries
 
@@ -81,8 +79,6 @@ class HttpEmbedder(Embedder):
             "embeddings",
             noun="embedding",
             whose="the embedder's",
-            refused=EmbeddingRequestError,
-            unavailable=EmbeddingUnavailableError,
             retries=Retries(
                 timeout=timeout, max_retries=max_retries, backoff=backoff, max_wait=max_wait
             ),

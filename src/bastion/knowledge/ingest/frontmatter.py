@@ -156,7 +156,8 @@ def head_front_matter(head: bytes, *, complete: bool, where: str) -> FrontMatter
     if cut and _CLOSE.search(text, opened.end()) is None:
         raise FrontMatterError(
             f"{where}: front matter does not close within its first {MAX_FRONT_MATTER_BYTES} "
-            "bytes of text; close it with a --- line or shorten it"
+            "bytes of text; close it with a --- line or shorten it",
+            path=where,
         )
     return split_front_matter(text, where)
 
@@ -173,27 +174,34 @@ def load_mapping(
     """A YAML mapping (an empty block is ``{}``), bounded and made JSON-compatible; ``what``
     names the block in errors."""
     if len(block.encode("utf-8", "surrogatepass")) > max_bytes:
-        raise FrontMatterError(f"{where}: {what} is over {max_bytes} bytes; shorten it")
+        raise FrontMatterError(path=where, reason=f"{what} is over {max_bytes} bytes; shorten it")
     if _flow_depth(block) > max_depth:
-        raise FrontMatterError(f"{where}: {what} is nested too deeply; flatten it")
+        raise FrontMatterError(path=where, reason=f"{what} is nested too deeply; flatten it")
     try:
         loaded = _load(block, where, what)
     except RecursionError:
-        raise FrontMatterError(f"{where}: {what} is nested too deeply; flatten it") from None
+        raise FrontMatterError(
+            path=where, reason=f"{what} is nested too deeply; flatten it"
+        ) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f" (line {mark.line + 2})" if mark is not None else ""
         raise FrontMatterError(
-            f"{where}: {what} is not valid YAML{line}; fix it or remove the --- block"
+            f"{where}: {what} is not valid YAML{line}; fix it or remove the --- block",
+            path=where,
         ) from None
     if loaded is None:
         return {}
     if not isinstance(loaded, Mapping):
-        raise FrontMatterError(f"{where}: {what} must be a YAML mapping (key: value lines); fix it")
+        raise FrontMatterError(
+            path=where, reason=f"{what} must be a YAML mapping (key: value lines); fix it"
+        )
     try:
         converted = _jsonable(loaded, max_nodes, where, what)
     except RecursionError:
-        raise FrontMatterError(f"{where}: {what} is nested too deeply; flatten it") from None
+        raise FrontMatterError(
+            path=where, reason=f"{what} is nested too deeply; flatten it"
+        ) from None
     assert isinstance(converted, dict)
     return converted
 
@@ -213,7 +221,8 @@ def _load(block: str, where: str, what: str) -> Any:
                 name = str(key.value).strip().casefold()
                 if name in seen:
                     raise FrontMatterError(
-                        f"{where}: {what} gives a key twice (or in two spellings); keep one"
+                        f"{where}: {what} gives a key twice (or in two spellings); keep one",
+                        path=where,
                     )
                 seen.add(name)
         return None if node is None else loader.construct_document(node)
@@ -230,7 +239,8 @@ def _jsonable(value: Any, budget: int, where: str, what: str) -> Any:
         remaining[0] -= 1
         if remaining[0] < 0:
             raise FrontMatterError(
-                f"{where}: {what} expands to more than {budget} values; simplify it"
+                f"{where}: {what} expands to more than {budget} values; simplify it",
+                path=where,
             )
         if isinstance(item, datetime | date):
             return item.isoformat()

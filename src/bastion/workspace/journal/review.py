@@ -314,7 +314,8 @@ class ChangeReview:
             same = state.kind == "file" and digest(data) == state.hash
         if not same:
             raise ConflictError(
-                f"{path} changed after change {change_id}; review it (diff) and undo by hand"
+                f"{path} changed after change {change_id}; review it (diff) and undo by hand",
+                path=path,
             )
         return guarded, rel, found is not None and found.is_file, version
 

@@ -24,11 +24,12 @@ def translated(where: str, kind: str, *known: tuple[type[BaseException], str]) -
     except IngestError:
         raise
     except RecursionError as exc:
-        raise ParseError(f"{where}: the {kind} is nested too deeply to read") from exc
+        raise ParseError(path=where, reason=f"the {kind} is nested too deeply to read") from exc
     except Exception as exc:  # any type: see docstring
         for error_type, tail in known:
             if isinstance(exc, error_type):
-                raise ParseError(f"{where} {tail}") from exc
+                raise ParseError(f"{where} {tail}", path=where) from exc
         raise ParseError(
-            f"{where} is not a readable {kind} ({type(exc).__name__}); check the file"
+            f"{where} is not a readable {kind} ({type(exc).__name__}); check the file",
+            path=where,
         ) from exc

@@ -30,7 +30,8 @@ def decode_text(data: bytes, where: str) -> str:
     except UnicodeDecodeError as exc:
         raise ParseError(
             f"{where} is not valid {encoding.removesuffix('-sig').upper()} text "
-            f"(bad byte at offset {exc.start}); re-save it as UTF-8"
+            f"(bad byte at offset {exc.start}); re-save it as UTF-8",
+            path=where,
         ) from None
 
 
