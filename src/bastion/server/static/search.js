@@ -101,7 +101,7 @@ export function mount(section, ctx) {
         href: "#/files" + ctx.encodePath(hit.path) + "?lines=" + hit.lines[0] + "-" + hit.lines[1],
       });
       const snippet = el("p", null, { class: "snippet" });
-      snippet.append(marked(hit.snippet, terms));
+      snippet.append(marked(hit.snippet.replace(/\n\s*\n+/g, "\n"), terms));
       item.append(link, snippet);
       return item;
     }));
