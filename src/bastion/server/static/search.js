@@ -122,9 +122,10 @@ export function mount(section, ctx) {
 
   return {
     async show(route) {
-      await loadModes();
       const q = new URLSearchParams(route.replace(/^\?/, ""));
-      toForm(q);
+      toForm(q); // at once: what is typed next is not overwritten
+      await loadModes();
+      $("search-mode").value = q.get("mode") || "";
       await run(q);
       if (!q.get("q")) $("search-query").focus();
     },
