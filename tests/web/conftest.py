@@ -71,7 +71,9 @@ class Requests:
         page.on("dialog", lambda d: (self.alerts.append(d.message), d.dismiss()))
 
     def foreign(self, site: str) -> list[str]:
-        return [u for u in self.urls if not (u.startswith(site + "/") or u.startswith("blob:" + site))]
+        return [
+            u for u in self.urls if not (u.startswith(site + "/") or u.startswith("blob:" + site))
+        ]
 
 
 @pytest.fixture

@@ -97,7 +97,9 @@ def test_upload_new_edit_conflict_rename_download_delete(
     ana = page_as("ana")
     ana.goto(f"{site}/#/files/uploads")
     expect(ana.locator(".dropzone")).to_be_visible()
-    _drop(ana, "heron-notes.md", "# Heron notes\n\nThe marmalade checklist lives in the east wing.\n")
+    _drop(
+        ana, "heron-notes.md", "# Heron notes\n\nThe marmalade checklist lives in the east wing.\n"
+    )
     expect(ana.locator("#upload-status")).to_have_text(
         "Uploaded /uploads/heron-notes.md and indexed."
     )

@@ -116,7 +116,7 @@ export function mount(section, ctx) {
     // Uploads at the top go to the first writable folder, as the server writes only there.
     const target = () => (path === "/" ? ctx.me().writable[0] : path);
     if (writable(path) || (path === "/" && ctx.me()?.writable.length)) {
-      const input = el("input", null, { type: "file", multiple: "", id: "upload-file", class: "visually-hidden", tabindex: "-1" });
+      const input = el("input", null, { type: "file", multiple: "", id: "upload-file", class: "visually-hidden", tabindex: "-1", "aria-label": "Files to upload" });
       const overwrite = el("input", null, { type: "checkbox", id: "upload-overwrite" });
       const choose = button("Upload files…", () => input.click(), { id: "upload-button" });
       input.addEventListener("change", () => { if (input.files.length) upload(target(), input.files, overwrite.checked, status, progress); input.value = ""; });

@@ -91,7 +91,7 @@ export function mount(section, ctx) {
     const shown = data.hits.slice((page - 1) * PAGE, page * PAGE);
     if (!data.hits.length) { summary.textContent = "No results for “" + query + "”."; return; }
     if (!shown.length) { summary.textContent = "No more results."; }
-    else summary.textContent = "Results " + ((page - 1) * PAGE + 1) + "–" + ((page - 1) * PAGE + shown.length) + " for “" + query + "” (" + data.mode + ").";
+    else summary.textContent = "Results " + ((page - 1) * PAGE + 1) + " to " + ((page - 1) * PAGE + shown.length) + " for “" + query + "” (" + data.mode + ").";
     const terms = query.split(/\s+/);
     hits.start = (page - 1) * PAGE + 1;
     hits.replaceChildren(...shown.map((hit) => {
@@ -127,7 +127,6 @@ export function mount(section, ctx) {
       await loadModes();
       $("search-mode").value = q.get("mode") || "";
       await run(q);
-      if (!q.get("q")) $("search-query").focus();
     },
     reset() {
       form.reset();
