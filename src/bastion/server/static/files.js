@@ -189,7 +189,7 @@ export function mount(section, ctx) {
     const name = await ctx.prompt("New file", "Name of the new file in " + folder);
     if (!name) return;
     try {
-      const info = await ctx.postJSON("/v1/files/write", { path: join(folder, name), content: "", mode: "create", parents: false });
+      const info = await ctx.postJSON("/v1/files/write", { path: join(folder, name), content: "", mode: "create" });
       await tree.reload(info.path);
       ctx.go("files", ctx.encodePath(info.path) + "?edit=1");
     } catch (e) { fail(e); }
