@@ -208,7 +208,8 @@ export function mount(section, ctx) {
 
   function itemActions(info) {
     const out = [];
-    if (writable(info.path)) {
+    const mountRoot = (ctx.me()?.mounts || []).some((m) => m.prefix === info.path);
+    if (writable(info.path) && !mountRoot) {
       out.push(button("Rename or move", () => move(info)));
       out.push(button("Delete", () => remove(info), { class: "danger" }));
     }
