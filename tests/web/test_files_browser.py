@@ -236,3 +236,28 @@ def test_labels_show_and_a_writer_may_tighten_them(
     expect(tom.locator("#labels")).to_contain_text("night, shifts")
     expect(tom.locator("#labels")).to_contain_text("employee")
     expect(tom.locator('[data-path="/uploads/rota.md.labels.yaml"]')).to_be_visible()
+
+
+def test_names_with_address_characters_open_and_move(
+    page_as: Callable[..., Page], site: str
+) -> None:
+    omar = page_as("omar")
+    omar.goto(f"{site}/#/files/uploads")
+    expect(omar.locator(".dropzone")).to_be_visible()
+    name = "50% off? #1 & more.md"
+    _drop(omar, name, "# Deal\n\nHalf price.\n")
+    expect(omar.locator("#upload-status")).to_contain_text(name)
+    omar.locator(".listing a", has_text=name).click()
+    expect(omar.locator("#viewer-path")).to_have_text("/uploads/" + name)
+    expect(omar.locator("#viewer-text h3")).to_have_text("Deal")
+    expect(omar.locator("#crumbs a").last).to_have_text(name)
+    omar.reload()  # a bearer token lives in memory only: signed out, the address kept
+    expect(omar.locator("#demo-form")).to_be_visible()
+    omar.locator("#demo-user").select_option("omar")
+    omar.locator("#demo-form button").click()
+    expect(omar.locator("#viewer-path")).to_have_text("/uploads/" + name)
+    omar.get_by_role("button", name="Rename or move").click()
+    omar.locator("#dialog-input").fill("/uploads/deal #2?.md")
+    omar.keyboard.press("Enter")
+    expect(omar.locator("#viewer-path")).to_have_text("/uploads/deal #2?.md")
+    expect(omar.locator("#viewer-text h3")).to_have_text("Deal")
