@@ -326,3 +326,21 @@ def test_who_holds_the_label_permission_may_loosen_labels(browser: Browser, tmp_
         expect(raj.locator("#viewer-text h3")).to_have_text("Review")  # now raj reads it
         raj.close()
         sam.close()
+
+
+def test_an_upload_over_the_limit_is_refused_and_said_so(browser: Browser, tmp_path: Path) -> None:
+    from bastion.server import ServerSettings
+    from bastion.server.demo import demo_app
+
+    settings = ServerSettings(demo_login=True, max_upload_bytes=64 * 1024)
+    with running(demo_app(tmp_path / "demo", settings=settings)) as site:
+        page = browser.new_page(viewport=DESKTOP)
+        sign_in(page, site, "ana")
+        page.goto(f"{site}/#/files/uploads")
+        expect(page.locator(".dropzone")).to_be_visible()
+        _drop(page, "big.md", "# Big\n\n" + "word " * 60_000)
+        expect(page.locator("#upload-status")).to_contain_text("Upload refused")
+        expect(page.locator("#pane progress")).to_be_hidden()
+        page.goto(f"{site}/#/files/uploads/big.md")
+        expect(page.locator("#viewer-path")).to_have_text("Not found")  # nothing written
+        page.close()

@@ -182,7 +182,7 @@ export function mount(section, ctx) {
         status.textContent = "Upload refused: " + ((data.error && data.error.message) || xhr.status + " " + xhr.statusText);
       }
     });
-    xhr.addEventListener("error", () => { progress.hidden = true; status.textContent = "Upload failed: the server could not be reached."; });
+    xhr.addEventListener("error", () => { progress.hidden = true; status.textContent = "Upload failed: the connection closed before the server answered."; });
     xhr.send(form);
   }
 
