@@ -140,7 +140,8 @@ async def chat(request: Request, args: ChatParams) -> Response:
         words = parts["answer"].split(" ")
         for start in range(0, len(words), _PIECE):
             piece = " ".join(words[start : start + _PIECE])
-            yield sse_event("answer", {"text": piece + (" " if start + _PIECE < len(words) else "")})
+            more = " " if start + _PIECE < len(words) else ""
+            yield sse_event("answer", {"text": piece + more})
             await asyncio.sleep(0)
         yield sse_event("citations", {"citations": parts["citations"]})
         yield sse_event("verification", parts["verification"] | {"status": parts["status"]})
