@@ -5,9 +5,13 @@ parameters are validated by the declaration (:func:`~bastion.server.handlers.end
 
 from __future__ import annotations
 
+import asyncio
+
 from starlette.requests import Request
 from starlette.responses import Response
 
+from bastion.core.models import EntryKind
+from bastion.server.documents import document_text, window
 from bastion.server.handlers import Endpoint, endpoint, info_dict, ok
 from bastion.server.state import state_of
 from bastion.workspace.operations import MAX_ENTRIES
@@ -37,17 +41,34 @@ async def list_files(request: Request, args: ListParams) -> Response:
 
 @endpoint("stat", "GET", "/v1/files/stat")
 async def stat(request: Request, args: StatParams) -> Response:
+    """The entry, with a file's labels (the page shows them)."""
     ws = state_of(request).view(request)
-    return ok(info_dict(await ws.stat(args.path)))
+    info = await ws.stat(args.path)
+    labels = info.labels
+    shown = None
+    if labels is not None and info.kind is EntryKind.FILE:
+        shown = {
+            "tenant": labels.tenant,
+            "classification": labels.classification,
+            "roles": sorted(labels.roles),
+            "tags": sorted(labels.tags),
+        }
+    return ok(info_dict(info) | {"labels": shown})
 
 
 @endpoint("read", "GET", "/v1/files/read")
 async def read(request: Request, args: ReadParams) -> Response:
-    """Lines (``offset``/``limit``) as JSON text, or bytes (``start``/``end``) as they are."""
+    """Lines (``offset``/``limit``) as JSON text, or bytes (``start``/``end``) as they are;
+    ``format=document``: a PDF's or Word document's lines as search indexes them."""
     ws = state_of(request).view(request)
     if args.start is not None or args.end is not None or args.format == "bytes":
         data = await ws.read_bytes(args.path, start=args.start, end=args.end)
         return Response(data, media_type="application/octet-stream")
+    if args.format == "document":
+        whole = await ws.read_bytes(args.path)
+        text = await asyncio.to_thread(document_text, whole, args.path)
+        content = window(text, args.offset, args.limit)
+        return ok({"path": args.path, "offset": args.offset, "content": content})
     content = await ws.read_text(args.path, offset=args.offset, limit=args.limit)
     return ok({"path": args.path, "offset": args.offset, "content": content})
 

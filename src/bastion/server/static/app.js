@@ -1,12 +1,45 @@
-// Bastion's web page: plain JavaScript, no build step. Every request carries the bearer
-// token held in memory only (a reload signs out), or the account's session cookie (HttpOnly:
-// this script never sees it); everything shown is set as text, never HTML.
-"use strict";
+// Bastion's web page, the shell: sign-in state, tabs and routing, the fetch helper, dialogs and
+// toasts. Plain ES modules served by the package, no build step. Every request carries the
+// bearer token held in memory only (a reload signs out), or the account's session cookie
+// (HttpOnly: no script sees it); everything shown is set as text, never HTML.
+//
+// The contract with the tab modules (chat.js, files.js, search.js, admin.js, signin.js):
+//   each exports `mount(section, ctx)`, called once when the page loads with its own
+//   <section> (signin.js: #signin); it may return { show(route), reset(), available(me) }:
+//     show(route)   the tab is opened; `route` is what follows "#/<tab>" in the address
+//                   (e.g. "/larkspur/hr" for "#/files/larkspur/hr"; "?q=x" for "#/search?q=x")
+//     reset()       the user signed out: forget everything shown
+//     available(me) whether the tab is offered to this principal (default: yes)
+//   ctx (the only thing a module gets from the shell; modules never import each other):
+//     api(path, options)  fetch on the origin with the credentials; throws an Error with
+//                         .status and .code and the server's one-line message when not ok
+//     getJSON(path), postJSON(path, body), authHeaders()
+//     el(tag, text, attrs)  an element whose text is set as text; encodePath(path) for addresses
+//     me()                the signed-in principal (/v1/me) or null
+//     go(tab, route)      open a tab (changes the address: back and forward work)
+//     open(path, lines)   show a document in Files ([start, end] lines: that range)
+//     toast(message, kind) a short notice ("error" for a failure), read out by screen readers
+//     confirm(title, message, action) / prompt(title, label, value) / dialog(title, body, buttons)
+//                         modal dialogs (focus stays inside, Esc cancels); promises
+//     signedIn(token, viaSession)  the sign-in module's result; signOut()
+import * as signin from "./signin.js";
+import * as chat from "./chat.js";
+import * as files from "./files.js";
+import * as search from "./search.js";
+import * as admin from "./admin.js";
+
+const TABS = [
+  ["chat", "Chat", chat],
+  ["files", "Files", files],
+  ["search", "Search", search],
+  ["admin", "Administration", admin],
+];
 
 const $ = (id) => document.getElementById(id);
 let token = null;
-let session = false; // signed in with an account (the cookie)
+let session = false;
 let me = null;
+const mounted = new Map();
 
 function el(tag, text, attrs = {}) {
   const node = document.createElement(tag);
@@ -15,15 +48,24 @@ function el(tag, text, attrs = {}) {
   return node;
 }
 
+function authHeaders() {
+  return token ? { Authorization: "Bearer " + token } : {};
+}
+
 async function api(path, options = {}) {
-  const headers = Object.assign({}, options.headers || {});
-  if (token) headers.Authorization = "Bearer " + token;
+  const headers = Object.assign({}, options.headers || {}, authHeaders());
   const response = await fetch(path, Object.assign({}, options, { headers }));
   if (!response.ok) {
     let message = response.status + " " + response.statusText;
-    try { message = (await response.json()).error.message; } catch (e) { /* not JSON */ }
+    let code = "";
+    try {
+      const body = (await response.json()).error;
+      message = body.message;
+      code = body.code;
+    } catch (e) { /* not JSON */ }
     const error = new Error(message);
     error.status = response.status;
+    error.code = code;
     throw error;
   }
   return response;
@@ -34,52 +76,121 @@ const postJSON = async (path, body) => (await api(path, {
   method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
 })).json();
 
-// -- sign in ------------------------------------------------------------------------------
+// -- toasts and dialogs -------------------------------------------------------------------
 
-async function loadDemoUsers() {
-  try {
-    const data = await (await fetch("/v1/auth/demo/users")).json();
-    if (!data.users) return;
-    const select = $("demo-user");
-    for (const user of data.users) select.append(el("option", user.id + " (" + user.about + ")", { value: user.id }));
-    $("demo-form").hidden = false;
-  } catch (e) { /* demo login off */ }
+function toast(message, kind = "info") {
+  const box = $("toasts");
+  const note = el("p", message, { class: "toast " + kind });
+  box.append(note);
+  setTimeout(() => note.remove(), kind === "error" ? 8000 : 4000);
 }
 
-async function signIn(newToken) {
+// A modal <dialog>: the rest of the page is inert while it is open (focus cannot leave it),
+// Esc cancels, and focus returns where it was. `buttons`: [[label, value, primary?]].
+function dialog(title, body, buttons) {
+  return new Promise((resolve) => {
+    const before = document.activeElement;
+    const box = el("dialog", null, { "aria-labelledby": "dialog-title" });
+    const form = el("form", null, { method: "dialog" });
+    const row = el("div", null, { class: "actions" });
+    for (const [label, value, primary] of buttons) {
+      const b = el("button", label, { value, type: "submit", class: primary ? "" : "secondary" });
+      row.append(b);
+    }
+    form.append(el("h2", title, { id: "dialog-title" }), ...[].concat(body), row);
+    box.append(form);
+    document.body.append(box);
+    box.addEventListener("close", () => {
+      const value = box.returnValue || "cancel";
+      box.remove();
+      if (before && before.focus) before.focus();
+      resolve({ value, form });
+    });
+    box.showModal();
+    const first = form.querySelector("input, textarea, select");
+    (first || row.lastElementChild || row.firstElementChild).focus();
+  });
+}
+
+async function confirm(title, message, action) {
+  const { value } = await dialog(title, [el("p", message)], [["Cancel", "cancel"], [action, "ok", true]]);
+  return value === "ok";
+}
+
+async function prompt(title, label, value = "") {
+  const input = el("input", null, { id: "dialog-input", name: "value", required: "", maxlength: "1024" });
+  input.value = value;
+  const answer = await dialog(title, [el("label", label, { for: "dialog-input" }), input],
+    [["Cancel", "cancel"], ["OK", "ok", true]]);
+  return answer.value === "ok" ? input.value.trim() : null;
+}
+
+// -- routing and tabs ---------------------------------------------------------------------
+
+function route() {
+  const hash = location.hash.replace(/^#\/?/, "");
+  const cut = hash.search(/[/?]/);
+  const name = cut < 0 ? hash : hash.slice(0, cut);
+  return { name, rest: cut < 0 ? "" : hash.slice(cut) };
+}
+
+// Open a tab now; the address follows (pushState fires no hashchange; Back and links do).
+function go(name, rest = "") {
+  const target = "#/" + name + rest;
+  if (location.hash !== target) history.pushState(null, "", target);
+  showTab(name, rest);
+}
+
+function offered(name) {
+  const tab = mounted.get(name);
+  return Boolean(tab) && (!tab.available || tab.available(me));
+}
+
+function showTab(name, rest) {
+  if (!me) return;
+  if (!offered(name)) { name = "chat"; rest = ""; }
+  for (const button of document.querySelectorAll("#tabs [role=tab]")) {
+    const on = button.dataset.tab === name;
+    button.setAttribute("aria-selected", String(on));
+    button.tabIndex = on ? 0 : -1;
+  }
+  for (const [tab] of TABS) $(tab).hidden = tab !== name;
+  const shown = mounted.get(name);
+  if (shown && shown.show) shown.show(rest);
+}
+
+function tabKeys(event) {
+  const buttons = [...document.querySelectorAll("#tabs [role=tab]")].filter((b) => !b.hidden);
+  const at = buttons.indexOf(document.activeElement);
+  if (at < 0) return;
+  const next = { ArrowRight: at + 1, ArrowLeft: at - 1, Home: 0, End: buttons.length - 1 }[event.key];
+  if (next === undefined) return;
+  event.preventDefault();
+  const button = buttons[(next + buttons.length) % buttons.length];
+  button.focus();
+  go(button.dataset.tab);
+}
+
+// -- signing in and out -------------------------------------------------------------------
+
+async function signedIn(newToken, viaSession = false) {
   token = newToken;
+  session = viaSession;
   try {
     me = await getJSON("/v1/me");
   } catch (e) {
     token = null;
-    $("signin-error").textContent = e.message;
-    return;
+    session = false;
+    throw e;
   }
-  $("signin-error").textContent = "";
   $("whoami").textContent = "Signed in as " + me.id + " (" + me.tenant + ", " + me.clearance + ")";
   $("signin").hidden = true;
   $("app").hidden = false;
   $("signout").hidden = false;
-  document.querySelector('[data-tab="audit"]').hidden = !me.operator.audit;
-  $("repair").hidden = !me.operator.reindex;
-  const dirs = $("upload-dir");
-  dirs.replaceChildren(...me.writable.map((p) => el("option", p, { value: p })));
-  $("upload-form").hidden = me.writable.length === 0;
-  showTab("chat");
-  $("question").focus();
-}
-
-async function loadSignInMethods() {
-  try {
-    const methods = await (await fetch("/v1/auth/methods")).json();
-    $("account-form").hidden = !methods.accounts;
-    $("oidc-sign-in").hidden = !methods.oidc;
-  } catch (e) { /* neither */ }
-}
-
-async function resumeSession() {
-  const response = await fetch("/v1/me");
-  if (response.ok) { session = true; await signIn(null); }
+  for (const button of document.querySelectorAll("#tabs [role=tab]")) button.hidden = !offered(button.dataset.tab);
+  const { name, rest } = route();
+  if (name && offered(name)) showTab(name, rest);
+  else go("chat");
 }
 
 function signOut() {
@@ -87,249 +198,47 @@ function signOut() {
   token = null; me = null; session = false;
   $("app").hidden = true; $("signin").hidden = false; $("signout").hidden = true;
   $("whoami").textContent = "";
-  for (const id of ["answer", "citations", "verdict", "hits", "tree", "upload-status"]) $(id).replaceChildren();
-  $("viewer").hidden = true;
+  for (const tab of mounted.values()) if (tab.reset) tab.reset();
+  history.replaceState(null, "", location.pathname);
 }
 
-// -- tabs ---------------------------------------------------------------------------------
-
-function showTab(name) {
-  for (const button of document.querySelectorAll("nav button")) {
-    button.setAttribute("aria-selected", String(button.dataset.tab === name));
-  }
-  for (const section of document.querySelectorAll(".tab")) section.hidden = section.id !== name;
-  if (name === "files") loadTree();
-  if (name === "index") loadIndex();
-  if (name === "audit") loadAudit();
-}
-
-// -- chat ---------------------------------------------------------------------------------
-
-async function openLines(path, lines) {
-  const [start, end] = lines;
-  const q = new URLSearchParams({ path, offset: String(start - 1), limit: String(end - start + 1) });
-  try {
-    const data = await getJSON("/v1/files/read?" + q);
-    showDocument(path + ":" + start + "-" + end, data.content);
-  } catch (e) {
-    showDocument(path, "(" + e.message + ")");
-  }
-}
-
-function showDocument(title, text) {
-  $("viewer-path").textContent = title;
-  $("viewer-text").textContent = text;
-  $("viewer").hidden = false;
-  $("viewer-text").focus();
-}
-
-function renderAnswer(text, citations) {
-  const box = $("answer");
-  box.replaceChildren();
-  const byNumber = new Map(citations.map((c) => [String(c.n), c]));
-  for (const part of text.split(/(\[\d+\])/)) {
-    const m = part.match(/^\[(\d+)\]$/);
-    const cited = m && byNumber.get(m[1]);
-    if (cited) {
-      const ref = el("button", part, { type: "button", class: "ref", "aria-label": "citation " + m[1] + ": " + cited.path });
-      ref.addEventListener("click", () => openLines(cited.path, cited.lines));
-      box.append(ref);
-    } else {
-      box.append(document.createTextNode(part));
-    }
-  }
-}
-
-async function ask(question) {
-  const answer = $("answer");
-  answer.textContent = "…";
-  $("citations").replaceChildren();
-  $("verdict").textContent = "";
-  let text = "";
-  let citations = [];
-  try {
-    const response = await api("/v1/ask", {
-      method: "POST",
-      headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
-      body: JSON.stringify({ question }),
-    });
-    const reader = response.body.getReader();
-    const decoder = new TextDecoder();
-    let buffer = "";
-    answer.textContent = "";
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      buffer += decoder.decode(value, { stream: true });
-      let cut;
-      while ((cut = buffer.indexOf("\n\n")) >= 0) {
-        const block = buffer.slice(0, cut);
-        buffer = buffer.slice(cut + 2);
-        const name = (block.match(/^event: (.*)$/m) || [])[1];
-        const data = JSON.parse((block.match(/^data: (.*)$/m) || [])[1] || "{}");
-        if (name === "answer") { text += data.text; answer.textContent = text; }
-        if (name === "citations") { citations = data.citations; renderCitations(citations); }
-        if (name === "verification") {
-          $("verdict").textContent = data.verdict;
-        }
-        if (name === "error") { answer.textContent = data.message; }
-      }
-    }
-    renderAnswer(text, citations);
-  } catch (e) {
-    answer.textContent = e.message;
-  }
-}
-
-function renderCitations(citations) {
-  const list = $("citations");
-  list.replaceChildren();
-  for (const c of citations) {
-    const item = el("li");
-    const open = el("button", c.path + ":" + c.lines[0] + "-" + c.lines[1], { type: "button" });
-    open.addEventListener("click", () => openLines(c.path, c.lines));
-    item.append(open);
-    list.append(item);
-  }
-}
-
-// -- files --------------------------------------------------------------------------------
-
-async function loadTree() {
-  const tree = $("tree");
-  try {
-    const data = await getJSON("/v1/files?path=/&recursive=true");
-    tree.replaceChildren(...data.entries.map((entry) => {
-      const item = el("li");
-      if (entry.kind === "file") {
-        const open = el("button", entry.path, { type: "button" });
-        open.addEventListener("click", async () => {
-          try {
-            const doc = await getJSON("/v1/files/read?" + new URLSearchParams({ path: entry.path, limit: "400" }));
-            showDocument(entry.path, doc.content);
-          } catch (e) { showDocument(entry.path, "(" + e.message + ")"); }
-        });
-        item.append(open);
-      } else {
-        item.textContent = entry.path + "/";
-      }
-      return item;
-    }));
-  } catch (e) {
-    tree.replaceChildren(el("li", e.message, { class: "error" }));
-  }
-}
-
-async function search(query) {
-  const hits = $("hits");
-  try {
-    const data = await getJSON("/v1/search?" + new URLSearchParams({ query, k: "10" }));
-    if (data.hits.length === 0) { hits.replaceChildren(el("li", "No results.")); return; }
-    hits.replaceChildren(...data.hits.map((hit) => {
-      const item = el("li");
-      const open = el("button", hit.path + ":" + hit.lines[0] + "-" + hit.lines[1], { type: "button" });
-      open.addEventListener("click", () => openLines(hit.path, hit.lines));
-      item.append(open, el("p", hit.snippet));
-      return item;
-    }));
-  } catch (e) {
-    hits.replaceChildren(el("li", e.message, { class: "error" }));
-  }
-}
-
-async function upload(form) {
-  const status = $("upload-status");
-  status.textContent = "Uploading…";
-  try {
-    const data = await (await api("/v1/ingest", { method: "POST", body: new FormData(form) })).json();
-    status.textContent = "Uploaded " + data.files.map((f) => f.path).join(", ") + (data.indexed ? " and indexed." : ".");
-    form.reset();
-    loadTree();
-  } catch (e) {
-    status.textContent = "Upload refused: " + e.message;
-  }
-}
-
-// -- index and audit ----------------------------------------------------------------------
-
-async function loadIndex() {
-  try {
-    const data = await getJSON("/v1/index/status");
-    $("index-status").textContent = data.has_index ? "Search modes: " + data.modes.join(", ") : "No search index.";
-    const job = data.job;
-    const bar = $("index-progress");
-    if (job && (job.running || job.total)) {
-      bar.hidden = false;
-      bar.max = Math.max(job.total, 1);
-      bar.value = job.done;
-      $("index-result").textContent = job.running ? "Indexing " + job.done + " of " + job.total + "…"
-        : job.error ? "Failed: " + job.error
-        : "Done: indexed " + (job.result.indexed || 0) + ", unchanged " + (job.result.unchanged || 0) + ", removed " + (job.result.removed || 0) + ".";
-      if (job.running) setTimeout(loadIndex, 300);
-    }
-  } catch (e) {
-    $("index-status").textContent = e.message;
-  }
-}
-
-async function repair() {
-  try { await postJSON("/v1/index/repair", { rebuild: true }); } catch (e) { $("index-result").textContent = e.message; }
-  loadIndex();
-}
-
-async function loadAudit() {
-  const body = document.querySelector("#audit-table tbody");
-  try {
-    const data = await getJSON("/v1/audit?limit=200");
-    body.replaceChildren(...data.records.reverse().map((r) => {
-      const row = el("tr");
-      row.append(
-        el("td", new Date(r.time * 1000).toISOString().slice(11, 19)),
-        el("td", r.principal), el("td", r.operation), el("td", r.path),
-        el("td", r.allowed ? "allowed" : "refused: " + r.reason),
-      );
-      return row;
-    }));
-  } catch (e) {
-    body.replaceChildren(el("tr", e.message));
-  }
+async function resumeSession() {
+  const response = await fetch("/v1/me");
+  if (response.ok) await signedIn(null, true);
 }
 
 // -- wiring -------------------------------------------------------------------------------
 
-document.addEventListener("DOMContentLoaded", () => {
-  loadDemoUsers();
-  loadSignInMethods();
-  resumeSession();
-  $("account-form").addEventListener("submit", async (event) => {
-    event.preventDefault();
-    try {
-      await postJSON("/v1/auth/login", { user: $("account-user").value, password: $("account-password").value });
-      session = true;
-      await signIn(null);
-    } catch (e) { $("signin-error").textContent = e.message; }
-    $("account-password").value = "";
-  });
-  $("demo-form").addEventListener("submit", async (event) => {
-    event.preventDefault();
-    try {
-      const data = await postJSON("/v1/auth/demo", { user: $("demo-user").value });
-      await signIn(data.token);
-    } catch (e) { $("signin-error").textContent = e.message; }
-  });
-  $("token-form").addEventListener("submit", (event) => {
-    event.preventDefault();
-    signIn($("token").value.trim());
-    $("token").value = "";
-  });
-  $("signout").addEventListener("click", signOut);
-  for (const button of document.querySelectorAll("nav button")) {
-    button.addEventListener("click", () => showTab(button.dataset.tab));
+const ctx = {
+  api, getJSON, postJSON, authHeaders, el, toast, dialog, confirm, prompt, go, signedIn, signOut,
+  me: () => me,
+  encodePath,
+  open: (path, lines) => go("files", encodePath(path) + (lines ? "?lines=" + lines[0] + "-" + lines[1] : "")),
+};
+
+function encodePath(path) {
+  return path.split("/").map(encodeURIComponent).join("/");
+}
+
+function start() {
+  const nav = $("tabs");
+  for (const [name, label, module] of TABS) {
+    const button = el("button", label, {
+      type: "button", role: "tab", id: "tab-" + name, "data-tab": name, "aria-controls": name,
+      "aria-selected": "false", tabindex: "-1",
+    });
+    button.addEventListener("click", () => go(name));
+    nav.append(button);
+    const section = $(name);
+    section.setAttribute("role", "tabpanel");
+    section.setAttribute("aria-labelledby", "tab-" + name);
+    mounted.set(name, module.mount(section, ctx) || {});
   }
-  $("ask-form").addEventListener("submit", (event) => { event.preventDefault(); ask($("question").value); });
-  $("search-form").addEventListener("submit", (event) => { event.preventDefault(); search($("search").value); });
-  $("upload-form").addEventListener("submit", (event) => { event.preventDefault(); upload(event.target); });
-  $("repair").addEventListener("click", repair);
-  $("audit-refresh").addEventListener("click", loadAudit);
-  $("viewer-close").addEventListener("click", () => { $("viewer").hidden = true; });
-});
+  nav.addEventListener("keydown", tabKeys);
+  signin.mount($("signin"), ctx);
+  $("signout").addEventListener("click", signOut);
+  window.addEventListener("hashchange", () => { const r = route(); showTab(r.name || "chat", r.rest); });
+  resumeSession();
+}
+
+start();

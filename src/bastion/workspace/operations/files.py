@@ -54,6 +54,21 @@ class Entry(Result):
     version: str | None = None
 
 
+class EntryLabels(Result):
+    """A document's effective labels: those the guard decides on (shown to who may see it)."""
+
+    tenant: str | None
+    classification: str
+    roles: list[str]
+    tags: list[str]
+
+
+class StatResult(Entry):
+    """An entry and, for a file, its labels (``None``: the mount's defaults apply)."""
+
+    labels: EntryLabels | None = None
+
+
 # -- reading ---------------------------------------------------------------------------------
 
 
@@ -71,7 +86,9 @@ class ReadParams(Params):
     limit: int | None = Field(None, ge=1, le=5000, description="Most lines to return")
     start: int | None = Field(None, ge=0, description="bytes: first byte")
     end: int | None = Field(None, ge=0, description="bytes: the byte after the last")
-    format: Literal["text", "bytes"] = Field("text", description="text (lines) or bytes")
+    format: Literal["text", "bytes", "document"] = Field(
+        "text", description="text (lines), bytes, or document (a PDF's or DOCX's text, as indexed)"
+    )
 
 
 class ReadResult(Result):
@@ -187,7 +204,7 @@ FILE_OPERATIONS: tuple[Operation, ...] = (
         name="stat",
         summary="Size, kind, time and version of an entry",
         params=StatParams,
-        result=Entry,
+        result=StatResult,
         errors=_READ_ERRORS,
         facade=("stat",),
     ),
