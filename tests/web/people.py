@@ -36,8 +36,8 @@ def chromium() -> str:
     pytest.fail("no Chromium found: run `make browser` (apt-get install chromium) first")
 
 
-@pytest.fixture(scope="module")
-def chromium_browser() -> Iterator[Browser]:
+def launched() -> Iterator[Browser]:
+    """Chromium for a module of tests (a fixture there: ``yield from launched()``)."""
     with sync_playwright() as p:
         launched = p.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
         yield launched
@@ -60,10 +60,9 @@ class Visit:
         return [u for u in self.urls if not u.startswith(own)]
 
 
-@pytest.fixture
-def visits(chromium_browser: Browser) -> Iterator[Callable[..., Visit]]:
+def visiting(chromium_browser: Browser) -> Iterator[Callable[..., Visit]]:
     """``visit(site, viewport=...)``: a fresh browser context; afterwards, no request left the
-    origin and no alert was opened."""
+    origin and no alert was opened (a fixture: ``yield from visiting(browser)``)."""
     opened: list[Visit] = []
 
     def make(site: str, viewport: dict[str, int] | None = None, *allowed: str) -> Visit:

@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Browser, Page, expect
 from starlette.applications import Starlette
 
 from bastion.core.paths import VPath
@@ -23,19 +23,29 @@ from bastion.server.conversations import area_key
 from bastion.server.demo import demo_app
 from server.support import running
 
-from .people import (  # the fixtures are used by name
+from .people import (
     PHONE,
     Shots,
     Visit,
     demo_token,
+    launched,
     no_overflow,
     serious_violations,
     sign_in_demo,
+    visiting,
 )
-from .people import chromium_browser as chromium_browser
-from .people import visits as visits
 
 SALARY = "What is the salary band for a senior engineer?"
+
+
+@pytest.fixture(scope="module")
+def chromium_browser() -> Iterator[Browser]:
+    yield from launched()
+
+
+@pytest.fixture
+def visits(chromium_browser: Browser) -> Iterator[Callable[..., Visit]]:
+    yield from visiting(chromium_browser)
 
 
 @pytest.fixture(scope="module")
