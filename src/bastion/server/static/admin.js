@@ -28,7 +28,7 @@ export function mount(section, ctx) {
       const running = Boolean(job && job.running);
       $("repair").disabled = running || !data.has_index;
       $("rebuild").disabled = running || !data.has_index;
-      if (job && (job.running || job.total || job.error)) {
+      if (job && job.started_by) {
         bar.hidden = false;
         bar.max = Math.max(job.total, 1);
         bar.value = job.done;
