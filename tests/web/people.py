@@ -52,8 +52,12 @@ class Visit:
         self.site = site
         self.urls: list[str] = []
         self.alerts: list[str] = []
-        page.on("request", lambda r: self.urls.append(r.url))
+        # requests of this site's pages (an identity provider's own page is not this site's)
+        page.on("request", lambda r: self.urls.append(r.url) if self._here() else None)
         page.on("dialog", lambda d: (self.alerts.append(d.message), d.dismiss()))
+
+    def _here(self) -> bool:
+        return self.page.url.startswith((self.site, "about:blank"))
 
     def foreign(self, *allowed: str) -> list[str]:
         own = (self.site + "/", "blob:" + self.site, *allowed)
