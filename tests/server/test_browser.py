@@ -115,7 +115,9 @@ def test_two_users_ask_the_same_question(browser: Browser, site: str, tmp_path: 
     ana = browser.new_page(viewport=DESKTOP)
     _sign_in_with_keyboard(ana, site, "ana")
     _ask(ana, QUESTION)
-    expect(ana.locator("#turns .answer")).to_have_text("No document you can read answers this question.")
+    expect(ana.locator("#turns .answer")).to_have_text(
+        "No document you can read answers this question."
+    )
     expect(ana.locator("#turns .citations li")).to_have_count(0)
     shots.take(ana, "ana-refused")
     assert len(shots.taken) == 5

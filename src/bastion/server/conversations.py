@@ -42,6 +42,7 @@ __all__ = [
     "ConversationBook",
     "area_key",
     "conversation_book",
+    "missing",
     "new_conversation",
 ]
 
@@ -77,6 +78,11 @@ def conversation_book(
     from bastion.stores.memory import MemoryStore
 
     return ConversationBook(MemoryStore(), workspace.audit)
+
+
+def missing(conversation: str) -> NotFoundError:
+    """The one answer for a conversation that is not there, or not the caller's."""
+    return NotFoundError(f"no conversation {conversation}: it was deleted, or is not yours")
 
 
 def new_conversation(question: str, now: float) -> dict[str, Any]:
@@ -169,7 +175,10 @@ class ConversationBook:
     ) -> VPath:
         """Record ``rating`` on the answer of ``turn``: on the turn itself, and as one line of
         the principal's feedback file (docs/web.md gives its format)."""
-        data, version = await self.load(ws, conversation)
+        try:
+            data, version = await self.load(ws, conversation)
+        except (NotFoundError, ValueError):
+            raise missing(conversation) from None
         turns = data["turns"]
         if turn >= len(turns):
             raise NotFoundError(f"conversation {conversation} has no turn {turn}")

@@ -4,9 +4,10 @@ Events), the principal's conversations, and feedback on an answer.
 A conversation is a file of the principal's own area (:mod:`bastion.server.conversations`):
 the question is asked through the principal's view of the workspace (``Workspace.ask``: the
 guard, the access filter and the answer workflow are the ask's own), then the turn is written
-to the conversation through the area's workspace. A follow-up that finds no answer alone is
-asked again after the conversation's previous question, which is the principal's own words:
-the library's ask takes one question, so the earlier turn is its context.
+to the conversation through the area's workspace. A follow-up that names nothing of its own
+to look for (``and by when?``) is asked after the conversation's previous question, which is
+the principal's own words: the library's ask takes one question, so the earlier turn is its
+context.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from bastion.core.errors import BastionError, ConflictError, NotFoundError
-from bastion.server.conversations import ConversationBook, new_conversation
+from bastion.governance.answer.evidence import question_parts
+from bastion.server.conversations import ConversationBook, missing, new_conversation
 from bastion.server.errors import ApiError, describe
 from bastion.server.handlers import Endpoint, endpoint, ok
 from bastion.server.routes_knowledge import answer_parts, sse_event
@@ -38,7 +40,6 @@ if TYPE_CHECKING:
 
 __all__ = ["ENDPOINTS", "routes"]
 
-_FOLLOW_UP = frozenset({"no_context", "no_answer"})
 _PIECE = 8
 
 
@@ -49,29 +50,25 @@ def book_of(request: Request) -> ConversationBook:
     return book
 
 
-def _missing(conversation: str) -> NotFoundError:
-    return NotFoundError(f"no conversation {conversation}: it was deleted, or is not yours")
-
-
 async def _opened(book: ConversationBook, own: Any, conversation: str) -> tuple[Any, str | None]:
     try:
         return await book.load(own, conversation)
     except (NotFoundError, ValueError):
-        raise _missing(conversation) from None
+        raise missing(conversation) from None
 
 
-async def _asked(ws: Workspace, args: ChatParams, earlier: list[Any]) -> tuple[Any, str]:
-    """The ask's parts and the question asked: alone, or after the previous question when
-    alone it found no answer (a follow-up)."""
-    asked = args.question
-    parts = answer_parts(await ws.ask(asked, k=args.k, mode=args.mode, path=args.path))
-    if parts["status"] in _FOLLOW_UP and earlier:
-        joined = f"{earlier[-1]['asked']} {args.question}"
-        if len(joined) <= MAX_QUESTION:
-            again = answer_parts(await ws.ask(joined, k=args.k, mode=args.mode, path=args.path))
-            if again["status"] not in _FOLLOW_UP:
-                return again, joined
-    return parts, asked
+def _question(question: str, earlier: list[Any]) -> str:
+    """The question to ask: ``question`` itself, or the previous one followed by it when it
+    names nothing of its own to look for (``and by when?``). The answer workflow's own
+    splitting decides (:func:`question_parts`: a part without a topic term of its own stays
+    with the part before it)."""
+    if not earlier:
+        return question
+    before = str(earlier[-1]["asked"])
+    joined = f"{before} {question}"
+    if len(joined) > MAX_QUESTION:
+        return question
+    return joined if len(question_parts(joined)) == len(question_parts(before)) else question
 
 
 async def _answer(
@@ -85,7 +82,9 @@ async def _answer(
     """Ask, then keep the turn in the conversation (``kept`` false, with a note, when it
     cannot be written)."""
     turn, now = len(data["turns"]), time.time()
-    parts, asked = await _asked(ws, args, data["turns"])
+    asked = _question(args.question, data["turns"])
+    answered = await ws.ask(asked, k=args.k, mode=args.mode, path=args.path)
+    parts = answer_parts(answered)
     data["turns"].append(
         {"question": args.question, "asked": asked, "time": now, "feedback": None}
         | {k: parts[k] for k in ("answer", "status", "citations", "verification")}
@@ -176,7 +175,7 @@ async def conversation_delete(request: Request, args: ConversationParams) -> Res
     try:
         await book.delete(book.workspace(ws.principal, ws.policy), args.conversation)
     except NotFoundError:
-        raise _missing(args.conversation) from None
+        raise missing(args.conversation) from None
     return ok({"conversation": args.conversation})
 
 
@@ -186,10 +185,7 @@ async def feedback(request: Request, args: FeedbackParams) -> Response:
     ws = state_of(request).view(request)
     book = book_of(request)
     own = book.workspace(ws.principal, ws.policy)
-    try:
-        stored = await book.rate(own, args.conversation, args.turn, args.rating, args.note)
-    except ValueError:
-        raise _missing(args.conversation) from None
+    stored = await book.rate(own, args.conversation, args.turn, args.rating, args.note)
     body = {"conversation": args.conversation, "turn": args.turn, "rating": args.rating}
     return ok(body | {"stored": str(stored)}, 201)
 

@@ -51,8 +51,8 @@ class ChatParams(Params):
 class Turn(Result):
     question: str
     asked: str
-    """The question as asked: with the conversation's previous question before it when the
-    question alone found no answer (a follow-up)."""
+    """The question as asked: after the conversation's previous question when it names
+    nothing of its own to look for (a follow-up such as ``and by when?``)."""
     answer: str
     status: str
     citations: list[Citation]
