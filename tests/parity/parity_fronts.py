@@ -38,6 +38,7 @@ from parity_library import (
     PythonSync,
 )
 from parity_support import Loop
+from parity_web_app import WebApp
 from parity_world import Tokens, World, make_world
 
 FRONTS: Mapping[str, type[Driver]] = {
@@ -57,11 +58,14 @@ FRONTS: Mapping[str, type[Driver]] = {
     "python-operator": PythonOperator,
     "http-operator": HttpOperator,
     "web-page-operator": WebPageOperator,
+    "web-app": WebApp,
     "cli-operator": CliOperator,
 }
 """Every front end, by name; the name is also the front end's lane in the worlds."""
 
-SERVED = frozenset({"mcp-http", "http-api", "web-page", "http-operator", "web-page-operator"})
+SERVED = frozenset(
+    {"mcp-http", "http-api", "web-page", "http-operator", "web-page-operator", "web-app"}
+)
 """Front ends that reach the world through its server."""
 
 FIXED_TIME = 1_767_225_600  # 2026-01-01: every seeded entry's time, in both worlds

@@ -94,7 +94,9 @@ function dialog(title, body, buttons) {
     const form = el("form", null, { method: "dialog" });
     const row = el("div", null, { class: "actions" });
     for (const [label, value, primary] of buttons) {
-      const b = el("button", label, { value, type: "submit", class: primary ? "" : "secondary" });
+      // Only the primary button submits (Enter in a field means it); the others just close.
+      const b = el("button", label, { value, type: primary ? "submit" : "button", class: primary ? "" : "secondary" });
+      if (!primary) b.addEventListener("click", () => box.close(value));
       row.append(b);
     }
     form.append(el("h2", title, { id: "dialog-title" }), ...[].concat(body), row);

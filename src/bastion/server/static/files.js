@@ -108,7 +108,7 @@ export function mount(section, ctx) {
     const actions = el("div", null, { class: "actions" });
     const status = el("p", "", { id: "upload-status", role: "status" });
     const progress = el("progress", null, { max: "1", value: "0", hidden: "", "aria-label": "Upload progress" });
-    const listing = el("table", null, { class: "listing" });
+    const listing = el("div", null, { id: "listing" });
     pane.replaceChildren(heading, actions, status, progress, listing);
     if (path !== "/" && writable(path)) {
       actions.append(button("New file", () => newFile(path)), button("New folder", () => newFolder(path)));
@@ -116,7 +116,7 @@ export function mount(section, ctx) {
     // Uploads at the top go to the first writable folder, as the server writes only there.
     const target = () => (path === "/" ? ctx.me().writable[0] : path);
     if (writable(path) || (path === "/" && ctx.me()?.writable.length)) {
-      const input = el("input", null, { type: "file", multiple: "", id: "upload-file", class: "visually-hidden", tabindex: "-1" });
+      const input = el("input", null, { type: "file", multiple: "", id: "upload-file", class: "visually-hidden", tabindex: "-1", "aria-label": "Files to upload" });
       const overwrite = el("input", null, { type: "checkbox", id: "upload-overwrite" });
       const choose = button("Upload files…", () => input.click(), { id: "upload-button" });
       input.addEventListener("change", () => { if (input.files.length) upload(target(), input.files, overwrite.checked, status, progress); input.value = ""; });
@@ -128,10 +128,18 @@ export function mount(section, ctx) {
       dropInto = (list) => upload(target(), list, overwrite.checked, status, progress);
     }
     if (path !== "/" && writable(path)) actions.append(...itemActions({ path, kind: "directory" }));
+    await listEntries(path, listing);
+  }
+
+  async function listEntries(path, holder) {
     try {
       const data = await ctx.getJSON("/v1/files?" + new URLSearchParams({ path }));
+      if (!data.entries.length) { holder.replaceChildren(el("p", "This folder is empty.", { class: "muted" })); return; }
+      const table = el("table", null, { class: "listing" });
       const head = el("tr");
       head.append(el("th", "Name", { scope: "col" }), el("th", "Size", { scope: "col" }), el("th", "Modified", { scope: "col" }));
+      const thead = el("thead");
+      thead.append(head);
       const body = el("tbody");
       for (const e of data.entries.sort((a, b) => (a.kind === b.kind ? (a.path < b.path ? -1 : 1) : a.kind === "directory" ? -1 : 1))) {
         const row = el("tr");
@@ -140,12 +148,10 @@ export function mount(section, ctx) {
         row.append(name, el("td", e.kind === "directory" ? "" : size(e.size)), el("td", new Date(e.mtime * 1000).toLocaleString()));
         body.append(row);
       }
-      const thead = el("thead");
-      thead.append(head);
-      listing.append(thead, body);
-      if (!data.entries.length) listing.replaceWith(el("p", "This folder is empty.", { class: "muted" }));
+      table.append(thead, body);
+      holder.replaceChildren(table);
     } catch (e) {
-      listing.replaceWith(el("p", e.message, { class: "error" }));
+      holder.replaceChildren(el("p", e.message, { class: "error" }));
     }
   }
 
@@ -163,12 +169,14 @@ export function mount(section, ctx) {
     xhr.upload.addEventListener("progress", (e) => { if (e.lengthComputable) progress.value = e.loaded / e.total; });
     xhr.addEventListener("load", () => {
       progress.hidden = true;
+      progress.value = xhr.status === 201 ? 1 : progress.value;
       let data = {};
       try { data = JSON.parse(xhr.responseText); } catch (e) { /* not JSON */ }
       if (xhr.status === 201) {
         status.textContent = "Uploaded " + data.files.map((f) => f.path).join(", ") + (data.indexed ? " and indexed." : ".");
         tree.reload(folder);
-        if (shownPath === folder) showFolder(folder).then(() => { pane.querySelector("#upload-status").textContent = status.textContent; });
+        const listing = pane.querySelector("#listing");
+        if (listing && shownPath === folder) listEntries(folder, listing);
       } else {
         status.textContent = "Upload refused: " + ((data.error && data.error.message) || xhr.status + " " + xhr.statusText);
       }
@@ -181,7 +189,7 @@ export function mount(section, ctx) {
     const name = await ctx.prompt("New file", "Name of the new file in " + folder);
     if (!name) return;
     try {
-      const info = await ctx.postJSON("/v1/files/write", { path: join(folder, name), content: "", mode: "create", parents: false });
+      const info = await ctx.postJSON("/v1/files/write", { path: join(folder, name), content: "", mode: "create" });
       await tree.reload(info.path);
       ctx.go("files", ctx.encodePath(info.path) + "?edit=1");
     } catch (e) { fail(e); }
@@ -200,7 +208,8 @@ export function mount(section, ctx) {
 
   function itemActions(info) {
     const out = [];
-    if (writable(info.path)) {
+    const mountRoot = (ctx.me()?.mounts || []).some((m) => m.prefix === info.path);
+    if (writable(info.path) && !mountRoot) {
       out.push(button("Rename or move", () => move(info)));
       out.push(button("Delete", () => remove(info), { class: "danger" }));
     }
@@ -255,11 +264,13 @@ export function mount(section, ctx) {
     }
     if (shownPath !== info.path) return;
     if (MARKDOWN.test(info.path)) {
-      body.replaceChildren(renderMarkdown(text, (front) => {
+      let front = null;
+      body.replaceChildren(renderMarkdown(text, (block) => { front = block; }));
+      if (front !== null) {
         const details = el("details", null, { class: "front-matter" });
         details.append(el("summary", "Front matter"), el("pre", front));
         body.prepend(details);
-      }));
+      }
     } else {
       body.replaceChildren(el("pre", text));
     }

@@ -91,7 +91,7 @@ export function mount(section, ctx) {
     const shown = data.hits.slice((page - 1) * PAGE, page * PAGE);
     if (!data.hits.length) { summary.textContent = "No results for “" + query + "”."; return; }
     if (!shown.length) { summary.textContent = "No more results."; }
-    else summary.textContent = "Results " + ((page - 1) * PAGE + 1) + "–" + ((page - 1) * PAGE + shown.length) + " for “" + query + "” (" + data.mode + ").";
+    else summary.textContent = "Results " + ((page - 1) * PAGE + 1) + " to " + ((page - 1) * PAGE + shown.length) + " for “" + query + "” (" + data.mode + ").";
     const terms = query.split(/\s+/);
     hits.start = (page - 1) * PAGE + 1;
     hits.replaceChildren(...shown.map((hit) => {
@@ -101,7 +101,7 @@ export function mount(section, ctx) {
         href: "#/files" + ctx.encodePath(hit.path) + "?lines=" + hit.lines[0] + "-" + hit.lines[1],
       });
       const snippet = el("p", null, { class: "snippet" });
-      snippet.append(marked(hit.snippet, terms));
+      snippet.append(marked(hit.snippet.replace(/\n\s*\n+/g, "\n"), terms));
       item.append(link, snippet);
       return item;
     }));
@@ -122,11 +122,11 @@ export function mount(section, ctx) {
 
   return {
     async show(route) {
-      await loadModes();
       const q = new URLSearchParams(route.replace(/^\?/, ""));
-      toForm(q);
+      toForm(q); // at once: what is typed next is not overwritten
+      await loadModes();
+      $("search-mode").value = q.get("mode") || "";
       await run(q);
-      if (!q.get("q")) $("search-query").focus();
     },
     reset() {
       form.reset();

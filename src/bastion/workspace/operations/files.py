@@ -87,7 +87,7 @@ class ReadParams(Params):
     start: int | None = Field(None, ge=0, description="bytes: first byte")
     end: int | None = Field(None, ge=0, description="bytes: the byte after the last")
     format: Literal["text", "bytes", "document"] = Field(
-        "text", description="text (lines), bytes, or document (a PDF's or DOCX's text, as indexed)"
+        "text", description="text (lines), bytes, or document (PDF/DOCX text)"
     )
 
 

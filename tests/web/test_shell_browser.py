@@ -1,0 +1,127 @@
+"""The page's shell in Chromium: strict headers and nothing fetched from elsewhere, tabs and
+dialogs by keyboard, a phone's width, and axe-core finding no serious accessibility
+violation on any view of Files and Search (axe.min.js from the ``axe-playwright-python``
+wheel: nothing is downloaded at run time)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+from axe_playwright_python.sync_playwright import Axe
+from playwright.sync_api import Page, expect
+
+from .conftest import PHONE, Shots, open_tab
+
+MODULES = ("app", "signin", "chat", "files", "search", "admin", "markdown", "tree")
+
+
+def _serious(page: Page) -> list[dict[str, Any]]:
+    """axe-core's serious and critical violations on the page as it is now."""
+    results = Axe().run(page)
+    found = results.response["violations"]
+    return [
+        {"id": v["id"], "nodes": [n["target"] for n in v["nodes"]]}
+        for v in found
+        if v["impact"] in ("serious", "critical")
+    ]
+
+
+def _overflow(page: Page) -> int:
+    return int(
+        page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    )
+
+
+def test_the_page_and_its_modules_are_served_with_strict_headers(site: str) -> None:
+    page = httpx.get(site + "/")
+    policy = page.headers["content-security-policy"]
+    for directive in ("default-src 'self'", "script-src 'self'", "connect-src 'self'"):
+        assert directive in policy
+    assert page.headers["x-content-type-options"] == "nosniff"
+    assert '<script type="module" src="/static/app.js"></script>' in page.text
+    for name in MODULES:
+        module = httpx.get(f"{site}/static/{name}.js")
+        assert module.status_code == 200, name
+        assert "javascript" in module.headers["content-type"], name
+        assert "innerHTML" not in module.text and "insertAdjacentHTML" not in module.text, name
+
+
+def test_no_serious_accessibility_violation_on_any_view(
+    page_as: Callable[..., Page], site: str
+) -> None:
+    for user, viewport in (("mei", None), ("ana", PHONE)):
+        page = page_as(user, viewport)
+        seen: dict[str, list[dict[str, Any]]] = {}
+        seen["chat"] = _serious(page)
+        open_tab(page, "files")
+        expect(page.locator("#tree [role=treeitem]").first).to_be_visible()
+        seen["files"] = _serious(page)
+        page.goto(f"{site}/#/files/larkspur/handbook")
+        expect(page.locator(".listing")).to_be_visible()
+        seen["folder"] = _serious(page)
+        page.locator(".listing a").first.click()
+        expect(page.locator("#labels")).to_be_visible()
+        seen["preview"] = _serious(page)
+        page.goto(f"{site}/#/files/uploads")
+        page.get_by_role("button", name="New folder").click()
+        expect(page.locator("dialog")).to_be_visible()
+        seen["dialog"] = _serious(page)
+        page.keyboard.press("Escape")
+        page.goto(f"{site}/#/search?q=travel+expenses")
+        expect(page.locator("#hits li").first).to_be_visible()
+        page.locator("#search-filters summary").click()
+        seen["search"] = _serious(page)
+        assert not any(seen.values()), (user, seen)
+
+
+def test_tabs_and_dialogs_by_keyboard(page_as: Callable[..., Page], site: str) -> None:
+    ana = page_as("ana")
+    chat = ana.locator('#tabs [data-tab="chat"]')
+    chat.focus()
+    ana.keyboard.press("ArrowRight")
+    files = ana.locator('#tabs [data-tab="files"]')
+    expect(files).to_be_focused()
+    expect(files).to_have_attribute("aria-selected", "true")
+    expect(ana.locator("#files")).to_be_visible()
+    expect(ana.locator("#chat")).to_be_hidden()
+    ana.keyboard.press("End")
+    expect(ana.locator('#tabs [data-tab="search"]')).to_be_focused()
+    expect(ana.locator("#search")).to_be_visible()
+    ana.keyboard.press("Home")
+    expect(chat).to_have_attribute("aria-selected", "true")
+    assert ana.locator('#tabs [data-tab="admin"]').is_hidden()  # not an operator
+    # A citation's document opened in Files is not left open on the other tabs.
+    ana.goto(f"{site}/#/files/larkspur/handbook/travel-and-expenses.md")
+    expect(ana.locator("#viewer-path")).to_have_text("/larkspur/handbook/travel-and-expenses.md")
+    open_tab(ana, "chat")
+    expect(ana.locator("#viewer-path")).to_be_hidden()
+
+    ana.goto(f"{site}/#/files/uploads")
+    opener = ana.get_by_role("button", name="New folder")
+    opener.click()
+    dialog = ana.locator("dialog")
+    expect(ana.locator("#dialog-input")).to_be_focused()
+    for _ in range(6):  # focus goes round inside the dialog, never to the page behind it
+        ana.keyboard.press("Tab")
+        inside = dialog.evaluate("(d) => d.contains(document.activeElement)")
+        on_page = ana.evaluate("document.activeElement.closest('main') !== null")
+        assert inside or not on_page
+    ana.keyboard.press("Escape")
+    expect(dialog).to_have_count(0)
+    expect(opener).to_be_focused()
+
+
+def test_files_and_search_at_a_phone_width(
+    page_as: Callable[..., Page], site: str, shots: Shots
+) -> None:
+    mei = page_as("mei", PHONE)
+    mei.goto(f"{site}/#/files/larkspur/hr/salary-bands.md")
+    expect(mei.locator("#viewer-text h3")).to_have_text("Salary bands 2026")
+    assert _overflow(mei) <= 0
+    shots.take(mei, "phone-files", doc=True)
+    mei.goto(f"{site}/#/search?q=salary+band")
+    expect(mei.locator("#hits li").first).to_be_visible()
+    assert _overflow(mei) <= 0
+    shots.take(mei, "phone-search", doc=True)
