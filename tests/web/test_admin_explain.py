@@ -25,10 +25,10 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def sam(site: str) -> httpx.Client:
-    return httpx.Client(
-        base_url=site, timeout=30, headers={"Authorization": f"Bearer {demo_token(site, 'sam')}"}
-    )
+def sam(site: str) -> Iterator[httpx.Client]:
+    bearer = {"Authorization": f"Bearer {demo_token(site, 'sam')}"}
+    with httpx.Client(base_url=site, timeout=30, headers=bearer) as client:
+        yield client
 
 
 def _why(sam: httpx.Client, user: str, path: str, action: str = "read") -> httpx.Response:
