@@ -124,7 +124,7 @@ export function mount(section, ctx) {
       const known = new Set([...operations.options].map((o) => o.value));
       for (const r of rows) if (!known.has(r.operation)) { known.add(r.operation); operations.append(el("option", null, { value: r.operation })); }
       $("audit-summary").textContent = rows.length
-        ? "Page " + (page + 1) + ": " + rows.length + " records, newest first" + (next ? "; older ones follow." : ".")
+        ? "Page " + (page + 1) + ": " + rows.length + (rows.length === 1 ? " record" : " records") + ", newest first" + (next ? "; older ones follow." : ".")
         : "No record matches these filters.";
       $("audit-newer").disabled = page === 0;
       $("audit-older").disabled = !next;

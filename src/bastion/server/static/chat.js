@@ -89,7 +89,9 @@ export function mount(section, ctx) {
     renderAnswer(answer, turn.answer, turn.citations);
     const [label, kind] = badge(turn.status, turn.verification);
     const verdict = el("p", null, { class: "verdict " + kind });
-    verdict.append(el("strong", label), document.createTextNode(" " + turn.verification.verdict));
+    // the badge says the verdict's first words ("Not answered: ..."); the rest says why
+    const why = turn.verification.verdict.replace(/^[^:]*:\s*/, "");
+    verdict.append(el("strong", label), document.createTextNode(" " + why));
     const cites = el("ol", null, { class: "citations", "aria-label": "Citations" });
     renderCitations(cites, turn.citations);
     item.append(answer, cites, verdict);
