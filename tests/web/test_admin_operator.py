@@ -63,6 +63,9 @@ def test_an_operator_repairs_rebuilds_explains_and_reads_the_audit(
     mei = _bearer(site, "mei")
     for _ in range(60):  # more than one page of 50
         httpx.get(f"{site}/v1/files", params={"path": "/larkspur"}, headers=mei)
+    marked = "/uploads/<img src=x onerror=window.pwned=1>.md"
+    wrote = httpx.post(f"{site}/v1/files/write", json={"path": marked, "content": "x"}, headers=mei)
+    assert wrote.status_code == 201, wrote.text
 
     sam = visits(site).page
     sign_in_demo(sam, site, "sam")
@@ -110,6 +113,15 @@ def test_an_operator_repairs_rebuilds_explains_and_reads_the_audit(
     assert [(r["principal"], r["allowed"], r["path"]) for r in rows] == [
         ("ana", "false", "/larkspur/hr/salary-bands.md")
     ]
+
+    # a path written as markup shows as text
+    sam.locator("#audit-principal").fill("mei")
+    sam.locator("#audit-outcome").select_option("")
+    sam.locator("#audit-path").fill("/uploads/<img")
+    sam.locator("#audit-form").get_by_role("button", name="Apply filters").click()
+    expect(table.first).to_contain_text(marked)
+    assert sam.evaluate("window.pwned") is None
+    assert sam.locator("#admin img").count() == 0
 
     sam.locator("#audit-form").evaluate("f => f.reset()")
     sam.locator("#audit-form").get_by_role("button", name="Apply filters").click()

@@ -193,3 +193,21 @@ def test_a_conversation_is_deleted_after_confirming(
     sam.locator("dialog").get_by_role("button", name="Delete").click()
     expect(sam.locator("#conversations-note")).to_have_text("No conversation yet: ask a question.")
     expect(sam.locator("#turns > li")).to_have_count(0)
+
+
+def test_markup_in_a_question_stays_text(
+    demo: tuple[Starlette, str], visits: Callable[..., Visit]
+) -> None:
+    _, site = demo
+    mei = visits(site).page
+    sign_in_demo(mei, site, "mei")
+    attack = '<img src=x onerror="window.pwned=1"><script>window.pwned=2</script> salary band?'
+    turn = _ask(mei, attack)
+    expect(turn.locator(".question")).to_have_text(attack)
+    expect(mei.locator("#conversation-list a").first).to_contain_text("<img src=x")
+    mei.reload()
+    sign_in_demo(mei, site, "mei")
+    mei.locator("#conversation-list a").first.click()
+    expect(mei.locator("#turns .question").first).to_have_text(attack)
+    assert mei.evaluate("window.pwned") is None
+    assert mei.locator("#chat img, #chat script").count() == 0
