@@ -18,12 +18,13 @@ import jwt
 import pytest
 
 from bastion import Labels, MemoryStore, Mount, Policy, Rule
+from bastion.core.errors import ConfigurationError
 from bastion.core.models import Action
 from bastion.core.paths import VPath
 from bastion.governance.identity import IdentityConfig, VerificationKey
 from bastion.knowledge.engine import Knowledge
 from bastion.knowledge.index.memory import MemoryIndex
-from bastion.server import create_app
+from bastion.server import ServerSettings, create_app
 from bastion.workspace import Workspace
 from server.support import running
 
@@ -257,3 +258,10 @@ def test_a_policy_that_denies_the_area_keeps_nothing() -> None:
         assert told["status"] == "answered" and told["kept"] is False
         assert told["notes"][-1].startswith("not kept: ")
         assert client.get("/v1/conversations", headers=ana).json() == {"conversations": []}
+
+
+def test_the_conversation_folder_is_a_checked_setting() -> None:
+    assert ServerSettings.from_dict({"conversations": "chats"}).conversations == "chats"
+    for bad in ("", "  ", 3):
+        with pytest.raises(ConfigurationError, match="conversations must be a folder path"):
+            ServerSettings.from_dict({"conversations": bad})

@@ -138,6 +138,7 @@ def test_a_local_account_and_a_session_that_ends_midway(
     served: tuple[str, str], visits: Callable[..., Visit], tmp_path: Path
 ) -> None:
     _, site = served
+    folder = tmp_path / "site"
     page = visits(site).page
     page.goto(site)
     page.locator("#account-user").fill("ana")
@@ -151,6 +152,12 @@ def test_a_local_account_and_a_session_that_ends_midway(
     expect(page.locator("#question")).to_be_focused()
     page.reload()  # the cookie keeps the session across a reload
     expect(page.locator("#whoami")).to_contain_text("Signed in as ana")
+    # what ana asks is kept in her area, a folder beside the workspace file
+    page.locator("#question").fill("Where is the plan?")
+    page.locator("#question").press("Enter")
+    expect(page.locator("#turns .verdict")).not_to_be_empty(timeout=15_000)
+    kept = list((folder / ".bastion" / "conversations" / "people").glob("*/conversations/*.json"))
+    assert len(kept) == 1 and "Where is the plan?" in kept[0].read_text()
 
     # The session is ended elsewhere (the same cookie signs out from another client).
     cookie = next(c for c in page.context.cookies() if c["name"] == "bastion_session")
@@ -161,7 +168,7 @@ def test_a_local_account_and_a_session_that_ends_midway(
     while httpx.get(f"{site}/v1/me", cookies=jar).status_code != 401:
         assert time.monotonic() < deadline
         time.sleep(0.05)
-    page.locator("#question").fill("Where is the plan?")
+    page.locator("#question").fill("And the budget?")
     page.locator("#question").press("Enter")
     expect(page.locator("#signin-note")).to_contain_text("Your session has ended")
     expect(page.locator("#signin")).to_be_visible()
