@@ -5,11 +5,14 @@ see different documents."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import httpx
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Browser, Page, expect
 
-from .conftest import Shots, open_tab
+from server.support import running
+
+from .conftest import DESKTOP, Shots, open_tab, sign_in
 
 
 def _search(page: Page, query: str) -> None:
@@ -113,3 +116,37 @@ def test_pages_filters_and_hostile_snippets(
     raj.locator("#search-class").fill("restricted")
     _search(raj, "quokka")
     expect(raj.locator("#search-summary")).to_have_text("No results for “quokka”.")
+
+
+def test_an_index_with_embeddings_offers_its_modes(browser: Browser, tmp_path: Path) -> None:
+    from bastion.core.models import Labels, Scope
+    from bastion.core.mounts import Mount
+    from bastion.demo.corpus import users
+    from bastion.knowledge.embedders.hashing import HashingEmbedder
+    from bastion.knowledge.engine import Knowledge
+    from bastion.knowledge.index.memory import MemoryIndex
+    from bastion.server import ServerSettings, create_app
+    from bastion.server.demo import demo_server_policy
+    from bastion.stores.local import LocalStore
+    from bastion.workspace import Workspace
+
+    (tmp_path / "notes.md").write_text("# Otters\n\nRiver otters hold hands while sleeping.\n")
+    mount = Mount.of("/notes", LocalStore(tmp_path), Scope.READ_ONLY, labels=Labels())
+    knowledge = Knowledge(MemoryIndex(), embedder=HashingEmbedder())
+    ws = Workspace([mount], policy=demo_server_policy(), knowledge=knowledge)
+    ws.sync().rebuild_index()
+    people = [(u.principal, u.about) for u in users()]
+    app = create_app(ws, settings=ServerSettings(demo_login=True), demo_users=people)
+    with running(app) as site:
+        page = browser.new_page(viewport=DESKTOP)
+        sign_in(page, site, "gus")
+        open_tab(page, "search")
+        modes = page.locator("#search-mode option")
+        expect(modes).to_have_text(["Default", "Keyword (BM25)", "Meaning (vector)", "Hybrid"])
+        for value, shown in (("vector", "vector"), ("hybrid", "hybrid"), ("", "hybrid")):
+            page.locator("#search-mode").select_option(value)
+            _search(page, "otters sleeping")
+            expect(page.locator("#search-summary")).to_contain_text(f"({shown}).")
+            expect(page.locator("#hits li a")).to_contain_text("/notes/notes.md")
+            assert f"mode={value}" in page.url or not value
+        page.close()

@@ -125,3 +125,23 @@ def test_files_and_search_at_a_phone_width(
     expect(mei.locator("#hits li").first).to_be_visible()
     assert _overflow(mei) <= 0
     shots.take(mei, "phone-search", doc=True)
+
+
+def test_signing_out_forgets_what_was_shown(page_as: Callable[..., Page], site: str) -> None:
+    mei = page_as("mei")
+    mei.goto(f"{site}/#/files/larkspur/hr/salary-bands.md")
+    expect(mei.locator("#viewer-text")).to_contain_text("128,000")
+    mei.goto(f"{site}/#/search?q=salary+band")
+    expect(mei.locator("#hits li").first).to_contain_text("salary-bands.md")
+    mei.get_by_role("button", name="Sign out").click()
+    expect(mei.locator("#demo-form")).to_be_visible()
+    assert "128,000" not in mei.content() and "salary-bands" not in mei.content()
+    assert "#" not in mei.url  # the address no longer names what was open
+    mei.locator("#demo-user").select_option("ana")
+    mei.locator("#demo-form button").click()
+    expect(mei.locator("#whoami")).to_contain_text("Signed in as ana")
+    open_tab(mei, "files")
+    expect(mei.locator('#tree [data-path="/larkspur"]')).to_be_visible()
+    open_tab(mei, "search")
+    expect(mei.locator("#search-query")).to_have_value("")
+    assert "salary" not in mei.content()

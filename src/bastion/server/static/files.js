@@ -82,7 +82,8 @@ export function mount(section, ctx) {
       info = await stat(path);
     } catch (e) {
       if (shownPath !== path) return;
-      pane.replaceChildren(el("h3", "Not found", { id: "viewer-path" }), el("p", e.message, { class: "error" }));
+      const title = e.status === 404 ? "Not found" : "Cannot open " + path;
+      pane.replaceChildren(el("h3", title, { id: "viewer-path" }), el("p", e.message, { class: "error" }));
       return;
     }
     if (shownPath !== path) return;
@@ -248,15 +249,15 @@ export function mount(section, ctx) {
     const actions = el("div", null, { class: "actions" });
     const body = el("div", null, { id: "viewer-text", class: "document", tabindex: "0" });
     pane.replaceChildren(title, meta, labelsLine(info.labels), actions, body);
-    const document_ = DOCUMENTS.test(info.path);
-    if (writable(info.path) && !document_) actions.append(button("Edit", () => edit(info)));
+    const isDocument = DOCUMENTS.test(info.path);
+    if (writable(info.path) && !isDocument) actions.append(button("Edit", () => edit(info)));
     actions.append(button("Download", () => download(info.path)));
     if (writable(info.path) && !info.path.endsWith(SIDECAR)) actions.append(button("Labels…", () => editLabels(info)));
     actions.append(...itemActions(info));
     let text;
     try {
       const q = { path: info.path, limit: String(PREVIEW_LINES) };
-      if (document_) q.format = "document";
+      if (isDocument) q.format = "document";
       text = (await ctx.getJSON("/v1/files/read?" + new URLSearchParams(q))).content;
     } catch (e) {
       body.replaceChildren(el("p", e.message, { class: "error" }));
