@@ -11,6 +11,7 @@ import json
 import secrets
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
@@ -21,10 +22,12 @@ from bastion import Labels, MemoryStore, Mount, Policy, Rule
 from bastion.core.errors import ConfigurationError
 from bastion.core.models import Action
 from bastion.core.paths import VPath
+from bastion.core.principal import Principal
 from bastion.governance.identity import IdentityConfig, VerificationKey
 from bastion.knowledge.engine import Knowledge
 from bastion.knowledge.index.memory import MemoryIndex
 from bastion.server import ServerSettings, create_app
+from bastion.server.conversations import new_conversation
 from bastion.workspace import Workspace
 from server.support import running
 
@@ -265,3 +268,32 @@ def test_the_conversation_folder_is_a_checked_setting() -> None:
     for bad in ("", "  ", 3):
         with pytest.raises(ConfigurationError, match="conversations must be a folder path"):
             ServerSettings.from_dict({"conversations": bad})
+
+
+def test_a_full_conversation_asks_for_a_new_one() -> None:
+    app = _server(_everyday())
+    book = app.state.conversations
+    who = Principal.of("ana", tenant="acme", roles=("staff",), clearance="internal")
+    full = new_conversation("Where does the plover nest?", time.time())
+    turn = {"question": "q", "asked": "q", "answer": "a", "status": "answered", "citations": []}
+    full["turns"] = [turn | {"verification": {}, "mode": "bm25", "notes": [], "time": 0.0}] * 100
+
+    async def keep() -> None:
+        await book.save(book.workspace(who, app.state.bastion.workspace.policy), full, None)
+
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, keep()).result()
+    with running(app) as url, httpx.Client(base_url=url, timeout=30) as client:
+        more = client.post(
+            "/v1/chat",
+            json={"question": "And?", "conversation": full["id"]},
+            headers=_h("ana"),
+        )
+        assert more.status_code == 409
+        assert more.json()["error"]["message"] == (
+            "a conversation keeps 100 questions; start a new one"
+        )
+        assert (
+            client.get("/v1/conversations", headers=_h("ana")).json()["conversations"][0]["turns"]
+            == 100
+        )
