@@ -12,6 +12,7 @@ import secrets
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -28,7 +29,10 @@ from bastion.knowledge.engine import Knowledge
 from bastion.knowledge.index.memory import MemoryIndex
 from bastion.server import ServerSettings, create_app
 from bastion.server.conversations import new_conversation
+from bastion.server.loading import ServerFile, opened_app
 from bastion.workspace import Workspace
+from server.reload_support import SECRET as SECRET_TEXT
+from server.reload_support import workspace_file
 from server.support import running
 
 SECRET = secrets.token_bytes(64)
@@ -297,3 +301,13 @@ def test_a_full_conversation_asks_for_a_new_one() -> None:
             client.get("/v1/conversations", headers=_h("ana")).json()["conversations"][0]["turns"]
             == 100
         )
+
+
+def test_a_conversation_folder_that_cannot_be_made_is_a_clear_error(tmp_path: Path) -> None:
+    config = workspace_file(tmp_path, index=False)
+    config.write_text(config.read_text() + 'conversations = "bastion.toml/chats"\n')
+    with (
+        pytest.raises(ConfigurationError, match="server: conversations: cannot make the folder"),
+        opened_app(ServerFile.read(config, env={"BASTION_TEST_SECRET": SECRET_TEXT})),
+    ):
+        pass

@@ -23,7 +23,7 @@ import secrets
 import time
 from typing import TYPE_CHECKING, Any
 
-from bastion.core.errors import ConflictError, NotFoundError
+from bastion.core.errors import ConfigurationError, ConflictError, NotFoundError
 from bastion.core.models import Action, Labels, WriteMode
 from bastion.core.paths import VPath
 from bastion.core.policy import Policy, Rule
@@ -73,7 +73,12 @@ def conversation_book(
         from bastion.stores.local import LocalStore
 
         folder = source.path.resolve().parent / settings.conversations
-        folder.mkdir(parents=True, exist_ok=True)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigurationError(
+                f"server: conversations: cannot make the folder {folder}: {exc.strerror}"
+            ) from None
         return ConversationBook(LocalStore(folder), workspace.audit)
     from bastion.stores.memory import MemoryStore
 
