@@ -36,6 +36,15 @@ ROUTES_EXEMPT: Mapping[str, str] = {
     "GET /v1/auth/oidc/start": "a redirect to the identity provider; reads no workspace",
     "GET /v1/auth/oidc/callback": "a session cookie from the provider's code; reads no workspace",
     "/static": "the page's static files",
+    "POST /v1/chat": "the page's ask within a conversation: its answer is Workspace.ask's (the "
+    "ask is driven through POST /v1/ask); the turn is kept in the caller's own area, whose id "
+    "is random; tests/web/test_chat_governed.py asks in two views",
+    "GET /v1/conversations": "the caller's own conversations (its own area only)",
+    "GET /v1/conversations/read": "one of the caller's own conversations (its own area only)",
+    "POST /v1/conversations/delete": "deletes one of the caller's own conversations",
+    "POST /v1/feedback": "a rating of the caller's own answer, kept in its own area",
+    "GET /v1/explain": "operators only (refused to others, audited): why a named user may or "
+    "may not act on a path; tested in tests/web/test_admin_explain.py",
     **{
         route: "the change journal: governed by ChangeReview, tested over HTTP in "
         "tests/server/test_api_changes.py; no parity world keeps a journal yet"

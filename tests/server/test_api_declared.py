@@ -39,6 +39,13 @@ def test_every_endpoint_answers_in_its_declared_shape(client: httpx.Client, toke
     get("/v1/search", query="dotterel", mode="bm25", k=3)
     post("/v1/search", query="dotterel", mode="bm25", filter={})
     post("/v1/ask", question="Where does the dotterel nest?", mode="bm25")
+    chat = client.post("/v1/chat", json={"question": "Where does the dotterel nest?"}, headers=h)
+    calls.append(("POST", "/v1/chat", chat))
+    talk = chat.json()["conversation"]
+    get("/v1/conversations")
+    get("/v1/conversations/read", conversation=talk)
+    post("/v1/feedback", conversation=talk, turn=0, rating="missing", note="the nest's place")
+    post("/v1/conversations/delete", conversation=talk)
     calls.append(
         (
             "POST",
@@ -84,4 +91,6 @@ def test_every_endpoint_answers_in_its_declared_shape(client: httpx.Client, toke
         ("GET", "/metrics"),
         ("GET", "/v1/auth/oidc/start"),
         ("GET", "/v1/auth/oidc/callback"),
+        # names a user of a workspace file or the demo (tests/web/test_admin_explain.py)
+        ("GET", "/v1/explain"),
     }

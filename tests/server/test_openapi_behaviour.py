@@ -46,6 +46,10 @@ _SAMPLE: dict[str, Any] = {
     "dst": "/docs/nothing-there.md",
     "old": "x",
     "new": "y",
+    "conversation": "0123456789abcdef",
+    "turn": 0,
+    "rating": "right",
+    "user": "ana",
 }
 """A value for each required field, so that the field under test is what is judged."""
 

@@ -18,10 +18,10 @@ import click
 
 from bastion.cli.common import common_options, options, resolve_principal, settings
 from bastion.cli.output import emit, shown
+from bastion.workspace.explain import role_path
 
 if TYPE_CHECKING:
     from bastion.config import WorkspaceConfig
-    from bastion.core.policy import Policy
     from bastion.core.principal import Principal
 
 __all__ = ["explain_command"]
@@ -31,23 +31,6 @@ _SCOPE_ALLOWS = {
     "write_only": {"write"},
     "read_write": {"read", "list", "search", "write", "delete", "execute", "label"},
 }
-
-
-def role_path(policy: Policy, principal: Principal, role: str) -> list[str]:
-    """How ``principal`` holds ``role``: ``[given, parent, ..., role]`` (the shortest chain of
-    inheritance from a role it was given), ``[]`` when it does not."""
-    inherits = policy.roles.inherits
-    paths = [[given] for given in sorted(principal.roles)]
-    seen: set[str] = set()
-    while paths:
-        path = paths.pop(0)
-        if path[-1] == role:
-            return path
-        if path[-1] in seen:
-            continue
-        seen.add(path[-1])
-        paths += [[*path, parent] for parent in sorted(inherits.get(path[-1], ()))]
-    return []
 
 
 @click.command("explain")

@@ -29,11 +29,13 @@ from bastion.server import (
     routes_admin,
     routes_auth,
     routes_changes,
+    routes_chat,
     routes_files,
     routes_knowledge,
 )
 from bastion.server.accounts import Accounts
 from bastion.server.auth import Authenticator, DemoLogin
+from bastion.server.conversations import conversation_book
 from bastion.server.errors import error_response
 from bastion.server.mcp_http import McpHub
 from bastion.server.metrics import Measure
@@ -122,6 +124,7 @@ def create_app(
         *routes_admin.routes,
         *routes_changes.routes,
         *routes_auth.routes,
+        *routes_chat.routes,
         *oidc.routes,
         Route("/openapi.json", openapi, methods=["GET"]),
         Route("/mcp", hub, methods=["GET", "POST", "DELETE"]),
@@ -154,6 +157,7 @@ def create_app(
         exception_handlers={HTTPException: _refused, Exception: _refused},
     )
     app.state.bastion = state
+    app.state.conversations = conversation_book(workspace, chosen, source)
     return app
 
 

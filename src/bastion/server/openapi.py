@@ -62,6 +62,7 @@ def all_endpoints() -> tuple[Endpoint, ...]:
         routes_admin,
         routes_auth,
         routes_changes,
+        routes_chat,
         routes_files,
         routes_knowledge,
     )
@@ -72,6 +73,7 @@ def all_endpoints() -> tuple[Endpoint, ...]:
         *routes_admin.ENDPOINTS,
         *routes_changes.ENDPOINTS,
         *routes_auth.ENDPOINTS,
+        *routes_chat.ENDPOINTS,
         *oidc.ENDPOINTS,
     )
 

@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from bastion.core.audit import on_behalf
+from bastion.core.audit import AuditRecord, on_behalf
 from bastion.core.audit_sinks import audit_page
-from bastion.core.errors import PolicyDeniedError
+from bastion.core.errors import NotFoundError, PolicyDeniedError
 from bastion.core.models import Action, Scope
 from bastion.core.paths import VPath
 from bastion.server.errors import ApiError
 from bastion.server.handlers import Endpoint, endpoint, ok
-from bastion.server.state import state_of
+from bastion.server.state import ServerState, state_of
+from bastion.workspace.explain import explain_access
 from bastion.workspace.operations.service import AuditParams, DemoLoginParams
+from bastion.workspace.operations.web import ExplainParams
+
+if TYPE_CHECKING:
+    from bastion.core.principal import Principal
 
 __all__ = ["ENDPOINTS", "routes"]
 
@@ -77,8 +86,9 @@ async def me(request: Request, _: object) -> Response:
 @endpoint("audit", "GET", "/v1/audit")
 async def audit(request: Request, args: AuditParams) -> Response:
     """A page of audit records (operators: the ``audit`` action on ``/``): the newest
-    ``limit`` (default 100, at most 1000) before ``cursor`` (the end when absent), oldest
-    first, and ``next``, the cursor of the older page (``null``: there is none)."""
+    ``limit`` (default 100, at most 1000) before ``cursor`` (the end when absent) that the
+    filters admit, oldest first, and ``next``, the cursor of the older page (``null``: there
+    is none)."""
     state = state_of(request)
     ws = state.view(request)
     if not state.may(ws, Action.AUDIT):
@@ -89,10 +99,76 @@ async def audit(request: Request, args: AuditParams) -> Response:
     if records is None:
         raise ApiError(409, "audit_unreadable", "this server's audit sink cannot be read back")
     try:
-        page = audit_page(records, limit=limit, cursor=cursor or None)
+        page = audit_page(records, limit=limit, cursor=cursor or None, keep=_audit_filter(args))
     except ValueError as exc:
         raise ApiError(400, "bad_field", f"'cursor': {exc}") from None
     return ok(page.to_dict())
+
+
+def _audit_filter(args: AuditParams) -> Callable[[AuditRecord], bool] | None:
+    """The records the filters of ``args`` admit (``None``: no filter)."""
+    tests: list[Callable[[AuditRecord], bool]] = []
+    if args.principal:
+        tests.append(lambda r: r.principal == args.principal)
+    if args.operation:
+        tests.append(lambda r: r.operation == args.operation)
+    if args.outcome:
+        tests.append(lambda r: r.allowed is (args.outcome == "allowed"))
+    if args.path:
+        tests.append(lambda r: r.path.startswith(args.path or ""))
+    if args.since is not None:
+        tests.append(lambda r: r.time >= (args.since or 0.0))
+    if args.until is not None:
+        tests.append(lambda r: r.time < (args.until or 0.0))
+    if not tests:
+        return None
+    return lambda record: all(test(record) for test in tests)
+
+
+@endpoint("explain", "GET", "/v1/explain")
+async def explain(request: Request, args: ExplainParams) -> Response:
+    """Why ``user`` may or may not do ``action`` on ``path`` (operators: the ``audit`` action
+    on ``/``; each answer is an ``explain`` record of the audit log)."""
+    state = state_of(request)
+    ws = state.view(request)
+    if not state.may(ws, Action.AUDIT):
+        raise PolicyDeniedError(
+            "explaining access is for operators: it needs the 'audit' action on /"
+        )
+    try:
+        action = Action(args.action)
+    except ValueError:
+        known = ", ".join(a.value for a in Action)
+        raise ApiError(400, "bad_field", f"'action': choose one of {known}") from None
+    where = ws.parse_path(args.path, operation="explain")
+    users = _known_users(state)
+    principal = users.get(args.user)
+    if principal is None:
+        names = ", ".join(sorted(users)) or "(none)"
+        raise NotFoundError(f"unknown user {args.user!r}; users of this server: {names}")
+    data = await explain_access(state.workspace, principal, where, action)
+    ws.audit.append(
+        AuditRecord(
+            time=time.time(),
+            principal=ws.principal.id,
+            tenant=ws.principal.tenant,
+            operation="explain",
+            path=str(where),
+            allowed=True,
+            reason=f"explained {action.value} for {principal.id}",
+        )
+    )
+    return ok(data)
+
+
+def _known_users(state: ServerState) -> dict[str, Principal]:
+    """The users an operator may name: the workspace file's ``[users]`` and the demo's."""
+    found: dict[str, Principal] = {}
+    if state.auth.sessions is not None:
+        found.update(state.auth.sessions.users)
+    if state.auth.demo is not None:
+        found.update(state.auth.demo.users)
+    return found
 
 
 @endpoint("demo_users", "GET", "/v1/auth/demo/users", public=True)
@@ -111,5 +187,5 @@ async def demo_login(request: Request, args: DemoLoginParams) -> Response:
     return ok({"token": state.auth.demo.token_for(args.user), "token_type": "Bearer"})
 
 
-ENDPOINTS: tuple[Endpoint, ...] = (health, ready, me, audit, demo_users, demo_login)
+ENDPOINTS: tuple[Endpoint, ...] = (health, ready, me, audit, explain, demo_users, demo_login)
 routes = [e.route() for e in ENDPOINTS]

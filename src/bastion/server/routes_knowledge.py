@@ -64,7 +64,7 @@ search_query = endpoint("search", "GET", "/v1/search", exclude=("filter",))(_sea
 search_body = endpoint("search", "POST", "/v1/search")(_search)
 
 
-def _answer_parts(answer: Any) -> dict[str, Any]:
+def answer_parts(answer: Any) -> dict[str, Any]:
     """The answer with ``[n]`` markers, its numbered citations and the verification."""
     numbers = {c.chunk_id: i for i, c in enumerate(answer.citations, start=1)}
     verification = answer.verification
@@ -85,7 +85,7 @@ def _answer_parts(answer: Any) -> dict[str, Any]:
     }
 
 
-def _event(name: str, data: Any) -> bytes:
+def sse_event(name: str, data: Any) -> bytes:
     return f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
 
 
@@ -103,24 +103,24 @@ async def ask(request: Request, args: AskParams) -> Response:
         "budget_tokens": args.budget_tokens,
     }
     if "text/event-stream" not in request.headers.get("accept", ""):
-        return ok(_answer_parts(await ws.ask(question, **options)))
+        return ok(answer_parts(await ws.ask(question, **options)))
 
     async def events() -> AsyncIterator[bytes]:
-        yield _event("status", {"stage": "retrieving"})
+        yield sse_event("status", {"stage": "retrieving"})
         try:
-            parts = _answer_parts(await ws.ask(question, **options))
+            parts = answer_parts(await ws.ask(question, **options))
         except Exception as exc:  # noqa: BLE001 - the error is the stream's last event
             status, code, message = describe(exc)
-            yield _event("error", {"status": status, "code": code, "message": message})
+            yield sse_event("error", {"status": status, "code": code, "message": message})
             return
         words = parts["answer"].split(" ")
         for start in range(0, len(words), 8):
             piece = " ".join(words[start : start + 8])
-            yield _event("answer", {"text": piece + (" " if start + 8 < len(words) else "")})
+            yield sse_event("answer", {"text": piece + (" " if start + 8 < len(words) else "")})
             await asyncio.sleep(0)
-        yield _event("citations", {"citations": parts["citations"]})
-        yield _event("verification", parts["verification"] | {"status": parts["status"]})
-        yield _event("done", {"mode": parts["mode"], "notes": parts["notes"]})
+        yield sse_event("citations", {"citations": parts["citations"]})
+        yield sse_event("verification", parts["verification"] | {"status": parts["status"]})
+        yield sse_event("done", {"mode": parts["mode"], "notes": parts["notes"]})
 
     return StreamingResponse(
         events(), media_type="text/event-stream", headers={"Cache-Control": "no-store"}

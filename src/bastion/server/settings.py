@@ -13,6 +13,7 @@ max_upload_bytes = 10485760 # an /v1/ingest upload, counted while it streams
 requests_per_minute = 600   # per principal, every request (the policy's rate limit
                             # still applies to each operation)
 shared_state = ".bastion/server.db"  # revoked tokens, accounts: a file or postgresql:// URL
+conversations = ".bastion/conversations"  # the web page's conversations (a folder)
 ```
 """
 
@@ -48,6 +49,7 @@ _KEYS = frozenset(
         "max_upload_bytes",
         "requests_per_minute",
         "shared_state",
+        "conversations",
     }
 )
 
@@ -75,6 +77,9 @@ class ServerSettings:
     shared_state: str = ".bastion/server.db"
     """What every process of this workspace shares (revoked tokens, accounts): a SQLite file
     (relative to the workspace file) or a ``postgresql://`` URL (:mod:`bastion.server.shared`)."""
+    conversations: str = ".bastion/conversations"
+    """The folder (relative to the workspace file) of the web page's conversations: one area
+    per principal, read and written through the guard (:mod:`bastion.server.conversations`)."""
 
     def __post_init__(self) -> None:
         for name in ("max_body_bytes", "max_upload_bytes"):
@@ -92,6 +97,8 @@ class ServerSettings:
             raise ConfigurationError(
                 "server: shared_state must be a file path or a postgresql:// URL"
             )
+        if not isinstance(self.conversations, str) or not self.conversations.strip():
+            raise ConfigurationError("server: conversations must be a folder path")
         if not isinstance(self.host, str) or not self.host:
             raise ConfigurationError('server: host must be an address such as "127.0.0.1"')
         self.host_names()

@@ -25,6 +25,7 @@ from bastion.workspace.operations.changes import CHANGE_OPERATIONS
 from bastion.workspace.operations.files import FILE_OPERATIONS, MAX_ENTRIES, Entry
 from bastion.workspace.operations.knowledge import KNOWLEDGE_OPERATIONS, MAX_K, MAX_QUESTION
 from bastion.workspace.operations.service import MAX_STDIN, SERVICE_OPERATIONS
+from bastion.workspace.operations.web import WEB_OPERATIONS
 
 __all__ = [
     "DECLARED",
@@ -51,6 +52,7 @@ OPERATIONS: Mapping[str, Operation] = MappingProxyType(
             *KNOWLEDGE_OPERATIONS,
             *SERVICE_OPERATIONS,
             *CHANGE_OPERATIONS,
+            *WEB_OPERATIONS,
         )
     }
 )

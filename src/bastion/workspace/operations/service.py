@@ -3,7 +3,7 @@ readiness and the demo login."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -78,6 +78,12 @@ class AuditParams(Params):
     cursor: str | None = Field(
         None, max_length=64, description="Where the page ends: a page's 'next' (absent: the end)"
     )
+    principal: str | None = Field(None, max_length=256, description="Only this principal's")
+    operation: str | None = Field(None, max_length=64, description="Only this operation's")
+    outcome: Literal["allowed", "refused"] | None = Field(None, description="Only these")
+    path: str | None = Field(None, max_length=4096, description="Only paths starting so")
+    since: float | None = Field(None, ge=0, description="Not before (seconds since the epoch)")
+    until: float | None = Field(None, ge=0, description="Before (seconds since the epoch)")
 
 
 class AuditResult(Result):

@@ -1,0 +1,122 @@
+"""Why the guard answers a principal as it does on a path: the operator's explanation over a
+built workspace (the server's ``GET /v1/explain``; ``bastion explain`` gives the same facts
+from the workspace file).
+
+The answer names the mount that holds the path and whether its scope allows the action, the
+policy rule that decides (first match wins) and the inheritance steps that gave the principal
+the rule's role, the document's effective labels (the one resolver,
+:class:`~bastion.workspace.doclabels.DocumentLabels`, which every mount of a workspace
+carries) and whether they admit the principal. It reads as the owner: only an operator may
+ask (the caller checks).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from bastion.core.errors import BastionError
+from bastion.core.models import Action
+from bastion.core.principal import labels_admit
+
+if TYPE_CHECKING:
+    from bastion.core.mounts import Mount
+    from bastion.core.paths import VPath
+    from bastion.core.policy import Policy
+    from bastion.core.principal import Principal
+    from bastion.workspace.workspace import Workspace
+
+__all__ = ["explain_access", "role_path"]
+
+
+def role_path(policy: Policy, principal: Principal, role: str) -> list[str]:
+    """How ``principal`` holds ``role``: ``[given, parent, ..., role]`` (the shortest chain of
+    inheritance from a role it was given), ``[]`` when it does not."""
+    inherits = policy.roles.inherits
+    paths = [[given] for given in sorted(principal.roles)]
+    seen: set[str] = set()
+    while paths:
+        path = paths.pop(0)
+        if path[-1] == role:
+            return path
+        if path[-1] in seen:
+            continue
+        seen.add(path[-1])
+        paths += [[*path, parent] for parent in sorted(inherits.get(path[-1], ()))]
+    return []
+
+
+def _mount_of(ws: Workspace, where: VPath) -> Mount | None:
+    best: Mount | None = None
+    for mount in ws.mounts:
+        parts = mount.prefix.parts
+        if where.parts[: len(parts)] == parts and (
+            best is None or len(parts) > len(best.prefix.parts)
+        ):
+            best = mount
+    return best
+
+
+def _labels_dict(labels: Any) -> dict[str, Any]:
+    return {
+        "tenant": labels.tenant,
+        "classification": labels.classification,
+        "roles": sorted(labels.roles),
+        "tags": sorted(labels.tags),
+    }
+
+
+async def explain_access(
+    ws: Workspace, principal: Principal, where: VPath, action: Action
+) -> dict[str, Any]:
+    """The explanation of ``principal``'s ``action`` on ``where`` in ``ws`` (its owner view:
+    the labels are read past the guard)."""
+    policy = ws.policy
+    roles = policy.effective_roles(principal)
+    data: dict[str, Any] = {
+        "user": principal.id,
+        "clearance": principal.clearance,
+        "roles": sorted(principal.roles),
+        "effective_roles": sorted(roles),
+        "path": str(where),
+        "action": action.value,
+        "mount": None,
+    }
+    mount = _mount_of(ws, where)
+    if mount is None:
+        return data | {"allowed": False, "decided_by": "no mount holds this path"}
+    scope_ok = mount.scope.allows(action)
+    data["mount"] = {"prefix": str(mount.prefix), "scope": mount.scope.value, "allows": scope_ok}
+    decision = policy.decide(principal, action, where, roles)
+    rule: dict[str, Any] = {"allowed": decision.allowed, "reason": decision.reason}
+    if decision.rule is not None:
+        found = policy.rules[decision.rule]
+        rule.update(
+            number=decision.rule + 1,
+            effect=found.effect.value,
+            paths=list(found.paths),
+            roles=sorted(found.roles),
+        )
+        matched = sorted(found.roles & roles)
+        if matched:
+            rule["through"] = role_path(policy, principal, matched[0])
+    data["rule"] = rule
+    labels, source = mount.labels, "the mount's defaults"
+    try:
+        info = await mount.store.stat(where.relative_to(mount.prefix))
+    except BastionError as exc:
+        source = f"the mount's defaults ({exc.code}: the file was not read)"
+    else:
+        if info.labels is not None and info.labels != mount.labels:
+            labels, source = info.labels, "the document's own (front matter or sidecar)"
+    admitted = labels_admit(labels, principal, roles, policy.classifications)
+    data.update(labels=_labels_dict(labels), label_source=source, labels_admit=admitted)
+    data["allowed"] = scope_ok and decision.allowed and admitted
+    if not scope_ok:
+        data["decided_by"] = f"the scope of mount {mount.prefix} ({mount.scope.value})"
+    elif not decision.allowed:
+        data["decided_by"] = decision.reason
+    elif not admitted:
+        data["decided_by"] = "the document's labels"
+    else:
+        data["decided_by"] = decision.reason
+    return data
