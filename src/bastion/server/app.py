@@ -37,7 +37,7 @@ from bastion.server.auth import Authenticator, DemoLogin
 from bastion.server.errors import error_response
 from bastion.server.mcp_http import McpHub
 from bastion.server.metrics import Measure
-from bastion.server.middleware import BodyLimit, RequestShape, SecurityHeaders
+from bastion.server.middleware import AccessLog, BodyLimit, RequestShape, SecurityHeaders
 from bastion.server.openapi import openapi_document
 from bastion.server.origin import HostGuard
 from bastion.server.reload import ConfigWatch, Refresh
@@ -130,6 +130,7 @@ def create_app(
     ]
     middleware = [
         Middleware(Measure, metrics=state.metrics),
+        Middleware(AccessLog),
         Middleware(SecurityHeaders),
         Middleware(HostGuard, hosts=chosen.host_names(), origins=chosen.trusted_origins()),
         Middleware(RequestShape),
@@ -154,6 +155,7 @@ def create_app(
         exception_handlers={HTTPException: _refused, Exception: _refused},
     )
     app.state.bastion = state
+    app.state.drain = hub.drain  # the server is stopping (bastion.server.lifecycle)
     return app
 
 

@@ -13,6 +13,8 @@ max_upload_bytes = 10485760 # an /v1/ingest upload, counted while it streams
 requests_per_minute = 600   # per principal, every request (the policy's rate limit
                             # still applies to each operation)
 shared_state = ".bastion/server.db"  # revoked tokens, accounts: a file or postgresql:// URL
+log_format = "text"         # or "json": one object per line (bastion serve --log-format)
+shutdown_grace_s = 30       # on SIGTERM/SIGINT, how long open requests may take to finish
 ```
 """
 
@@ -37,7 +39,7 @@ from bastion.server.origin import (
     parse_allowed_origin,
 )
 
-__all__ = ["ServerSettings", "is_loopback", "read_tables"]
+__all__ = ["LOG_FORMATS", "ServerSettings", "is_loopback", "read_tables"]
 
 _KEYS = frozenset(
     {
@@ -51,8 +53,12 @@ _KEYS = frozenset(
         "max_upload_bytes",
         "requests_per_minute",
         "shared_state",
+        "log_format",
+        "shutdown_grace_s",
     }
 )
+
+LOG_FORMATS = ("text", "json")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -78,6 +84,11 @@ class ServerSettings:
     shared_state: str = ".bastion/server.db"
     """What every process of this workspace shares (revoked tokens, accounts): a SQLite file
     (relative to the workspace file) or a ``postgresql://`` URL (:mod:`bastion.server.shared`)."""
+    log_format: str = "text"
+    """``bastion serve``'s log lines: ``"text"`` or ``"json"`` (one object per line)."""
+    shutdown_grace_s: int = 30
+    """On ``SIGTERM``/``SIGINT``: seconds the requests still open (a streamed answer, an MCP
+    call) may take to finish before they are cut."""
 
     def __post_init__(self) -> None:
         for name in ("max_body_bytes", "max_upload_bytes"):
@@ -94,6 +105,13 @@ class ServerSettings:
         if not isinstance(self.shared_state, str) or not self.shared_state.strip():
             raise ConfigurationError(
                 "server: shared_state must be a file path or a postgresql:// URL"
+            )
+        if self.log_format not in LOG_FORMATS:
+            raise ConfigurationError('server: log_format must be "text" or "json"')
+        grace = self.shutdown_grace_s
+        if isinstance(grace, bool) or not isinstance(grace, int) or not 0 <= grace <= 3600:
+            raise ConfigurationError(
+                "server: shutdown_grace_s must be a whole number of seconds from 0 to 3600"
             )
         if not isinstance(self.host, str) or not self.host:
             raise ConfigurationError('server: host must be an address such as "127.0.0.1"')
