@@ -15,6 +15,7 @@ uvicorn itself re-raises the signal once it has stopped (the process then dies o
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import signal
@@ -24,6 +25,9 @@ from collections.abc import Callable, Generator
 from typing import Any
 
 import uvicorn
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from bastion.server.errors import ApiError, error_response
 
 __all__ = ["GracefulServer", "run"]
 
@@ -65,6 +69,34 @@ class GracefulServer(uvicorn.Server):
         log.warning("stopped")
 
 
+class _Cut:
+    """A request cut at the end of the grace period is answered ``503`` when nothing was
+    sent yet (uvicorn would answer ``500`` and log a traceback); a stream already begun just
+    ends."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracked(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracked)
+        except asyncio.CancelledError:
+            if started:
+                raise
+            stopping = ApiError(503, "stopping", "the server stopped before answering; retry")
+            await error_response(stopping)(scope, receive, send)
+
+
 def run(app: Any, sock: socket.socket, *, grace: int, log_level: str = "warning") -> None:
     """Serve ``app`` on the bound ``sock`` until ``SIGTERM``/``SIGINT``, then stop gracefully
     within ``grace`` seconds (the module). Logging is the caller's (uvicorn configures none)."""
@@ -77,7 +109,7 @@ def run(app: Any, sock: socket.socket, *, grace: int, log_level: str = "warning"
     state = getattr(app, "state", None)
     drain = getattr(state, "drain", None) if state is not None else None
     config = uvicorn.Config(
-        app,
+        _Cut(app),
         access_log=False,
         server_header=False,
         log_config=None,

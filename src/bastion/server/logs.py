@@ -20,7 +20,7 @@ TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"
 
 def level_for(verbose: int, quiet: bool) -> int:
     """The server's level: its request lines (info) by default, errors only with ``-q``,
-    debug with ``-v``."""
+    Bastion's debug lines with ``-v``."""
     if quiet:
         return logging.ERROR
     return logging.DEBUG if verbose else logging.INFO
@@ -28,20 +28,23 @@ def level_for(verbose: int, quiet: bool) -> int:
 
 def configure(log_format: str, level: int) -> Callable[[], None]:
     """Send every log line to stderr in ``log_format`` (``"text"`` or ``"json"``) from
-    ``level`` up; the returned function undoes it."""
+    ``level`` up; the returned function undoes it. Other libraries' debug lines are never
+    written (the MCP and event-stream libraries quote what they send at that level)."""
     handler = logging.StreamHandler()
     formatter = JsonFormatter() if log_format == "json" else logging.Formatter(TEXT_FORMAT)
     handler.setFormatter(formatter)
     handler.addFilter(RequestIdFilter())
-    root = logging.getLogger()
-    before = root.level
+    root, ours = logging.getLogger(), logging.getLogger("bastion")
+    before = root.level, ours.level
     root.addHandler(handler)
-    root.setLevel(level)
+    root.setLevel(max(level, logging.INFO))
+    ours.setLevel(level)
     logging.captureWarnings(True)
 
     def undo() -> None:
         root.removeHandler(handler)
-        root.setLevel(before)
+        root.setLevel(before[0])
+        ours.setLevel(before[1])
         logging.captureWarnings(False)
 
     return undo

@@ -9,6 +9,7 @@ are checked before these (:mod:`bastion.server.origin`).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import time
@@ -65,7 +66,7 @@ class AccessLog:
             await self.app(scope, receive, send)
             return
         known = scope.setdefault("state", {})  # ``request.state``: who it acted for
-        status = 500
+        status: int | None = None
         started = time.perf_counter()
 
         async def seen(message: Message) -> None:
@@ -76,9 +77,13 @@ class AccessLog:
 
         try:
             await self.app(scope, receive, seen)
+        except asyncio.CancelledError:
+            if status is None:
+                status = 503  # cut when the server stopped (bastion.server.lifecycle)
+            raise
         finally:
             if not (isinstance(known, dict) and known.get("unlogged")):
-                _log_request(scope, known, status, time.perf_counter() - started)
+                _log_request(scope, known, status or 500, time.perf_counter() - started)
 
 
 def _log_request(scope: Scope, known: object, status: int, seconds: float) -> None:
