@@ -1,7 +1,8 @@
 """`bastion serve` under load, and a held lock (issue 26): p50/p99 of read, search and ask at
-1, 16 and 64 concurrent clients on 1 and 3 server processes over one PostgreSQL, first with
-one more client writing freely, then with that client's writes stalled by a lock held on its
-file's row; the ratio stalled/free of the others' p99 says whether the stall reached them.
+1, 16 and 64 concurrent clients on 1 and 3 server processes over one PostgreSQL, three times:
+alone, with one more client writing freely, and with that client's writes stalled by a lock
+held on its file's row. The ratio stalled/alone of the others' p99 says whether the stall
+reached them (free/alone is what a writer that is not stalled costs them, for scale).
 
 .venv/bin/python bench/serve_load.py [--seconds 4] [--clients 1,16,64] [--processes 1,3]
 .venv/bin/python bench/serve_load.py --quick      # smoke run: 1 process, 1 and 4 clients, 1 s
@@ -148,41 +149,39 @@ async def seed(url: str, total: int, canaries: list[str]) -> None:
 
 
 async def reader(
-    n: int, urls: list[str], end: float, cell: Cell, canaries: list[str], total: int
+    n: int, clients: list[httpx.AsyncClient], end: float, cell: Cell, canaries: list[str]
 ) -> None:
+    """Client ``n``: read, search, ask in turn, round robin over the processes, until
+    ``end``; its connections come from ``clients`` (one pool per process, made before the
+    clock starts: making 64 x 3 clients took longer than a cell on a loaded machine)."""
     tenant, canary = f"t{n}", canaries[n]
-    others = [c.encode() for i, c in enumerate(canaries[:total]) if i != n]
+    others = [c.encode() for i, c in enumerate(canaries) if i != n]
     headers = {"Authorization": f"Bearer {_token(f'p{n}', tenant)}"}
-    clients = [httpx.AsyncClient(base_url=u, headers=headers, timeout=120) for u in urls]
     rng = random.Random(n)
     turn = n
-    try:
-        while time.monotonic() < end:
-            client = clients[turn % len(clients)]
-            name = OPS[turn % len(OPS)]
-            turn += 1
-            if name == "read":
-                call = client.get(
-                    "/v1/files/read", params={"path": f"/docs/{tenant}/n{rng.randrange(2)}.md"}
-                )
-            elif name == "search":
-                call = client.get("/v1/search", params={"query": canary, "k": 5})
-            else:
-                call = client.post("/v1/ask", json={"question": f"Where does the {canary} live?"})
-            started = time.perf_counter()
-            try:
-                response = await call
-            except httpx.TransportError:
-                cell.errors += 1
-                continue
-            cell.times[name].append(time.perf_counter() - started)
-            if response.status_code != 200:
-                cell.errors += 1
-            if any(o in response.content for o in others):
-                cell.leaks += 1
-    finally:
-        for c in clients:
-            await c.aclose()
+    while time.monotonic() < end:
+        client = clients[turn % len(clients)]
+        name = OPS[turn % len(OPS)]
+        turn += 1
+        if name == "read":
+            path = f"/docs/{tenant}/n{rng.randrange(2)}.md"
+            call = client.get("/v1/files/read", params={"path": path}, headers=headers)
+        elif name == "search":
+            call = client.get("/v1/search", params={"query": canary, "k": 5}, headers=headers)
+        else:
+            question = {"question": f"Where does the {canary} live?"}
+            call = client.post("/v1/ask", json=question, headers=headers)
+        started = time.perf_counter()
+        try:
+            response = await call
+        except httpx.TransportError:
+            cell.errors += 1
+            continue
+        cell.times[name].append(time.perf_counter() - started)
+        if response.status_code != 200:
+            cell.errors += 1
+        if any(o in response.content for o in others):
+            cell.leaks += 1
 
 
 async def writer(urls: list[str], stop_at: asyncio.Event, cell: Cell) -> None:
@@ -204,20 +203,30 @@ async def writer(urls: list[str], stop_at: asyncio.Event, cell: Cell) -> None:
             cell.write_statuses[status] += 1
 
 
+MODES = ("alone", "free", "stalled")
+
+
 def run_cell(
-    urls: list[str], clients: int, seconds: float, canaries: list[str], lock_dsn: str | None
+    urls: list[str], clients: int, seconds: float, canaries: list[str], mode: str, dsn: str
 ) -> Cell:
-    """``clients`` readers for ``seconds`` and the writer; with ``lock_dsn``, the writer's
-    file row held locked for the whole cell."""
+    """``clients`` readers for ``seconds``; the writer too unless ``alone``; ``stalled``: the
+    writer's file row held locked (on ``dsn``) for the whole cell."""
     cell = Cell()
+    lock_dsn = dsn if mode == "stalled" else None
 
     async def go() -> None:
         done = asyncio.Event()
-        writing = asyncio.create_task(writer(urls, done, cell))
+        writing = asyncio.create_task(writer(urls, done, cell) if mode != "alone" else done.wait())
+        limits = httpx.Limits(max_connections=clients + 1, max_keepalive_connections=clients + 1)
+        pools = [httpx.AsyncClient(base_url=u, timeout=120, limits=limits) for u in urls]
         end = time.monotonic() + seconds
-        await asyncio.gather(
-            *(reader(n, urls, end, cell, canaries, clients) for n in range(clients))
-        )
+        try:
+            await asyncio.gather(
+                *(reader(n, pools, end, cell, canaries[:clients]) for n in range(clients))
+            )
+        finally:
+            for pool in pools:
+                await pool.aclose()
         done.set()
         if held is not None:
             held.rollback()  # the lock goes: the writer's last write finishes
@@ -263,7 +272,7 @@ def _machine() -> str:
     )
 
 
-def main(argv: list[str] | None = None, *, pg: Any = None) -> dict[str, tuple[Cell, Cell]]:
+def main(argv: list[str] | None = None, *, pg: Any = None) -> dict[str, dict[str, Cell]]:
     """Run the cells; ``pg``: a running ``pgserver`` to use (else one is started here)."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=float, default=4.0, help="per cell")
@@ -278,7 +287,7 @@ def main(argv: list[str] | None = None, *, pg: Any = None) -> dict[str, tuple[Ce
         counts = [int(x) for x in args.clients.split(",")]
         processes = [int(x) for x in args.processes.split(",")]
     print(f"# bench/serve_load.py: {seconds:g} s per cell; {_machine()}")
-    results: dict[str, tuple[Cell, Cell]] = {}
+    results: dict[str, dict[str, Cell]] = {}
     header()
     folder = Path(tempfile.mkdtemp(prefix="bastion-pg-bench-"))
     own = pg is None
@@ -299,10 +308,9 @@ def main(argv: list[str] | None = None, *, pg: Any = None) -> dict[str, tuple[Ce
             try:
                 asyncio.run(seed(urls[0], total, canaries))
                 for clients in counts:
-                    free = run_cell(urls, clients, seconds, canaries, None)
-                    stalled = run_cell(urls, clients, seconds, canaries, dsn)
-                    results[f"{count}x{clients}"] = (free, stalled)
-                    report(count, clients, free, stalled)
+                    cells = {m: run_cell(urls, clients, seconds, canaries, m, dsn) for m in MODES}
+                    results[f"{count}x{clients}"] = cells
+                    report(count, clients, cells)
             finally:
                 stop(workers)
     finally:
@@ -315,27 +323,36 @@ def main(argv: list[str] | None = None, *, pg: Any = None) -> dict[str, tuple[Ce
 
 def header() -> None:
     print(
-        "\n| processes | clients | op | requests free / stalled | p50 ms free / stalled "
-        "| p99 ms free / stalled | p99 ratio |"
+        "\n| processes | clients | op | requests alone / free / stalled "
+        "| p50 ms alone / free / stalled | p99 ms alone / free / stalled "
+        "| p99 stalled / alone | p99 free / alone |"
     )
-    print("|---:|---:|---|---:|---:|---:|---:|")
+    print("|---:|---:|---|---:|---:|---:|---:|---:|")
 
 
-def report(processes: int, clients: int, free: Cell, stalled: Cell) -> None:
+def _three(cells: dict[str, Cell], values: str, q: float | None) -> str:
+    def one(cell: Cell) -> str:
+        found = cell.writes if values == "writer" else cell.times.get(values, [])
+        return str(len(found)) if q is None else f"{pct(found, q):.0f}"
+
+    return " / ".join(one(cells[m]) for m in MODES)
+
+
+def report(processes: int, clients: int, cells: dict[str, Cell]) -> None:
     for op in OPS:
-        a, b = free.times.get(op, []), stalled.times.get(op, [])
-        ratio = pct(b, 0.99) / pct(a, 0.99) if a and b else float("nan")
+        alone, free, stalled = (pct(cells[m].times.get(op, []), 0.99) for m in MODES)
         print(
-            f"| {processes} | {clients} | {op} | {len(a)} / {len(b)} "
-            f"| {pct(a, 0.5):.0f} / {pct(b, 0.5):.0f} | {pct(a, 0.99):.0f} / {pct(b, 0.99):.0f} "
-            f"| {ratio:.2f} |"
+            f"| {processes} | {clients} | {op} | {_three(cells, op, None)} "
+            f"| {_three(cells, op, 0.5)} | {_three(cells, op, 0.99)} "
+            f"| {stalled / alone:.2f} | {free / alone:.2f} |"
         )
+    errors = " / ".join(str(cells[m].errors) for m in MODES)
+    leaks = sum(c.leaks for c in cells.values())
+    statuses = " / ".join(str(dict(cells[m].write_statuses)) for m in MODES[1:])
     print(
-        f"| {processes} | {clients} | writer | {len(free.writes)} / {len(stalled.writes)} "
-        f"| {pct(free.writes, 0.5):.0f} / {pct(stalled.writes, 0.5):.0f} "
-        f"| {pct(free.writes, 0.99):.0f} / {pct(stalled.writes, 0.99):.0f} "
-        f"| errors {free.errors} / {stalled.errors}, leaks {free.leaks + stalled.leaks}; "
-        f"writes {dict(free.write_statuses)} / {dict(stalled.write_statuses)} |"
+        f"| {processes} | {clients} | writer | {_three(cells, 'writer', None)} "
+        f"| {_three(cells, 'writer', 0.5)} | {_three(cells, 'writer', 0.99)} "
+        f"| errors {errors}; leaks {leaks} | writes {statuses} |"
     )
 
 
