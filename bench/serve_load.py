@@ -85,6 +85,8 @@ class Cell:
 
     times: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     errors: int = 0
+    error_statuses: dict[int, int] = field(default_factory=lambda: defaultdict(int))
+    """The readers' unexpected answers by status (0: no answer)."""
     leaks: int = 0
     writes: list[float] = field(default_factory=list)
     write_statuses: dict[int, int] = field(default_factory=lambda: defaultdict(int))
@@ -176,10 +178,12 @@ async def reader(
             response = await call
         except httpx.TransportError:
             cell.errors += 1
+            cell.error_statuses[0] += 1
             continue
         cell.times[name].append(time.perf_counter() - started)
         if response.status_code != 200:
             cell.errors += 1
+            cell.error_statuses[response.status_code] += 1
         if any(o in response.content for o in others):
             cell.leaks += 1
 
@@ -346,7 +350,10 @@ def report(processes: int, clients: int, cells: dict[str, Cell]) -> None:
             f"| {_three(cells, op, 0.5)} | {_three(cells, op, 0.99)} "
             f"| {stalled / alone:.2f} | {free / alone:.2f} |"
         )
-    errors = " / ".join(str(cells[m].errors) for m in MODES)
+    errors = " / ".join(
+        f"{cells[m].errors}{' ' + str(dict(cells[m].error_statuses)) if cells[m].errors else ''}"
+        for m in MODES
+    )
     leaks = sum(c.leaks for c in cells.values())
     statuses = " / ".join(str(dict(cells[m].write_statuses)) for m in MODES[1:])
     print(

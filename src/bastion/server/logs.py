@@ -34,6 +34,7 @@ def configure(log_format: str, level: int) -> Callable[[], None]:
     formatter = JsonFormatter() if log_format == "json" else logging.Formatter(TEXT_FORMAT)
     handler.setFormatter(formatter)
     handler.addFilter(RequestIdFilter())
+    handler.setLevel(level)  # uvicorn's loggers keep levels of their own
     root, ours = logging.getLogger(), logging.getLogger("bastion")
     before = root.level, ours.level
     root.addHandler(handler)
