@@ -337,7 +337,9 @@ def header() -> None:
 def _three(cells: dict[str, Cell], values: str, q: float | None) -> str:
     def one(cell: Cell) -> str:
         found = cell.writes if values == "writer" else cell.times.get(values, [])
-        return str(len(found)) if q is None else f"{pct(found, q):.0f}"
+        if q is None:
+            return str(len(found))
+        return f"{pct(found, q):.0f}" if found else "—"
 
     return " / ".join(one(cells[m]) for m in MODES)
 
