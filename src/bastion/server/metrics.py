@@ -22,6 +22,7 @@ import threading
 import time
 from collections import defaultdict
 from contextvars import ContextVar
+from datetime import UTC, datetime
 
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
@@ -170,13 +171,13 @@ REQUEST_FIELDS = ("method", "path", "status", "duration_ms", "subject")
 
 
 class JsonFormatter(logging.Formatter):
-    """One JSON object per line: time, level, logger, message, request id, the request's
-    fields when the record has them (:data:`REQUEST_FIELDS`), and an exception's type, never
-    its traceback text, which may quote data."""
+    """One JSON object per line: time (ISO 8601, UTC, milliseconds), level, logger, message,
+    request id, the request's fields when the record has them (:data:`REQUEST_FIELDS`), and
+    an exception's type, never its traceback text, which may quote data."""
 
     def format(self, record: logging.LogRecord) -> str:
         entry = {
-            "time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S%z"),
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
             "level": record.levelname.lower(),
             "logger": record.name,
             "message": record.getMessage(),
