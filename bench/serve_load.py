@@ -1,32 +1,33 @@
-"""Load on `bastion serve` (issue 13): N principals against 1 and 3 server processes on one
-PostgreSQL (store and index), and a static-file server as the floor of a read.
+"""`bastion serve` under load, and a held lock (issue 26): p50/p99 of read, search and ask at
+1, 16 and 64 concurrent clients on 1 and 3 server processes over one PostgreSQL, three times:
+alone, with one more client writing freely, and with that client's writes stalled by a lock
+held on its file's row. The ratio stalled/alone of the others' p99 says whether the stall
+reached them (free/alone is what a writer that is not stalled costs them, for scale).
 
-.venv/bin/python bench/serve_load.py [--principals 16] [--seconds 10] [--quick]
+.venv/bin/python bench/serve_load.py [--seconds 4] [--clients 1,16,64] [--processes 1,3]
+.venv/bin/python bench/serve_load.py --quick      # smoke run: 1 process, 1 and 4 clients, 1 s
 
-Loopback only, bounded in time. PostgreSQL is started here (``pgserver``); each server process
-is ``tests/server/pg_worker.py`` (a ``/docs`` mount on a PostgresStore, a keyword-only
-PostgresIndex, bearer tokens checked per request). Every principal is its own tenant: its
-documents carry ``tenant: <its tenant>`` in their front matter and a canary word of its own.
+Loopback only, bounded in time (``--seconds`` per cell, 12 cells by default). PostgreSQL is
+started here (``pgserver``, as ``tests/pg_support.py`` does); each server process is
+``tests/server/pg_worker.py`` (a ``/docs`` mount on a PostgresStore, a keyword-only
+PostgresIndex, bearer tokens verified on every request). Every client is its own principal
+and tenant, with two documents of its own (``tenant:`` in their front matter) holding a
+canary word of its own; it loops read, search (its canary), ask (about its canary), round
+robin over the server processes, and checks that nothing of another tenant comes back.
 
-Each principal is an async client (httpx) that, for ``--seconds``, loops over a mix:
-read one of its files (40 %), overwrite one (15 %), search its canary (20 %), ask about it
-(10 %), and probe another tenant (15 %): read a file of theirs (must be 404) and search their
-canary (must find nothing). Requests go round-robin to the server processes. Counted: requests
-per second, p50/p99 per endpoint, the error rate (any status not expected), and the bytes of
-any response that carries another tenant's canary (must be 0).
+The writer is one more client that overwrites its own file in a loop. In the stalled cells
+the benchmark holds ``SELECT ... FOR UPDATE`` on that file's row (the row every write of it
+locks) for the whole cell: each of its writes waits for the lock, and the others' requests
+should not notice. Releasing the lock at the end of the cell lets the last write finish.
 
-The floor: the same 4 KiB-ish documents served by Starlette's ``StaticFiles`` under the same
-uvicorn (no authentication, no guard, no database), read by the same clients at the same
-concurrency.
-
-The machine is shared and noisy: run it when it is quiet, and read the medians.
+The machine is shared and noisy; with one client a cell holds a few dozen requests per
+operation, so its p99 is close to its maximum. Read the ratios, not the absolute figures.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import platform
 import random
@@ -37,11 +38,11 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 import jwt
@@ -49,14 +50,16 @@ import jwt
 ROOT = Path(__file__).resolve().parents[1]
 WORKER = ROOT / "tests" / "server" / "pg_worker.py"
 SECRET = secrets.token_hex(32)
-FILES_PER_PRINCIPAL = 5
-BODY = "Line of ordinary text for the load test, repeated to make a small document.\n" * 50
+OPS = ("read", "search", "ask")
+BODY = "Line of ordinary text for the load test, repeated to make a small document.\n" * 40
+WRITER = "writer"
 
 
 def _port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 def _token(sub: str, tenant: str) -> str:
@@ -77,11 +80,16 @@ def _doc(tenant: str, canary: str, n: int) -> str:
 
 
 @dataclass
-class Stats:
+class Cell:
+    """One run: latencies (seconds) per operation of the readers; the writer's."""
+
     times: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
-    errors: dict[str, int] = field(default_factory=lambda: defaultdict(int))
-    leaked_bytes: int = 0
-    requests: int = 0
+    errors: int = 0
+    error_statuses: dict[int, int] = field(default_factory=lambda: defaultdict(int))
+    """The readers' unexpected answers by status (0: no answer)."""
+    leaks: int = 0
+    writes: list[float] = field(default_factory=list)
+    write_statuses: dict[int, int] = field(default_factory=lambda: defaultdict(int))
 
 
 def start_workers(dsn: str, count: int) -> list[tuple[subprocess.Popen[bytes], str]]:
@@ -117,142 +125,132 @@ def stop(workers: list[tuple[subprocess.Popen[bytes], str]]) -> None:
         proc.wait(timeout=60)
 
 
-async def principal(
-    n: int, total: int, urls: list[str], seconds: float, stats: Stats, canaries: list[str]
-) -> None:
-    me, tenant, canary = f"p{n}", f"t{n}", canaries[n]
-    others = [c for i, c in enumerate(canaries) if i != n]
-    rng = random.Random(n)
-    headers = {"Authorization": f"Bearer {_token(me, tenant)}"}
-    clients = [httpx.AsyncClient(base_url=u, headers=headers, timeout=60) for u in urls]
-    end = time.monotonic() + seconds
-    turn = n
-    try:
-        while time.monotonic() < end:
-            client = clients[turn % len(clients)]
-            turn += 1
-            pick = rng.random()
-            mine = f"/docs/{tenant}/n{rng.randrange(FILES_PER_PRINCIPAL)}.md"
-            other = f"/docs/t{(n + 1 + rng.randrange(total - 1)) % total}/n0.md"
-            if pick < 0.40:
-                name, want, call = "read", 200, client.get("/v1/files/read", params={"path": mine})
-            elif pick < 0.55:
-                name, want = "write", 201
-                call = client.post(
-                    "/v1/files/write", json={"path": mine, "content": _doc(tenant, canary, 0)}
-                )
-            elif pick < 0.75:
-                name, want, call = (
-                    "search",
-                    200,
-                    client.get("/v1/search", params={"query": canary, "k": 5}),
-                )
-            elif pick < 0.85:
-                name, want = "ask", 200
-                call = client.post("/v1/ask", json={"question": f"Where does the {canary} live?"})
-            elif pick < 0.925:
-                name, want, call = (
-                    "probe-read",
-                    404,
-                    client.get("/v1/files/read", params={"path": other}),
-                )
-            else:
-                name, want = "probe-search", 200
-                call = client.get("/v1/search", params={"query": rng.choice(others), "k": 5})
-            started = time.perf_counter()
-            try:
-                response = await call
-            except httpx.TransportError:
-                stats.errors[name] += 1
-                continue
-            stats.times[name].append(time.perf_counter() - started)
-            stats.requests += 1
-            body = response.content
-            if response.status_code != want:
-                stats.errors[name] += 1
-            served = body
-            if name in ("search", "probe-search") and response.status_code == 200:
-                hits = response.json()["hits"]  # the query itself is echoed: look at the hits
-                served = json.dumps(hits).encode()
-                if any(not h["path"].startswith(f"/docs/{tenant}/") for h in hits):
-                    stats.leaked_bytes += len(served)
-                    continue
-            if any(c.encode() in served for c in others):
-                stats.leaked_bytes += len(served)
-    finally:
-        for c in clients:
-            await c.aclose()
-
-
 async def seed(url: str, total: int, canaries: list[str]) -> None:
-    for n in range(total):
-        headers = {"Authorization": f"Bearer {_token(f'p{n}', f't{n}')}"}
-        async with httpx.AsyncClient(base_url=url, headers=headers, timeout=60) as c:
-            for i in range(FILES_PER_PRINCIPAL):
+    async def one(n: int) -> None:
+        tenant = f"t{n}"
+        headers = {"Authorization": f"Bearer {_token(f'p{n}', tenant)}"}
+        async with httpx.AsyncClient(base_url=url, headers=headers, timeout=120) as c:
+            for i in range(2):
                 r = await c.post(
                     "/v1/files/write",
-                    json={"path": f"/docs/t{n}/n{i}.md", "content": _doc(f"t{n}", canaries[n], i)},
+                    json={
+                        "path": f"/docs/{tenant}/n{i}.md",
+                        "content": _doc(tenant, canaries[n], i),
+                    },
                 )
                 r.raise_for_status()
 
-
-def run_load(
-    urls: list[str], total: int, seconds: float, canaries: list[str]
-) -> tuple[Stats, float]:
-    stats = Stats()
-
-    async def go() -> float:
-        started = time.perf_counter()
-        await asyncio.gather(
-            *(principal(n, total, urls, seconds, stats, canaries) for n in range(total))
+    for start in range(0, total, 8):
+        await asyncio.gather(*(one(n) for n in range(start, min(total, start + 8))))
+    headers = {"Authorization": f"Bearer {_token(WRITER, WRITER)}"}
+    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=120) as c:
+        r = await c.post(
+            "/v1/files/write", json={"path": f"/docs/{WRITER}/n0.md", "content": "first\n"}
         )
-        return time.perf_counter() - started
-
-    return stats, asyncio.run(go())
+        r.raise_for_status()
 
 
-def static_floor(total: int, seconds: float) -> tuple[list[float], int, float]:
-    import uvicorn
-    from starlette.applications import Starlette
-    from starlette.routing import Mount
-    from starlette.staticfiles import StaticFiles
-
-    folder = Path(tempfile.mkdtemp(prefix="bastion-static-"))
-    for i in range(FILES_PER_PRINCIPAL):
-        (folder / f"n{i}.md").write_text(_doc("t0", "static", i))
-    app = Starlette(routes=[Mount("/", app=StaticFiles(directory=folder))])
-    port = _port()
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.02)
-    times: list[float] = []
-    errors = 0
-
-    async def reader(n: int) -> None:
-        nonlocal errors
-        rng = random.Random(n)
-        end = time.monotonic() + seconds
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=60) as c:
-            while time.monotonic() < end:
-                started = time.perf_counter()
-                r = await c.get(f"/n{rng.randrange(FILES_PER_PRINCIPAL)}.md")
-                times.append(time.perf_counter() - started)
-                errors += r.status_code != 200
-
-    async def go() -> float:
+async def reader(
+    n: int, clients: list[httpx.AsyncClient], end: float, cell: Cell, canaries: list[str]
+) -> None:
+    """Client ``n``: read, search, ask in turn, round robin over the processes, until
+    ``end``; its connections come from ``clients`` (one pool per process, made before the
+    clock starts: making 64 x 3 clients took longer than a cell on a loaded machine)."""
+    tenant, canary = f"t{n}", canaries[n]
+    others = [c.encode() for i, c in enumerate(canaries) if i != n]
+    headers = {"Authorization": f"Bearer {_token(f'p{n}', tenant)}"}
+    rng = random.Random(n)
+    turn = n
+    while time.monotonic() < end:
+        client = clients[turn % len(clients)]
+        name = OPS[turn % len(OPS)]
+        turn += 1
+        if name == "read":
+            path = f"/docs/{tenant}/n{rng.randrange(2)}.md"
+            call = client.get("/v1/files/read", params={"path": path}, headers=headers)
+        elif name == "search":
+            call = client.get("/v1/search", params={"query": canary, "k": 5}, headers=headers)
+        else:
+            question = {"question": f"Where does the {canary} live?"}
+            call = client.post("/v1/ask", json=question, headers=headers)
         started = time.perf_counter()
-        await asyncio.gather(*(reader(n) for n in range(total)))
-        return time.perf_counter() - started
+        try:
+            response = await call
+        except httpx.TransportError:
+            cell.errors += 1
+            cell.error_statuses[0] += 1
+            continue
+        cell.times[name].append(time.perf_counter() - started)
+        if response.status_code != 200:
+            cell.errors += 1
+            cell.error_statuses[response.status_code] += 1
+        if any(o in response.content for o in others):
+            cell.leaks += 1
 
-    wall = asyncio.run(go())
-    server.should_exit = True
-    thread.join()
-    shutil.rmtree(folder, ignore_errors=True)
-    return times, errors, wall
+
+async def writer(urls: list[str], stop_at: asyncio.Event, cell: Cell) -> None:
+    headers = {"Authorization": f"Bearer {_token(WRITER, WRITER)}"}
+    async with httpx.AsyncClient(base_url=urls[0], headers=headers, timeout=120) as c:
+        n = 0
+        while not stop_at.is_set():
+            n += 1
+            started = time.perf_counter()
+            try:
+                r = await c.post(
+                    "/v1/files/write",
+                    json={"path": f"/docs/{WRITER}/n0.md", "content": f"version {n}\n"},
+                )
+                status = r.status_code
+            except httpx.TransportError:
+                status = 0
+            cell.writes.append(time.perf_counter() - started)
+            cell.write_statuses[status] += 1
+
+
+MODES = ("alone", "free", "stalled")
+
+
+def run_cell(
+    urls: list[str], clients: int, seconds: float, canaries: list[str], mode: str, dsn: str
+) -> Cell:
+    """``clients`` readers for ``seconds``; the writer too unless ``alone``; ``stalled``: the
+    writer's file row held locked (on ``dsn``) for the whole cell."""
+    cell = Cell()
+    lock_dsn = dsn if mode == "stalled" else None
+
+    async def go() -> None:
+        done = asyncio.Event()
+        writing = asyncio.create_task(writer(urls, done, cell) if mode != "alone" else done.wait())
+        limits = httpx.Limits(max_connections=clients + 1, max_keepalive_connections=clients + 1)
+        pools = [httpx.AsyncClient(base_url=u, timeout=120, limits=limits) for u in urls]
+        end = time.monotonic() + seconds
+        try:
+            await asyncio.gather(
+                *(reader(n, pools, end, cell, canaries[:clients]) for n in range(clients))
+            )
+        finally:
+            for pool in pools:
+                await pool.aclose()
+        done.set()
+        if held is not None:
+            held.rollback()  # the lock goes: the writer's last write finishes
+        await writing
+
+    held = None
+    if lock_dsn is not None:
+        import psycopg
+
+        held = psycopg.connect(lock_dsn)
+        row = held.execute(
+            "SELECT 1 FROM bastion_fs_entries WHERE path = %s FOR UPDATE", (f"/{WRITER}/n0.md",)
+        ).fetchone()
+        assert row is not None, "the writer's file row is not there to lock"
+    try:
+        asyncio.run(go())
+    finally:
+        if held is not None:
+            held.close()
+    return cell
 
 
 def pct(values: list[float], q: float) -> float:
@@ -262,58 +260,108 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
 
 
-def report(label: str, stats: Stats, wall: float) -> None:
-    errors = sum(stats.errors.values())
-    print(
-        f"\n### {label}: {stats.requests / wall:.0f} requests/s, "
-        f"errors {errors}/{stats.requests} ({100 * errors / max(stats.requests, 1):.2f} %), "
-        f"unauthorized bytes served: {stats.leaked_bytes}"
+def _machine() -> str:
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    return (
+        f"{platform.machine()}, {os.cpu_count()} CPUs ({model or 'unknown model'}), "
+        f"Python {platform.python_version()}, load average {load}"
     )
-    print("| endpoint | requests | p50 ms | p99 ms | errors |")
-    print("|---|---:|---:|---:|---:|")
-    for name in ("read", "write", "search", "ask", "probe-read", "probe-search"):
-        values = stats.times.get(name, [])
-        p50, p99, bad = pct(values, 0.5), pct(values, 0.99), stats.errors.get(name, 0)
-        print(f"| {name} | {len(values)} | {p50:.1f} | {p99:.1f} | {bad} |")
 
 
-def main() -> None:
+def main(argv: list[str] | None = None, *, pg: Any = None) -> dict[str, dict[str, Cell]]:
+    """Run the cells; ``pg``: a running ``pgserver`` to use (else one is started here)."""
     parser = argparse.ArgumentParser()
-    parser.add_argument("--principals", type=int, default=16)
-    parser.add_argument("--seconds", type=float, default=10.0)
-    parser.add_argument("--quick", action="store_true", help="4 principals, 2 seconds")
-    args = parser.parse_args()
-    total, seconds = (4, 2.0) if args.quick else (args.principals, args.seconds)
-    print(
-        f"# bench/serve_load.py: {total} principals, {seconds:g} s per run; "
-        f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
-    )
-    import pgserver
-
+    parser.add_argument("--seconds", type=float, default=4.0, help="per cell")
+    parser.add_argument("--clients", default="1,16,64")
+    parser.add_argument("--processes", default="1,3")
+    parser.add_argument("--quick", action="store_true", help="1 process, 1 and 4 clients, 1 s")
+    args = parser.parse_args(argv)
+    if args.quick:
+        seconds, counts, processes = 1.0, [1, 4], [1]
+    else:
+        seconds = args.seconds
+        counts = [int(x) for x in args.clients.split(",")]
+        processes = [int(x) for x in args.processes.split(",")]
+    print(f"# bench/serve_load.py: {seconds:g} s per cell; {_machine()}")
+    results: dict[str, dict[str, Cell]] = {}
+    header()
     folder = Path(tempfile.mkdtemp(prefix="bastion-pg-bench-"))
-    pg = pgserver.get_server(folder, cleanup_mode="stop")
+    own = pg is None
+    if own:
+        import pgserver
+
+        pg = pgserver.get_server(folder, cleanup_mode="stop")
     try:
         pg.psql("CREATE EXTENSION IF NOT EXISTS vector;")
-        for processes in (1, 3):
-            name = f"load_{processes}_{secrets.token_hex(4)}"
+        for count in processes:
+            name = f"load_{count}_{secrets.token_hex(4)}"
             pg.psql(f"CREATE DATABASE {name};")
             dsn = pg.get_uri().replace("/postgres?", f"/{name}?", 1)
+            total = max(counts)
             canaries = ["".join(random.choices("bcdfghjklmnpqrstvwxz", k=12)) for _ in range(total)]
-            workers = start_workers(dsn, processes)
+            workers = start_workers(dsn, count)
+            urls = [u for _, u in workers]
             try:
-                asyncio.run(seed(workers[0][1], total, canaries))
-                stats, wall = run_load([u for _, u in workers], total, seconds, canaries)
+                asyncio.run(seed(urls[0], total, canaries))
+                for clients in counts:
+                    cells = {m: run_cell(urls, clients, seconds, canaries, m, dsn) for m in MODES}
+                    results[f"{count}x{clients}"] = cells
+                    report(count, clients, cells)
             finally:
                 stop(workers)
-            report(f"{processes} server process{'es' if processes > 1 else ''}", stats, wall)
     finally:
-        pg.cleanup()
+        if own:
+            pg.cleanup()
         shutil.rmtree(folder, ignore_errors=True)
-    times, errors, wall = static_floor(total, seconds)
+    print(f"\n# done; load average now {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    return results
+
+
+def header() -> None:
     print(
-        f"\n### floor: Starlette StaticFiles under uvicorn, same documents, {total} readers: "
-        f"{len(times) / wall:.0f} requests/s, read p50 {pct(times, 0.5):.1f} ms, "
-        f"p99 {pct(times, 0.99):.1f} ms, errors {errors}"
+        "\n| processes | clients | op | requests alone / free / stalled "
+        "| p50 ms alone / free / stalled | p99 ms alone / free / stalled "
+        "| p99 stalled / alone | p99 free / alone |"
+    )
+    print("|---:|---:|---|---:|---:|---:|---:|---:|")
+
+
+def _three(cells: dict[str, Cell], values: str, q: float | None) -> str:
+    def one(cell: Cell) -> str:
+        found = cell.writes if values == "writer" else cell.times.get(values, [])
+        if q is None:
+            return str(len(found))
+        return f"{pct(found, q):.0f}" if found else "—"
+
+    return " / ".join(one(cells[m]) for m in MODES)
+
+
+def report(processes: int, clients: int, cells: dict[str, Cell]) -> None:
+    for op in OPS:
+        alone, free, stalled = (pct(cells[m].times.get(op, []), 0.99) for m in MODES)
+        print(
+            f"| {processes} | {clients} | {op} | {_three(cells, op, None)} "
+            f"| {_three(cells, op, 0.5)} | {_three(cells, op, 0.99)} "
+            f"| {stalled / alone:.2f} | {free / alone:.2f} |"
+        )
+    errors = " / ".join(
+        f"{cells[m].errors}{' ' + str(dict(cells[m].error_statuses)) if cells[m].errors else ''}"
+        for m in MODES
+    )
+    leaks = sum(c.leaks for c in cells.values())
+    statuses = " / ".join(str(dict(cells[m].write_statuses)) for m in MODES[1:])
+    print(
+        f"| {processes} | {clients} | writer | {_three(cells, 'writer', None)} "
+        f"| {_three(cells, 'writer', 0.5)} | {_three(cells, 'writer', 0.99)} "
+        f"| errors {errors}; leaks {leaks} | writes {statuses} |"
     )
 
 

@@ -12,6 +12,8 @@ from typing import Any
 import httpx
 import jwt
 
+from bastion.server.reload import CHECK_EVERY
+
 ISSUER = "https://id.test"
 AUDIENCE = "bastion-api"
 SECRET = "s" * 32 + "-reload-tests-shared-secret"
@@ -51,10 +53,14 @@ requests_per_minute = 100000
 
 
 def rewrite(path: Path, text: str) -> None:
-    """Replace the file as an editor or a deployment does: a new file renamed over it."""
+    """Replace the file as an editor or a deployment does: a new file renamed over it; then
+    wait out :data:`CHECK_EVERY`, the documented bound after which every request that begins
+    sees the new file (the servers look at it at most that often; measured on the monotonic
+    clock, so the wait holds whatever the scheduler does)."""
     fresh = path.with_suffix(".new")
     fresh.write_text(text, encoding="utf-8")
     os.replace(fresh, path)
+    time.sleep(CHECK_EVERY + 0.02)
 
 
 def token(sub: str = "ana", *, roles: tuple[str, ...] = ("analyst",), **extra: Any) -> str:

@@ -6,6 +6,10 @@ command reads it (its ``[server]`` and ``[identity]`` tables configure the serve
 loopback unless told otherwise, and refuses a public address when no ``[identity]`` is
 configured. The port is bound before the server starts, so a port in use is one clear line
 and a non-zero exit, not a traceback.
+
+Log lines go to stderr, as text or one JSON object per line (``--log-format``, else the
+file's ``[server] log_format``): the request lines by default, errors only with ``-q``, debug
+with ``-v``. ``SIGTERM``/``SIGINT`` stop it gracefully (:mod:`bastion.server.lifecycle`).
 """
 
 from __future__ import annotations
@@ -16,13 +20,18 @@ import errno
 import logging
 import socket
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
+if TYPE_CHECKING:
+    from bastion.server.settings import ServerSettings
+
 __all__ = ["serve_command"]
+
+log = logging.getLogger("bastion.server")
 
 
 @click.command("serve")
@@ -40,12 +49,28 @@ __all__ = ["serve_command"]
     "name the server in [server] allowed_hosts: requests naming any other host are refused.",
 )
 @click.option("--port", type=click.IntRange(0, 65535), default=None, help="Port (default 8765).")
-def serve_command(config: Path | None, demo: bool, host: str | None, port: int | None) -> None:
+@click.option(
+    "--log-format",
+    type=click.Choice(["text", "json"]),
+    default=None,
+    help="Log lines as text or one JSON object per line (default: the file's [server] "
+    "log_format, else text).",
+)
+@click.option("-q", "--quiet", is_flag=True, help="Log errors only (no request lines).")
+@click.option("-v", "--verbose", count=True, help="Log debug lines too.")
+def serve_command(
+    config: Path | None,
+    demo: bool,
+    host: str | None,
+    port: int | None,
+    log_format: str | None,
+    quiet: bool,
+    verbose: int,
+) -> None:
     """Serve a governed workspace over HTTP: /v1 API, /mcp, and the web page at /."""
-    import uvicorn
-
     from bastion.cli.common import CONFIG_NAME
     from bastion.core.errors import BastionError
+    from bastion.server import lifecycle, logs
     from bastion.server.settings import is_loopback
 
     if demo and config is not None:
@@ -58,36 +83,40 @@ def serve_command(config: Path | None, demo: bool, host: str | None, port: int |
                 "--config FILE or --demo"
             )
         config = here
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    level = logs.level_for(verbose, quiet)
+    undo: list[Callable[[], None]] = []
+
+    def settled(settings: ServerSettings) -> None:
+        """Log as told before the workspace opens (its index repair logs too)."""
+        undo.append(logs.configure(settings.log_format, level))
+
+    chosen = {"host": host, "port": port, "log_format": log_format}
     try:
-        with _app(config, host, port) as (app, settings):
+        with _app(config, chosen, settled) as (app, settings):
             sock = _bind(settings.host, settings.port)
             bound = sock.getsockname()[1]
-            click.echo(
-                f"bastion server on http://{settings.host}:{bound}/ "
-                f"(API /v1, OpenAPI /openapi.json, MCP /mcp)",
-                err=True,
+            log.info(
+                "bastion server on http://%s:%d/ (API /v1, OpenAPI /openapi.json, MCP /mcp)",
+                settings.host,
+                bound,
             )
             if not is_loopback(settings.host) and not settings.allowed_hosts:
-                click.echo(
-                    "note: only requests naming localhost, 127.0.0.1 or [::1] are answered; "
-                    "list this server's names in [server] allowed_hosts (docs/server.md)",
-                    err=True,
+                log.warning(
+                    "only requests naming localhost, 127.0.0.1 or [::1] are answered; "
+                    "list this server's names in [server] allowed_hosts (docs/server.md)"
                 )
-            server = uvicorn.Server(
-                uvicorn.Config(
-                    app,
-                    host=settings.host,
-                    port=bound,
-                    access_log=False,
-                    server_header=False,
-                    log_level="warning",
-                )
-            )
             with sock:
-                server.run(sockets=[sock])
+                lifecycle.run(
+                    app,
+                    sock,
+                    grace=settings.shutdown_grace_s,
+                    log_level="info" if level <= logging.DEBUG else "warning",
+                )
     except BastionError as exc:
         raise click.ClickException(str(exc)) from exc
+    finally:
+        for done in undo:
+            done()
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -111,17 +140,22 @@ def _bind(host: str, port: int) -> socket.socket:
 
 
 @contextlib.contextmanager
-def _app(config: Path | None, host: str | None, port: int | None) -> Iterator[tuple[Any, Any]]:
+def _app(
+    config: Path | None,
+    chosen: dict[str, Any],
+    settled: Callable[[ServerSettings], None],
+) -> Iterator[tuple[Any, ServerSettings]]:
+    """The app, and its settings with the command line's ``chosen`` ones (those not ``None``)
+    over the file's; ``settled`` is told the settings before the workspace opens."""
     from bastion.server.loading import ServerFile, opened_app
     from bastion.server.settings import ServerSettings
 
     def pick(settings: ServerSettings) -> ServerSettings:
-        changes: dict[str, Any] = {}
-        if host is not None:
-            changes["host"] = host
-        if port is not None:
-            changes["port"] = port
-        return dataclasses.replace(settings, **changes)
+        changed = dataclasses.replace(
+            settings, **{k: v for k, v in chosen.items() if v is not None}
+        )
+        settled(changed)
+        return changed
 
     if config is None:
         from bastion.server.demo import demo_app

@@ -39,7 +39,7 @@ from bastion.server.conversations import conversation_book
 from bastion.server.errors import error_response
 from bastion.server.mcp_http import McpHub
 from bastion.server.metrics import Measure
-from bastion.server.middleware import BodyLimit, RequestShape, SecurityHeaders
+from bastion.server.middleware import AccessLog, BodyLimit, RequestShape, SecurityHeaders
 from bastion.server.openapi import openapi_document
 from bastion.server.origin import HostGuard
 from bastion.server.reload import ConfigWatch, Refresh
@@ -133,6 +133,7 @@ def create_app(
     ]
     middleware = [
         Middleware(Measure, metrics=state.metrics),
+        Middleware(AccessLog),
         Middleware(SecurityHeaders),
         Middleware(HostGuard, hosts=chosen.host_names(), origins=chosen.trusted_origins()),
         Middleware(RequestShape),
@@ -158,6 +159,8 @@ def create_app(
     )
     app.state.bastion = state
     app.state.conversations = conversation_book(workspace, chosen, source)
+    app.state.drain = hub.drain  # the server is stopping (bastion.server.lifecycle)
+
     return app
 
 

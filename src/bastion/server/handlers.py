@@ -7,9 +7,9 @@ the declared ones, per endpoint; a name the endpoint does not take is a 400 ``un
 (a misspelt ``if_version`` ignored would turn a conditional write into a blind one). The
 same :class:`Endpoint` records give the routes and the OpenAPI document.
 
-``@api`` turns a handler's exceptions into JSON errors (:mod:`bastion.server.errors`) and
-logs one line per request: method, route, status, principal id. Nothing else about a
-request is logged: no header, no body, no query string.
+``@api`` turns a handler's exceptions into JSON errors (:mod:`bastion.server.errors`); each
+request's log line is written by :class:`~bastion.server.middleware.AccessLog` (method, path,
+status, principal, duration; no header, no body, no query string).
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import time
 import types
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -44,24 +43,18 @@ _MAX_NAME = 60
 
 
 def api(handler: Handler, *, logged: bool = True) -> Handler:
-    """Errors as JSON (never a stack trace), and one log line per request (unless not
-    ``logged``: the liveness probe)."""
+    """Errors as JSON (never a stack trace); the request's log line
+    (:class:`~bastion.server.middleware.AccessLog`) is left out when not ``logged`` (the
+    probes and the metrics, asked for every few seconds)."""
 
     @functools.wraps(handler)
     async def wrapped(request: Request) -> Response:
-        started = time.perf_counter()
-        try:
-            response = await handler(request)
-        except Exception as exc:  # noqa: BLE001 - every error becomes a JSON answer
-            response = error_response(exc)
         if not logged:
-            return response
-        ms = (time.perf_counter() - started) * 1000
-        who = getattr(request.state, "principal", "-")
-        route = request.scope.get("route")
-        where = getattr(route, "path", "?")
-        log.info("%s %s %d %s %.1fms", request.method, where, response.status_code, who, ms)
-        return response
+            request.state.unlogged = True
+        try:
+            return await handler(request)
+        except Exception as exc:  # noqa: BLE001 - every error becomes a JSON answer
+            return error_response(exc)
 
     return wrapped
 

@@ -13,6 +13,11 @@ and gets a new one over the new configuration, so a session id of the old one is
 (``404``: the client starts a new session, whose tools and answers follow the new policy).
 A retired manager keeps running for :data:`_RETIRE_GRACE` seconds, so that answers already
 streaming finish.
+
+When the server stops (:meth:`McpHub.drain`), the sessions' listening streams (``GET /mcp``:
+what the server may send unasked; they never end by themselves) are ended cleanly at once and
+new ones are refused (``503``), while calls already running finish
+(:mod:`bastion.server.lifecycle`).
 """
 
 from __future__ import annotations
@@ -49,6 +54,8 @@ class McpHub:
         self._managers: dict[Principal, tuple[int, StreamableHTTPSessionManager, anyio.Event]] = {}
         self._lock = anyio.Lock()
         self._group: TaskGroup | None = None
+        self._listening: set[anyio.CancelScope] = set()
+        self.draining = False
 
     @contextlib.asynccontextmanager
     async def run(self) -> AsyncIterator[None]:
@@ -71,7 +78,43 @@ class McpHub:
         except Exception as exc:  # noqa: BLE001 - every refusal is a JSON error
             await error_response(exc)(scope, receive, send)
             return
+        if scope["method"] == "GET":
+            await self._listen(manager, scope, receive, send)
+            return
         await manager.handle_request(scope, receive, _one_line_errors(send))
+
+    async def _listen(
+        self, manager: StreamableHTTPSessionManager, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        """A session's listening stream, ended cleanly (the last chunk sent) on :meth:`drain`."""
+        if self.draining:
+            stopping = ApiError(503, "stopping", "the server is stopping; connect to another")
+            await error_response(stopping)(scope, receive, send)
+            return
+        started = finished = False
+
+        async def tracked(message: Message) -> None:
+            nonlocal started, finished
+            if message["type"] == "http.response.start":
+                started = True
+            elif message["type"] == "http.response.body" and not message.get("more_body"):
+                finished = True
+            await send(message)
+
+        with anyio.CancelScope() as listening:
+            self._listening.add(listening)
+            try:
+                await manager.handle_request(scope, receive, _one_line_errors(tracked))
+            finally:
+                self._listening.discard(listening)
+        if listening.cancelled_caught and started and not finished:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    def drain(self) -> None:
+        """The server is stopping: end the listening streams; refuse new ones."""
+        self.draining = True
+        for listening in list(self._listening):
+            listening.cancel()
 
     async def _manager(self, principal: Principal) -> StreamableHTTPSessionManager:
         async with self._lock:

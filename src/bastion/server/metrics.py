@@ -22,6 +22,7 @@ import threading
 import time
 from collections import defaultdict
 from contextvars import ContextVar
+from datetime import UTC, datetime
 
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
@@ -164,18 +165,28 @@ class RequestIdFilter(logging.Filter):
         return True
 
 
+REQUEST_FIELDS = ("method", "path", "status", "duration_ms", "subject")
+"""What a request's own log line carries besides its message
+(:class:`~bastion.server.middleware.AccessLog`)."""
+
+
 class JsonFormatter(logging.Formatter):
-    """One JSON object per line: time, level, logger, message, request id (and the
-    exception's type, never its traceback text, which may quote data)."""
+    """One JSON object per line: time (ISO 8601, UTC, milliseconds), level, logger, message,
+    request id, the request's fields when the record has them (:data:`REQUEST_FIELDS`), and
+    an exception's type, never its traceback text, which may quote data."""
 
     def format(self, record: logging.LogRecord) -> str:
         entry = {
-            "time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S%z"),
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
             "level": record.levelname.lower(),
             "logger": record.name,
             "message": record.getMessage(),
             "request_id": getattr(record, "request_id", request_id.get()),
         }
+        for name in REQUEST_FIELDS:
+            value = getattr(record, name, None)
+            if value is not None:
+                entry[name] = value
         if record.exc_info and record.exc_info[0] is not None:
             entry["error"] = record.exc_info[0].__name__
         return json.dumps(entry, ensure_ascii=False)

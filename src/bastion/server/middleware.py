@@ -1,5 +1,6 @@
-"""ASGI middleware of the server: security headers on every response, a request's shape
-checked before any handler sees it, and request bodies held to their limit.
+"""ASGI middleware of the server: one log line per request, security headers on every
+response, a request's shape checked before any handler sees it, and request bodies held to
+their limit.
 
 Every refusal here is one JSON line with a 4xx status, and none repeats what was sent: a
 malformed request is never a ``500`` (docs/server.md, "Malformed requests"). Host and Origin
@@ -8,14 +9,17 @@ are checked before these (:mod:`bastion.server.origin`).
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import re
+import time
 from urllib.parse import unquote_to_bytes
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from bastion.server.errors import ApiError, BodyTooLargeError, error_response
 
-__all__ = ["UPLOAD_PATH", "BodyLimit", "RequestShape", "SecurityHeaders"]
+__all__ = ["UPLOAD_PATH", "AccessLog", "BodyLimit", "RequestShape", "SecurityHeaders"]
 
 UPLOAD_PATH = "/v1/ingest"
 """The one endpoint whose body is a multipart upload (``max_upload_bytes``, streamed)."""
@@ -33,6 +37,76 @@ _HEADERS = [
     (b"cross-origin-opener-policy", b"same-origin"),
     (b"permissions-policy", b"camera=(), microphone=(), geolocation=()"),
 ]
+
+
+access = logging.getLogger("bastion.access")
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+_LOGGED_PATH = 256
+
+
+def _printable(text: str) -> str:
+    """``text`` with control characters written as escapes: one request, one log line."""
+    return _UNPRINTABLE.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+class AccessLog:
+    """One line per request on the ``bastion.access`` logger (level info), written when the
+    request ends: method, URL path (never the query string, which may name a file or hold a
+    question; cut at 256 characters), status, duration in milliseconds and the subject of the
+    principal it acted for (``-`` when none was identified); the probes and ``/metrics`` are
+    left out (``api(logged=False)``). Never a token, a header or a body. The request id is
+    on the record too (:class:`~bastion.server.metrics.Measure` sets it; this middleware
+    runs just inside it)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not access.isEnabledFor(logging.INFO):
+            await self.app(scope, receive, send)
+            return
+        known = scope.setdefault("state", {})  # ``request.state``: who it acted for
+        status: int | None = None
+        started = time.perf_counter()
+
+        async def seen(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, seen)
+        except asyncio.CancelledError:
+            if status is None:
+                status = 503  # cut when the server stopped (bastion.server.lifecycle)
+            raise
+        finally:
+            if not (isinstance(known, dict) and known.get("unlogged")):
+                _log_request(scope, known, status or 500, time.perf_counter() - started)
+
+
+def _log_request(scope: Scope, known: object, status: int, seconds: float) -> None:
+    elapsed = round(seconds * 1000, 1)
+    method = _printable(str(scope.get("method", "")))[:16]
+    path = _printable(str(scope.get("path", "")))[:_LOGGED_PATH]
+    who = known.get("principal") if isinstance(known, dict) else None
+    subject = _printable(who)[:_LOGGED_PATH] if isinstance(who, str) else "-"
+    access.info(
+        "%s %s %d %s %.1fms",
+        method,
+        path,
+        status,
+        subject,
+        elapsed,
+        extra={
+            "method": method,
+            "path": path,
+            "status": status,
+            "duration_ms": elapsed,
+            "subject": subject,
+        },
+    )
 
 
 class SecurityHeaders:

@@ -1,8 +1,11 @@
 """Access changes apply to the next request: the server follows its workspace file.
 
-Before each request the file's identity (inode, size, modification time) is compared with the
-one last loaded: one ``stat``, nothing else, when nothing changed; ``SIGHUP`` asks for a reload
-whatever the file says. A changed file is read and checked off the event loop, then:
+The file's identity (inode, size, modification and change times) is compared with the one
+last loaded by one ``stat`` in a worker thread, at most every :data:`CHECK_EVERY` seconds per
+process: a request that begins that long after the file was replaced sees the new
+configuration (requests arriving while a check or a reload runs wait for it, so none overtakes
+it); ``SIGHUP`` asks for a reload on the next request whatever the file says. A changed file
+is read and checked off the event loop, then:
 
 - **valid**: the policy, the mounts' scopes and labels and the ``[identity]`` replace the
   running ones at once (:meth:`ServerState.reconfigure`); every cache that holds a decision
@@ -19,6 +22,7 @@ The revoked tokens are refreshed by the same middleware (:mod:`bastion.server.re
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,11 +41,16 @@ from bastion.server.sessions import COOKIE
 if TYPE_CHECKING:
     from bastion.server.file import ServerFile
 
-__all__ = ["ConfigWatch", "Refresh"]
+__all__ = ["CHECK_EVERY", "ConfigWatch", "Refresh"]
 
 log = logging.getLogger("bastion.server")
 
 Stamp = tuple[int, int, int, int]
+
+CHECK_EVERY = 0.25
+"""Seconds between two looks at the workspace file (one ``stat`` each, off the event loop):
+the bound on how long after the file is replaced a request may still see the old
+configuration."""
 
 
 class Followed(Protocol):
@@ -73,24 +82,31 @@ class ConfigWatch:
     forced: bool = False
     """Set by ``SIGHUP``: reload on the next request even if the stamp is the same."""
 
+    every: float = CHECK_EVERY
+    clock: Callable[[], float] = time.monotonic
+
     def __post_init__(self) -> None:
         if self.stamp is None:
             self.stamp = _stamp(self.path)
         self._lock = anyio.Lock()
+        self._checked_at = self.clock()
 
-    def changed(self) -> bool:
-        return self.forced or _stamp(self.path) != self.stamp
+    def _due(self) -> bool:
+        return self.forced or self.clock() - self._checked_at >= self.every
 
     async def follow(self, state: Followed) -> None:
-        """Reload into ``state`` when the file changed (one reload at a time; the requests
-        that arrive meanwhile wait for it, then see the new configuration)."""
-        if not self.changed():
+        """Reload into ``state`` when the file changed (one check at a time; the requests
+        that arrive meanwhile wait for it, then see the configuration it leaves)."""
+        if not self._due() and not self._lock.locked():
             return
         async with self._lock:
-            seen = _stamp(self.path)
-            if seen == self.stamp and not self.forced:
+            if not self._due():
                 return
-            self.forced = False
+            forced, self.forced = self.forced, False
+            self._checked_at = self.clock()
+            seen = await anyio.to_thread.run_sync(_stamp, self.path)
+            if seen == self.stamp and not forced:
+                return
             self.stamp = seen
             try:
                 server = await anyio.to_thread.run_sync(self.read, self.path, self.env)

@@ -14,6 +14,9 @@ requests_per_minute = 600   # per principal, every request (the policy's rate li
                             # still applies to each operation)
 shared_state = ".bastion/server.db"  # revoked tokens, accounts: a file or postgresql:// URL
 conversations = ".bastion/conversations"  # the web page's conversations (a folder)
+log_format = "text"         # or "json": one object per line (bastion serve --log-format)
+shutdown_grace_s = 30       # on SIGTERM/SIGINT, how long open requests may take to finish
+
 ```
 """
 
@@ -35,7 +38,7 @@ from bastion.server.origin import (
     parse_allowed_origin,
 )
 
-__all__ = ["ServerSettings", "is_loopback", "read_tables"]
+__all__ = ["LOG_FORMATS", "ServerSettings", "is_loopback", "read_tables"]
 
 _KEYS = frozenset(
     {
@@ -50,8 +53,12 @@ _KEYS = frozenset(
         "requests_per_minute",
         "shared_state",
         "conversations",
+        "log_format",
+        "shutdown_grace_s",
     }
 )
+
+LOG_FORMATS = ("text", "json")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -80,6 +87,11 @@ class ServerSettings:
     conversations: str = ".bastion/conversations"
     """The folder (relative to the workspace file) of the web page's conversations: one area
     per principal, read and written through the guard (:mod:`bastion.server.conversations`)."""
+    log_format: str = "text"
+    """``bastion serve``'s log lines: ``"text"`` or ``"json"`` (one object per line)."""
+    shutdown_grace_s: int = 30
+    """On ``SIGTERM``/``SIGINT``: seconds the requests still open (a streamed answer, an MCP
+    call) may take to finish before they are cut."""
 
     def __post_init__(self) -> None:
         for name in ("max_body_bytes", "max_upload_bytes"):
@@ -99,6 +111,14 @@ class ServerSettings:
             )
         if not isinstance(self.conversations, str) or not self.conversations.strip():
             raise ConfigurationError("server: conversations must be a folder path")
+        if self.log_format not in LOG_FORMATS:
+            raise ConfigurationError('server: log_format must be "text" or "json"')
+        grace = self.shutdown_grace_s
+        if isinstance(grace, bool) or not isinstance(grace, int) or not 0 <= grace <= 3600:
+            raise ConfigurationError(
+                "server: shutdown_grace_s must be a whole number of seconds from 0 to 3600"
+            )
+
         if not isinstance(self.host, str) or not self.host:
             raise ConfigurationError('server: host must be an address such as "127.0.0.1"')
         self.host_names()
