@@ -35,10 +35,10 @@ from bastion.core.models import FileInfo, Labels, WriteMode
 from bastion.core.paths import VPath
 from bastion.core.ports import ReadCheck, Store
 from bastion.core.timeouts import TimedStore
+from bastion.labels.store import DocumentLabels
 from bastion.stores.folder import FolderStore
 from bastion.stores.local import LocalStore
 from bastion.stores.sqlite import SqliteStore
-from bastion.workspace.doclabels import DocumentLabels
 from bastion.workspace.journal import Journal, JournalledStore, Threads
 
 from .store_contract import StoreContract

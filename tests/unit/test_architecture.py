@@ -28,6 +28,7 @@ ROOT = "bastion"
 
 LAYERS: dict[str, int] = {
     "core": 0,  # pure domain and ports: the standard library only
+    "labels": 1,  # document labels: front matter, the resolver, sidecars, the labelling store
     "remote": 1,  # HTTP plumbing for remote services (retries, one OpenAI-compatible client)
     "analysis": 1,  # the keyword analyzer: keyword search and the answer's checks share it
     "stores": 2,

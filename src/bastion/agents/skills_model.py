@@ -26,7 +26,7 @@ from types import MappingProxyType
 from typing import Any
 
 from bastion.core.errors import NotFoundError, OperationError
-from bastion.knowledge.ingest.frontmatter import FrontMatterError, split_front_matter
+from bastion.labels.frontmatter import FrontMatterError, split_front_matter
 
 __all__ = [
     "KNOWN_FIELDS",

@@ -475,7 +475,7 @@ class GuardedStore(Store):
         mount is less strict), the sidecar to write at ``path`` first, holding the tightest of
         both; ``None`` when none is needed. Written through this guard, it is a relabelling
         like any other (only ever tightening). ``head``: the file's first ``LABEL_BYTES``
-        bytes (``bastion.knowledge.ingest.frontmatter``)."""
+        bytes (``bastion.labels.frontmatter``)."""
         if labels is None or labels.undetermined:
             return None
         if labelled_file_of(path) is not None:  # refuse a relabelling before a file is left

@@ -223,7 +223,7 @@ class Store(ABC):
 
     async def prospective(self, path: VPath, data: bytes) -> Labels | None:
         """The labels a file at ``path`` would have if it held ``data`` (its first
-        :data:`~bastion.knowledge.ingest.frontmatter.HEAD_BYTES` + 1 bytes are enough), with
+        :data:`~bastion.labels.frontmatter.HEAD_BYTES` + 1 bytes are enough), with
         the sidecar now beside it. ``None`` for a store that does not work labels out from
         files (the default)."""
         del path, data

@@ -11,7 +11,7 @@ from bastion.core.mounts import MountTable
 from bastion.core.policy import Policy
 from bastion.core.ports import Store
 from bastion.core.ratelimit import RateLimiter
-from bastion.workspace.doclabels import DocumentLabels
+from bastion.labels.store import DocumentLabels
 from bastion.workspace.indexing import KnowledgeLink
 from bastion.workspace.journal import Journal, JournalledStore, Threads
 from bastion.workspace.running import ProcessGate

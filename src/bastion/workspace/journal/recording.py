@@ -26,7 +26,7 @@ from bastion.core.models import FileInfo, Labels, WriteMode
 from bastion.core.operation import GuardContext, Operation, operation_in_progress
 from bastion.core.paths import VPath
 from bastion.core.ports import ReadCheck, Store
-from bastion.knowledge.ingest.frontmatter import LABEL_BYTES
+from bastion.labels.frontmatter import LABEL_BYTES
 from bastion.workspace.journal.db import ABSENT, Journal, State, digest
 
 __all__ = ["JournalledStore", "Threads"]

@@ -1,5 +1,5 @@
 """Document labels on every path: each mount's store wrapped so ``FileInfo.labels`` holds the
-document's effective labels, as :func:`bastion.knowledge.labels.resolve_labels` works them out.
+document's effective labels, as :func:`bastion.labels.resolve.resolve_labels` works them out.
 
 The guard decides every read, listing, grep and search on ``FileInfo.labels``, and the index
 takes the same value, so one function decides for every path. This wrapper only gathers the
@@ -36,13 +36,13 @@ from bastion.core.patience import PATIENCE, Patience
 from bastion.core.ports import ReadCheck, Store
 from bastion.core.principal import Classifications
 from bastion.core.sidecars import SIDECAR_SUFFIX, in_other_case, labelled_file_of, sidecar_of
-from bastion.knowledge.ingest.frontmatter import (
+from bastion.labels.frontmatter import (
     HEAD_BYTES,
     LABEL_BYTES,
     MAX_FRONT_MATTER_BYTES,
     encoding_of,
 )
-from bastion.knowledge.labels import resolve_labels
+from bastion.labels.resolve import resolve_labels
 
 __all__ = ["DocumentLabels"]
 
