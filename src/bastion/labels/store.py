@@ -1,5 +1,6 @@
 """Document labels on every path: each mount's store wrapped so ``FileInfo.labels`` holds the
-document's effective labels, as :func:`bastion.labels.resolve.resolve_labels` works them out.
+document's effective labels, as :func:`bastion.labels.resolve.resolve_labels` works them out;
+and the answers the guard asks for through the label port (:mod:`bastion.core.label_port`).
 
 The guard decides every read, listing, grep and search on ``FileInfo.labels``, and the index
 takes the same value, so one function decides for every path. This wrapper only gathers the
@@ -30,6 +31,7 @@ from bastion.core.errors import (
     NotFoundError,
     UnsupportedFileError,
 )
+from bastion.core.label_port import LabelPort, Relabel
 from bastion.core.models import FileInfo, Labels, WriteMode
 from bastion.core.paths import VPath
 from bastion.core.patience import PATIENCE, Patience
@@ -43,6 +45,7 @@ from bastion.labels.frontmatter import (
     encoding_of,
 )
 from bastion.labels.resolve import resolve_labels
+from bastion.labels.sidecars import joined, sidecar_text, tightens
 
 __all__ = ["DocumentLabels"]
 
@@ -84,8 +87,9 @@ class _SidecarGone(Exception):
     """The sidecar seen a moment ago is gone when read (another process deleted it)."""
 
 
-class DocumentLabels(Store):
-    """``inner`` with ``FileInfo.labels`` set to each document's effective labels."""
+class DocumentLabels(Store, LabelPort):
+    """``inner`` with ``FileInfo.labels`` set to each document's effective labels; the label
+    port of its mount's guard."""
 
     keeps_labels = True
     timeout = None  # the inner store carries the mount's timeout
@@ -95,7 +99,7 @@ class DocumentLabels(Store):
         self.kind = inner.kind
         self._base = base
         self._order = classifications
-        self._stores_labels = bool(getattr(inner, "keeps_labels", False))
+        self._stores_labels = inner.keeps_labels
         self._cache: OrderedDict[tuple[Any, ...], Labels] = OrderedDict()
         self._last: OrderedDict[tuple[Any, ...], Labels] = OrderedDict()
         """(path, base) -> the labels last worked out for the file there, whatever its
@@ -277,7 +281,7 @@ class DocumentLabels(Store):
             where=str(path),
         )
 
-    async def relabelling(self, path: VPath, data: bytes | None) -> tuple[Labels, Labels] | None:
+    async def relabelling(self, path: VPath, data: bytes | None) -> Relabel | None:
         target = labelled_file_of(path)
         if target is None:
             return None
@@ -300,7 +304,15 @@ class DocumentLabels(Store):
             sidecar=data,
             where=str(target),
         )
-        return before, after
+        return Relabel(target, before, after, tightens(before, after, self._order))
+
+    async def carried(self, path: VPath, labels: Labels, head: bytes) -> bytes | None:
+        if labels.undetermined:
+            return None
+        there = await self.prospective(path, head)
+        if tightens(labels, there, self._order):
+            return None
+        return sidecar_text(joined(labels, there, self._order))
 
     # -- the store port ----------------------------------------------------------------------
 

@@ -114,7 +114,7 @@ class Workspace:
         self._owner = owner
         self._ctx = GuardContext(principal, shared.policy, shared.audit, shared.limiter)
         self._knowledge = shared.knowledge
-        self._router = Router(shared.mounts, self._ctx)
+        self._router = Router(shared.mounts, self._ctx, shared.labels)
         follower = IndexFollower(shared.knowledge, shared.policy.classifications)
         self._files = FileOps(self._router, follower)
         self._tree = TreeOps(self._router)
