@@ -12,6 +12,8 @@ imported part moves, and an arrow drawn in a type hint is an arrow in the design
 * No module imports another module's ``_private`` name; a ``_private`` module is imported only
   from inside its own package; an attribute ``obj._name`` is read only in the module that
   defines ``_name`` (third-party implementer hooks are listed in :data:`FOREIGN_PRIVATE`).
+* Modules and classes stay small, counted on the syntax tree (:data:`MAX_STATEMENTS`,
+  :data:`MAX_METHODS`): reflowing lines neither meets nor breaks a limit.
 """
 
 from __future__ import annotations

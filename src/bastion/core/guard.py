@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager, suppress
 
+from bastion.core.admission import Admission
 from bastion.core.decisions import Decisions
 from bastion.core.errors import (
     AccessDeniedError,
@@ -28,11 +29,9 @@ from bastion.core.errors import (
     InvalidPathError,
     IsADirectoryError_,
     LabelError,
-    LimitError,
     NotADirectoryError_,
     NotFoundError,
     OperationError,
-    PolicyDeniedError,
     UnsupportedFileError,
     reworded,
 )
@@ -45,7 +44,7 @@ from bastion.core.paths import VPath
 from bastion.core.ports import ReadCheck, Store
 from bastion.core.relabel import SidecarChecks
 from bastion.core.sidecars import labelled_file_of, sidecar_of
-from bastion.core.visibility import LABELS_HIDE, blind_mode, undated
+from bastion.core.visibility import blind_mode, undated
 
 __all__ = ["GuardContext", "GuardedStore", "Operation"]
 
@@ -77,6 +76,7 @@ class GuardedStore(Store):
         not there for it."""
         self._tree = HiddenTree(store, labels.entries if labels else store.list, self._d)
         self._sidecars = SidecarChecks(store, labels, self._d)
+        self._admit = Admission(store, self._d, self._tree, labelled=self._labelled)
 
     def describe(self) -> str:
         return self.inner.describe()
@@ -96,28 +96,13 @@ class GuardedStore(Store):
         full_target = None if target is None else self._d.full(target)
         return self.ctx.operation(name, self._d.full(path), full_target)
 
-    async def _stat_visible(self, path: VPath, op: Operation) -> FileInfo:
-        blocked = self.ctx.blocked(self._d.full(path))
-        if blocked is not None:
-            raise self._d.hide(path, f"blocked segment {blocked!r}", op)
-        try:
-            info = await self.inner.stat(path)
-        except OperationError as exc:
-            raise await self._tree.failed(exc, path, op) from None
-        hidden = self._d.why_hidden(path, info.kind, info)
-        if hidden is None and info.is_dir:
-            hidden = await self._tree.unshown(path, info)
-        if hidden is not None:
-            raise self._d.hide(path, hidden, op)
-        return info
-
     # -- primitives --------------------------------------------------------------------------
 
     async def stat(self, path: VPath) -> FileInfo:
         with self._op("stat", path) as op:
             if not self._d.looks():
                 self._d.scope(Action.READ, path)
-            return undated(await self._stat_visible(path, op))
+            return undated(await self._admit.stat_visible(path, op))
 
     async def read_range(self, path: VPath, offset: int = 0, length: int | None = None) -> bytes:
         # the labels checked are those of the bytes read (a stat, then a read, would let a
@@ -177,7 +162,7 @@ class GuardedStore(Store):
         if_version: str | None = None,
     ) -> FileInfo:
         with self._op("write", path) as op:
-            blind = await self._admit_write(path, len(data), mode, op)
+            blind = await self._admit.write(path, len(data), mode, op)
             if blind:
                 mode = blind_mode(self._d.full(path), mode, if_version)
             else:
@@ -200,7 +185,7 @@ class GuardedStore(Store):
 
     async def delete(self, path: VPath, *, recursive: bool = False) -> None:
         with self._op("delete", path) as op:
-            info, hidden_inside = await self._admit_removal(path, "delete", op, recursive=recursive)
+            info, hidden_inside = await self._admit.removal(path, "delete", op, recursive=recursive)
             await self._sidecars.admit(path, None, op)
             try:
                 if hidden_inside:
@@ -212,7 +197,7 @@ class GuardedStore(Store):
 
     async def list(self, path: VPath) -> list[FileInfo]:
         with self._op("list", path) as op:
-            await self._admit_listing(path, op)
+            await self._admit.listing(path, op)
             try:
                 entries = await self.inner.list(path)
             except OperationError as exc:
@@ -224,20 +209,11 @@ class GuardedStore(Store):
                 and (not e.is_dir or await self._tree.shown(e.path))
             ]
 
-    async def _admit_listing(self, path: VPath, op: Operation) -> None:
-        self._d.scope(Action.LIST, path)
-        if not path.is_root:
-            await self._stat_visible(path, op)
-        else:
-            hidden = self._d.why_hidden(path, _DIR, None)
-            if hidden is not None:
-                raise self._d.hide(path, hidden, op)
-
     async def odd_names(self, path: VPath) -> frozenset[str]:
         """The store's odd names in the folder ``path`` (:meth:`Store.odd_names`) that the
         principal may see: checked as a listing, each name as the file it would be."""
         with self._op("list", path) as op:
-            await self._admit_listing(path, op)
+            await self._admit.listing(path, op)
             try:
                 names = await self.inner.odd_names(path)
             except OperationError as exc:
@@ -269,7 +245,7 @@ class GuardedStore(Store):
 
     async def rename(self, src: VPath, dst: VPath) -> None:
         with self._op("move", src, dst) as op:
-            _, hidden_inside = await self._admit_move(src, dst, op)
+            _, hidden_inside = await self._admit.move(src, dst, op)
             await self._sidecars.admit(src, None, op)
             if labelled_file_of(dst) is not None:
                 await self._sidecars.admit(dst, await self.inner.read_range(src), op)
@@ -277,7 +253,7 @@ class GuardedStore(Store):
                 if hidden_inside:
                     await self._tree.move_visible(src, dst)
                     return
-                if self._d.blind(dst):  # replaces a file there (checked by _admit_move)
+                if self._d.blind(dst):  # replaces a file there (checked by Admission.move)
                     with suppress(NotFoundError, IsADirectoryError_):
                         await self.inner.delete(dst)
                 await self.inner.rename(src, dst)
@@ -319,7 +295,7 @@ class GuardedStore(Store):
     async def check_write(self, path: VPath, size: int, mode: WriteMode) -> None:
         """Refuse now what :meth:`write` of ``size`` bytes would refuse (nothing is written)."""
         with self._op("write", path) as op:
-            await self._admit_write(path, size, mode, op)
+            await self._admit.write(path, size, mode, op)
 
     def check_mkdir(self, path: VPath) -> None:
         """Refuse now what :meth:`mkdir` would refuse by scope, limits or policy."""
@@ -330,7 +306,7 @@ class GuardedStore(Store):
     async def check_removal(self, path: VPath, verb: str = "delete") -> FileInfo:
         """Refuse now what deleting ``path`` (a whole tree) would refuse; the entry's info."""
         with self._op(verb, path) as op:
-            info, _ = await self._admit_removal(path, verb, op, recursive=True)
+            info, _ = await self._admit.removal(path, verb, op, recursive=True)
             await self._sidecars.admit(path, None, op)  # a sidecar's removal relabels its file
             return info
 
@@ -338,7 +314,7 @@ class GuardedStore(Store):
         """Refuse now what :meth:`rename` would refuse by scope, visibility, limits or policy
         (whether ``dst`` exists is the rename's to say); the source's info."""
         with self._op("move", src, dst) as op:
-            info, _ = await self._admit_move(src, dst, op)
+            info, _ = await self._admit.move(src, dst, op)
             await self._sidecars.admit(src, None, op)  # before a sidecar is carried to ``dst``
             if info.is_file and labelled_file_of(dst) is not None:
                 await self._sidecars.admit(dst, await self.inner.read_range(src), op)
@@ -358,82 +334,11 @@ class GuardedStore(Store):
             return None
         return None if info.is_dir and await self._tree.unshown(path, info) else info
 
-    async def _admit_move(self, src: VPath, dst: VPath, op: Operation) -> tuple[FileInfo, bool]:
-        found = await self._admit_removal(src, "move", op, recursive=True)
-        self._d.writable_target(dst, is_file=found[0].is_file)
-        try:
-            there = await self.inner.stat(dst)
-        except OperationError as exc:
-            await self._tree.refuse_onto_hidden(exc, dst, op)
-            return found  # missing or in the way: the rename says so
-        if there.is_file and found[0].is_file and self._d.blind(dst):
-            return found  # a file moved blind replaces a file there, as a blind write does
-        why = self._d.why_hidden(dst, there.kind, there)
-        if why is None and there.is_dir:  # a folder of hidden entries only: not moved over
-            why = await self._tree.unshown(dst, there)
-        if why is not None:
-            raise self._d.taken(dst, Action.WRITE, why, op)
-        return found
-
-    async def _admit_write(self, path: VPath, size: int, mode: WriteMode, op: Operation) -> bool:
-        """Refuse what a write of ``size`` bytes would refuse; whether it is blind (the
-        principal may not read ``path``: a write-only mount, a drop box by policy). A blind
-        write is told nothing of what is there (docs/policy.md, "Blind writes"): nothing is
-        looked at, and only the bytes written count against the size limit."""
-        self._d.scope(Action.WRITE, path)
-        self._d.writable_target(path, is_file=True)
-        blind = self._d.blind(path)
-        may_read = not blind and self._d.why_hidden(path, _FILE, None) is None
-        existing: FileInfo | None = None
-        if (mode is WriteMode.APPEND and may_read) or (self._labelled and not blind):
-            try:
-                existing = await self.inner.stat(path)
-            except OperationError:
-                existing = None  # missing, or in the way: the write itself says so
-        # A file labelled above a writer who may read the path is not there for it, so it
-        # can be neither seen nor clobbered.
-        if (
-            existing is not None
-            and existing.labels is not None
-            and not self.ctx.admits(existing.labels)
-        ):
-            if labelled_file_of(path) is not None:
-                # the sidecar of a hidden file: not found, whether it has a sidecar yet or not
-                raise self._d.hide(path, "sidecar of a hidden file", op)
-            raise self._d.taken(path, Action.WRITE, LABELS_HIDE, op)
-        total = size
-        if mode is WriteMode.APPEND and may_read and existing is not None:
-            # Only a file the principal may read counts with its current size: a refusal
-            # must not tell the size of a file it may not read (a drop box).
-            total += existing.size
-        limit = self.ctx.policy.limits.max_file_bytes
-        if total > limit:
-            op.refuse(f"size {total} over limit {limit}")
-            raise LimitError(
-                f"{self._d.full(path)}: {total} bytes is over the {limit}-byte file limit; "
-                "write a smaller file"
-            )
-        return blind
-
-    async def _admit_removal(
-        self, path: VPath, verb: str, op: Operation, *, recursive: bool
-    ) -> tuple[FileInfo, bool]:
-        """The entry's info, and whether hidden entries are under it (they stay)."""
-        self._d.scope(Action.DELETE, path)
-        if path.is_root:
-            op.refuse(f"{verb} of a mount root")
-            raise PolicyDeniedError(f"{self.mount.prefix} is a mount point and cannot be {verb}d")
-        info = await self._stat_visible(path, op)
-        self._d.policy(Action.DELETE, path)
-        # (a folder of hidden entries only is not there for the principal: _stat_visible)
-        hidden_inside = recursive and info.is_dir and await self._tree.check_tree(path, verb)
-        return info, hidden_inside
-
     # -- derived operations that need a raw view ---------------------------------------------
 
     def blind(self, path: VPath) -> bool:
         """The principal may write ``path`` but not read it (a write-only mount, a drop box by
-        policy): nothing there is told, and its writes are blind (``_admit_write``)."""
+        policy): nothing there is told, and its writes are blind (``Admission.write``)."""
         return self._d.blind(path)
 
     def visible(self, info: FileInfo) -> bool:
