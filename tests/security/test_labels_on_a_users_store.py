@@ -115,6 +115,17 @@ class DictStore(Store):
         self.files[dst] = self.files.pop(src)
 
 
+def test_the_store_port_carries_no_label_hook() -> None:
+    """Primitives, what is derived from them, and what a store may declare of itself: nothing
+    a store must carry for document labels (those are the label port's, ``core.label_port``)."""
+    port = {name for name in vars(Store) if not name.startswith("_")}
+    assert port == {
+        *("stat", "read_range", "write", "delete", "list", "mkdir", "rename"),
+        *("exists", "read_all", "read_file", "makedirs", "walk", "copy_file", "describe"),
+        *("kind", "timeout", "keeps_labels", "bounds_own_waits", "change_mark", "odd_names"),
+    }
+
+
 def test_the_users_store_implements_the_primitives_alone() -> None:
     own = {name for name in vars(DictStore) if not name.startswith("_")}
     assert own == {

@@ -361,6 +361,42 @@ def test_the_checks_see_imports_in_functions_and_under_type_checking() -> None:
     assert list(_private_reads(tree)) == [(6, "_hidden")]
 
 
+# -- capabilities -------------------------------------------------------------------------------
+
+
+def test_what_a_store_declares_is_read_not_probed() -> None:
+    """``keeps_labels``, ``bounds_own_waits``, ``timeout``... are declared on the store port with
+    their defaults: no module asks ``getattr(store, "keeps_labels", ...)`` or ``hasattr``."""
+    declared = {name for name in _port_attributes() if not name.startswith("_")}
+    probes = [
+        f"{module}:{node.lineno} {node.args[1].value}"
+        for module in _modules()
+        for node in ast.walk(_tree(module))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("getattr", "hasattr")
+        and len(node.args) >= 2
+        and isinstance(node.args[1], ast.Constant)
+        and node.args[1].value in declared
+    ]
+    assert probes == []
+
+
+def _port_attributes() -> set[str]:
+    [port] = [
+        node
+        for node in ast.walk(_tree("bastion.core.ports"))
+        if isinstance(node, ast.ClassDef) and node.name == "Store"
+    ]
+    names: set[str] = set()
+    for item in port.body:
+        if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+            names.add(item.target.id)
+        elif isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+            names.add(item.name)
+    return names
+
+
 # -- size ---------------------------------------------------------------------------------------
 # Measured on the syntax tree, so that reflowing lines can neither meet nor break a limit.
 
