@@ -1,6 +1,6 @@
 """The hot paths of issue 11, before and after, from one run on one machine.
 
-.venv/bin/python bench/hot_paths.py [--baseline REV] [--quick] [--skip-large]
+.venv/bin/python bench/hot_paths.py [--baseline REV] [--quick] [--skip-large] [--no-peers]
 
 The script checks the baseline revision out into a temporary git worktree and runs the same
 measuring child (this file, ``--child``) once against the baseline's ``src`` and once against
@@ -341,6 +341,7 @@ def main() -> None:
     parser.add_argument("--baseline", default=BASELINE)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--skip-large", action="store_true")
+    parser.add_argument("--no-peers", action="store_true", help="skip bm25s (not installed)")
     parser.add_argument("--child", dest="part")
     args = parser.parse_args()
     if args.part:
@@ -361,11 +362,29 @@ def main() -> None:
                 ["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT, check=False
             )
     after = {p: _run_child(ROOT / "src", p, args.quick) for p in parts}
-    peers = _run_child(None, "peers", args.quick)
+    peers = None if args.no_peers else _run_child(None, "peers", args.quick)
     _report(before, after, peers, args)
 
 
-def _report(before: dict, after: dict, peers: dict, args: argparse.Namespace) -> None:
+_TIMED = (
+    ("files", "raw_us", "raw os read (µs)"),
+    ("files", "read_bytes_us", "read_bytes 4 KiB (µs)"),
+    ("files", "read_text_us", "read_text (µs)"),
+    ("files", "tool_us", "read_file tool (µs)"),
+    ("sync", "sync_us", "SyncWorkspace.read_bytes (µs)"),
+    ("sync", "async_us", "await Workspace.read_bytes (µs)"),
+    ("index", "query_ms", "BM25 query, first pass, median (ms)"),
+    ("index", "query_warm_ms", "BM25 query, terms seen, median (ms)"),
+    ("index", "index_s", "index SciFact keyword-only (s)"),
+)
+"""Measured values compared directly, after against before (the ratio column)."""
+
+
+def _report(before: dict, after: dict, peers: dict | None, args: argparse.Namespace) -> None:
+    if peers is None:  # bm25s absent: its rows say so, the rest stand
+        peers = {k: float("nan") for k in ("query_ms", "query_mean_ms", "query_first_ms")}
+        peers |= {"query_first_mean_ms": float("nan"), "index_s": float("nan")}
+
     def rows(r: dict[str, Any]) -> dict[str, str]:
         f, s, i = r["files"], r["sync"], r["index"]
         out = {
@@ -434,6 +453,11 @@ def _report(before: dict, after: dict, peers: dict, args: argparse.Namespace) ->
     print("\n| path | before | after |\n|---|---|---|")
     for name in b:
         print(f"| {name} | {b[name]} | {a[name]} |")
+    print("\n| measured | before | after | after / before |\n|---|---:|---:|---:|")
+    for part, key, label in _TIMED:
+        was, now = before[part].get(key), after[part].get(key)
+        if was is not None and now is not None:
+            print(f"| {label} | {was:.2f} | {now:.2f} | {now / was:.2f} |")
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ import tempfile
 import time
 from typing import Any
 
-import bastion.core.guard as guard
+import bastion.core.hidden_tree as hidden_tree
 from bastion import LocalStore, MemoryStore, Mount, Policy, Principal, Store, Workspace
 
 
@@ -43,16 +43,16 @@ async def main() -> None:
             for j in range(10):
                 await ws.write(f"/d/f{i:03d}/x{j}.txt", "x")
         on = await median_list(ws)
-        shown = guard.shown_dir
+        shown = hidden_tree.shown_dir
 
         async def always(*_: Any) -> bool:
             return True
 
-        guard.shown_dir = always  # type: ignore[assignment]
+        hidden_tree.shown_dir = always  # type: ignore[assignment]
         try:
             off = await median_list(ws)
         finally:
-            guard.shown_dir = shown
+            hidden_tree.shown_dir = shown
         print(f"| {name} | {on * 1e3:.2f} | {off * 1e3:.2f} | {on / off:.1f} |")
 
 

@@ -355,7 +355,7 @@ _LAZY = {
     "IngestError": "bastion.knowledge.ingest.errors",
     "ParseError": "bastion.knowledge.ingest.errors",
     "UnsupportedTypeError": "bastion.knowledge.ingest.errors",
-    "FrontMatterError": "bastion.knowledge.ingest.frontmatter",
+    "FrontMatterError": "bastion.labels.frontmatter",
     "Neighbor": "bastion.knowledge.relations",
     "Relation": "bastion.knowledge.relations",
     "RelationGraph": "bastion.knowledge.relations",

@@ -10,8 +10,8 @@ from bastion import MemoryStore, Policy
 from bastion.core.errors import ConflictError
 from bastion.core.models import FileInfo, Labels
 from bastion.core.paths import VPath
-from bastion.workspace import doclabels
-from bastion.workspace.doclabels import DocumentLabels
+from bastion.labels import store as doclabels
+from bastion.labels.store import DocumentLabels
 
 FILE = VPath.parse("/counter.md")
 

@@ -29,16 +29,17 @@ from bastion import (
     Rule,
     Workspace,
 )
-from bastion.core.errors import LabelError, NotFoundError, PolicyDeniedError, ScopeError
+from bastion.core.errors import LabelError, NotFoundError, PolicyDeniedError
 from bastion.core.guard import GuardContext, GuardedStore
+from bastion.core.label_port import LabelPort, Relabel
 from bastion.core.models import FileInfo, Labels, WriteMode
 from bastion.core.paths import VPath
 from bastion.core.ports import ReadCheck, Store
 from bastion.core.timeouts import TimedStore
+from bastion.labels.store import DocumentLabels
 from bastion.stores.folder import FolderStore
 from bastion.stores.local import LocalStore
 from bastion.stores.sqlite import SqliteStore
-from bastion.workspace.doclabels import DocumentLabels
 from bastion.workspace.journal import Journal, JournalledStore, Threads
 
 from .store_contract import StoreContract
@@ -258,9 +259,6 @@ def test_every_port_method_is_forwarded(wrapper: type[Store]) -> None:
     )
 
 
-SENTINEL = (Labels(), Labels(tags=frozenset({"from the inner store"})))
-
-
 class Recording(MemoryStore):
     """A memory store that answers its hooks with sentinels and records what reached it."""
 
@@ -276,14 +274,6 @@ class Recording(MemoryStore):
     async def odd_names(self, path: VPath) -> frozenset[str]:
         self.calls.append(("odd_names", path))
         return frozenset({"odd-name"})
-
-    async def relabelling(self, path: VPath, data: bytes | None) -> tuple[Labels, Labels] | None:
-        self.calls.append(("relabelling", path, data))
-        return SENTINEL
-
-    async def prospective(self, path: VPath, data: bytes) -> Labels | None:
-        self.calls.append(("prospective", path, data))
-        return SENTINEL[1]
 
     async def read_file(
         self,
@@ -344,18 +334,14 @@ async def test_hooks_and_arguments_reach_the_wrapped_store(name: str) -> None:
     assert await store.odd_names(VPath.ROOT) == frozenset({"odd-name"})
     assert ("odd_names", root) in inner.calls
 
-    sidecar = P("/f.md.labels.yaml")
-    pair = await store.relabelling(sidecar, b"tags: [x]\n")
-    would_be = await store.prospective(P("/g.md"), b"---\ntags: [y]\n---\n")
-    if reads_labels:  # document labels work the answers out; nothing below is asked
-        assert pair == (Labels(), Labels(tags=frozenset({"x"})))
+    # the label port is the document labels' alone: no wrapper forwards it, no store has it
+    ports = [layer for layer in _layers(store) if isinstance(layer, LabelPort)]
+    assert len(ports) == (1 if reads_labels else 0)
+    for port in ports:
+        change = await port.relabelling(P("/f.md.labels.yaml"), b"tags: [x]\n")
+        assert change == Relabel(P("/f.md"), Labels(), Labels(tags=frozenset({"x"})), True)
+        would_be = await port.prospective(P("/g.md"), b"---\ntags: [y]\n---\n")
         assert would_be == Labels(tags=frozenset({"y"}))
-        assert not [c for c in inner.calls if c[0] in ("relabelling", "prospective")]
-    else:
-        assert pair == SENTINEL
-        assert ("relabelling", root / "f.md.labels.yaml", b"tags: [x]\n") in inner.calls
-        assert would_be == SENTINEL[1]
-        assert ("prospective", root / "g.md", b"---\ntags: [y]\n---\n") in inner.calls
 
 
 # -- what reading labels changes ---------------------------------------------------------------
@@ -403,7 +389,7 @@ async def test_a_store_that_does_not_read_labels_keeps_sidecars_as_bytes() -> No
     await store.write(P("/a.txt.labels.yaml"), b"roles: 42\n")
     assert await store.read_all(P("/a.txt.labels.yaml")) == b"roles: 42\n"
     assert (await store.stat(P("/a.txt"))).labels is None
-    assert await store.relabelling(P("/a.txt.labels.yaml"), b"roles: 42\n") is None
+    await store.delete(P("/a.txt.labels.yaml"))  # an ordinary file: no relabelling to decide
 
 
 async def test_document_labels_refuse_what_they_could_not_read_back() -> None:
@@ -493,45 +479,36 @@ async def test_odd_names_of_a_folder_view(tmp_path: Path, local: LocalStore) -> 
     assert "threads" not in str(caught.value)  # the view's paths, never the backing store's
 
 
-async def test_relabelling_through_the_guard_tells_only_visible_labels() -> None:
+async def test_a_sidecar_change_of_a_file_the_writer_may_not_see_tells_nothing() -> None:
     backing = MemoryStore()
     owner = as_the_workspace_builds_it(backing)
     await owner.makedirs(P("/secret"))
     for path, data in [("/a.md", b"a"), ("/secret/b.md", b"b"), ("/c.md", FRONT)]:
         await owner.write(P(path), data)
-    reader = as_the_workspace_builds_it(backing, HIDING)
+    writer = as_the_workspace_builds_it(backing, HIDING)
     change = b"tags: [x]\n"
-    assert await reader.relabelling(P("/a.md.labels.yaml"), change) == (
-        Labels(),
-        Labels(tags=frozenset({"x"})),
-    )
-    assert await reader.relabelling(P("/secret/b.md.labels.yaml"), change) is None  # policy
-    assert await reader.relabelling(P("/c.md.labels.yaml"), change) is None  # labels
-    assert await reader.relabelling(P("/a.md"), change) is None  # not a sidecar
-    cleared = as_the_workspace_builds_it(backing, who=Principal.of("boss", clearance="restricted"))
-    pair = await cleared.relabelling(P("/c.md.labels.yaml"), change)
-    assert pair is not None and pair[0].classification == "confidential"
+    await writer.write(P("/a.md.labels.yaml"), change)  # a file it sees: relabelled
+    assert (await writer.stat(P("/a.md"))).labels == Labels(tags=frozenset({"x"}))
+    with pytest.raises(NotFoundError, match=r"^/c.md.labels.yaml not found$"):  # labels
+        await writer.write(P("/c.md.labels.yaml"), change)
+    with pytest.raises(PolicyDeniedError, match="labels sidecar"):  # policy: a blind write
+        await writer.write(P("/secret/b.md.labels.yaml"), change)
+    assert not await backing.exists(FOLDER / "c.md.labels.yaml")
+    assert not await backing.exists(FOLDER / "secret" / "b.md.labels.yaml")
 
     drop_box = Mount.of("/", labelled(backing), "write_only")
     blind = GuardedStore(
         drop_box.store, drop_box, GuardContext(Principal.of("w"), POLICY, MemoryAuditSink())
     )
-    with pytest.raises(ScopeError):
-        await blind.relabelling(P("/a.md.labels.yaml"), change)
+    with pytest.raises(PolicyDeniedError, match="labels sidecar"):
+        await blind.write(P("/a.md.labels.yaml"), change)
 
 
-async def test_prospective_labels_through_the_guard_only_where_the_principal_may_see() -> None:
+async def test_prospective_labels_take_the_sidecar_beside_and_the_head() -> None:
     backing = MemoryStore()
-    owner = as_the_workspace_builds_it(backing)
-    await owner.makedirs(P("/secret"))
-    await owner.write(P("/c.md"), FRONT)
-    await owner.write(P("/new.md.labels.yaml"), b"tags: [beside]\n")  # a sidecar of no file yet
-    reader = as_the_workspace_builds_it(backing, HIDING)
+    port = labelled(backing)
+    await port.write(P("/c.md"), FRONT)
+    await port.write(P("/new.md.labels.yaml"), b"tags: [beside]\n")  # a sidecar of no file yet
     data = b"---\ntags: [mine]\n---\n"
-    assert await reader.prospective(P("/new.md"), data) == Labels(
-        tags=frozenset({"beside", "mine"})
-    )
-    assert await reader.prospective(P("/secret/b.md"), data) is None  # policy
-    assert await reader.prospective(P("/c.md"), data) is None  # a file above the reader
-    cleared = as_the_workspace_builds_it(backing, who=Principal.of("boss", clearance="restricted"))
-    assert await cleared.prospective(P("/c.md"), data) == Labels(tags=frozenset({"mine"}))
+    assert await port.prospective(P("/new.md"), data) == Labels(tags=frozenset({"beside", "mine"}))
+    assert await port.prospective(P("/c.md"), data) == Labels(tags=frozenset({"mine"}))

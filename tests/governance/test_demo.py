@@ -29,7 +29,7 @@ from bastion.demo.corpus import (
 from bastion.demo.story import QUESTIONS, StoryAsk, build_story_workspace, run_story
 from bastion.governance.answer import NO_CONTEXT, AnswerStatus
 from bastion.governance.answer.text import chunk_sentences
-from bastion.knowledge.ingest.frontmatter import FrontMatter, split_front_matter
+from bastion.labels.frontmatter import FrontMatter, split_front_matter
 
 ORDER = list(DEFAULT_CLASSIFICATIONS)
 

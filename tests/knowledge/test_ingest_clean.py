@@ -9,14 +9,13 @@ import pytest
 
 from bastion.core.errors import InvalidPathError
 from bastion.knowledge.ingest import Heading, clean_text, stable_doc_id
-from bastion.knowledge.ingest.errors import ParseError
-from bastion.knowledge.ingest.frontmatter import load_mapping
 from bastion.knowledge.ingest.metadata import (
     iso_date,
     markdown_headings,
     person,
     split_keywords,
 )
+from bastion.labels.frontmatter import FrontMatterError, load_mapping
 
 
 @pytest.mark.parametrize(
@@ -128,7 +127,7 @@ def test_front_matter_converts_dates_and_keys_and_bounds_aliases() -> None:
         "n": None,
     }
     laughs = "a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a]\n"
-    with pytest.raises(ParseError, match="more than 50 values"):
+    with pytest.raises(FrontMatterError, match="more than 50 values"):
         load_mapping(laughs + "c: [*b, *b, *b, *b]\n", "/a.md", max_nodes=50)
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from bastion.core.models import Labels
 from bastion.core.principal import Classifications, Principal, labels_admit
-from bastion.knowledge.labels import document_labels
+from bastion.labels.resolve import document_labels
 
 LEVELS = Classifications(("public", "internal", "confidential", "restricted"))
 NOBODY = frozenset({"\x00nobody"})

@@ -32,7 +32,7 @@ from bastion import (
 from bastion.core.paths import VPath
 from bastion.knowledge.engine import Knowledge
 from bastion.knowledge.index.memory import MemoryIndex
-from bastion.knowledge.ingest.frontmatter import HEAD_BYTES
+from bastion.labels.frontmatter import HEAD_BYTES
 from bastion.stores.local import LocalStore
 
 OWNER = Principal.of("owner", roles={"hr"}, clearance="restricted")

@@ -123,7 +123,7 @@ def test_a_deleted_file_takes_its_sidecar_with_it(ws: SyncWorkspace) -> None:
 
 def test_labels_of_two_tenants_never_merge() -> None:
     from bastion.core.principal import Classifications
-    from bastion.core.sidecars import joined
+    from bastion.labels.sidecars import joined
 
     with pytest.raises(LabelError, match="tenant"):
         joined(Labels(tenant="acme"), Labels(tenant="umbrella"), Classifications())

@@ -12,8 +12,8 @@ HEAVY = ("trafilatura", "pypdf", "docx")
 PROBE = """
 import sys
 import bastion
-from bastion.knowledge.ingest.frontmatter import split_front_matter
-from bastion.workspace.doclabels import DocumentLabels
+from bastion.labels.frontmatter import split_front_matter
+from bastion.labels.store import DocumentLabels
 print(",".join(m for m in {heavy!r} if m in sys.modules))
 from bastion.knowledge.ingest import parse_document
 parse_document(b"<html><body><main><p>Hello there, reader.</p></main></body></html>", "a.html")

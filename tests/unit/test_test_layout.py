@@ -23,6 +23,7 @@ CROSS_CUTTING = {
     "parity": "one answer at every front end, in a world with hidden things and one without",
     "security": "attacks on the guard's promises across parts (docs/security.md)",
     "unit": "small pure pieces of the core, and project-wide checks (architecture, public API)",
+    "web": "the web page driven in Chromium as a person uses it (server/static)",
 }
 """Folders that are not a package of ``src/bastion``, each with the one thing it holds."""
 

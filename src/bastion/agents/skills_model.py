@@ -26,7 +26,7 @@ from types import MappingProxyType
 from typing import Any
 
 from bastion.core.errors import NotFoundError, OperationError
-from bastion.knowledge.ingest.frontmatter import FrontMatterError, split_front_matter
+from bastion.labels.frontmatter import FrontMatterError, split_front_matter
 
 __all__ = [
     "KNOWN_FIELDS",
@@ -141,7 +141,7 @@ class SkillProblem:
 
 def parse_skill_md(text: str, folder_name: str) -> FrontMatter | list[str]:
     """The validated front matter and body of a ``SKILL.md``, or the list of what is wrong.
-    Front matter is read by the project's one parser (``knowledge.ingest.frontmatter``)."""
+    Front matter is read by the project's one parser (``bastion.labels.frontmatter``)."""
     text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
     try:
         found = split_front_matter(

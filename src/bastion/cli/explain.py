@@ -157,13 +157,13 @@ def _labels(config: WorkspaceConfig, mount: Any, where: Any) -> tuple[dict[str, 
 
 async def _read_labels(config: WorkspaceConfig, mount: Any, where: Any) -> tuple[Any, list[str]]:
     """The file's info with its labels as the guard sees them (the one resolver,
-    :class:`~bastion.workspace.doclabels.DocumentLabels`, over the mount's own store: no
+    :class:`~bastion.labels.store.DocumentLabels`, over the mount's own store: no
     principal's view in between), and the label sources present beside the mount's."""
     from bastion.core.errors import BastionError
     from bastion.core.paths import VPath
     from bastion.core.sidecars import sidecar_of
+    from bastion.labels.store import DocumentLabels
     from bastion.stores.mount_checks import close_mounts
-    from bastion.workspace.doclabels import DocumentLabels
 
     opened = mount.open(config.base)
     try:

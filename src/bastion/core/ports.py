@@ -28,7 +28,6 @@ once and returns its info with the bytes, after letting a ``check`` refuse it on
 
 from __future__ import annotations
 
-import builtins
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable
 
@@ -38,7 +37,7 @@ from bastion.core.errors import (
     NotADirectoryError_,
     NotFoundError,
 )
-from bastion.core.models import FileInfo, Labels, WriteMode
+from bastion.core.models import FileInfo, WriteMode
 from bastion.core.paths import VPath
 
 __all__ = ["ReadCheck", "Store"]
@@ -57,6 +56,13 @@ class Store(ABC):
     timeout: float | None = 30.0
     """Seconds a mount waits for one call before it reports the store unresponsive
     (``core.timeouts``); ``None`` for stores whose calls cannot hang."""
+    keeps_labels: bool = False
+    """Whether the store keeps labels of its own per file (``FileInfo.labels``, a database
+    row's): they are then the base a document's labels are worked out from, in place of the
+    mount's. A wrapper says what the store it wraps says."""
+    bounds_own_waits: bool = False
+    """Whether the store applies a mount's call time limit itself, hop by hop
+    (``core.timeouts``); a wrapper says what the store it wraps says."""
 
     # -- primitives --------------------------------------------------------------------------
 
@@ -199,35 +205,14 @@ class Store(ABC):
         """A short, agent-safe description (no host paths or credentials)."""
         return self.kind
 
-    # -- hooks for document labels (defaults suit stores that hold plain, NFC-named files) ----
-
-    async def entries(self, path: VPath) -> builtins.list[FileInfo]:
-        """The folder's entries as the store holds them, without the labels a wrapper works
-        out from each file (:meth:`list` does that): a cheaper look into a folder, for a
-        caller that stats only the entries it needs."""
-        return await self.list(path)
+    # -- what a store may say of itself (declared here, with the default) --------------------
 
     async def odd_names(self, path: VPath) -> frozenset[str]:
         """Names in the folder ``path`` that :meth:`list` leaves out because they cannot be
         served: links, special files, and names in another Unicode normalization form (given
-        in NFC). Document labels treat such a name as a sidecar that cannot be read."""
+        in NFC). A store that holds nothing of the kind keeps the default."""
         del path
         return frozenset()
-
-    async def relabelling(self, path: VPath, data: bytes | None) -> tuple[Labels, Labels] | None:
-        """When ``path`` is a sidecar of an existing file: that file's labels now and after a
-        write of ``data`` there (``None``: after the sidecar's removal). ``None`` for a store
-        that does not work labels out from files (the default)."""
-        del path, data
-        return None
-
-    async def prospective(self, path: VPath, data: bytes) -> Labels | None:
-        """The labels a file at ``path`` would have if it held ``data`` (its first
-        :data:`~bastion.knowledge.ingest.frontmatter.HEAD_BYTES` + 1 bytes are enough), with
-        the sidecar now beside it. ``None`` for a store that does not work labels out from
-        files (the default)."""
-        del path, data
-        return None
 
     # -- shared by the primitives ------------------------------------------------------------
 

@@ -1,29 +1,18 @@
-"""Sidecars: ``X.labels.yaml`` holds labels of the file ``X`` beside it.
+"""Sidecar names: ``X.labels.yaml`` holds labels of the file ``X`` beside it.
 
-Pure path and label functions the guard and the workspace share. A sidecar is governed as what
-it is: labels of another file. Reading it is allowed to whoever may see ``X``; writing, moving or
-deleting it relabels ``X`` (see :class:`~bastion.core.guard.GuardedStore`), which needs write
-access to ``X``, and the ``label`` permission unless the change only tightens ``X``'s labels.
+The naming rule alone, which the guard decides on: a sidecar is governed as what it is, labels of
+another file. Reading it is allowed to whoever may see ``X``; writing, moving or deleting it
+relabels ``X`` (:mod:`bastion.core.relabel`), which needs write access to ``X``, and the
+``label`` permission unless the change only tightens ``X``'s labels. What a sidecar's content
+does to the labels is the labels part's (:mod:`bastion.labels.sidecars`).
 """
 
 from __future__ import annotations
 
-import json
-
-from bastion.core.errors import InvalidPathError, LabelError
-from bastion.core.models import NOBODY_ROLE, Labels
+from bastion.core.errors import InvalidPathError
 from bastion.core.paths import VPath
-from bastion.core.principal import Classifications
 
-__all__ = [
-    "SIDECAR_SUFFIX",
-    "in_other_case",
-    "joined",
-    "labelled_file_of",
-    "sidecar_of",
-    "sidecar_text",
-    "tightens",
-]
+__all__ = ["SIDECAR_SUFFIX", "in_other_case", "labelled_file_of", "sidecar_of"]
 
 SIDECAR_SUFFIX = ".labels.yaml"
 _SUFFIX_LEN = len(SIDECAR_SUFFIX)
@@ -84,62 +73,3 @@ def _folded_stem(name: str) -> str:
 def sidecar_of(path: VPath) -> VPath:
     """Where the sidecar of ``path`` lives."""
     return path.parent.child(path.name + SIDECAR_SUFFIX)
-
-
-def tightens(before: Labels, after: Labels, classifications: Classifications) -> bool:
-    """True when ``after`` admits no one that ``before`` does not: classification not lower,
-    roles not wider, the same tenant (or one where there was none), no tag removed."""
-    if after.undetermined:
-        return True
-    if before.undetermined:
-        return False
-    if before.tenant is not None and after.tenant != before.tenant:
-        return False
-    order = classifications.order
-    if before.classification != after.classification:
-        if before.classification not in order:
-            return False
-        if after.classification in order and order.index(after.classification) < order.index(
-            before.classification
-        ):
-            return False
-    if before.roles and not (after.roles and after.roles - {NOBODY_ROLE} <= before.roles):
-        return False
-    return before.tags <= after.tags
-
-
-def joined(a: Labels, b: Labels, classifications: Classifications) -> Labels:
-    """Labels that admit only whom both ``a`` and ``b`` admit: the higher classification (an
-    unknown one counts as the highest), the common roles, the one tenant, every tag. Raises
-    :class:`LabelError` when the tenants differ (no document can belong to two)."""
-    if a.tenant is not None and b.tenant is not None and a.tenant != b.tenant:
-        raise LabelError(
-            "a document of one tenant cannot take the labels of another; copy it within "
-            "its tenant's mounts"
-        )
-    order = classifications.order
-
-    def rank(level: str) -> int:
-        return order.index(level) if level in order else len(order)
-
-    level = (
-        a.classification if rank(a.classification) >= rank(b.classification) else (b.classification)
-    )
-    if a.roles and b.roles:
-        roles = (a.roles & b.roles) or frozenset({NOBODY_ROLE})
-    else:
-        roles = a.roles or b.roles
-    return Labels(a.tenant or b.tenant, level, roles, a.tags | b.tags)
-
-
-def sidecar_text(labels: Labels) -> bytes:
-    """A sidecar that, read back by the label resolver, gives ``labels`` (JSON, which is
-    YAML too)."""
-    body: dict[str, object] = {"classification": labels.classification}
-    if labels.tenant is not None:
-        body["tenant"] = labels.tenant
-    if labels.roles:
-        body["roles"] = sorted(labels.roles)
-    if labels.tags:
-        body["tags"] = sorted(labels.tags)
-    return (json.dumps(body, ensure_ascii=False, indent=2) + "\n").encode()

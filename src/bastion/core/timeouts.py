@@ -17,12 +17,11 @@ answered at once pays for no timer; its waits end with the same error.
 from __future__ import annotations
 
 import asyncio
-import builtins
 from collections.abc import AsyncIterator, Awaitable
 from typing import Any, TypeVar
 
 from bastion.core.errors import StoreUnavailableError
-from bastion.core.models import FileInfo, Labels, WriteMode
+from bastion.core.models import FileInfo, WriteMode
 from bastion.core.offload import CALL_LIMIT, CallLimit
 from bastion.core.paths import VPath
 from bastion.core.ports import ReadCheck, Store
@@ -34,7 +33,8 @@ T = TypeVar("T")
 
 class TimedStore(Store):
     """``inner`` with every call bounded by ``timeout`` seconds. Attributes that are not part
-    of the store port (``close``, ``keeps_labels``, ...) are the inner store's."""
+    of the store port (``close``, ...) are the inner store's; so are its declared
+    capabilities (``keeps_labels``)."""
 
     def __init__(self, inner: Store, timeout: float, name: str) -> None:
         if timeout <= 0:
@@ -44,7 +44,8 @@ class TimedStore(Store):
         self.name = name
         self.kind = inner.kind
         self._limit = CallLimit(timeout, self._unavailable)
-        self._own = bool(getattr(inner, "bounds_own_waits", False))
+        self.keeps_labels = inner.keeps_labels
+        self._own = inner.bounds_own_waits
 
     def __getattr__(self, attr: str) -> Any:
         return getattr(self.inner, attr)
@@ -93,9 +94,6 @@ class TimedStore(Store):
     async def list(self, path: VPath) -> list[FileInfo]:
         return await self._bounded(self.inner.list(path))
 
-    async def entries(self, path: VPath) -> builtins.list[FileInfo]:
-        return await self._bounded(self.inner.entries(path))
-
     async def mkdir(self, path: VPath) -> None:
         await self._bounded(self.inner.mkdir(path))
 
@@ -134,12 +132,6 @@ class TimedStore(Store):
 
     async def odd_names(self, path: VPath) -> frozenset[str]:
         return await self._bounded(self.inner.odd_names(path))
-
-    async def relabelling(self, path: VPath, data: bytes | None) -> tuple[Labels, Labels] | None:
-        return await self._bounded(self.inner.relabelling(path, data))
-
-    async def prospective(self, path: VPath, data: bytes) -> Labels | None:
-        return await self._bounded(self.inner.prospective(path, data))
 
     def describe(self) -> str:
         return self.inner.describe()

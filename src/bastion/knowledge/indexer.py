@@ -20,10 +20,10 @@ from bastion.core.principal import Classifications
 from bastion.knowledge.chunking import Chunk, Chunker
 from bastion.knowledge.index.models import DocumentMeta, IndexedChunk
 from bastion.knowledge.ingest import IngestError, IngestLimits, ParsedDocument, parse_document
-from bastion.knowledge.ingest.frontmatter import LABEL_BYTES
-from bastion.knowledge.labels import resolve_labels
 from bastion.knowledge.linemap import line_map
 from bastion.knowledge.relations import Relation, extract_relations
+from bastion.labels.frontmatter import LABEL_BYTES
+from bastion.labels.resolve import resolve_labels
 
 __all__ = ["STREAM_CHARS", "FileToIndex", "IndexProgress", "Parsed", "ProgressCallback"]
 

@@ -11,9 +11,7 @@ this view, so the guard above can re-word them again to workspace paths.
 
 from __future__ import annotations
 
-import builtins
 import re
-from collections.abc import Awaitable, Callable
 
 from bastion.core.errors import (
     DirectoryNotEmptyError,
@@ -21,7 +19,7 @@ from bastion.core.errors import (
     NotFoundError,
     OperationError,
 )
-from bastion.core.models import EntryKind, FileInfo, Labels, WriteMode
+from bastion.core.models import EntryKind, FileInfo, WriteMode
 from bastion.core.paths import VPath
 from bastion.core.ports import ReadCheck, Store
 
@@ -35,10 +33,10 @@ class FolderStore(Store):
         self.inner = inner
         self.folder = folder
         self.kind = inner.kind
-        self.timeout = getattr(inner, "timeout", None)
+        self.timeout = inner.timeout
         """The backing store's call time limit (a mount applies it to this view)."""
-        self.keeps_labels = bool(getattr(inner, "keeps_labels", False))
-        self.bounds_own_waits = bool(getattr(inner, "bounds_own_waits", False))
+        self.keeps_labels = inner.keeps_labels
+        self.bounds_own_waits = inner.bounds_own_waits
         """Whether the backing store applies a mount's limit itself (``core.timeouts``)."""
         self._inner_prefix = re.compile(re.escape(str(folder)) + r"(?:/|(?=[\s:;,'\"]|$))")
         ancestors = [str(VPath(folder.parts[:n])) for n in range(1, len(folder.parts))]
@@ -66,12 +64,6 @@ class FolderStore(Store):
             raise self._outer(exc, path) from exc
         except OperationError as exc:
             raise self._outer(exc, path) from exc
-
-    async def relabelling(self, path: VPath, data: bytes | None) -> tuple[Labels, Labels] | None:
-        return await self.inner.relabelling(self._in(path), data)
-
-    async def prospective(self, path: VPath, data: bytes) -> Labels | None:
-        return await self.inner.prospective(self._in(path), data)
 
     def _outer(self, exc: OperationError, path: VPath) -> OperationError:
         """``exc`` with the backing store's paths turned into paths of this view. A message
@@ -178,16 +170,8 @@ class FolderStore(Store):
             raise self._outer(exc, path) from exc
 
     async def list(self, path: VPath) -> list[FileInfo]:
-        return await self._listed(self.inner.list, path)
-
-    async def entries(self, path: VPath) -> builtins.list[FileInfo]:
-        return await self._listed(self.inner.entries, path)
-
-    async def _listed(
-        self, listing: Callable[[VPath], Awaitable[builtins.list[FileInfo]]], path: VPath
-    ) -> builtins.list[FileInfo]:
         try:
-            entries = await listing(self._in(path))
+            entries = await self.inner.list(self._in(path))
         except NotFoundError as exc:
             if path.is_root:
                 return []

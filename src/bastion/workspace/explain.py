@@ -5,7 +5,7 @@ from the workspace file).
 The answer names the mount that holds the path and whether its scope allows the action, the
 policy rule that decides (first match wins) and the inheritance steps that gave the principal
 the rule's role, the document's effective labels (the one resolver,
-:class:`~bastion.workspace.doclabels.DocumentLabels`, which every mount of a workspace
+:class:`~bastion.labels.store.DocumentLabels`, which every mount of a workspace
 carries) and whether they admit the principal. It reads as the owner: only an operator may
 ask (the caller checks).
 """

@@ -25,7 +25,7 @@ from bastion.core.models import FileInfo, WriteMode
 from bastion.core.paths import VPath
 from bastion.core.patience import Patience
 from bastion.core.ports import ReadCheck
-from bastion.knowledge.ingest.frontmatter import LABEL_BYTES
+from bastion.labels.frontmatter import LABEL_BYTES
 from bastion.workspace.indexing import IndexFollower
 from bastion.workspace.routing import Router, parse_in
 from bastion.workspace.tail import ascii_compatible, read_tail

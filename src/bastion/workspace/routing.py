@@ -13,7 +13,7 @@ listings and of the list of mounts an error suggests.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 
 from bastion.core.errors import (
     InvalidPathError,
@@ -23,6 +23,7 @@ from bastion.core.errors import (
     ScopeError,
 )
 from bastion.core.guard import GuardContext, GuardedStore
+from bastion.core.label_port import LabelPort
 from bastion.core.models import Action, EntryKind, FileInfo, WriteMode
 from bastion.core.mounts import MountTable
 from bastion.core.operation import Operation, note_refusal
@@ -62,12 +63,21 @@ def parse_pair_in(op: Operation, src: str | VPath, dst: str | VPath) -> tuple[VP
 class Router:
     """The mounts as one tree, for the principal of ``ctx``."""
 
-    def __init__(self, mounts: MountTable, ctx: GuardContext) -> None:
+    def __init__(
+        self,
+        mounts: MountTable,
+        ctx: GuardContext,
+        labels: Mapping[VPath, LabelPort] | None = None,
+    ) -> None:
+        """``labels``: each mount's document labels, by prefix (``Shared.labels``)."""
         self.mounts = mounts
         self.ctx = ctx
         self.view = MountView(mounts, ctx)
         """The mounts as this principal sees them, and what it is told where it sees none."""
-        self.guarded = {m.prefix: GuardedStore(m.store, m, ctx) for m in mounts.mounts}
+        found = labels or {}
+        self.guarded = {
+            m.prefix: GuardedStore(m.store, m, ctx, found.get(m.prefix)) for m in mounts.mounts
+        }
         self._by_parts = {prefix.parts: guarded for prefix, guarded in self.guarded.items()}
 
     # -- routing -----------------------------------------------------------------------------

@@ -7,11 +7,13 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from bastion.core.audit import AuditSink
+from bastion.core.label_port import LabelPort
 from bastion.core.mounts import MountTable
+from bastion.core.paths import VPath
 from bastion.core.policy import Policy
 from bastion.core.ports import Store
 from bastion.core.ratelimit import RateLimiter
-from bastion.workspace.doclabels import DocumentLabels
+from bastion.labels.store import DocumentLabels
 from bastion.workspace.indexing import KnowledgeLink
 from bastion.workspace.journal import Journal, JournalledStore, Threads
 from bastion.workspace.running import ProcessGate
@@ -35,6 +37,10 @@ class Shared:
     ) -> None:
         self.journal = journal
         self.threads = Threads()
+        self.labels: dict[VPath, LabelPort] = {
+            m.prefix: m.store for m in mounts.mounts if isinstance(m.store, LabelPort)
+        }
+        """Each mount's document labels, which its guard asks (below the journal's wrapper)."""
         if journal is not None:  # the one hook on the write path (docs/changes.md)
             mounts = MountTable(
                 replace(

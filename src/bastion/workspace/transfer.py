@@ -22,7 +22,7 @@ from bastion.core.guard import GuardContext, GuardedStore
 from bastion.core.models import EntryKind, FileInfo, WriteMode
 from bastion.core.paths import VPath
 from bastion.core.sidecars import labelled_file_of
-from bastion.knowledge.ingest.frontmatter import LABEL_BYTES
+from bastion.labels.frontmatter import LABEL_BYTES
 from bastion.workspace.indexing import IndexFollower
 from bastion.workspace.routing import Router, parse_pair_in
 from bastion.workspace.writing import carry_labels, make_dirs, write_file

@@ -5,7 +5,7 @@ A walk through :meth:`Router.children` lists each folder through the guard, whic
 again to tell whether each subfolder holds anything the principal may see (a folder of hidden
 entries only is not shown), and stats it once more before listing it. Here each folder inside
 one mount is listed once, from the store below the guard (its labels come from the labels
-cache, :mod:`bastion.workspace.doclabels`), every entry is decided by the guard's own decision
+cache, :mod:`bastion.labels.store`), every entry is decided by the guard's own decision
 (:meth:`GuardedStore.visible`), and which folders are shown is worked out bottom-up from the
 same listings. The answer is what the walk through the guard gives, entry for entry and in
 the same order; folders with mounts below them are still walked through the router. Reading a

@@ -38,9 +38,9 @@ from bastion.core.paths import VPath
 from bastion.core.policy import Policy
 from bastion.core.principal import Principal
 from bastion.core.visibility import MountView
+from bastion.labels.store import DocumentLabels
 from bastion.workspace.asking import ASK_RELEVANCE_FLOOR, Asking
 from bastion.workspace.blocking import run_blocking
-from bastion.workspace.doclabels import DocumentLabels
 from bastion.workspace.files import EditResult, FileOps, TextPage
 from bastion.workspace.fsmap import filesystem_map
 from bastion.workspace.indexing import IndexFollower, KnowledgeLink
@@ -91,7 +91,7 @@ class Workspace:
         """``journal`` records every change for review and undo (docs/changes.md).
         ``document_labels`` applies each file's own labels (Markdown front matter, a
         ``<name>.labels.yaml`` sidecar) on every path: reads, listings, grep and search
-        (``bastion.workspace.doclabels``). Turn it off only where no file carries labels."""
+        (``bastion.labels.store``). Turn it off only where no file carries labels."""
         table = mounts if isinstance(mounts, MountTable) else MountTable(mounts)
         if document_labels:
             table = MountTable(
@@ -114,7 +114,7 @@ class Workspace:
         self._owner = owner
         self._ctx = GuardContext(principal, shared.policy, shared.audit, shared.limiter)
         self._knowledge = shared.knowledge
-        self._router = Router(shared.mounts, self._ctx)
+        self._router = Router(shared.mounts, self._ctx, shared.labels)
         follower = IndexFollower(shared.knowledge, shared.policy.classifications)
         self._files = FileOps(self._router, follower)
         self._tree = TreeOps(self._router)

@@ -92,7 +92,7 @@ def _markdown(folder: Traversable, where: tuple[str, ...]) -> list[tuple[tuple[s
 
 
 def _document(parts: tuple[str, ...], text: str) -> CorpusDocument:
-    from bastion.knowledge.ingest.frontmatter import split_front_matter
+    from bastion.labels.frontmatter import split_front_matter
 
     where = "/".join(parts)
     found = split_front_matter(text, where)

@@ -27,12 +27,13 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from bastion.core.errors import IsADirectoryError_, NotFoundError
+from bastion.core.label_port import LabelPort
 from bastion.core.memo import Memo
 from bastion.core.models import FileInfo, Labels, WriteMode
 from bastion.core.operation import GuardContext, Operation, operation_in_progress
 from bastion.core.paths import VPath
 from bastion.core.ports import ReadCheck, Store
-from bastion.knowledge.ingest.frontmatter import LABEL_BYTES
+from bastion.labels.frontmatter import LABEL_BYTES
 from bastion.workspace.journal.db import ABSENT, Journal, State, digest
 
 __all__ = ["JournalledStore", "Threads"]
@@ -87,6 +88,9 @@ class JournalledStore(Store):
         self.inner = inner
         self.kind = inner.kind
         self.timeout = inner.timeout
+        self.keeps_labels = inner.keeps_labels
+        self._labeller = inner if isinstance(inner, LabelPort) else None
+        """The document labels below (a change is recorded with the labels it leaves)."""
         self._journal = journal
         self._threads = threads
         self._prefix = prefix
@@ -133,17 +137,8 @@ class JournalledStore(Store):
         async for info in self.inner.walk(path, max_depth=max_depth):
             yield info
 
-    async def entries(self, path: VPath) -> builtins.list[FileInfo]:
-        return await self.inner.entries(path)
-
     async def odd_names(self, path: VPath) -> frozenset[str]:
         return await self.inner.odd_names(path)
-
-    async def relabelling(self, path: VPath, data: bytes | None) -> tuple[Labels, Labels] | None:
-        return await self.inner.relabelling(path, data)
-
-    async def prospective(self, path: VPath, data: bytes) -> Labels | None:
-        return await self.inner.prospective(path, data)
 
     # -- changes are journalled --------------------------------------------------------------
 
@@ -188,7 +183,9 @@ class JournalledStore(Store):
             except (NotFoundError, IsADirectoryError_):
                 pass  # nothing there (or a folder: the write itself refuses)
         new = old + data if mode is WriteMode.APPEND else data
-        labels = await self.inner.prospective(path, new[:LABEL_BYTES]) or self._labels
+        labels = self._labels
+        if self._labeller is not None:
+            labels = await self._labeller.prospective(path, new[:LABEL_BYTES])
         new_hash = digest(new)
         after = State("file", new_hash, labels)
         contents = [(new_hash, new)]

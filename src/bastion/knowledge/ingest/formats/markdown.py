@@ -1,14 +1,16 @@
 """Markdown: YAML front matter becomes metadata; the body is kept as written.
 
-Front matter is read by the project's one parser (:mod:`bastion.knowledge.ingest.frontmatter`),
-the same that works out a document's labels on every read path.
+Front matter is read by the project's one parser (:mod:`bastion.labels.frontmatter`), the same
+that works out a document's labels on every read path; its errors are this format's
+``ParseError``.
 """
 
 from __future__ import annotations
 
-from bastion.knowledge.ingest.frontmatter import decode, split_front_matter
+from bastion.knowledge.ingest.errors import ParseError
 from bastion.knowledge.ingest.metadata import one_line, person, split_keywords
 from bastion.knowledge.ingest.models import Extraction, IngestLimits
+from bastion.labels.frontmatter import FrontMatterError, decode, split_front_matter
 
 __all__ = ["parse_markdown"]
 
@@ -20,13 +22,16 @@ def parse_markdown(data: bytes, where: str, limits: IngestLimits) -> Extraction:
     :class:`~bastion.knowledge.ingest.errors.ParseError` (the message gives the line, never
     the content). A ``---`` first line with no closing ``---`` is a thematic break.
     """
-    text = decode(data, where)
-    found = split_front_matter(
-        text,
-        where,
-        max_bytes=limits.max_front_matter_bytes,
-        max_nodes=limits.max_front_matter_nodes,
-    )
+    try:
+        text = decode(data, where)
+        found = split_front_matter(
+            text,
+            where,
+            max_bytes=limits.max_front_matter_bytes,
+            max_nodes=limits.max_front_matter_nodes,
+        )
+    except FrontMatterError as exc:
+        raise ParseError(str(exc)) from None
     meta = found.metadata if found is not None else {}
     body = text[found.end :] if found is not None else text
     return Extraction(

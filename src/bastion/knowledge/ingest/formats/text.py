@@ -2,37 +2,21 @@
 
 from __future__ import annotations
 
-import codecs
-
 from bastion.knowledge.ingest.errors import ParseError
 from bastion.knowledge.ingest.models import Extraction, IngestLimits
+from bastion.labels.frontmatter import FrontMatterError
+from bastion.labels.frontmatter import decode_text as _decoded
 
-__all__ = ["BOMS", "decode_text", "parse_text"]
-
-BOMS = (
-    (codecs.BOM_UTF32_LE, "utf-32"),
-    (codecs.BOM_UTF32_BE, "utf-32"),
-    (codecs.BOM_UTF8, "utf-8-sig"),
-    (codecs.BOM_UTF16_LE, "utf-16"),
-    (codecs.BOM_UTF16_BE, "utf-16"),
-)
+__all__ = ["decode_text", "parse_text"]
 
 
 def decode_text(data: bytes, where: str) -> str:
-    """UTF-8 (or UTF-16/32 marked by a byte-order mark); anything else is a ``ParseError``.
-
-    No guessing of legacy encodings: a wrong guess makes plausible garbage that is then indexed
-    and cited. The error says where the first bad byte is, not what it is.
-    """
-    encoding = next((name for bom, name in BOMS if data.startswith(bom)), "utf-8")
+    """UTF-8 (or UTF-16/32 marked by a byte-order mark); anything else is a ``ParseError``
+    (the one decoder, :func:`bastion.labels.frontmatter.decode_text`)."""
     try:
-        return data.decode(encoding)
-    except UnicodeDecodeError as exc:
-        raise ParseError(
-            f"{where} is not valid {encoding.removesuffix('-sig').upper()} text "
-            f"(bad byte at offset {exc.start}); re-save it as UTF-8",
-            path=where,
-        ) from None
+        return _decoded(data, where)
+    except FrontMatterError as exc:
+        raise ParseError(str(exc), path=where) from None
 
 
 def parse_text(data: bytes, where: str, limits: IngestLimits) -> Extraction:

@@ -1,5 +1,6 @@
 """Document labels on every path: each mount's store wrapped so ``FileInfo.labels`` holds the
-document's effective labels, as :func:`bastion.knowledge.labels.resolve_labels` works them out.
+document's effective labels, as :func:`bastion.labels.resolve.resolve_labels` works them out;
+and the answers the guard asks for through the label port (:mod:`bastion.core.label_port`).
 
 The guard decides every read, listing, grep and search on ``FileInfo.labels``, and the index
 takes the same value, so one function decides for every path. This wrapper only gathers the
@@ -18,31 +19,41 @@ rewrite it in place keeping size, inode and mtime, never ctime).
 from __future__ import annotations
 
 import builtins
-import unicodedata
 from collections import OrderedDict
 from typing import Any
 
 from bastion.core.errors import (
     BastionError,
     ConflictError,
-    InvalidPathError,
-    LabelError,
     NotFoundError,
     UnsupportedFileError,
 )
+from bastion.core.label_port import LabelPort, Relabel
 from bastion.core.models import FileInfo, Labels, WriteMode
 from bastion.core.paths import VPath
 from bastion.core.patience import PATIENCE, Patience
 from bastion.core.ports import ReadCheck, Store
 from bastion.core.principal import Classifications
-from bastion.core.sidecars import SIDECAR_SUFFIX, in_other_case, labelled_file_of, sidecar_of
-from bastion.knowledge.ingest.frontmatter import (
-    HEAD_BYTES,
+from bastion.core.sidecars import in_other_case, labelled_file_of
+from bastion.labels.frontmatter import (
     LABEL_BYTES,
     MAX_FRONT_MATTER_BYTES,
     encoding_of,
 )
-from bastion.knowledge.labels import resolve_labels
+from bastion.labels.resolve import resolve_labels
+from bastion.labels.sidecars import (
+    NO_SIDECAR,
+    ODD,
+    Sidecar,
+    find_sidecar,
+    joined,
+    listed_sidecar,
+    odd_names_of,
+    refuse_unreadable,
+    refuse_unreadable_append,
+    sidecar_text,
+    tightens,
+)
 
 __all__ = ["DocumentLabels"]
 
@@ -53,27 +64,6 @@ after a byte-order mark); only then is the whole head read."""
 _PATIENCE = PATIENCE
 """Seconds a read goes on trying while the file keeps changing between its labels and its
 bytes (:class:`~bastion.core.patience.Patience`)."""
-_ODD = "is a folder, a link, a special file or a name in another normalization form"
-
-
-class _Sidecar:
-    """What was found at a file's sidecar path."""
-
-    __slots__ = ("cacheable", "info", "problem")
-
-    def __init__(
-        self, info: FileInfo | None = None, problem: str = "", *, cacheable: bool = True
-    ) -> None:
-        self.info = info
-        self.problem = problem
-        self.cacheable = cacheable
-
-    def stamp(self) -> tuple[Any, ...]:
-        info = self.info
-        return (self.problem,) if info is None else (info.version, info.size, info.mtime)
-
-
-_NONE = _Sidecar()
 
 
 class _Unknown(Exception):
@@ -84,8 +74,9 @@ class _SidecarGone(Exception):
     """The sidecar seen a moment ago is gone when read (another process deleted it)."""
 
 
-class DocumentLabels(Store):
-    """``inner`` with ``FileInfo.labels`` set to each document's effective labels."""
+class DocumentLabels(Store, LabelPort):
+    """``inner`` with ``FileInfo.labels`` set to each document's effective labels; the label
+    port of its mount's guard."""
 
     keeps_labels = True
     timeout = None  # the inner store carries the mount's timeout
@@ -95,7 +86,7 @@ class DocumentLabels(Store):
         self.kind = inner.kind
         self._base = base
         self._order = classifications
-        self._stores_labels = bool(getattr(inner, "keeps_labels", False))
+        self._stores_labels = inner.keeps_labels
         self._cache: OrderedDict[tuple[Any, ...], Labels] = OrderedDict()
         self._last: OrderedDict[tuple[Any, ...], Labels] = OrderedDict()
         """(path, base) -> the labels last worked out for the file there, whatever its
@@ -136,13 +127,13 @@ class DocumentLabels(Store):
             if described is not None:
                 return _with_labels(info, described.labels)
         if siblings is None:
-            sidecar = await self._sidecar(info.path)
+            sidecar = await find_sidecar(self.inner, info.path)
         else:
-            listed = self._listed_sidecar(info.path, siblings, odd)
+            listed = listed_sidecar(info.path, siblings, odd)
             if listed is None and info.path.name.casefold() in folded:
                 # its sidecar listed in another case: the store decides (it may fold case)
-                listed = await self._sidecar(info.path)
-            sidecar = _NONE if listed is None else listed
+                listed = await find_sidecar(self.inner, info.path)
+            sidecar = NO_SIDECAR if listed is None else listed
         return _with_labels(info, await self._labels(info, sidecar))
 
     async def _target(
@@ -162,53 +153,18 @@ class DocumentLabels(Store):
             # a sidecar of a sidecar: the labels of the file the first one describes
             return await self._labelled(found)
         # the sidecar is ``sidecar``: no need to look it up again
-        seen = _Sidecar(sidecar) if sidecar.is_file else _Sidecar(problem=_ODD)
+        seen = Sidecar(sidecar) if sidecar.is_file else Sidecar(problem=ODD)
         labels = await self._labels(found, seen)
         return _with_labels(found, labels)
-
-    def _listed_sidecar(
-        self, path: VPath, siblings: dict[str, FileInfo], odd: frozenset[str]
-    ) -> _Sidecar | None:
-        """The sidecar of ``path`` as its folder's listing shows it; ``None`` when it shows
-        none under its exact name."""
-        name = path.name + SIDECAR_SUFFIX  # not sidecar_of: an over-long name is no error here
-        found = siblings.get(name)
-        if found is not None:
-            return _Sidecar(found) if found.is_file else _Sidecar(problem=_ODD)
-        if name in odd:
-            return _Sidecar(problem=_ODD)
-        return None
-
-    async def _sidecar(self, path: VPath) -> _Sidecar:
-        try:
-            where = sidecar_of(path)
-            found = await self.inner.stat(where)
-        except InvalidPathError:
-            return _NONE  # a name no store can hold: no sidecar can be there
-        except NotFoundError:
-            if _spellings_differ(where.name) and where.name in await self._odd(path.parent):
-                return _Sidecar(problem=_ODD)
-            return _NONE
-        except UnsupportedFileError:
-            return _Sidecar(problem=_ODD)
-        except BastionError as exc:
-            return _Sidecar(problem=f"could not be read ({type(exc).__name__})", cacheable=False)
-        return _Sidecar(found) if found.is_file else _Sidecar(problem=_ODD)
-
-    async def _odd(self, folder: VPath) -> frozenset[str]:
-        try:
-            return await self.inner.odd_names(folder)
-        except BastionError:
-            return frozenset()
 
     def _base_of(self, info: FileInfo) -> Labels:
         return info.labels if self._stores_labels and info.labels is not None else self._base
 
-    def _cached(self, info: FileInfo, sidecar: _Sidecar) -> Labels | None:
+    def _cached(self, info: FileInfo, sidecar: Sidecar) -> Labels | None:
         """The labels worked out for exactly this version of the file and its sidecar."""
         return self._cache.get((*_file_stamp(info), self._base_of(info), sidecar.stamp()))
 
-    async def _labels(self, info: FileInfo, sidecar: _Sidecar) -> Labels:
+    async def _labels(self, info: FileInfo, sidecar: Sidecar) -> Labels:
         base = self._base_of(info)
         key = (*_file_stamp(info), base, sidecar.stamp())
         labels = self._cache.get(key)
@@ -217,7 +173,7 @@ class DocumentLabels(Store):
         try:
             labels = await self._compute(info, base, sidecar)
         except _SidecarGone:  # deleted since it was seen (another process): the file has none
-            return await self._labels(info, _NONE)
+            return await self._labels(info, NO_SIDECAR)
         except NotFoundError:
             raise
         except BastionError as exc:  # cannot read the head or the sidecar now
@@ -236,7 +192,7 @@ class DocumentLabels(Store):
             _keep(self._last, (info.path.parts, base), labels)
         return labels
 
-    async def _compute(self, info: FileInfo, base: Labels, sidecar: _Sidecar) -> Labels:
+    async def _compute(self, info: FileInfo, base: Labels, sidecar: Sidecar) -> Labels:
         head = await self._head(info)
         data = None
         if sidecar.info is not None:
@@ -264,7 +220,7 @@ class DocumentLabels(Store):
     async def prospective(self, path: VPath, data: bytes) -> Labels:
         """The labels a file at ``path`` would have with content ``data`` and its current
         sidecar (the mount's labels as the base)."""
-        sidecar = await self._sidecar(path)
+        sidecar = await find_sidecar(self.inner, path)
         payload = None
         if sidecar.info is not None:
             payload = await self.inner.read_range(sidecar.info.path, 0, MAX_FRONT_MATTER_BYTES + 1)
@@ -277,7 +233,7 @@ class DocumentLabels(Store):
             where=str(path),
         )
 
-    async def relabelling(self, path: VPath, data: bytes | None) -> tuple[Labels, Labels] | None:
+    async def relabelling(self, path: VPath, data: bytes | None) -> Relabel | None:
         target = labelled_file_of(path)
         if target is None:
             return None
@@ -300,7 +256,15 @@ class DocumentLabels(Store):
             sidecar=data,
             where=str(target),
         )
-        return before, after
+        return Relabel(target, before, after, tightens(before, after, self._order))
+
+    async def carried(self, path: VPath, labels: Labels, head: bytes) -> bytes | None:
+        if labels.undetermined:
+            return None
+        there = await self.prospective(path, head)
+        if tightens(labels, there, self._order):
+            return None
+        return sidecar_text(joined(labels, there, self._order))
 
     # -- the store port ----------------------------------------------------------------------
 
@@ -313,7 +277,7 @@ class DocumentLabels(Store):
     async def list(self, path: VPath) -> list[FileInfo]:
         infos = await self.inner.list(path)
         siblings = {info.path.name: info for info in infos}
-        odd = await self._odd(path) if any(i.is_file for i in infos) else frozenset()
+        odd = await odd_names_of(self.inner, path) if any(i.is_file for i in infos) else frozenset()
         folded = frozenset(  # files whose sidecar is listed in another case (rare)
             target.name.casefold()
             for name in siblings
@@ -356,7 +320,7 @@ class DocumentLabels(Store):
         open file has: its sidecar looked up, then the file opened once; the labels come from
         the cache by that handle's own info and ``check`` sees them before any byte is read.
         ``None`` when they are not known (then the caller works them out and reads)."""
-        sidecar = await self._sidecar(path)
+        sidecar = await find_sidecar(self.inner, path)
         if not sidecar.cacheable:
             return None
         seen: list[FileInfo] = []
@@ -392,9 +356,9 @@ class DocumentLabels(Store):
         if_version: str | None = None,
     ) -> FileInfo:
         if mode is not WriteMode.APPEND:
-            self._refuse_unreadable(path, data)
+            refuse_unreadable(self._base, self._order, path, data)
         else:
-            await self._refuse_unreadable_append(path, data)
+            await refuse_unreadable_append(self.inner, self._base, self._order, path, data)
         info = await self.inner.write(path, data, mode=mode, if_version=if_version)
         if labelled_file_of(path) is not None:
             return info  # never echo the labels of the file a sidecar describes
@@ -405,34 +369,6 @@ class DocumentLabels(Store):
             return _with_labels(
                 info, resolve_labels(self._base_of(info), self._order, sidecar_problem=gone)
             )
-
-    def _refuse_unreadable(self, path: VPath, data: bytes) -> None:
-        """Refuse content whose labels could not be read back: the file would vanish."""
-        if labelled_file_of(path) is not None:
-            labels = resolve_labels(self._base, self._order, sidecar=data, where=str(path))
-        else:
-            labels = resolve_labels(
-                self._base,
-                self._order,
-                head=data[:LABEL_BYTES],
-                where=str(path),
-            )
-        if labels.undetermined:
-            raise LabelError(
-                f"{path}: labels could not be read ({labels.undetermined}); fix the metadata "
-                "and write again"
-            )
-
-    async def _refuse_unreadable_append(self, path: VPath, data: bytes) -> None:
-        """An append that would leave the labels unreadable (bytes added inside an open front
-        matter block or a sidecar) is refused like such a write: the file would vanish."""
-        try:
-            head = await self.inner.read_range(path, 0, LABEL_BYTES)
-        except NotFoundError:
-            head = b""  # no file yet: the append is all of it
-        if labelled_file_of(path) is None and len(head) > HEAD_BYTES:
-            return  # the labels are in the first bytes, which an append does not touch
-        self._refuse_unreadable(path, head + data)
 
     async def delete(self, path: VPath, *, recursive: bool = False) -> None:
         await self.inner.delete(path, recursive=recursive)
@@ -445,11 +381,6 @@ class DocumentLabels(Store):
 
     async def odd_names(self, path: VPath) -> frozenset[str]:
         return await self.inner.odd_names(path)
-
-
-def _spellings_differ(name: str) -> bool:
-    """True when ``name`` (NFC) has another normalization form a store could hold."""
-    return not name.isascii() and unicodedata.normalize("NFD", name) != name
 
 
 def _may_open_front_matter(probe: bytes) -> bool:

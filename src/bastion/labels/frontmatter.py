@@ -1,6 +1,6 @@
 """The one front-matter parser: every part of Bastion that reads YAML front matter calls this.
 
-Document labels (``bastion.knowledge.labels``, on every read path), ingestion (titles, dates,
+Document labels (:mod:`bastion.labels.resolve`, on every read path), ingestion (titles, dates,
 keywords) and skills (``SKILL.md``) used to read front matter with three sets of rules, and
 where two disagreed a document was hidden from the index but served by ``read``. One parser
 means one answer, whatever the caller:
@@ -22,6 +22,7 @@ cannot be decoded, is *undetermined*, which callers treat as "hide the document"
 
 from __future__ import annotations
 
+import codecs
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -30,16 +31,17 @@ from typing import Any
 
 import yaml
 
-from bastion.knowledge.ingest.errors import ParseError
-from bastion.knowledge.ingest.formats.text import BOMS, decode_text
+from bastion.core.errors import OperationError
 
 __all__ = [
+    "BOMS",
     "HEAD_BYTES",
     "LABEL_BYTES",
     "MAX_FRONT_MATTER_BYTES",
     "FrontMatter",
     "FrontMatterError",
     "decode",
+    "decode_text",
     "encoding_of",
     "head_front_matter",
     "load_mapping",
@@ -53,7 +55,7 @@ HEAD_BYTES = MAX_FRONT_MATTER_BYTES + 4096
 byte-order mark fit."""
 LABEL_BYTES = HEAD_BYTES + 1
 """The first bytes of a file that decide its labels: the head, and one byte more that tells
-whether the head is the whole file (:func:`bastion.knowledge.labels.resolve_labels`)."""
+whether the head is the whole file (:func:`bastion.labels.resolve.resolve_labels`)."""
 MAX_NODES = 10_000
 """Most values a block may hold once YAML aliases are expanded."""
 MAX_FLOW_DEPTH = 64
@@ -67,9 +69,38 @@ _CLOSE = re.compile(r"^(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.M)
 _NEWLINES = re.compile(r"\r\n?")
 
 
-class FrontMatterError(ParseError):
-    """Front matter is there but cannot be read: not YAML, not a mapping, too large, too deep,
-    not closed where it must be, or not decodable. The message never quotes its content."""
+BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+"""Byte-order marks and the encodings they mark (UTF-32 before UTF-16: its mark begins with
+UTF-16's)."""
+
+
+class FrontMatterError(OperationError):
+    """Text or front matter that cannot be read: not decodable, not YAML, not a mapping, too
+    large, too deep, or not closed where it must be. The message never quotes its content.
+    Ingestion reports it as its ``ParseError`` (``knowledge.ingest.formats``)."""
+
+
+def decode_text(data: bytes, where: str) -> str:
+    """UTF-8 (or UTF-16/32 marked by a byte-order mark); anything else is a
+    :class:`FrontMatterError`.
+
+    No guessing of legacy encodings: a wrong guess makes plausible garbage that is then indexed
+    and cited. The error says where the first bad byte is, not what it is.
+    """
+    encoding = next((name for bom, name in BOMS if data.startswith(bom)), "utf-8")
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        raise FrontMatterError(
+            f"{where} is not valid {encoding.removesuffix('-sig').upper()} text "
+            f"(bad byte at offset {exc.start}); re-save it as UTF-8"
+        ) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +134,7 @@ def encoding_of(head: bytes) -> str:
 
 
 def decode(data: bytes, where: str) -> str:
-    """``data`` as text with LF line endings (:func:`~.formats.text.decode_text`, then CRLF
+    """``data`` as text with LF line endings (:func:`decode_text`, then CRLF
     and lone CR become LF)."""
     return _NEWLINES.sub("\n", decode_text(data, where))
 

@@ -23,17 +23,16 @@ from typing import Any
 
 from bastion.core.models import NOBODY_ROLE, Labels
 from bastion.core.principal import Classifications
-from bastion.core.sidecars import SIDECAR_SUFFIX
-from bastion.knowledge.ingest.errors import ParseError
-from bastion.knowledge.ingest.frontmatter import (
+from bastion.labels.frontmatter import (
     HEAD_BYTES,
     MAX_FRONT_MATTER_BYTES,
+    FrontMatterError,
     decode,
     head_front_matter,
     load_mapping,
 )
 
-__all__ = ["SIDECAR_SUFFIX", "document_labels", "resolve_labels", "undetermined"]
+__all__ = ["document_labels", "resolve_labels", "undetermined"]
 
 _LABEL_KEYS = frozenset({"tenant", "classification", "roles", "tags"})
 
@@ -54,7 +53,7 @@ def resolve_labels(
 ) -> Labels:
     """A document's effective labels (module docstring).
 
-    ``head`` is the file's first :data:`~bastion.knowledge.ingest.frontmatter.LABEL_BYTES`
+    ``head`` is the file's first :data:`~bastion.labels.frontmatter.LABEL_BYTES`
     bytes (fewer: the whole file; more are ignored), ``sidecar`` the content of its sidecar if
     it has one, ``sidecar_problem`` why a sidecar is there but cannot be read.
     """
@@ -63,8 +62,8 @@ def resolve_labels(
     complete = len(head) <= HEAD_BYTES
     try:
         found = head_front_matter(head[:HEAD_BYTES], complete=complete, where=where)
-    except ParseError as exc:
-        return undetermined(base, exc.reason if exc.reason is not None else str(exc))
+    except FrontMatterError as exc:
+        return undetermined(base, exc.reason if exc.reason is not None else _reason(exc, where))
     labels = base
     if found is not None:
         labels = document_labels(labels, found.metadata, classifications)
@@ -77,12 +76,18 @@ def resolve_labels(
             return undetermined(labels, f"sidecar is over {MAX_FRONT_MATTER_BYTES} bytes")
         try:
             metadata = load_mapping(decode(sidecar, where), where, what="the sidecar")
-        except ParseError as exc:
-            return undetermined(labels, exc.reason if exc.reason is not None else str(exc))
+        except FrontMatterError as exc:
+            return undetermined(
+                labels, exc.reason if exc.reason is not None else _reason(exc, where)
+            )
         labels = document_labels(labels, metadata, classifications)
         if labels.undetermined:
             return replace(labels, undetermined=f"sidecar: {labels.undetermined}")
     return labels
+
+
+def _reason(exc: FrontMatterError, where: str) -> str:
+    return str(exc).removeprefix(f"{where}: ") if where else str(exc)
 
 
 def _strings(value: Any) -> frozenset[str] | None:
