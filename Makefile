@@ -18,8 +18,8 @@ demo: $(STAMP)
 	$(BIN)/bastion demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests bench examples
-	$(BIN)/ruff format --check src tests bench examples
+	$(BIN)/ruff check src tests bench examples tools
+	$(BIN)/ruff format --check src tests bench examples tools
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

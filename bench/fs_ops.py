@@ -1,6 +1,6 @@
 """Small-file read and write cost: raw OS vs LocalStore vs the guarded Workspace (issue 2).
 
-.venv/bin/python bench/fs_ops.py [--quick] [--out FILE] [--profile]
+.venv/bin/python bench/fs_ops.py [--quick] [--out FILE] [--profile] [--publish]
 
 Measures, in one run on this machine:
 
@@ -501,6 +501,43 @@ def render(results: Results) -> str:
     return "\n".join(out)
 
 
+def publish(results: Results) -> Path:
+    """Write the run as ``bench/published/fs_ops.json`` (``bench/report.py`` renders it)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _results import Result, Table, now, write_result
+
+    titles = {"read": "Read a 4 KiB file", "write": "Overwrite a 4 KiB file"}
+    titles["memory"] = "MemoryStore mount through the Workspace"
+    columns = ["case", "ops/round", "rounds", "wall µs/op", "ops/s", "x first row", "CPU µs/op"]
+    tables = []
+    for group, title in titles.items():
+        members = [r for r in results.rows.values() if r.group == group]
+        rows: list[list[str | int | float | None]] = [
+            [
+                r.label,
+                r.ops,
+                r.rounds,
+                round(r.median_us, 2),
+                round(r.ops_per_s),
+                None if r.ratio is None else round(r.ratio, 3),
+                round(r.cpu_us, 2),
+            ]
+            for r in members
+        ]
+        tables.append(Table(title=title, columns=columns, rows=rows))
+    return write_result(
+        Result(
+            bench="fs_ops",
+            title="Filesystem operations",
+            command=results.command,
+            machine=results.machine,
+            date=now(),
+            tables=tables,
+            notes=["Medians over rounds; *x first row* divides by the raw OS row of its table."],
+        )
+    )
+
+
 def _profile_reads(ws: Workspace, cfg: Config, runner: asyncio.Runner) -> str:
     """cProfile of ``Workspace.read_bytes`` on the local and on the memory mount."""
     names = _tree_names(cfg.files)
@@ -569,6 +606,7 @@ def main(argv: list[str] | None = None) -> Results:
     parser.add_argument("--files", type=int, help="files per tree (overrides the preset)")
     parser.add_argument("--rounds", type=int, help="timed rounds (overrides the preset)")
     parser.add_argument("--ops", type=int, help="ops per round for every case (overrides)")
+    parser.add_argument("--publish", action="store_true", help="write bench/published/fs_ops.json")
     args = parser.parse_args(argv)
     cfg = QUICK if args.quick else FULL
     if args.files is not None:
@@ -588,6 +626,8 @@ def main(argv: list[str] | None = None) -> Results:
         args.out.write_text(
             "# Filesystem operations benchmark\n\n" + results.markdown + "\n", encoding="utf-8"
         )
+    if args.publish:
+        print(f"published: {publish(results)}")
     return results
 
 

@@ -292,6 +292,10 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="500 documents (smoke run)")
     parser.add_argument("--no-dense", action="store_true", help="skip vector and hybrid")
     parser.add_argument("--cache", type=Path, default=RESULTS / "cache")
+    parser.add_argument(
+        "--publish", action="store_true", help="bench/published/search_scifact.json"
+    )
+    parser.add_argument("--no-peers", action="store_true", help="skip bm25s, rank_bm25 (no extra)")
     args = parser.parse_args()
 
     test = load_dataset(args.data, split="test")
@@ -313,7 +317,8 @@ def main() -> None:
         "|---|---:|---:|---:|---:|---:|---:|---|",
     ]
     notes: list[str] = []
-    run_peers(flat, test_q, test.qrels, out)
+    if not args.no_peers:
+        run_peers(flat, test_q, test.qrels, out)
     asyncio.run(
         run_bastion(
             corpus,
@@ -330,6 +335,11 @@ def main() -> None:
     text = "\n".join(out + notes)
     print(text)
     save_report("search_scifact", text, {"table": out, "notes": notes})
+    if args.publish:
+        from _results import publish_markdown
+
+        command = " ".join([".venv/bin/python bench/search_scifact.py", *sys.argv[1:]])
+        publish_markdown("search_scifact", "Search on SciFact", command, text)
 
 
 if __name__ == "__main__":

@@ -2,11 +2,13 @@
 search the same in-memory mirror), what persistence costs to load and to open again, and the
 file's size.
 
-Run: ``PYTHONPATH=src python bench/sqlite_index.py`` (about a minute; no extra needed).
+Run: ``PYTHONPATH=src python bench/sqlite_index.py`` (about a minute; no extra needed;
+``--publish`` writes ``bench/published/sqlite_index.json`` for the reference page).
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import sys
 import tempfile
@@ -42,6 +44,10 @@ def _run(knowledge: Knowledge, data: object) -> tuple[float, tuple[float, float]
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--publish", action="store_true", help="bench/published/sqlite_index.json")
+    publish = parser.parse_args().publish
+    rows: list[list[str | int | float | None]] = []
     data = load_scifact()
     files = _files(data)
     with tempfile.TemporaryDirectory() as tmp:
@@ -59,6 +65,8 @@ def main() -> None:
                 f"{name:7} load {load:5.1f} s  nDCG@10 {ndcg:.4f}  search p50 {p50:.2f} ms "
                 f"p99 {p99:.2f} ms"
             )
+            row: list[str | int | float | None] = [name, round(load, 2), round(ndcg, 4)]
+            row += [round(p50, 2), round(p99, 2), None, None, None]
             if name == "sqlite":
                 knowledge.close()
                 size = sum(
@@ -70,7 +78,24 @@ def main() -> None:
                 same, _ = _run(again, data)
                 line += f"  reopen {reopen:.2f} s (nDCG@10 {same:.4f})  file {size / 1e6:.1f} MB"
                 again.close()
+                row[5:] = [round(reopen, 3), round(same, 4), round(size / 1e6, 1)]
             print(line, flush=True)
+            rows.append(row)
+    if publish:
+        from _results import Result, Table, machine, now, write_result
+
+        columns = ["index", "load s", "nDCG@10", "p50 ms", "p99 ms", "reopen s"]
+        columns += ["nDCG@10 reopened", "file MB"]
+        size = f"BM25 over {len(data.doc_ids):,} SciFact documents"  # type: ignore[attr-defined]
+        result = Result(
+            bench="sqlite_index",
+            title="The core's SQLite index against the memory index",
+            command="PYTHONPATH=src python bench/sqlite_index.py --publish",
+            machine=machine(),
+            date=now(),
+            tables=[Table(title=size, columns=columns, rows=rows)],
+        )
+        print(write_result(result))
 
 
 if __name__ == "__main__":

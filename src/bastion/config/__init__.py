@@ -123,17 +123,29 @@ class MountConfig:
     """Options of the store (credentials, ``endpoint_url``, ``namespace``...): never shown."""
 
     def open(self, relative_to: str | os.PathLike[str] | None = None) -> Mount:
-        """Build the store and mount it."""
-        return mount_from_url(
-            self.prefix,
-            self.url,
-            self.scope,
-            labels=self.labels,
-            description=self.description,
-            timeout=self.timeout,
-            relative_to=relative_to,
-            options=self.options,
-        )
+        """Build the store and mount it. A remedy the store names as its argument
+        (``pass create=True``) is said in the file's words (``options = { create = true }``)."""
+        try:
+            return mount_from_url(
+                self.prefix,
+                self.url,
+                self.scope,
+                labels=self.labels,
+                description=self.description,
+                timeout=self.timeout,
+                relative_to=relative_to,
+                options=self.options,
+            )
+        except BastionError as exc:
+            if exc.remedy is None or exc.remedy[0] not in _MOUNT_OPTIONS:
+                raise
+            key, value = exc.remedy
+            said = f"set options = {{ {key} = {str(value).lower()} }} on this mount"
+            raise type(exc)(str(exc).replace(f"pass {key}={value!r}", said)) from exc
+
+
+_MOUNT_OPTIONS = frozenset({"create"})
+"""Store arguments a ``[[mounts]]`` entry sets in its ``options`` table."""
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """``bastion config check``: every problem of a workspace file in one run, each one line that
 names its place, found by opening what the file names (each mount's store, the policy and
-users files, the index folder, the audit log's folder), not only by reading it.
+users files, the index folder, the audit log's folder, the identity keys' files and secrets and
+the identity provider: :mod:`bastion.config.identity_check`), not only by reading it.
 
 :func:`check_file` checks each part on its own, so that a typo in one mount does not hide a
 missing folder in another; :meth:`WorkspaceConfig.from_file` (which stops at the first
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bastion.config.identity_check import check_identity
 from bastion.configfile import read_table
 from bastion.core.errors import BastionError, ConfigurationError
 from bastion.core.policy import Policy
@@ -95,12 +97,12 @@ def check_file(
     knowledge = attempt("knowledge", lambda: knowledge_table(data.get("knowledge"), base, environ))
     if knowledge is not None:
         attempt("knowledge", lambda: _writable(knowledge.folder, "the index folder"))
-    order = policy or Policy()
-    attempt("principal", lambda: principal_table(data.get("principal"), order, environ))
-    users = attempt("users", lambda: users_table(data.get("users"), base, order, environ))
+    attempt("principal", lambda: principal_table(data.get("principal"), rules, environ))
+    users = attempt("users", lambda: users_table(data.get("users"), base, rules, environ))
     attempt("default_user", lambda: default_user(data.get("default_user"), users or {}, environ))
-    audit = data.get("audit")
-    if isinstance(audit, str):
+    if "identity" in other_tables and "identity" in data:
+        check_identity(data["identity"], base, environ, report.problems.append)
+    if isinstance(audit := data.get("audit"), str):
         log = base / Path(audit).expanduser()
         attempt("audit", lambda: _writable(log.parent, "the audit log's folder"))
     if not report.problems:

@@ -102,6 +102,10 @@ class JwksKeys:
             return keys[0] if len(keys) == 1 else None
         return self._keys.get(kid)
 
+    def usable(self) -> bool:
+        """True when the last fetch found a key Bastion verifies with."""
+        return bool(self._keys)
+
     def wants(self, kid: str | None) -> bool:
         """True when a token naming ``kid`` should make the keys be fetched now: never
         fetched yet, or ``kid`` unknown and the last fetch older than the interval."""

@@ -138,7 +138,7 @@ class Database:
         if not create and not target.is_file():
             raise ConfigurationError(
                 f"SQLite store {shown!r} does not exist; create it or pass create=True"
-            )
+            ).needing("create", True)
         mode = "rwc" if create else "rw"
         self._uri = f"{target.as_uri()}?mode={mode}"
         self._timeout = busy_timeout

@@ -185,7 +185,7 @@ class LocalStore(Store):
             raise ConfigurationError(
                 f"local store root {os.fspath(root)!r} is not an existing directory "
                 f"({exc.strerror}); create it or pass create=True"
-            ) from exc
+            ).needing("create", True) from exc
         self._root_fd = fd
         self._closed = False
         self._close_fd = weakref.finalize(self, os.close, fd)

@@ -223,5 +223,7 @@ def mount_from_url(
     try:
         store = store_from_url(url, relative_to=relative_to, **dict(options or {}))
     except ConfigurationError as exc:
-        raise ConfigurationError(f"mount {prefix}: {exc}") from None
+        named = ConfigurationError(f"mount {prefix}: {exc}")
+        named.remedy = exc.remedy  # the advice is kept, so is what it names
+        raise named from None
     return Mount.of(prefix, store, scope, labels=labels, description=description, timeout=timeout)

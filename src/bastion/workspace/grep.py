@@ -423,7 +423,7 @@ def _too_complex(pattern: str, size: int | None) -> InvalidPatternError:
         f"regular expression {pattern[:60]!r} is too complex ({program}, limit "
         f"{MAX_PROGRAM_SIZE}); use smaller counted repetitions ({{1,999}} -> +) or fewer "
         "alternatives, or pass regex=False for plain text"
-    )
+    ).needing("regex", False)
 
 
 def clip(text: str) -> str:
