@@ -62,8 +62,31 @@ def options() -> dict[str, Fuse]:
     }
     for alpha in (0.3, 0.4, 0.5, 0.6, 0.7):
         out[f"weighted alpha={alpha}"] = lambda kw, vec, a=alpha: fusion.weighted(kw, vec, alpha=a)
-    out["z-scores summed (no weight; fusion.zscore)"] = fusion.zscore
+    out["z-scores summed, each chunk its own keyword score (the former default)"] = chunk_zscore
+    out["z-scores summed, keyword evidence per document (fusion.zscore, the default)"] = (
+        fusion.zscore
+    )
     return out
+
+
+def chunk_zscore(keyword: Sequence[IndexHit], vector: Sequence[IndexHit]) -> list[IndexHit]:
+    """The former ``fusion.zscore``: every hit its own standard score in each list (keyword
+    statistics over chunks, a chunk missing from a list that list's lowest)."""
+    chunks: dict[str, IndexHit] = {}
+    lists: list[tuple[dict[str, float], float]] = []
+    for hits in (keyword, vector):
+        if not hits:
+            continue
+        values = [h.score for h in hits]
+        mean = sum(values) / len(values)
+        spread = (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5 or 1.0
+        standard = {h.chunk.chunk_id: (h.score - mean) / spread for h in hits}
+        lists.append((standard, min(standard.values())))
+        for hit in hits:
+            chunks.setdefault(hit.chunk.chunk_id, hit)
+    scores = {key: sum(found.get(key, low) for found, low in lists) for key in chunks}
+    order = sorted(scores, key=lambda key: -scores[key])
+    return [IndexHit(chunks[key].chunk, scores[key]) for key in order]
 
 
 async def main() -> None:
