@@ -21,6 +21,7 @@ from bastion.governance.answer.models import merge_spans
 from bastion.governance.answer.text import chunk_passages
 from bastion.knowledge.engine import Knowledge
 from bastion.knowledge.index.memory import MemoryIndex
+from bastion.knowledge.linemap import chunk_line_map
 
 TRAVEL = """# Travel policy
 
@@ -242,3 +243,35 @@ def test_spans_merge_and_print_apart() -> None:
     citation = Citation.of(_context("a\nb\nc\nd\ne\nf", start=3), [(9, 10), (3, 3)])
     assert citation.lines == "3, 9-10"
     assert (citation.start_line, citation.end_line) == (3, 10)
+
+
+SQUEEZED = """# Rota
+
+
+
+The rota is drawn up by the duty manager.
+
+
+
+Night shifts pay a supplement of 25 percent.
+"""
+
+
+def test_lines_squeezed_by_cleaning_are_counted_in_the_file() -> None:
+    """Cleaning keeps one blank line of a run: the chunk has fewer lines than the file, and
+    the citation still names the file's own line."""
+    ws = _ws()
+    ws.write("/docs/rota.md", SQUEEZED)
+    answer = ws.ask("What supplement do night shifts pay?", mode="bm25")
+    assert answer.status is AnswerStatus.ANSWERED and "25 percent" in answer.answer
+    (citation,) = answer.citations
+    line = next(i for i, text in enumerate(SQUEEZED.split("\n"), 1) if "25 percent" in text)
+    assert (citation.start_line, citation.end_line) == (line, line)
+    context = next(c for c in answer.contexts if c.chunk_id == citation.chunk_id)
+    assert context.text.count("\n") + 1 < context.end_line - context.start_line + 1
+
+
+def test_chunk_line_map_aligns_a_chunk_with_its_stretch_of_the_file() -> None:
+    source = "intro\n\n\n\nfirst line\n\n\n\nsecond line\ntail"
+    assert chunk_line_map(source, 5, 9, "first line\n\nsecond line") == (5, 6, 9)
+    assert chunk_line_map(source, 5, 5, "first line") == ()  # as many lines as its range
