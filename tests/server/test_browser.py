@@ -101,12 +101,12 @@ def test_two_users_ask_the_same_question(browser: Browser, site: str, tmp_path: 
     _ask(mei, QUESTION)
     expect(mei.locator("#answer")).to_contain_text("$128,000")
     expect(mei.locator("#citations li")).to_have_count(1)
-    expect(mei.locator("#citations li")).to_have_text("/larkspur/hr/salary-bands.md:9-17")
+    expect(mei.locator("#citations li")).to_have_text("/larkspur/hr/salary-bands.md:11-13")
     shots.take(mei, "mei-answer")
     # The numbered reference in the answer opens the cited lines.
     mei.locator("#answer .ref").first.focus()
     mei.keyboard.press("Enter")
-    expect(mei.locator("#viewer-path")).to_have_text("/larkspur/hr/salary-bands.md:9-17")
+    expect(mei.locator("#viewer-path")).to_have_text("/larkspur/hr/salary-bands.md:11-13")
     expect(mei.locator("#viewer-text")).to_contain_text("128,000")
     shots.take(mei, "mei-cited-lines")
 
@@ -114,7 +114,7 @@ def test_two_users_ask_the_same_question(browser: Browser, site: str, tmp_path: 
     _sign_in_with_keyboard(zoe, site, "zoe")
     _ask(zoe, QUESTION)
     expect(zoe.locator("#answer")).to_contain_text("$92,000")
-    expect(zoe.locator("#citations li")).to_have_text("/tidewater/hr/salary-bands.md:9-15")
+    expect(zoe.locator("#citations li")).to_have_text("/tidewater/hr/salary-bands.md:11-13")
     assert "128,000" not in zoe.locator("#answer").inner_text()
     shots.take(zoe, "zoe-answer")
 
