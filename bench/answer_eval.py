@@ -22,8 +22,8 @@ import pickle
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from answer_relevance import contexts as retrieved
 from bastion.cli.eval_answers import _world
 from bastion.core.principal import Principal
 from bastion.governance.answer import Context
@@ -31,6 +31,31 @@ from bastion.governance.answer import evidence as ev
 from bastion.knowledge.embedders import LocalEmbedder
 from bastion.knowledge.eval.answer_set import Pair, load_answer_set
 from bastion.workspace.asking import embedding_similarity
+
+K = 8
+
+
+async def _contexts(ws: Any, index: Any, who: Principal, question: str, mode: str) -> list[Context]:
+    result = await ws.with_principal(who).search(question, mode=mode, k=K)
+    out = []
+    for hit in result.hits:
+        chunk = next(c for c in index.chunks_of(hit.doc_id) if c.chunk_id == hit.chunk_id)
+        out.append(
+            Context(
+                chunk_id=hit.chunk_id,
+                doc_id=hit.doc_id,
+                path=hit.path,
+                start_line=hit.start_line,
+                end_line=hit.end_line,
+                text=chunk.text,
+                score=hit.score,
+                retrieval_score=hit.score,
+                section=chunk.section,
+                title=chunk.doc.title,
+            )
+        )
+    return out
+
 
 Row = tuple[float, float | None, bool, int, tuple[float, ...], int, bool]
 Features = tuple[list[Row], bool]
@@ -61,7 +86,7 @@ async def _features(mode: str) -> dict[str, list[Features]]:
                     roles={pair.role},
                     clearance=corpus.clearance.get(pair.role),
                 )
-                contexts = await retrieved(ws, index, who, pair.case.question, mode)
+                contexts = await _contexts(ws, index, who, pair.case.question, mode)
                 if mode != "bm25" and contexts:
                     contexts = await ev.with_similarities(pair.case.question, contexts, similarity)
                 out[pair.case.split].append((_passages(pair, contexts), pair.answerable))

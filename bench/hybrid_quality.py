@@ -62,8 +62,52 @@ def options() -> dict[str, Fuse]:
     }
     for alpha in (0.3, 0.4, 0.5, 0.6, 0.7):
         out[f"weighted alpha={alpha}"] = lambda kw, vec, a=alpha: fusion.weighted(kw, vec, alpha=a)
-    out["z-scores summed (no weight; fusion.zscore)"] = fusion.zscore
+    out["z-scores summed, each chunk its own keyword score (the former default)"] = chunk_zscore
+    for weight in (0.8, 1.2):
+        out[f"z-scores, keyword per document, vector weight {weight}"] = lambda kw, vec, w=weight: (
+            scaled(fusion.zscore, kw, vec, w)
+        )
+    out["z-scores, keyword per document, over the first 50 of each list"] = lambda kw, vec: (
+        fusion.zscore(kw[:50], vec[:50])
+    )
+    out["z-scores summed, keyword evidence per document (fusion.zscore, the default)"] = (
+        fusion.zscore
+    )
     return out
+
+
+def scaled(fuse: Fuse, kw: Sequence[IndexHit], vec: Sequence[IndexHit], weight: float) -> list:
+    """``fuse`` with the vector list's standard scores weighed by ``weight``: the z-scores of
+    a list are those of its scores times any positive number, so scaling the list does not do
+    it; the vector hits are fused alone and with the keyword list, and the difference
+    weighed."""
+    both = {h.chunk.chunk_id: h for h in fuse(kw, vec)}
+    alone = {h.chunk.chunk_id: h.score for h in fuse([], vec)}
+    low = min(alone.values(), default=0.0)
+    out = [
+        IndexHit(h.chunk, h.score + (weight - 1.0) * alone.get(key, low)) for key, h in both.items()
+    ]
+    return sorted(out, key=lambda h: -h.score)
+
+
+def chunk_zscore(keyword: Sequence[IndexHit], vector: Sequence[IndexHit]) -> list[IndexHit]:
+    """The former ``fusion.zscore``: every hit its own standard score in each list (keyword
+    statistics over chunks, a chunk missing from a list that list's lowest)."""
+    chunks: dict[str, IndexHit] = {}
+    lists: list[tuple[dict[str, float], float]] = []
+    for hits in (keyword, vector):
+        if not hits:
+            continue
+        values = [h.score for h in hits]
+        mean = sum(values) / len(values)
+        spread = (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5 or 1.0
+        standard = {h.chunk.chunk_id: (h.score - mean) / spread for h in hits}
+        lists.append((standard, min(standard.values())))
+        for hit in hits:
+            chunks.setdefault(hit.chunk.chunk_id, hit)
+    scores = {key: sum(found.get(key, low) for found, low in lists) for key in chunks}
+    order = sorted(scores, key=lambda key: -scores[key])
+    return [IndexHit(chunks[key].chunk, scores[key]) for key in order]
 
 
 async def main() -> None:

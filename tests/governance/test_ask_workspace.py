@@ -99,7 +99,16 @@ def test_an_answer_is_verbatim_cited_and_verified() -> None:
     assert context.tokens > 0
     data = answer.to_dict()
     assert set(data) >= {"answer", "citations", "contexts", "verification", "guardrails"}
-    assert data["citations"][0].keys() == {"chunk_id", "doc_id", "path", "lines"}
+    assert data["citations"][0].keys() == {
+        "chunk_id",
+        "doc_id",
+        "path",
+        "start_line",
+        "end_line",
+        "lines",
+        "spans",
+        "chunk_lines",
+    }
     text = answer.format()
     assert "[1]" in text and "§" not in text and "verified" in text
 

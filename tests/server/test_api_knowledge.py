@@ -34,7 +34,10 @@ def test_ask_streams_the_answer_then_citations_and_verification(
     answer = "".join(str(data["text"]) for name, data in events if name == "answer")
     assert "Monday" in answer and "[1]" in answer
     citations = dict(events)["citations"]["citations"]
-    assert citations == [{"n": 1, "path": "/docs/handbook.md", "lines": [1, 4]}]
+    # the line the answer took ("The kestrel rota starts on Monday."), not the whole chunk
+    assert citations == [
+        {"n": 1, "path": "/docs/handbook.md", "start_line": 3, "end_line": 3, "lines": [3, 3]}
+    ]
     assert dict(events)["verification"]["verified"] is True
 
 

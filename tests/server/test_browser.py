@@ -95,12 +95,12 @@ def test_two_users_ask_the_same_question(browser: Browser, site: str, tmp_path: 
     _ask(mei, QUESTION)
     expect(mei.locator("#turns .answer")).to_contain_text("$128,000")
     expect(mei.locator("#turns .citations li")).to_have_count(1)
-    expect(mei.locator("#turns .citations li")).to_have_text("/larkspur/hr/salary-bands.md:9-17")
+    expect(mei.locator("#turns .citations li")).to_have_text("/larkspur/hr/salary-bands.md:11-13")
     shots.take(mei, "mei-answer")
     # The numbered reference in the answer opens the cited lines.
     mei.locator("#turns .answer .ref").first.focus()
     mei.keyboard.press("Enter")
-    expect(mei.locator("#viewer-path")).to_have_text("/larkspur/hr/salary-bands.md:9-17")
+    expect(mei.locator("#viewer-path")).to_have_text("/larkspur/hr/salary-bands.md:11-13")
     expect(mei.locator("#viewer-text")).to_contain_text("128,000")
     shots.take(mei, "mei-cited-lines")
 
@@ -108,7 +108,7 @@ def test_two_users_ask_the_same_question(browser: Browser, site: str, tmp_path: 
     _sign_in_with_keyboard(zoe, site, "zoe")
     _ask(zoe, QUESTION)
     expect(zoe.locator("#turns .answer")).to_contain_text("$92,000")
-    expect(zoe.locator("#turns .citations li")).to_have_text("/tidewater/hr/salary-bands.md:9-15")
+    expect(zoe.locator("#turns .citations li")).to_have_text("/tidewater/hr/salary-bands.md:11-13")
     assert "128,000" not in zoe.locator("#turns .answer").inner_text()
     shots.take(zoe, "zoe-answer")
 

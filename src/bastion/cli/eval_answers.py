@@ -74,6 +74,30 @@ async def _visible(ws: Any, index: Any, who: Any) -> tuple[list[str], str]:
     return paths, "\n".join(texts)
 
 
+_FILE_LINES = (".md", ".markdown", ".txt")
+"""Formats whose citations point at lines of the file itself (others: of the extracted text)."""
+
+
+def _cited_text(citations: Sequence[Any], folder: Path, index: Any) -> str:
+    """The text of the lines the citations point at: the file's own lines for text formats,
+    the extracted text's (as the index's chunks hold it) for the others."""
+    out: list[str] = []
+    for c in citations:
+        rel = c.path[len(_MOUNT) + 1 :]
+        if rel.endswith(_FILE_LINES):
+            lines = (folder / rel).read_text(encoding="utf-8", errors="replace").split("\n")
+            numbered = dict(enumerate(lines, start=1))
+        else:
+            numbered = {
+                chunk.start_line + i: line
+                for chunk in index.chunks_of(c.doc_id)
+                for i, line in enumerate(chunk.text.split("\n"))
+            }
+        for first, last in c.spans or ((c.start_line, c.end_line),):
+            out += [numbered.get(n, "") for n in range(first, last + 1)]
+    return "\n".join(out)
+
+
 async def _run(
     pairs: Sequence[Any],
     corpora: dict[str, Any],
@@ -117,6 +141,7 @@ async def _run(
                     cited=cited,
                     readable=readable,
                     visible_text=visible_text,
+                    cited_text=_cited_text(answer.citations, Path(tmp) / name, index),
                 )
                 out.append(
                     (
@@ -132,6 +157,9 @@ async def _run(
                             "verified": answer.verified,
                             "answer": answer.answer,
                             "cited": cited,
+                            "cited_lines": [
+                                f"{c.path[len(_MOUNT) + 1 :]}:{c.lines}" for c in answer.citations
+                            ],
                         },
                     )
                 )

@@ -15,7 +15,7 @@ from array import array
 from collections import deque
 from collections.abc import Iterator
 
-__all__ = ["line_map"]
+__all__ = ["chunk_line_map", "line_map"]
 
 _KEY = 24
 _WINDOW = 500
@@ -80,3 +80,16 @@ def line_map(source: str, clean: str) -> array[int]:
         last = found
         cursor = found + 1
     return out
+
+
+def chunk_line_map(source: str, start_line: int, end_line: int, text: str) -> tuple[int, ...]:
+    """The 1-based file line of each line of a chunk's ``text``, the chunk covering lines
+    ``start_line`` to ``end_line`` of ``source`` (the file's text): the chunk's lines aligned
+    with that stretch of the file (:func:`line_map`). Empty when the chunk has as many lines as
+    its range (then line ``i`` of the chunk is ``start_line + i``)."""
+    if text.count("\n") + 1 == end_line - start_line + 1:
+        return ()
+    if "\r" in source:
+        source = source.replace("\r\n", "\n").replace("\r", "\n")
+    stretch = "\n".join(source.split("\n")[start_line - 1 : end_line])
+    return tuple(start_line - 1 + line for line in line_map(stretch, text))

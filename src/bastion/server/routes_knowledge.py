@@ -72,7 +72,13 @@ def answer_parts(answer: Any) -> dict[str, Any]:
         "answer": number_markers(answer.answer, numbers),
         "status": answer.status.value,
         "citations": [
-            {"n": numbers[c.chunk_id], "path": c.path, "lines": [c.start_line, c.end_line]}
+            {
+                "n": numbers[c.chunk_id],
+                "path": c.path,
+                "start_line": c.start_line,
+                "end_line": c.end_line,
+                "lines": [c.start_line, c.end_line],
+            }
             for c in answer.citations
         ],
         "verification": {

@@ -205,6 +205,7 @@ class _SearchRetriever:
                     retrieval_score=hit.score,
                     section=chunk.section,
                     title=chunk.doc.title,
+                    line_map=await self._line_map(chunk, hit.start_line, hit.end_line),
                 )
             )
         return Retrieval(
@@ -215,10 +216,36 @@ class _SearchRetriever:
             notes=self._notes,
         )
 
+    async def _line_map(self, chunk: IndexedChunk, start: int, end: int) -> tuple[int, ...]:
+        """The file line of each line of the chunk, where cleaning squeezed blank lines or
+        joined a hyphenated word inside it (so that a citation points at the lines it took);
+        empty in the common case, or when the file cannot be read (too large, gone)."""
+        if chunk.text.count("\n") + 1 == end - start + 1:
+            return ()
+        from bastion.core.errors import BastionError
+        from bastion.knowledge.linemap import chunk_line_map
+
+        vp = VPath.parse(chunk.doc.path)
+        mount = self._link.mounts.find(vp)
+        if mount is None:
+            return ()
+        rel = mount.to_store_path(vp)
+        try:
+            if (await mount.store.stat(rel)).size > _LINE_MAP_BYTES:
+                return ()
+            data = await mount.store.read_all(rel)
+        except BastionError:
+            return ()
+        return chunk_line_map(data.decode("utf-8", "replace"), start, end, chunk.text)
+
     def may_read(self, context: Context) -> bool:
         meta = self._docs.get(context.chunk_id)
         return meta is not None and self._link.may_read(self._ctx, meta)
 
+
+_LINE_MAP_BYTES = 8 << 20
+"""Files up to this size are read again to place a citation's lines exactly (only those whose
+chunk lost lines to cleaning)."""
 
 _CACHED = 8192
 """Sentence vectors kept per embedder: the sentences of a corpus recur from one ask to the

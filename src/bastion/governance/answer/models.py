@@ -26,6 +26,7 @@ __all__ = [
     "GuardrailReport",
     "Verification",
     "guarded",
+    "merge_spans",
     "withheld_note",
 ]
 
@@ -129,6 +130,22 @@ class Context:
     term_similarities: Mapping[str, float] = field(default_factory=dict)
     """For each topic term of the question that no retrieved chunk holds: the best cosine of
     the question's word for it with one of this chunk's sentences; empty without vectors."""
+    line_map: tuple[int, ...] = ()
+    """The file line of each line of ``text``, when the retriever knows it and it is not
+    ``start_line`` plus the line's place (cleaning squeezed blank lines or joined a word
+    hyphenated across lines); empty otherwise."""
+
+    def file_lines(self, first: int, last: int) -> tuple[int, int]:
+        """Lines ``first`` to ``last`` of ``text`` (0-based, inclusive) as the 1-based,
+        inclusive line range of the file, kept within the chunk's own range."""
+        lo, hi = min(first, last), max(first, last)
+        if self.line_map:
+            top = len(self.line_map) - 1
+            a, b = self.line_map[min(lo, top)], self.line_map[min(hi, top)]
+        else:
+            a, b = self.start_line + lo, self.start_line + hi
+        a = min(max(a, self.start_line), self.end_line)
+        return a, min(max(b, a), self.end_line)
 
     @property
     def marker(self) -> str:
@@ -143,6 +160,8 @@ class Context:
             "chunk_id": self.chunk_id,
             "doc_id": self.doc_id,
             "path": self.path,
+            "start_line": self.start_line,
+            "end_line": self.end_line,
             "lines": [self.start_line, self.end_line],
             "section": self.section,
             "title": self.title,
@@ -156,38 +175,67 @@ class Context:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Citation:
-    """A chunk the answer cites: always one of the answer's contexts."""
+    """A chunk the answer cites (always one of the answer's contexts), and the lines of its
+    file that hold the text the answer took from it."""
 
     chunk_id: str
     doc_id: str
     path: str
     start_line: int
     end_line: int
+    """1-based, inclusive: the first and the last line of the text taken from the chunk (the
+    whole chunk when the taken text could not be told apart)."""
+    spans: tuple[tuple[int, int], ...] = ()
+    """Each stretch of lines taken (first, last), in file order, adjacent ones merged; one
+    stretch ``(start_line, end_line)`` when empty."""
+    chunk_start_line: int = 0
+    chunk_end_line: int = 0
+    """The cited chunk's own line range."""
 
     @classmethod
-    def of(cls, context: Context) -> Citation:
+    def of(cls, context: Context, spans: Sequence[tuple[int, int]] = ()) -> Citation:
+        """The citation of ``context`` for the file lines ``spans`` it gave the answer (the
+        whole chunk when none is given)."""
+        merged = merge_spans(spans) or ((context.start_line, context.end_line),)
         return cls(
             chunk_id=context.chunk_id,
             doc_id=context.doc_id,
             path=context.path,
-            start_line=context.start_line,
-            end_line=context.end_line,
+            start_line=merged[0][0],
+            end_line=max(b for _, b in merged),
+            spans=merged,
+            chunk_start_line=context.start_line,
+            chunk_end_line=context.end_line,
         )
 
     @property
     def lines(self) -> str:
-        """``"3-5"`` (or ``"3"`` for one line)."""
-        if self.start_line == self.end_line:
-            return str(self.start_line)
-        return f"{self.start_line}-{self.end_line}"
+        """``"12-14"`` (``"3"`` for one line; ``"3, 9-10"`` for stretches apart)."""
+        stretches = self.spans or ((self.start_line, self.end_line),)
+        return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in stretches)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "chunk_id": self.chunk_id,
             "doc_id": self.doc_id,
             "path": self.path,
+            "start_line": self.start_line,
+            "end_line": self.end_line,
             "lines": [self.start_line, self.end_line],
+            "spans": [list(s) for s in self.spans or ((self.start_line, self.end_line),)],
+            "chunk_lines": [self.chunk_start_line, self.chunk_end_line],
         }
+
+
+def merge_spans(spans: Sequence[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    """``spans`` sorted, overlapping or adjacent ones merged (``(3, 4), (5, 5)`` is ``(3, 5)``)."""
+    out: list[tuple[int, int]] = []
+    for a, b in sorted((min(a, b), max(a, b)) for a, b in spans):
+        if out and a <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return tuple(out)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -17,9 +17,10 @@ floor and the sentence itself or a heading below the title holds at least one to
 
 A chunk's relevance is the best coverage of one of its sentences that holds a topic term
 itself or under a heading below the title; below the floor, the chunk does not enter the
-answer's context. :data:`RELEVANCE_FLOOR` was chosen on
-the labelled faithfulness set and checked on the governed-RAG manifest
-(``bench/answer_relevance.py``, ``docs/benchmarks.md``, ``docs/decisions.md``).
+answer's context. :data:`RELEVANCE_FLOOR` and the weights of
+:mod:`~bastion.governance.answer.evidence` are chosen on the dev split of the answer evaluation
+set and reported on its test split (``bench/answer_eval.py``, ``docs/benchmarks.md``,
+``docs/decisions.md``).
 """
 
 from __future__ import annotations

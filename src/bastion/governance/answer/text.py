@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 import re
+from bisect import bisect_right
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
@@ -94,6 +95,10 @@ class Passage:
     headings: tuple[str, ...] = ()
     """The headings the sentence sits under, outermost first, below the document's title
     (the chunk's section path, then the headings met in the chunk)."""
+    lines: tuple[int, int] = field(default=(0, 0), compare=False)
+    """The first and last line of the chunk's text the sentence was read from (0-based,
+    inclusive): a table row or a list item is its own line; a prose sentence may span the
+    lines of a soft-wrapped paragraph, or share its line with the sentences around it."""
 
 
 def chunk_sentences(text: str) -> list[str]:
@@ -101,8 +106,43 @@ def chunk_sentences(text: str) -> list[str]:
     return [p.sentence for p in chunk_passages(text)]
 
 
+_Unit = tuple[str, str, tuple[str, ...], int, tuple[int, int]]
+
+
+def _prose_units(
+    prose: list[tuple[int, str]], title: str, headings: tuple[str, ...]
+) -> list[_Unit]:
+    """The sentences of a paragraph (its lines joined by one space), each with its lines."""
+    if not prose:
+        return []
+    joined = " ".join(line for _, line in prose)
+    starts: list[int] = []
+    at = 0
+    for _, line in prose:
+        starts.append(at)
+        at += len(line) + 1
+
+    def line_at(offset: int) -> int:
+        i = bisect_right(starts, offset) - 1
+        return prose[max(i, 0)][0]
+
+    out: list[_Unit] = []
+    begin = 0
+    for match in [*_SENTENCE_END.finditer(joined), None]:
+        end = len(joined) if match is None else match.start()
+        piece = joined[begin:end]
+        if piece.strip():
+            lead = len(piece) - len(piece.lstrip())
+            first = line_at(begin + lead)
+            last = line_at(begin + len(piece.rstrip()) - 1)
+            out.append((" ".join(piece.split()), title, headings, 3, (first, last)))
+        if match is not None:
+            begin = match.end()
+    return out
+
+
 def chunk_passages(text: str, section: str = "") -> list[Passage]:
-    """The sentences of a chunk, each with its heading path, in order.
+    """The sentences of a chunk, each with its heading path and its lines, in order.
 
     Headings, rules and bold-only label lines (``**VP Level**``) are not sentences (they state
     nothing on their own); a table's header row is not either, but each row below it is one
@@ -112,62 +152,71 @@ def chunk_passages(text: str, section: str = "") -> list[Passage]:
     title). A list item is a
     sentence of its own, without its bullet, when it has two words or more (other sentences
     need three: shorter pieces are fragments); soft-wrapped prose lines are joined before
-    splitting. A question (a sentence ending in ``?``) states nothing and is left out too."""
+    splitting. A question (a sentence ending in ``?``) states nothing and is left out too.
+    Each passage keeps the lines of ``text`` it was read from (:attr:`Passage.lines`)."""
     path: list[tuple[int, str]] = [
         (level, name.strip())
         for level, name in enumerate(section.split(" > "), start=1)
         if name.strip() and level > 1
     ]
     title = section.split(" > ", maxsplit=1)[0].strip()
-    units: list[tuple[str, str, tuple[str, ...], int]] = []
+    units: list[_Unit] = []
+    prose: list[tuple[int, str]] = []
+    header: list[str] | None = None
 
     def here() -> tuple[str, ...]:
         return tuple(name for _, name in path)
 
-    for block in re.split(r"\n\s*\n", text):
-        prose: list[str] = []
-        header: list[str] | None = None
-        for line in block.splitlines():
-            if not line.strip():
-                continue
-            if line.lstrip().startswith("|"):
-                units.append((" ".join(prose), title, here(), 3))
-                prose = []
-                cells = [c.strip() for c in line.strip().strip("|").split("|")]
-                if all(_TABLE_RULE.match(c) for c in cells if c):
-                    continue
-                if header is None:
-                    header = cells
-                    continue
-                units.append((_row(header, cells), title, here(), 2))
-                continue
+    def flush() -> None:
+        units.extend(_prose_units(prose, title, here()))
+        prose.clear()
+
+    for number, line in enumerate(text.split("\n")):
+        if not line.strip():  # a blank line ends the block: its paragraph and its table
+            flush()
             header = None
-            heading = _HEADING.match(line)
-            if heading or _RULE.match(line) or _LABEL.match(line):
-                units.append((" ".join(prose), title, here(), 3))
-                prose = []
-                if heading:
-                    level = heading.group(1).count("#")
-                    name = line[heading.end() :].strip().strip("#").strip()
-                    path[:] = [(lv, n) for lv, n in path if lv < level and n != name]
-                    if level > 1:
-                        path.append((level, name))
-                    else:
-                        title = name
-            elif _LIST_ITEM.match(line):
-                units.append((" ".join(prose), title, here(), 3))
-                prose = []
-                units.append((_LIST_ITEM.sub("", line, count=1), title, here(), 2))
-            else:
-                prose.append(line.strip())
-        units.append((" ".join(prose), title, here(), 3))
+            continue
+        if line.lstrip().startswith("|"):
+            flush()
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if all(_TABLE_RULE.match(c) for c in cells if c):
+                continue
+            if header is None:
+                header = cells
+                continue
+            units.append((_row(header, cells), title, here(), 2, (number, number)))
+            continue
+        header = None
+        heading = _HEADING.match(line)
+        if heading or _RULE.match(line) or _LABEL.match(line):
+            flush()
+            if heading:
+                level = heading.group(1).count("#")
+                name = line[heading.end() :].strip().strip("#").strip()
+                path[:] = [(lv, n) for lv, n in path if lv < level and n != name]
+                if level > 1:
+                    path.append((level, name))
+                else:
+                    title = name
+        elif _LIST_ITEM.match(line):
+            flush()
+            item = " ".join(_LIST_ITEM.sub("", line, count=1).split())
+            units.append((item, title, here(), 2, (number, number)))
+        else:
+            prose.append((number, line.strip()))
+    flush()
     passages: list[Passage] = []
-    for unit, named, headings, least in units:
-        for raw in _SENTENCE_END.split(" ".join(unit.split())):
-            piece = raw.strip()
+    for unit, named, headings, least, lines in units:
+        pieces = [(unit, lines)] if least == 3 else _pieces(unit, lines)
+        for piece, where in pieces:
             if len(_WORDS.findall(piece)) >= least and not piece.endswith("?"):
-                passages.append(Passage(piece, named, headings))
+                passages.append(Passage(piece, named, headings, where))
     return passages
+
+
+def _pieces(unit: str, lines: tuple[int, int]) -> list[tuple[str, tuple[int, int]]]:
+    """A list item or a table row split into its sentences (all on its one line)."""
+    return [(p.strip(), lines) for p in _SENTENCE_END.split(" ".join(unit.split())) if p.strip()]
 
 
 def _row(header: list[str], cells: list[str]) -> str:

@@ -30,6 +30,7 @@ from bastion.governance.answer.evidence import Similarity, answerability, with_s
 from bastion.governance.answer.extractive import ExtractiveAnswerer
 from bastion.governance.answer.generate import Generator
 from bastion.governance.answer.guardrail_port import GuardrailsPort, checked
+from bastion.governance.answer.locate import cited_lines
 from bastion.governance.answer.models import (
     NO_CONTEXT,
     REFUSED,
@@ -328,7 +329,10 @@ class AnswerWorkflow:
                     + f": {_reasons(outcome.reasons)}",
                 )
         by_id = {c.chunk_id: c for c in contexts}
-        citations = tuple(Citation.of(by_id[cid]) for cid in cited_ids(text) if cid in by_id)
+        taken = cited_lines(text, contexts)
+        citations = tuple(
+            Citation.of(by_id[cid], taken.get(cid, ())) for cid in cited_ids(text) if cid in by_id
+        )
         trail.record(
             "cite", reason=f"cited={_ids(c.chunk_id for c in citations)}", count=len(citations)
         )

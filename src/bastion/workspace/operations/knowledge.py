@@ -70,6 +70,8 @@ class AskParams(Params):
 class Citation(Result):
     n: int
     path: str
+    start_line: int = Field(description="First line of the text the answer took (1-based)")
+    end_line: int = Field(description="Last line of the text the answer took (inclusive)")
     lines: tuple[int, int]
 
 
