@@ -79,6 +79,12 @@ CALLS: dict[str, Callable[[SyncWorkspace], Any]] = {
         r.mkdir("/docs/d/sub", parents=False, exist_ok=False),
     ),
     "copy a folder onto": lambda r: (r.mkdir("/docs/f"), r.copy("/docs/f", "/docs/d")),
+    # without parents, a write into the folder answered "parent does not exist" only when
+    # the folder was not there (found by the web app's parity scenarios)
+    "write into without parents": lambda r: r.write("/docs/d/new.md", "x", parents=False),
+    "write below without parents": lambda r: r.write("/docs/d/sub/new.md", "x", parents=False),
+    "append into without parents": lambda r: r.append("/docs/d/new.md", "x", parents=False),
+    "write into with parents": lambda r: r.write("/docs/d/new.md", "x"),
     "read_file tool": _tool("read_file", path="/docs/d"),
     "access tool": _tool("access", path="/docs/d", operation="read"),
 }

@@ -22,7 +22,19 @@ async def write_file(
 ) -> FileInfo:
     """Write ``rel``; when its parent is missing and ``parents``, create it and write again.
     A blind writer (one who may not read ``rel``) always gets its parents made: refusing would
-    tell it which folders are there."""
+    tell it which folders are there. Without ``parents``, a parent the principal is not shown (a
+    folder of hidden entries only) is missing, as it is in a world without it: writing into it
+    would tell that it is there."""
+    if not parents and not rel.parent.is_root and not guarded.blind(rel):
+        try:
+            await guarded.stat(rel.parent)
+        except NotFoundError:
+            gone = VPath(guarded.mount.prefix.parts + rel.parent.parts)
+            raise NotFoundError(
+                f"parent directory {gone} does not exist",
+                path=gone,
+                mount=str(guarded.mount.prefix),
+            ) from None
     try:
         return await guarded.write(rel, data, mode=mode, if_version=if_version)
     except NotFoundError:
