@@ -16,6 +16,7 @@ sink, so a conversation is governed and audited like any file.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -23,7 +24,7 @@ import secrets
 import time
 from typing import TYPE_CHECKING, Any
 
-from bastion.core.errors import ConfigurationError, ConflictError, NotFoundError
+from bastion.core.errors import BastionError, ConfigurationError, ConflictError, NotFoundError
 from bastion.core.models import Action, Labels, WriteMode
 from bastion.core.paths import VPath
 from bastion.core.policy import Policy, Rule
@@ -162,15 +163,14 @@ class ConversationBook:
             raise ValueError(f"{path} is not a conversation")
         return data, info.version
 
-    async def save(self, ws: Workspace, data: dict[str, Any], version: str | None) -> None:
-        """Write ``data`` over the version read (``None``: a new file); a conversation changed
-        meanwhile is a :class:`ConflictError`."""
+    async def save(self, ws: Workspace, data: dict[str, Any], version: str | None) -> str | None:
+        """Write ``data`` over the version read (``None``: a new file) and give the new
+        version; a conversation changed meanwhile is a :class:`ConflictError`."""
         path = FOLDER.child(f"{data['id']}.json")
         text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
         if version is None:
-            await ws.write(path, text, mode=WriteMode.CREATE)
-        else:
-            await ws.write(path, text, if_version=version)
+            return (await ws.write(path, text, mode=WriteMode.CREATE)).version
+        return (await ws.write(path, text, if_version=version)).version
 
     async def delete(self, ws: Workspace, conversation: str) -> None:
         await ws.delete(FOLDER.child(f"{conversation}.json"))
@@ -188,6 +188,7 @@ class ConversationBook:
         if turn >= len(turns):
             raise NotFoundError(f"conversation {conversation} has no turn {turn}")
         asked = turns[turn]
+        before = asked.get("feedback")
         asked["feedback"] = rating
         line = {
             "id": f"{conversation}-{turn}",
@@ -203,10 +204,20 @@ class ConversationBook:
             "cites": sorted({c["path"] for c in asked["citations"]}),
         }
         try:
-            await self.save(ws, data, version)
+            saved = await self.save(ws, data, version)
         except ConflictError:
             raise ConflictError(
                 "the conversation changed while rating it; rate the answer again"
             ) from None
-        await ws.write(FEEDBACK, json.dumps(line, ensure_ascii=False) + "\n", mode=WriteMode.APPEND)
+        try:
+            await ws.write(
+                FEEDBACK, json.dumps(line, ensure_ascii=False) + "\n", mode=WriteMode.APPEND
+            )
+        except BastionError:
+            # the rating is both or neither: the turn goes back as it was (a refused or full
+            # feedback file must not leave a turn that says it was rated)
+            asked["feedback"] = before
+            with contextlib.suppress(BastionError):
+                await self.save(ws, data, saved)
+            raise
         return FEEDBACK
