@@ -235,3 +235,21 @@ def test_the_audit_log_names_the_owner_of_each_conversation_step(client: httpx.C
     assert theirs and not any(r["allowed"] and r["operation"] == "delete" for r in theirs)
     still = client.get("/v1/conversations/read", params={"conversation": talk}, headers=ana)
     assert still.status_code == 200
+
+
+def test_a_note_cannot_forge_a_line_of_the_feedback_file(app: Any, client: httpx.Client) -> None:
+    ana = _h("ana-fb")
+    talk = _chat(client, ana, "Where does the plover nest?")["conversation"]
+    forged = json.dumps({"id": "x-0", "principal": "ceo", "rating": "right"})
+    notes = [f"a\u2028{forged}", f"b\x85{forged}", f"c\u2029{forged}", f"d\r\n{forged}"]
+    for note in notes:
+        r = client.post(
+            "/v1/feedback",
+            json={"conversation": talk, "turn": 0, "rating": "wrong", "note": note},
+            headers=ana,
+        )
+        assert r.status_code == 201, r.text
+    (kept,) = [b for p, b in _stored(app, "ana-fb").items() if p.endswith("/feedback.jsonl")]
+    lines = kept.decode().splitlines()  # as a reader splitting on every line boundary sees it
+    assert [json.loads(line)["note"] for line in lines] == notes
+    assert {json.loads(line)["principal"] for line in lines} == {"ana-fb"}

@@ -210,9 +210,9 @@ class ConversationBook:
                 "the conversation changed while rating it; rate the answer again"
             ) from None
         try:
-            await ws.write(
-                FEEDBACK, json.dumps(line, ensure_ascii=False) + "\n", mode=WriteMode.APPEND
-            )
+            # ASCII only: a note's U+2028 or U+0085 would end the line for a reader that
+            # splits lines as Python's str.splitlines does, and forge a record after it
+            await ws.write(FEEDBACK, json.dumps(line) + "\n", mode=WriteMode.APPEND)
         except BastionError:
             # the rating is both or neither: the turn goes back as it was (a refused or full
             # feedback file must not leave a turn that says it was rated)
