@@ -253,3 +253,43 @@ def test_a_note_cannot_forge_a_line_of_the_feedback_file(app: Any, client: httpx
     lines = kept.decode().splitlines()  # as a reader splitting on every line boundary sees it
     assert [json.loads(line)["note"] for line in lines] == notes
     assert {json.loads(line)["principal"] for line in lines} == {"ana-fb"}
+
+
+def _asked_in(world: Any, questions: list[tuple[str, str]]) -> list[Any]:
+    """sid's answers in ``world``: chat (the turn's id aside), as JSON and as events, and the
+    library's own ``/v1/ask``, for each (question, path)."""
+    sid, told = _h("sid"), []
+    with running(world) as url, httpx.Client(base_url=url, timeout=30) as c:
+        for question, path in questions:
+            body = {"question": question, "path": path}
+            chat = c.post("/v1/chat", json=body, headers=sid)
+            ask = c.post("/v1/ask", json=body, headers=sid)
+            streamed = c.post("/v1/chat", json=body, headers=sid | {"Accept": "text/event-stream"})
+            answer = chat.json()
+            if chat.status_code == 200:
+                answer.pop("conversation")
+                answer = {k: v for k, v in answer.items() if k not in ("turn", "kept", "asked")}
+            events = streamed.text.split("\n\n", 1)[-1]  # after the event naming the id
+            told.append((chat.status_code, answer, ask.status_code, ask.json(), events))
+    return told
+
+
+def test_chat_answers_what_the_library_answers_whatever_is_hidden(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import web.test_chat_api as chat_api
+
+    questions = [
+        ("What is the plover bonus?", "/"),
+        ("What is the plover bonus?", "/docs/pay.md"),
+        ("percent of salary", "/docs"),
+        ("Where does the plover nest?", "/docs/plover.md"),
+        ("What is the plover bonus?", "/docs/../.."),
+    ]
+    with_hidden = _asked_in(_server(_everyday()), questions)
+    monkeypatch.delitem(chat_api.DOCS, "/docs/pay.md")
+    without = _asked_in(_server(_everyday()), questions)
+    assert with_hidden == without  # two worlds differing only by what sid may not read
+    for status, answer, ask_status, ask, _ in with_hidden:
+        assert status == ask_status
+        assert answer == ask  # the chat adds its turn, nothing else
