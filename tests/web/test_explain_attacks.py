@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -22,8 +23,13 @@ SALARY = "/larkspur/hr/salary-bands.md"
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with running(demo_app(tmp_path_factory.mktemp("demo"))) as url:
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("demo")
+
+
+@pytest.fixture(scope="module")
+def site(folder: Path) -> Iterator[str]:
+    with running(demo_app(folder)) as url:
         yield url
 
 
@@ -187,3 +193,28 @@ def test_filters_are_literal_never_patterns(
     with _as(site, "ana") as ana:
         ana.get("/v1/files/read", params={"path": SALARY})
     assert _records(sam, start, **{name: value}) == []
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "sidecar", "why"),
+    [
+        ("a.md", "# A\n", "classification: [oops\n", "the sidecar is not valid YAML"),
+        ("b.md", "---\nclassification: {x: 1}\n---\n# B\n", None, "front matter: "),
+    ],
+)
+def test_labels_that_cannot_be_determined_are_explained_as_hiding_the_document(
+    site: str, folder: Path, sam: httpx.Client, name: str, text: str, sidecar: str | None, why: str
+) -> None:
+    """Planted from outside (the workspace refuses to write them): the guard hides the file
+    from everybody, and the explanation says so rather than showing labels that would admit."""
+    (folder / "uploads" / name).write_text(text)
+    if sidecar is not None:
+        (folder / "uploads" / f"{name}.labels.yaml").write_text(sidecar)
+    path = f"/uploads/{name}"
+    with _as(site, "lena") as lena:
+        assert lena.get("/v1/files/read", params={"path": path}).status_code == 404
+    told = sam.get("/v1/explain", params={"user": "lena", "path": path}).json()
+    assert told["allowed"] is False and told["labels_admit"] is False
+    assert told["decided_by"].startswith("the document's labels cannot be determined: " + why)
+    assert told["labels"]["undetermined"].startswith(why.removeprefix("front matter: "))
+    assert told["label_source"].endswith("hidden from everybody")

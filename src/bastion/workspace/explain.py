@@ -109,12 +109,18 @@ async def explain_access(
         if info.labels is not None and info.labels != mount.labels:
             labels, source = info.labels, "the document's own (front matter or sidecar)"
     admitted = labels_admit(labels, principal, roles, policy.classifications)
-    data.update(labels=_labels_dict(labels), label_source=source, labels_admit=admitted)
+    shown = _labels_dict(labels)
+    if labels.undetermined:  # the guard hides the file from everybody (fail closed)
+        shown["undetermined"] = labels.undetermined
+        source = "the document's own, which cannot be determined: hidden from everybody"
+    data.update(labels=shown, label_source=source, labels_admit=admitted)
     data["allowed"] = scope_ok and decision.allowed and admitted
     if not scope_ok:
         data["decided_by"] = f"the scope of mount {mount.prefix} ({mount.scope.value})"
     elif not decision.allowed:
         data["decided_by"] = decision.reason
+    elif labels.undetermined:
+        data["decided_by"] = f"the document's labels cannot be determined: {labels.undetermined}"
     elif not admitted:
         data["decided_by"] = "the document's labels"
     else:
