@@ -218,3 +218,26 @@ def test_labels_that_cannot_be_determined_are_explained_as_hiding_the_document(
     assert told["decided_by"].startswith("the document's labels cannot be determined: " + why)
     assert told["labels"]["undetermined"].startswith(why.removeprefix("front matter: "))
     assert told["label_source"].endswith("hidden from everybody")
+
+
+def test_every_explanation_agrees_with_what_the_guard_does(
+    site: str, folder: Path, sam: httpx.Client
+) -> None:
+    corpus = folder / "corpus"
+    files = sorted("/" + str(p.relative_to(corpus)) for p in corpus.rglob("*") if p.is_file())
+    folders = sorted("/" + str(p.relative_to(corpus)) for p in corpus.rglob("*") if p.is_dir())
+    assert len(files) > 10 and folders
+    users = [u["id"] for u in httpx.get(f"{site}/v1/auth/demo/users").json()["users"]]
+    disagree = []
+    for user in users:
+        with _as(site, user) as them:
+            for path, action, done in [
+                *((f, "read", them.get("/v1/files/read", params={"path": f})) for f in files),
+                *((d, "list", them.get("/v1/files", params={"path": d})) for d in folders),
+            ]:
+                told = sam.get(
+                    "/v1/explain", params={"user": user, "path": path, "action": action}
+                ).json()
+                if told["allowed"] != (done.status_code == 200):
+                    disagree.append((user, action, path, done.status_code, told["decided_by"]))
+    assert disagree == []

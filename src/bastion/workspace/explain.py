@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from bastion.core.audit import on_behalf
 from bastion.core.errors import BastionError
-from bastion.core.models import Action
+from bastion.core.models import Action, EntryKind
 from bastion.core.principal import labels_admit
 
 if TYPE_CHECKING:
@@ -100,12 +101,13 @@ async def explain_access(
         if matched:
             rule["through"] = role_path(policy, principal, matched[0])
     data["rule"] = rule
-    labels, source = mount.labels, "the mount's defaults"
+    labels, source, folder = mount.labels, "the mount's defaults", False
     try:
         info = await mount.store.stat(where.relative_to(mount.prefix))
     except BastionError as exc:
         source = f"the mount's defaults ({exc.code}: the file was not read)"
     else:
+        folder = info.kind is EntryKind.DIRECTORY
         if info.labels is not None and info.labels != mount.labels:
             labels, source = info.labels, "the document's own (front matter or sidecar)"
     admitted = labels_admit(labels, principal, roles, policy.classifications)
@@ -125,4 +127,15 @@ async def explain_access(
         data["decided_by"] = "the document's labels"
     else:
         data["decided_by"] = decision.reason
+    if data["allowed"] and folder and action in (Action.READ, Action.LIST):
+        # a folder whose every entry is hidden from the principal is hidden too (it reads as
+        # a missing one): asked as the principal would, a check on its behalf
+        with on_behalf():
+            seen = await ws.with_principal(principal).exists(where)
+        if not seen:
+            data["allowed"] = False
+            data["decided_by"] = (
+                f"every entry of this folder is hidden from {principal.id}; "
+                "a folder of hidden entries only is hidden"
+            )
     return data
