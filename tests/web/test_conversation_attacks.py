@@ -293,3 +293,29 @@ def test_chat_answers_what_the_library_answers_whatever_is_hidden(
     for status, answer, ask_status, ask, _ in with_hidden:
         assert status == ask_status
         assert answer == ask  # the chat adds its turn, nothing else
+
+
+def test_a_listing_reads_only_the_newest_conversations() -> None:
+    from bastion.core.principal import Principal
+    from bastion.server.conversations import MAX_LISTED, new_conversation
+
+    app = _server(_everyday())
+    book = app.state.conversations
+    who = Principal.of("ana-many", tenant="acme", roles=("staff",), clearance="internal")
+    made: list[str] = []
+
+    async def keep() -> None:
+        own = book.workspace(who, app.state.bastion.workspace.policy)
+        for n in range(MAX_LISTED + 5):
+            data = new_conversation(f"question {n}", float(n))
+            await book.save(own, data, None)
+            made.append(data["id"])
+
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, keep()).result()
+    with running(app) as url, httpx.Client(base_url=url, timeout=30) as client:
+        ana = _h("ana-many")
+        listed = client.get("/v1/conversations", headers=ana).json()["conversations"]
+        assert [c["id"] for c in listed] == made[::-1][:MAX_LISTED]
+        oldest = client.get("/v1/conversations/read", params={"conversation": made[0]}, headers=ana)
+        assert oldest.status_code == 200 and oldest.json()["title"] == "question 0"

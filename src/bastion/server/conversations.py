@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 __all__ = [
     "FEEDBACK",
     "FOLDER",
+    "MAX_LISTED",
     "ConversationBook",
     "area_key",
     "conversation_book",
@@ -50,6 +51,8 @@ __all__ = [
 FOLDER = VPath.parse("/agent/conversations")
 FEEDBACK = VPath.parse("/agent/feedback.jsonl")
 _VERSION = 1
+MAX_LISTED = 200
+"""Most conversations a listing shows (the newest; an older one still opens by its id)."""
 _TITLE = 80
 _OWN = Rule.allow(
     [Action.READ, Action.LIST, Action.WRITE, Action.DELETE],
@@ -130,15 +133,16 @@ class ConversationBook:
         return scopes.workspace(principal, agent_id=area_key(principal)).workspace
 
     async def summaries(self, ws: Workspace) -> list[dict[str, Any]]:
-        """The conversations of ``ws``'s principal, newest first."""
+        """The newest :data:`MAX_LISTED` conversations of ``ws``'s principal, newest first
+        (by the time each file was written: a listing reads each file it shows)."""
         try:
             entries = await ws.list(FOLDER)
         except NotFoundError:
             return []
+        files = [e for e in entries if e.kind.value == "file" and e.path.name.endswith(".json")]
+        files.sort(key=lambda e: e.mtime or 0.0, reverse=True)
         found = []
-        for entry in entries:
-            if entry.kind.value != "file" or not entry.path.name.endswith(".json"):
-                continue
+        for entry in files[:MAX_LISTED]:
             try:
                 data, _ = await self.load(ws, entry.path.name.removesuffix(".json"))
             except (NotFoundError, ValueError):
