@@ -6,6 +6,7 @@ filters made of pattern characters admit nothing they should not."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -241,3 +242,27 @@ def test_every_explanation_agrees_with_what_the_guard_does(
                 if told["allowed"] != (done.status_code == 200):
                     disagree.append((user, action, path, done.status_code, told["decided_by"]))
     assert disagree == []
+
+
+def test_a_link_is_explained_as_unopened_and_tells_nothing_beyond_it(
+    site: str, folder: Path, sam: httpx.Client, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "there.txt").write_text("outside the mount\n")
+    (folder / "uploads" / "out").symlink_to(outside)
+    with _as(site, "lena") as lena:
+        refused = lena.get("/v1/files/read", params={"path": "/uploads/out/there.txt"})
+        assert refused.status_code == 422 and "outside the mount" not in refused.text
+    told = [
+        sam.get("/v1/explain", params={"user": "lena", "path": p}).json()
+        for p in ("/uploads/out/there.txt", "/uploads/out/not-there.txt")
+    ]
+    for answer in told:
+        assert answer["allowed"] is False
+        assert answer["decided_by"].startswith("the file cannot be opened (unsupported_file)")
+        assert "outside the mount" not in json.dumps(answer)
+    # whether a file exists beyond the link is not told
+    assert {k: v for k, v in told[0].items() if k != "path"} == {
+        k: v for k, v in told[1].items() if k != "path"
+    }
