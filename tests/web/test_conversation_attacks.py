@@ -125,6 +125,11 @@ def test_anothers_conversation_answers_exactly_as_a_missing_one(
             client.post(
                 "/v1/conversations/delete", json={"conversation": conversation}, headers=who
             ),
+            client.post(
+                "/v1/chat",
+                json={"question": "and?", "conversation": conversation},
+                headers=who | {"Accept": "text/event-stream"},
+            ),
         )
         return [(r.status_code, r.text.replace(conversation, "ID")) for r in calls]
 
