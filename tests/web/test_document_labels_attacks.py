@@ -206,3 +206,50 @@ def test_a_file_over_the_read_limit_is_refused_before_it_is_parsed(site: str, fo
         r = lena.get("/v1/files/read", params={"path": "/uploads/huge.pdf", "format": "document"})
     assert r.status_code == 413 and r.json()["error"]["code"] == "limit_exceeded"
     assert len(r.content) < 1000
+
+
+def _docx_of(paragraphs: list[str]) -> bytes:
+    """A DOCX made by python-docx, its body replaced by ``paragraphs`` (fast to write)."""
+    import docx
+
+    out = io.BytesIO()
+    docx.Document().save(out)
+    body = "".join(f"<w:p><w:r><w:t>{p}</w:t></w:r></w:p>" for p in paragraphs)
+    xml = (
+        '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
+        '<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main">'
+        f"<w:body>{body}</w:body></w:document>"
+    )
+    packed = io.BytesIO()
+    with (
+        zipfile.ZipFile(io.BytesIO(out.getvalue())) as source,
+        zipfile.ZipFile(packed, "w", zipfile.ZIP_DEFLATED) as target,
+    ):
+        for item in source.infolist():
+            data = xml.encode() if item.filename == "word/document.xml" else source.read(item)
+            target.writestr(item.filename, data)
+    return packed.getvalue()
+
+
+def test_a_documents_text_past_the_read_limit_is_read_in_pages(site: str, folder: Path) -> None:
+    """A small DOCX whose text is over the 10 MiB read limit: refused whole, read in pages."""
+    line = "plover " * 1500
+    data = _docx_of([f"{n} {line}" for n in range(1100)])
+    assert len(data) < 1024 * 1024  # packed: the file itself is small
+    (folder / "uploads" / "long.docx").write_bytes(data)
+    with _as(site, "lena") as lena:
+        whole = lena.get(
+            "/v1/files/read", params={"path": "/uploads/long.docx", "format": "document"}
+        )
+        page = lena.get(
+            "/v1/files/read",
+            params={"path": "/uploads/long.docx", "format": "document", "limit": 3},
+        )
+    assert whole.status_code == 413 and len(whole.content) < 1000
+    assert whole.json()["error"] == {
+        "code": "limit_exceeded",
+        "message": "/uploads/long.docx: the document's lines asked for are over the "
+        "10485760-byte read limit; ask for fewer lines (limit=...)",
+    }
+    assert page.status_code == 200
+    assert page.json()["content"].startswith("0 plover plover")

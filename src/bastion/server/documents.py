@@ -3,7 +3,7 @@ previews a PDF or a Word file as its text, as ``bastion cat`` shows it."""
 
 from __future__ import annotations
 
-from bastion.core.errors import UnsupportedFileError
+from bastion.core.errors import LimitError, UnsupportedFileError
 from bastion.knowledge.ingest import (
     EmptyDocumentError,
     IngestError,
@@ -11,7 +11,7 @@ from bastion.knowledge.ingest import (
     parse_document,
 )
 
-__all__ = ["document_text", "window"]
+__all__ = ["document_text", "document_window", "window"]
 
 
 def document_text(data: bytes, path: str) -> str:
@@ -36,3 +36,16 @@ def window(text: str, offset: int, limit: int | None) -> str:
     lines = text.splitlines(keepends=True)
     chosen = lines[offset:]
     return "".join(chosen if limit is None else chosen[:limit])
+
+
+def document_window(text: str, path: str, offset: int, limit: int | None, cap: int) -> str:
+    """:func:`window`, refused past ``cap`` bytes (the read limit a file read has): a packed
+    document's text can be many times its file's size (a DOCX unpacks up to the ingest
+    limit), and a read without ``limit`` would answer all of it at once."""
+    content = window(text, offset, limit)
+    if len(content) > cap // 4 and len(content.encode("utf-8")) > cap:
+        raise LimitError(
+            f"{path}: the document's lines asked for are over the {cap}-byte read limit; "
+            "ask for fewer lines (limit=...)"
+        )
+    return content
