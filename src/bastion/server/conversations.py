@@ -16,6 +16,7 @@ sink, so a conversation is governed and audited like any file.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -23,7 +24,7 @@ import secrets
 import time
 from typing import TYPE_CHECKING, Any
 
-from bastion.core.errors import ConfigurationError, ConflictError, NotFoundError
+from bastion.core.errors import BastionError, ConfigurationError, ConflictError, NotFoundError
 from bastion.core.models import Action, Labels, WriteMode
 from bastion.core.paths import VPath
 from bastion.core.policy import Policy, Rule
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
 __all__ = [
     "FEEDBACK",
     "FOLDER",
+    "MAX_LISTED",
     "ConversationBook",
     "area_key",
     "conversation_book",
@@ -49,6 +51,8 @@ __all__ = [
 FOLDER = VPath.parse("/agent/conversations")
 FEEDBACK = VPath.parse("/agent/feedback.jsonl")
 _VERSION = 1
+MAX_LISTED = 200
+"""Most conversations a listing shows (the newest; an older one still opens by its id)."""
 _TITLE = 80
 _OWN = Rule.allow(
     [Action.READ, Action.LIST, Action.WRITE, Action.DELETE],
@@ -129,15 +133,16 @@ class ConversationBook:
         return scopes.workspace(principal, agent_id=area_key(principal)).workspace
 
     async def summaries(self, ws: Workspace) -> list[dict[str, Any]]:
-        """The conversations of ``ws``'s principal, newest first."""
+        """The newest :data:`MAX_LISTED` conversations of ``ws``'s principal, newest first
+        (by the time each file was written: a listing reads each file it shows)."""
         try:
             entries = await ws.list(FOLDER)
         except NotFoundError:
             return []
+        files = [e for e in entries if e.kind.value == "file" and e.path.name.endswith(".json")]
+        files.sort(key=lambda e: e.mtime or 0.0, reverse=True)
         found = []
-        for entry in entries:
-            if entry.kind.value != "file" or not entry.path.name.endswith(".json"):
-                continue
+        for entry in files[:MAX_LISTED]:
             try:
                 data, _ = await self.load(ws, entry.path.name.removesuffix(".json"))
             except (NotFoundError, ValueError):
@@ -162,15 +167,14 @@ class ConversationBook:
             raise ValueError(f"{path} is not a conversation")
         return data, info.version
 
-    async def save(self, ws: Workspace, data: dict[str, Any], version: str | None) -> None:
-        """Write ``data`` over the version read (``None``: a new file); a conversation changed
-        meanwhile is a :class:`ConflictError`."""
+    async def save(self, ws: Workspace, data: dict[str, Any], version: str | None) -> str | None:
+        """Write ``data`` over the version read (``None``: a new file) and give the new
+        version; a conversation changed meanwhile is a :class:`ConflictError`."""
         path = FOLDER.child(f"{data['id']}.json")
         text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
         if version is None:
-            await ws.write(path, text, mode=WriteMode.CREATE)
-        else:
-            await ws.write(path, text, if_version=version)
+            return (await ws.write(path, text, mode=WriteMode.CREATE)).version
+        return (await ws.write(path, text, if_version=version)).version
 
     async def delete(self, ws: Workspace, conversation: str) -> None:
         await ws.delete(FOLDER.child(f"{conversation}.json"))
@@ -188,6 +192,7 @@ class ConversationBook:
         if turn >= len(turns):
             raise NotFoundError(f"conversation {conversation} has no turn {turn}")
         asked = turns[turn]
+        before = asked.get("feedback")
         asked["feedback"] = rating
         line = {
             "id": f"{conversation}-{turn}",
@@ -203,10 +208,20 @@ class ConversationBook:
             "cites": sorted({c["path"] for c in asked["citations"]}),
         }
         try:
-            await self.save(ws, data, version)
+            saved = await self.save(ws, data, version)
         except ConflictError:
             raise ConflictError(
                 "the conversation changed while rating it; rate the answer again"
             ) from None
-        await ws.write(FEEDBACK, json.dumps(line, ensure_ascii=False) + "\n", mode=WriteMode.APPEND)
+        try:
+            # ASCII only: a note's U+2028 or U+0085 would end the line for a reader that
+            # splits lines as Python's str.splitlines does, and forge a record after it
+            await ws.write(FEEDBACK, json.dumps(line) + "\n", mode=WriteMode.APPEND)
+        except BastionError:
+            # the rating is both or neither: the turn goes back as it was (a refused or full
+            # feedback file must not leave a turn that says it was rated)
+            asked["feedback"] = before
+            with contextlib.suppress(BastionError):
+                await self.save(ws, data, saved)
+            raise
         return FEEDBACK

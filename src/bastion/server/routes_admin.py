@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -23,8 +23,11 @@ from bastion.workspace.operations.web import ExplainParams
 
 if TYPE_CHECKING:
     from bastion.core.principal import Principal
+    from bastion.workspace import Workspace
 
 __all__ = ["ENDPOINTS", "routes"]
+
+E = TypeVar("E", bound=Exception)
 
 
 @endpoint("health", "GET", "/healthz", public=True, logged=False)
@@ -92,7 +95,12 @@ async def audit(request: Request, args: AuditParams) -> Response:
     state = state_of(request)
     ws = state.view(request)
     if not state.may(ws, Action.AUDIT):
-        raise PolicyDeniedError("the audit log is for operators: it needs the 'audit' action on /")
+        raise _refused(
+            ws,
+            "audit",
+            "/",
+            PolicyDeniedError("the audit log is for operators: it needs the 'audit' action on /"),
+        )
     limit = args.limit
     cursor = args.cursor
     records = getattr(ws.audit, "records", None)
@@ -132,20 +140,33 @@ async def explain(request: Request, args: ExplainParams) -> Response:
     state = state_of(request)
     ws = state.view(request)
     if not state.may(ws, Action.AUDIT):
-        raise PolicyDeniedError(
-            "explaining access is for operators: it needs the 'audit' action on /"
+        # the path asked about is not recorded: the refusal is of the operation, on /
+        raise _refused(
+            ws,
+            "explain",
+            "/",
+            PolicyDeniedError(
+                "explaining access is for operators: it needs the 'audit' action on /"
+            ),
         )
     try:
         action = Action(args.action)
     except ValueError:
         known = ", ".join(a.value for a in Action)
-        raise ApiError(400, "bad_field", f"'action': choose one of {known}") from None
-    where = ws.parse_path(args.path, operation="explain")
+        raise _refused(
+            ws, "explain", "/", ApiError(400, "bad_field", f"'action': choose one of {known}")
+        ) from None
+    where = ws.parse_path(args.path, operation="explain")  # a malformed path: recorded there
     users = _known_users(state)
     principal = users.get(args.user)
     if principal is None:
         names = ", ".join(sorted(users)) or "(none)"
-        raise NotFoundError(f"unknown user {args.user!r}; users of this server: {names}")
+        raise _refused(
+            ws,
+            "explain",
+            str(where),
+            NotFoundError(f"unknown user {args.user!r}; users of this server: {names}"),
+        )
     data = await explain_access(state.workspace, principal, where, action)
     ws.audit.append(
         AuditRecord(
@@ -159,6 +180,23 @@ async def explain(request: Request, args: ExplainParams) -> Response:
         )
     )
     return ok(data)
+
+
+def _refused(ws: Workspace, operation: str, path: str, error: E) -> E:
+    """``error``, once the refusal is a record of the audit log under the caller (an
+    operator's question that was not answered, or someone who is not one asking)."""
+    ws.audit.append(
+        AuditRecord(
+            time=time.time(),
+            principal=ws.principal.id,
+            tenant=ws.principal.tenant,
+            operation=operation,
+            path=path,
+            allowed=False,
+            reason=str(error),
+        )
+    )
+    return error
 
 
 def _known_users(state: ServerState) -> dict[str, Principal]:

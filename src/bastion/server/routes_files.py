@@ -11,7 +11,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from bastion.core.models import EntryKind
-from bastion.server.documents import document_text, window
+from bastion.server.documents import document_text, document_window
 from bastion.server.handlers import Endpoint, endpoint, info_dict, ok
 from bastion.server.state import state_of
 from bastion.workspace.operations import MAX_ENTRIES
@@ -67,7 +67,8 @@ async def read(request: Request, args: ReadParams) -> Response:
     if args.format == "document":
         whole = await ws.read_bytes(args.path)
         text = await asyncio.to_thread(document_text, whole, args.path)
-        content = window(text, args.offset, args.limit)
+        cap = ws.policy.limits.max_file_bytes
+        content = document_window(text, args.path, args.offset, args.limit, cap)
         return ok({"path": args.path, "offset": args.offset, "content": content})
     content = await ws.read_text(args.path, offset=args.offset, limit=args.limit)
     return ok({"path": args.path, "offset": args.offset, "content": content})

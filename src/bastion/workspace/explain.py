@@ -14,14 +14,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from bastion.core.errors import BastionError
-from bastion.core.models import Action
+from bastion.core.audit import on_behalf
+from bastion.core.errors import BastionError, NotFoundError
+from bastion.core.models import Action, EntryKind
 from bastion.core.principal import labels_admit
 
 if TYPE_CHECKING:
+    from bastion.core.models import Labels
     from bastion.core.mounts import Mount
     from bastion.core.paths import VPath
-    from bastion.core.policy import Policy
+    from bastion.core.policy import Decision, Policy
     from bastion.core.principal import Principal
     from bastion.workspace.workspace import Workspace
 
@@ -65,6 +67,42 @@ def _labels_dict(labels: Any) -> dict[str, Any]:
     }
 
 
+def _rule(
+    policy: Policy, principal: Principal, roles: frozenset[str], decision: Decision
+) -> dict[str, Any]:
+    """The deciding rule (first match wins) and the role chain that made it match."""
+    rule: dict[str, Any] = {"allowed": decision.allowed, "reason": decision.reason}
+    if decision.rule is not None:
+        found = policy.rules[decision.rule]
+        rule.update(
+            number=decision.rule + 1,
+            effect=found.effect.value,
+            paths=list(found.paths),
+            roles=sorted(found.roles),
+        )
+        matched = sorted(found.roles & roles)
+        if matched:
+            rule["through"] = role_path(policy, principal, matched[0])
+    return rule
+
+
+async def _document(mount: Mount, where: VPath) -> tuple[Labels, str, bool, str]:
+    """The labels of ``where`` read past the guard, where they come from, whether it is a
+    folder, and the error code when it cannot be opened (a link, a special file, a store
+    that fails; ``""`` when it can, or is not there)."""
+    try:
+        info = await mount.store.stat(where.relative_to(mount.prefix))
+    except NotFoundError as exc:
+        return mount.labels, f"the mount's defaults ({exc.code}: the file was not read)", False, ""
+    except BastionError as exc:
+        source = f"the mount's defaults ({exc.code}: the file was not read)"
+        return mount.labels, source, False, exc.code
+    folder = info.kind is EntryKind.DIRECTORY
+    if info.labels is not None and info.labels != mount.labels:
+        return info.labels, "the document's own (front matter or sidecar)", folder, ""
+    return mount.labels, "the mount's defaults", folder, ""
+
+
 async def explain_access(
     ws: Workspace, principal: Principal, where: VPath, action: Action
 ) -> dict[str, Any]:
@@ -87,36 +125,37 @@ async def explain_access(
     scope_ok = mount.scope.allows(action)
     data["mount"] = {"prefix": str(mount.prefix), "scope": mount.scope.value, "allows": scope_ok}
     decision = policy.decide(principal, action, where, roles)
-    rule: dict[str, Any] = {"allowed": decision.allowed, "reason": decision.reason}
-    if decision.rule is not None:
-        found = policy.rules[decision.rule]
-        rule.update(
-            number=decision.rule + 1,
-            effect=found.effect.value,
-            paths=list(found.paths),
-            roles=sorted(found.roles),
-        )
-        matched = sorted(found.roles & roles)
-        if matched:
-            rule["through"] = role_path(policy, principal, matched[0])
-    data["rule"] = rule
-    labels, source = mount.labels, "the mount's defaults"
-    try:
-        info = await mount.store.stat(where.relative_to(mount.prefix))
-    except BastionError as exc:
-        source = f"the mount's defaults ({exc.code}: the file was not read)"
-    else:
-        if info.labels is not None and info.labels != mount.labels:
-            labels, source = info.labels, "the document's own (front matter or sidecar)"
+    data["rule"] = _rule(policy, principal, roles, decision)
+    labels, source, folder, unopened = await _document(mount, where)
     admitted = labels_admit(labels, principal, roles, policy.classifications)
-    data.update(labels=_labels_dict(labels), label_source=source, labels_admit=admitted)
+    shown = _labels_dict(labels)
+    if labels.undetermined:  # the guard hides the file from everybody (fail closed)
+        shown["undetermined"] = labels.undetermined
+        source = "the document's own, which cannot be determined: hidden from everybody"
+    data.update(labels=shown, label_source=source, labels_admit=admitted)
     data["allowed"] = scope_ok and decision.allowed and admitted
     if not scope_ok:
         data["decided_by"] = f"the scope of mount {mount.prefix} ({mount.scope.value})"
     elif not decision.allowed:
         data["decided_by"] = decision.reason
+    elif unopened:
+        data["allowed"] = False
+        data["decided_by"] = f"the file cannot be opened ({unopened}); no access reaches it"
+    elif labels.undetermined:
+        data["decided_by"] = f"the document's labels cannot be determined: {labels.undetermined}"
     elif not admitted:
         data["decided_by"] = "the document's labels"
     else:
         data["decided_by"] = decision.reason
+    if data["allowed"] and folder and action in (Action.READ, Action.LIST):
+        # a folder whose every entry is hidden from the principal is hidden too (it reads as
+        # a missing one): asked as the principal would, a check on its behalf
+        with on_behalf():
+            seen = await ws.with_principal(principal).exists(where)
+        if not seen:
+            data["allowed"] = False
+            data["decided_by"] = (
+                f"every entry of this folder is hidden from {principal.id}; "
+                "a folder of hidden entries only is hidden"
+            )
     return data

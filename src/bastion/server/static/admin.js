@@ -136,7 +136,8 @@ export function mount(section, ctx) {
 
   function csvCell(value) {
     let text = value === null || value === undefined ? "" : String(value);
-    if (/^[=+\-@\t\r]/.test(text)) text = "'" + text; // a spreadsheet must not run it as a formula
+    // a spreadsheet must not run it as a formula, nor one that trims blanks first
+    if (/^[\t\r]|^\s*[=+\-@]/.test(text)) text = "'" + text;
     return /[",\n\r]/.test(text) ? '"' + text.replace(/"/g, '""') + '"' : text;
   }
 
