@@ -168,10 +168,12 @@ def test_a_folder_at_a_sidecar_name_cannot_hide_a_file_from_everybody(ws: SyncWo
         reader.mkdir("/docs/open.txt.labels.yaml")
     with pytest.raises(LabelError, match="labels"):
         reader.write("/docs/open.txt.labels.yaml/inner.txt", "a\n")
-    # for a file the caller may not see, the answer a write of its sidecar gets (docs/labels.md)
-    for call in (reader.mkdir, lambda p: reader.write(p, "classification: restricted\n")):
-        with pytest.raises(NotFoundError, match=r"^/docs/x.md.labels.yaml not found$"):
-            call("/docs/x.md.labels.yaml")
+    # for a file the caller may not see: a folder there is not found, a write of its sidecar
+    # is refused as a write of the file's own name is (docs/labels.md)
+    with pytest.raises(NotFoundError, match=r"^/docs/x.md.labels.yaml not found$"):
+        reader.mkdir("/docs/x.md.labels.yaml")
+    with pytest.raises(PolicyDeniedError, match=r"^write on /docs/x.md.labels.yaml is not allowed"):
+        reader.write("/docs/x.md.labels.yaml", "classification: restricted\n")
     assert _everything(ws) == ["/docs/open.txt", "/docs/x.md"]
     assert ws.stat("/docs/x.md").labels.classification == "confidential"
     assert _reader_sees(ws)["list"] == ["/docs/open.txt"]

@@ -207,6 +207,7 @@ def test_sidecar_changes_are_decided_as_relabellings(ws: SyncWorkspace) -> None:
     with pytest.raises(LabelError, match="labels could not be read"):
         ws.write("/docs/open.md.labels.yaml", "roles: 42\n")
     reader = _as(ws, READER)
-    with pytest.raises(NotFoundError):  # the sidecar of a file the reader may not see
+    # the sidecar of a file the reader may not see: refused as the file's own name would be
+    with pytest.raises(PolicyDeniedError, match="is not allowed by policy"):
         reader.write("/docs/pay.md.labels.yaml", "classification: public\n")
     assert ws.stat("/docs/pay.md").labels == Labels(classification="confidential")

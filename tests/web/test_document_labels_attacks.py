@@ -85,7 +85,9 @@ def test_a_sidecar_write_of_a_hidden_document_changes_nothing_and_tells_no_label
             {"path": sidecar, "content": "tags: [x]\n", "mode": "append"},
         ):
             r = ana.post("/v1/files/write", json=body)
-            assert r.status_code == 404, r.text
+            # a change onto a hidden name: refused as a write of the document itself would be
+            assert r.status_code == 403, r.text
+            assert r.json()["error"]["message"] == f"write on {sidecar} is not allowed by policy"
             told = r.text.replace(sidecar, "PATH")
             assert "restricted" not in told and "legal" not in told and "board" not in told
         assert ana.post("/v1/files/delete", json={"path": sidecar}).status_code == 404

@@ -103,10 +103,10 @@ class Admission:
             and existing.labels is not None
             and not self.decide.ctx.admits(existing.labels)
         ):
-            if labelled_file_of(path) is not None:
-                # the sidecar of a hidden file: not found, whether it has a sidecar yet or not
-                raise self.decide.hide(path, "sidecar of a hidden file", op)
-            raise self.decide.taken(path, Action.WRITE, LABELS_HIDE, op)
+            # a hidden file, or the sidecar of one (whether it has a sidecar yet or not): a
+            # change onto a hidden name, refused in the words of the policy
+            why = "sidecar of a hidden file" if labelled_file_of(path) is not None else LABELS_HIDE
+            raise self.decide.taken(path, Action.WRITE, why, op)
         total = size
         if mode is WriteMode.APPEND and may_read and existing is not None:
             # Only a file the principal may read counts with its current size: a refusal

@@ -63,7 +63,12 @@ class SidecarChecks:
         decide = self.decide
         why = self._hidden(change)
         if why is not None:
-            raise decide.hide(path, why, op)
+            if data is None:  # a removal: as of a sidecar that is not there
+                raise decide.hide(path, why, op)
+            # a change of a hidden file's labels is a change onto a hidden name: refused in the
+            # words of the policy, as a write of the file itself is ("not found" would differ
+            # from the refusal of the file's own name, and tell that the file is there)
+            raise decide.taken(path, Action.WRITE, why, op)
         full = decide.full(change.target)
         decide.policy(Action.WRITE, change.target)
         if change.after.undetermined:
