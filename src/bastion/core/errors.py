@@ -399,13 +399,16 @@ _GENERIC: dict[type[OperationError], str] = {
 _STORE_FAILED = (
     "{}: the storage of this mount failed; try again later, and ask an operator if it persists"
 )
-_BEFORE_PATH = r"(?:^|(?<=[\s('\"]))"
-"""Where a path may start in a message: at its start, after a space, a bracket or a quote."""
-_AFTER_PATH = r"(?=[\s:;,)'\"]|$)"
+_BEFORE_PATH = r"(?:^|(?<=[\s('\"\[<{=,;:]))"
+"""Where a path may start in a message: at its start, after a space, a bracket or a quote, an
+equals sign, a comma, a semicolon or a colon (``file:///srv/x``, ``s3://bucket/key``,
+``filename=/srv/x``: a host path or URL quoted by a foreign error is a path too)."""
+_AFTER_PATH = r"(?=[\s:;,)\]}>'\"]|\.(?:\s|$)|$)"
 """What may follow a path in a message: a space, a colon, a semicolon, a comma, a bracket, a
-quote, the end."""
-_ANY_PATH = re.compile(f"{_BEFORE_PATH}(?<!mount )/")
-"""The start of a path that no mapping named (``mount /x`` names a mount: a workspace path)."""
+quote, a full stop that ends a sentence, the end."""
+_ANY_PATH = re.compile(f"{_BEFORE_PATH}(?<!mount )/|\\\\|(?<![A-Za-z])[A-Za-z]:\\\\")
+"""The start of a path that no mapping named (``mount /x`` names a mount: a workspace path),
+or of a Windows one (``C:\\``, ``\\\\server``)."""
 
 
 def translated(

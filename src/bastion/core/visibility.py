@@ -109,10 +109,11 @@ _UNKNOWN = object()
 """Not worked out yet (``None`` is an answer: the mount is seen)."""
 
 
-def absent(path: VPath) -> NotFoundError:
+def absent(path: VPath, mount: object = None) -> NotFoundError:
     """The answer for ``path`` in a mount the principal sees, when nothing it may see is
-    there: the words of a truly missing path."""
-    return NotFoundError(f"{path} not found")
+    there: the words of a truly missing path, and its attributes (``path``, and ``mount``: the
+    prefix of the mount, which the guard gives a missing path too)."""
+    return NotFoundError(path=path, mount=None if mount is None else str(mount))
 
 
 def refused(action: Action, path: VPath, public_reason: str = "") -> PolicyDeniedError:
