@@ -166,7 +166,10 @@ class Endpoint:
             phrase = f" {HTTPStatus(status).phrase}"
         except ValueError:
             phrase = ""
-        return f"{self._noun} service {self.where} refused the request: HTTP {status}{phrase}{detail}; {hint}"
+        return (
+            f"{self._noun} service {self.where} refused the request: "
+            f"HTTP {status}{phrase}{detail}; {hint}"
+        )
 
     def _redact(self, text: str) -> str:
         return text.replace(self._api_key, "***") if self._api_key else text
