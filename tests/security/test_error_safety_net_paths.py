@@ -122,3 +122,20 @@ async def test_a_store_quoting_its_host_path_answers_the_plain_form(message: str
     seen += "".join(traceback.format_exception(error))
     assert HOST not in seen
     assert "bucket" not in seen
+
+
+def test_a_reason_the_message_does_not_show_is_not_kept_with_its_path() -> None:
+    """A raiser that gives a message and, apart, a reason naming a host path: the copy the
+    guard makes would keep ``reason`` as it was, an attribute a front end may read."""
+    error = StoreError("/a.md: disk failed", path="/a.md", reason=f"see {HOST}/log")
+    out = translated(error, "/a.md", "/docs/a.md", mount="/docs")
+    assert (str(out), out.reason) == ("/docs/a.md: disk failed", "disk failed")
+    assert HOST not in repr(vars(out))
+
+
+def test_a_reason_naming_another_store_path_is_told_with_its_workspace_path() -> None:
+    error = StoreError(path="/b.md", reason="copy from /src.md failed")
+    out = translated(error, "/b.md", "/docs/b.md", also={"/src.md": "/docs/src.md"})
+    assert str(out) == "/docs/b.md: copy from /docs/src.md failed"
+    assert out.reason == "copy from /docs/src.md failed"
+    assert "'/src.md" not in repr(vars(out))

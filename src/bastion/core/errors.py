@@ -431,8 +431,10 @@ def translated(
     path) goes through :func:`reworded`, the fallback that finds paths in the text; so does
     one whose words around its path name another path (which may be hidden), as a safety
     net."""
-    if exc._shape is None or any(_ANY_PATH.search(piece) for piece in exc._shape):
-        # a plain message, or one naming another path around its own: found in the text
+    around = (*exc._shape, exc.reason or "") if exc._shape is not None else ()
+    if exc._shape is None or any(_ANY_PATH.search(piece) for piece in around):
+        # a plain message, or one naming another path around its own (or in a reason that
+        # the message does not show, which the copy would keep): found in the text
         out = reworded(exc, path, full, also=also)
     else:
         names = {str(path): str(full), **(also or {})}
