@@ -139,3 +139,23 @@ def test_a_reason_naming_another_store_path_is_told_with_its_workspace_path() ->
     assert str(out) == "/docs/b.md: copy from /docs/src.md failed"
     assert out.reason == "copy from /docs/src.md failed"
     assert "'/src.md" not in repr(vars(out))
+
+
+@pytest.mark.parametrize(
+    "message",
+    ["/a.md.labels.yaml is in the way", "/a.mdx is in the way", "cannot copy /a.md.tmp onto x"],
+)
+def test_a_path_inside_a_longer_name_is_not_the_error_s_path(message: str) -> None:
+    """An error about ``/a.md`` whose message names ``/a.md.labels.yaml`` (a sidecar, which
+    may be hidden) first: re-rendering it around ``/a.md`` would tell the longer name, with
+    the workspace prefix in front, as if it were visible."""
+    error = StoreError(message, path="/a.md")
+    assert not error.renders_path
+    out = translated(error, "/a.md", "/docs/a.md")
+    assert str(out) == f"/docs/a.md: {PLAIN}"
+
+
+def test_a_path_named_whole_after_a_longer_name_is_the_error_s_path() -> None:
+    error = StoreError("/a.md.tmp left behind; /a.md: busy", path="/a.md")
+    assert error.renders_path
+    assert str(translated(error, "/a.md", "/docs/a.md")) == f"/docs/a.md: {PLAIN}"

@@ -132,6 +132,13 @@ class BastionError(Exception):
                 self._shape = (before.replace("{reason}", said), after.replace("{reason}", said))
         elif self._path is not None:
             before, found, after = message.partition(self._path)
+            if found and not _bounded(before, after):  # inside a longer name: find it whole
+                whole = re.search(f"{_BEFORE_PATH}{re.escape(self._path)}{_AFTER_PATH}", message)
+                before, found, after = (
+                    (message[: whole.start()], whole.group(), message[whole.end() :])
+                    if whole is not None
+                    else ("", "", "")
+                )
             if found:
                 self._shape = (before, after)
                 if reason is None and not before and after.startswith(": "):
@@ -406,6 +413,16 @@ equals sign, a comma, a semicolon or a colon (``file:///srv/x``, ``s3://bucket/k
 _AFTER_PATH = r"(?=[\s:;,)\]}>'\"]|\.(?:\s|$)|$)"
 """What may follow a path in a message: a space, a colon, a semicolon, a comma, a bracket, a
 quote, a full stop that ends a sentence, the end."""
+_BOUNDED_BEFORE = re.compile(f"{_BEFORE_PATH}$")
+_BOUNDED_AFTER = re.compile(_AFTER_PATH)
+
+
+def _bounded(before: str, after: str) -> bool:
+    """Whether a path found between ``before`` and ``after`` is a whole path, not the start
+    of a longer name (``/a.md`` in ``/a.md.bak``) or the end of one."""
+    return _BOUNDED_BEFORE.search(before) is not None and _BOUNDED_AFTER.match(after) is not None
+
+
 _ANY_PATH = re.compile(f"{_BEFORE_PATH}(?<!mount )/|\\\\|(?<![A-Za-z])[A-Za-z]:\\\\")
 """The start of a path that no mapping named (``mount /x`` names a mount: a workspace path),
 or of a Windows one (``C:\\``, ``\\\\server``)."""
