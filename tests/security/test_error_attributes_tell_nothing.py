@@ -7,7 +7,8 @@ pickled form. No store path and no host path of a local store is in any of them.
 
 Two workspaces that differ only by entries the principal may not see (a labelled file, a
 folder holding only labelled files) answer each request; every store kind of the security
-suite (memory, local) serves them.
+suite (memory, local) serves them, and SQLite and PostgreSQL (which keep labels in the store)
+serve the calls of one test too.
 
 Known gap, for the guard (``core/guard.py``): ``exc.mount`` is ``None`` for a hidden entry and
 the mount's prefix for a missing one (``_hide`` builds ``absent(full)`` without the mount; it
@@ -17,9 +18,11 @@ here until the guard passes it.
 
 from __future__ import annotations
 
+import inspect
+import itertools
 import pickle
 import traceback
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +33,8 @@ from bastion.core.mounts import Mount
 from bastion.core.policy import Policy, Rule
 from bastion.core.ports import Store
 from bastion.core.principal import Principal
+from bastion.stores.postgres import PostgresStore
+from bastion.stores.sqlite import SqliteStore
 from bastion.workspace import Workspace
 
 AGENT = Principal.of("agent", roles={"engineer"}, clearance="internal")
@@ -142,3 +147,39 @@ async def test_a_missing_entry_names_its_workspace_path_and_mount(
     """What the missing answer carries (the hidden one must carry the same: above)."""
     exc = await _error(await _world(make_store, hidden=False), OPS["read a hidden file"])
     assert (str(exc), getattr(exc, "path", None)) == ("/docs/h.md not found", "/docs/h.md")
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def labelled_store(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[Callable[[str], Store]]:
+    """Stores that keep labels themselves: a SQLite file, a PostgreSQL namespace (a fresh
+    one for each world made; every store closed at the end)."""
+    made: list[Store] = []
+    count = itertools.count()
+
+    def make(name: str) -> Store:
+        if request.param == "sqlite":
+            store: Store = SqliteStore(tmp_path / f"{name}-{next(count)}.db")
+        else:
+            dsn = str(request.getfixturevalue("pg_dsn"))
+            store = PostgresStore(dsn, namespace=f"{name}-{next(count)}", timeout=60.0)
+        made.append(store)
+        return store
+
+    yield make
+    for store in made:
+        closed = store.close()  # type: ignore[attr-defined]
+        if inspect.isawaitable(closed):  # SQLite closes at once, PostgreSQL awaits its pool
+            await closed
+
+
+async def test_stores_that_keep_labels_tell_a_hidden_entry_like_a_missing_one(
+    labelled_store: Callable[[str], Store], tmp_path: Path
+) -> None:
+    for name, op in sorted(OPS.items()):
+        hidden = await _error(await _world(labelled_store, hidden=True), op)
+        missing = await _error(await _world(labelled_store, hidden=False), op)
+        told_hidden, told_missing = _carried(hidden, tmp_path), _carried(missing, tmp_path)
+        assert told_hidden == told_missing, name
+        assert str(tmp_path) not in repr(told_hidden), name
