@@ -258,8 +258,9 @@ class MountView:
         when a mount it sees holds the path (the nearest one above a hidden one), else under
         no mount, naming only the mounts it sees: a mount it may see nothing of answers as no
         mount at all."""
-        if self.find(path) is not None or path.is_root:
-            return absent(path)
+        holder = self.find(path)
+        if holder is not None or path.is_root:
+            return absent(path, None if holder is None else holder.prefix)
         return NoMountError(f"{path} is not under any mount; mounted: {self._shown or '(none)'}")
 
     def may(self, action: Action, path: VPath) -> bool:
