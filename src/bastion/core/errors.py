@@ -132,6 +132,13 @@ class BastionError(Exception):
                 self._shape = (before.replace("{reason}", said), after.replace("{reason}", said))
         elif self._path is not None:
             before, found, after = message.partition(self._path)
+            if found and not _bounded(before, after):  # inside a longer name: find it whole
+                whole = re.search(f"{_BEFORE_PATH}{re.escape(self._path)}{_AFTER_PATH}", message)
+                before, found, after = (
+                    (message[: whole.start()], whole.group(), message[whole.end() :])
+                    if whole is not None
+                    else ("", "", "")
+                )
             if found:
                 self._shape = (before, after)
                 if reason is None and not before and after.startswith(": "):
@@ -399,13 +406,26 @@ _GENERIC: dict[type[OperationError], str] = {
 _STORE_FAILED = (
     "{}: the storage of this mount failed; try again later, and ask an operator if it persists"
 )
-_BEFORE_PATH = r"(?:^|(?<=[\s('\"]))"
-"""Where a path may start in a message: at its start, after a space, a bracket or a quote."""
-_AFTER_PATH = r"(?=[\s:;,)'\"]|$)"
+_BEFORE_PATH = r"(?:^|(?<=[\s('\"\[<{=,;:]))"
+"""Where a path may start in a message: at its start, after a space, a bracket or a quote, an
+equals sign, a comma, a semicolon or a colon (``file:///srv/x``, ``s3://bucket/key``,
+``filename=/srv/x``: a host path or URL quoted by a foreign error is a path too)."""
+_AFTER_PATH = r"(?=[\s:;,)\]}>'\"]|\.(?:\s|$)|$)"
 """What may follow a path in a message: a space, a colon, a semicolon, a comma, a bracket, a
-quote, the end."""
-_ANY_PATH = re.compile(f"{_BEFORE_PATH}(?<!mount )/")
-"""The start of a path that no mapping named (``mount /x`` names a mount: a workspace path)."""
+quote, a full stop that ends a sentence, the end."""
+_BOUNDED_BEFORE = re.compile(f"{_BEFORE_PATH}$")
+_BOUNDED_AFTER = re.compile(_AFTER_PATH)
+
+
+def _bounded(before: str, after: str) -> bool:
+    """Whether a path found between ``before`` and ``after`` is a whole path, not the start
+    of a longer name (``/a.md`` in ``/a.md.bak``) or the end of one."""
+    return _BOUNDED_BEFORE.search(before) is not None and _BOUNDED_AFTER.match(after) is not None
+
+
+_ANY_PATH = re.compile(f"{_BEFORE_PATH}(?<!mount )/|\\\\|(?<![A-Za-z])[A-Za-z]:\\\\")
+"""The start of a path that no mapping named (``mount /x`` names a mount: a workspace path),
+or of a Windows one (``C:\\``, ``\\\\server``)."""
 
 
 def translated(
@@ -428,8 +448,10 @@ def translated(
     path) goes through :func:`reworded`, the fallback that finds paths in the text; so does
     one whose words around its path name another path (which may be hidden), as a safety
     net."""
-    if exc._shape is None or any(_ANY_PATH.search(piece) for piece in exc._shape):
-        # a plain message, or one naming another path around its own: found in the text
+    around = (*exc._shape, exc.reason or "") if exc._shape is not None else ()
+    if exc._shape is None or any(_ANY_PATH.search(piece) for piece in around):
+        # a plain message, or one naming another path around its own (or in a reason that
+        # the message does not show, which the copy would keep): found in the text
         out = reworded(exc, path, full, also=also)
     else:
         names = {str(path): str(full), **(also or {})}

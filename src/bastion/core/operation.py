@@ -30,6 +30,7 @@ __all__ = [
     "GuardContext",
     "Operation",
     "current_operation",
+    "detach",
     "folded",
     "note_refusal",
     "operation_in_progress",
@@ -192,6 +193,8 @@ class Operation:
             self._finish(allowed=True, reason=reason, told=told)
             return
         answered = f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, OperationError):
+            detach(exc)
         if isinstance(exc, AccessDeniedError | NotFoundError) and self.reason:
             self._finish(allowed=False, reason=self.reason, told=answered)
         else:
@@ -252,6 +255,18 @@ def folded() -> _Folded | None:
     """The stand-in for a nested operation when one is in progress, else ``None``: a caller
     inside an operation need not build (and name) a new one that would be folded anyway."""
     return _FOLDED if _in_operation.get() is not None else None
+
+
+def detach(exc: BaseException) -> None:
+    """``exc`` as the caller is told it, with nothing of how it was decided: no chained error
+    (``raise ... from None`` still keeps the store's own error, naming store paths and what is
+    there, as ``__context__``), and no frames below the operation (a hidden entry and a missing
+    one are answered by different lines of the guard, which a printed traceback would show).
+    The audit record keeps the real reason."""
+    exc.__cause__ = None
+    exc.__context__ = None
+    exc.__suppress_context__ = True
+    exc.__traceback__ = None
 
 
 def operation_in_progress() -> Operation | None:

@@ -109,10 +109,11 @@ _UNKNOWN = object()
 """Not worked out yet (``None`` is an answer: the mount is seen)."""
 
 
-def absent(path: VPath) -> NotFoundError:
+def absent(path: VPath, mount: object = None) -> NotFoundError:
     """The answer for ``path`` in a mount the principal sees, when nothing it may see is
-    there: the words of a truly missing path."""
-    return NotFoundError(f"{path} not found")
+    there: the words of a truly missing path, and its attributes (``path``, and ``mount``: the
+    prefix of the mount, which the guard gives a missing path too)."""
+    return NotFoundError(path=path, mount=None if mount is None else str(mount))
 
 
 def refused(action: Action, path: VPath, public_reason: str = "") -> PolicyDeniedError:
@@ -257,8 +258,9 @@ class MountView:
         when a mount it sees holds the path (the nearest one above a hidden one), else under
         no mount, naming only the mounts it sees: a mount it may see nothing of answers as no
         mount at all."""
-        if self.find(path) is not None or path.is_root:
-            return absent(path)
+        holder = self.find(path)
+        if holder is not None or path.is_root:
+            return absent(path, None if holder is None else holder.prefix)
         return NoMountError(f"{path} is not under any mount; mounted: {self._shown or '(none)'}")
 
     def may(self, action: Action, path: VPath) -> bool:

@@ -7,7 +7,8 @@ What it does for both:
 * checks ``base_url`` (an http(s) URL with a host) and the retry settings once, raising
   :class:`~bastion.core.errors.ConfigurationError` naming the adapter;
 * sends the API key as a bearer token and never puts it in a message (``where`` is the URL
-  without user info, query or fragment; error codes a server echoes are redacted);
+  without user info, query or fragment; a server's error type and code are repeated only
+  when they are short words, redacted; its reason phrase never, the standard one instead);
 * opens its own :class:`httpx.AsyncClient` per call, or uses the caller's;
 * retries 429, 5xx, timeouts and transport failures as :mod:`bastion.remote.retry` says; any
   other 4xx is refused at once with a hint per status.
@@ -18,9 +19,11 @@ client) for the measurements and the properties that decided it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from http import HTTPStatus
 from typing import Any
 
 import httpx
@@ -29,6 +32,11 @@ from bastion.core.errors import ConfigurationError
 from bastion.remote.retry import Service, send_with_retries
 
 __all__ = ["Endpoint", "Retries"]
+
+_TAG = re.compile(r"[A-Za-z0-9_.\-]{1,40}")
+"""An error type or code a server sends (``invalid_request_error``, ``model_not_found``) that
+a message may repeat; any other text (a URL with credentials, control characters, a long
+body) is left out."""
 
 _HINTS = {
     401: "check the API key",
@@ -143,15 +151,24 @@ class Endpoint:
         try:
             error = response.json().get("error")
             if isinstance(error, dict):
-                tags = [str(error[k]) for k in ("type", "code") if isinstance(error.get(k), str)]
-                code = self._redact(", ".join(tags)[:80])
+                tags = [
+                    error[k]
+                    for k in ("type", "code")
+                    if isinstance(error.get(k), str) and _TAG.fullmatch(error[k])
+                ]
+                code = self._redact(", ".join(tags))
         except (ValueError, AttributeError):
             pass
         detail = f" ({code})" if code else ""
         hint = self._hints.get(response.status_code, self._fallback_hint)
+        status = response.status_code
+        try:  # the standard phrase: the server's own is free text (a URL, control characters)
+            phrase = f" {HTTPStatus(status).phrase}"
+        except ValueError:
+            phrase = ""
         return (
-            f"{self._noun} service {self.where} refused the request: HTTP "
-            f"{response.status_code} {response.reason_phrase}{detail}; {hint}"
+            f"{self._noun} service {self.where} refused the request: "
+            f"HTTP {status}{phrase}{detail}; {hint}"
         )
 
     def _redact(self, text: str) -> str:
