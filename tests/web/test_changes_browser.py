@@ -152,7 +152,7 @@ def test_review_a_diff_undo_a_change_and_revert_a_thread(
     assert diff.locator("img, b").count() == 0  # the content is text, never markup
     assert mei.evaluate("window.pwned") is None
     assert serious_violations(mei) == []
-    item.evaluate("e => e.scrollIntoView()")
+    mei.evaluate("window.scrollTo(0, 330)")  # the list and the diff, below the filters
     shots.take(mei, "changes", doc=True)
 
     # A conflict: the first write of pay.md is undone while the file holds the second.
