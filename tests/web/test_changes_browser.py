@@ -79,20 +79,22 @@ def _listed(page: Page) -> list[str]:
     return page.locator("#changes-list > li").evaluate_all("els => els.map(e => e.dataset.change)")
 
 
-def _answer(page: Page, method: str, path: str, body: dict[str, int] | None = None) -> Any:
-    """What the server answers the page's own credentials (status and error code)."""
+def _answer(
+    page: Page, who: str, method: str, path: str, body: dict[str, int] | None = None
+) -> Any:
+    """What the server answers ``who``, asked from the page (status, code, message)."""
     return page.evaluate(
-        """async ([method, path, body]) => {
+        """async ([who, method, path, body]) => {
             const token = await (await fetch("/v1/auth/demo", { method: "POST",
                 headers: { "Content-Type": "application/json" },
-                body: JSON.stringify({ user: document.getElementById("whoami").textContent.split(" ")[3] }) })).json();
+                body: JSON.stringify({ user: who }) })).json();
             const r = await fetch(path, { method, headers: { Authorization: "Bearer " + token.token,
                 "Content-Type": "application/json" }, body: body ? JSON.stringify(body) : undefined });
             const data = await r.json();
             return [r.status, data.error ? data.error.code : null,
                     data.error ? data.error.message.replace(/[0-9]+/g, "N") : null];
         }""",
-        [method, path, body],
+        [who, method, path, body],
     )
 
 
@@ -111,7 +113,7 @@ def test_each_viewer_sees_only_the_changes_to_files_it_may_read(
         ("POST", "/v1/changes/undo", "change"),
     ):
         answers = [
-            _answer(omar, method, path.format(i), {"change": i} if body else None)
+            _answer(omar, "omar", method, path.format(i), {"change": i} if body else None)
             for i in (hr_two, MISSING)
         ]
         assert answers[0] == answers[1]
