@@ -46,14 +46,21 @@ ROUTES_EXEMPT: Mapping[str, str] = {
     "GET /v1/explain": "operators only (refused to others, audited): why a named user may or "
     "may not act on a path; tested in tests/web/test_admin_explain.py",
     **{
-        route: "the change journal: governed by ChangeReview, tested over HTTP in "
-        "tests/server/test_api_changes.py; no parity world keeps a journal yet"
+        route: "the change journal: two worlds of their own (a journal, a hidden change) in "
+        "tests/parity/test_parity_changes.py, at the library, the CLI and HTTP; the web page's "
+        "Changes tab calls these routes (tests/web/test_changes_browser.py)"
         for route in (
             "GET /v1/changes",
             "GET /v1/changes/diff",
             "POST /v1/changes/undo",
-            "POST /v1/changes/undo-last",
             "POST /v1/changes/revert",
+        )
+    },
+    **{
+        route: "the change journal: governed by ChangeReview, tested over HTTP in "
+        "tests/server/test_api_changes.py; not in the parity worlds yet"
+        for route in (
+            "POST /v1/changes/undo-last",
             "GET /v1/checkpoints",
             "POST /v1/checkpoints",
             "POST /v1/checkpoints/restore",
@@ -72,10 +79,13 @@ COMMANDS_EXEMPT: Mapping[str, str] = {
     "explain": "operators only (refused to others, audited): why a named user may or may not "
     "act on a path; tested in tests/cli/test_cli_explain.py",
     **{
-        name: "the change journal: governed by ChangeReview (what the viewer may read and "
-        "write), tested in tests/security/test_journal_governance.py and tests/cli; no parity "
-        "world keeps a journal yet"
-        for name in ("changes", "diff", "undo", "revert", "checkpoint", "restore")
+        name: "the change journal: two worlds of their own in tests/parity/test_parity_changes.py"
+        for name in ("changes", "diff", "undo", "revert")
+    },
+    **{
+        name: "the change journal: governed by ChangeReview, tested in "
+        "tests/security/test_journal_governance.py and tests/cli; not in the parity worlds yet"
+        for name in ("checkpoint", "restore")
     },
     "token": "revokes tokens in the servers' shared state (the operator's); reads no workspace",
     "user": "local accounts in the servers' shared state (the operator's); reads no workspace",
@@ -97,14 +107,14 @@ METHODS_EXEMPT: Mapping[str, str] = {
     "write_back": "background processes: changes of the caller's own process",
     "with_thread": "makes the view of the same principal in another thread (the caller's choice)",
     **{
+        name: "the change journal: two worlds of their own in tests/parity/test_parity_changes.py"
+        for name in ("changes", "diff", "undo", "revert")
+    },
+    **{
         name: "the change journal: governed by ChangeReview, tested in "
-        "tests/security/test_journal_governance.py; no parity world keeps a journal yet"
+        "tests/security/test_journal_governance.py; not in the parity worlds yet"
         for name in (
-            "changes",
-            "diff",
-            "undo",
             "undo_last",
-            "revert",
             "checkpoint",
             "checkpoints",
             "restore",

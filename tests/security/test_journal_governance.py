@@ -1,9 +1,11 @@
 """The change journal is governed like everything else: a change list, a diff or an undo shows
 and touches only what the viewer may read (and write); restoring a labelled file restores it
-as hard to read as it was; every review action is audited."""
+as hard to read as it was; every review action is audited. Each runs against both journals:
+a SQLite file and PostgreSQL."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -21,14 +23,30 @@ from bastion import (
     Workspace,
 )
 from bastion.core.models import Action
-from bastion.workspace.journal import Journal
+from bastion.workspace.journal import Journal, PgJournal
 
 ADMIN = Principal.of("admin", tenant="acme", roles={"hr"}, clearance="restricted")
 READER = Principal.of("reader", tenant="acme", clearance="internal")
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def journal_at(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], Journal]]:
+    """Opens the test's journal (each call: as another process would)."""
+    pg = request.param == "postgresql"
+    where = str(request.getfixturevalue("pg_dsn")) if pg else str(tmp_path / "journal.db")
+    opened: list[Journal] = []
+
+    def open_() -> Journal:
+        opened.append(PgJournal(where) if pg else Journal(where))
+        return opened[-1]
+
+    yield open_
+    for journal in opened:
+        journal.close()
+
+
 @pytest.fixture
-def ws(tmp_path: Path) -> SyncWorkspace:
+def ws(journal_at: Callable[[], Journal]) -> SyncWorkspace:
     ws = Workspace(
         [
             Mount.of("/vault", MemoryStore(), labels=Labels(classification="confidential")),
@@ -37,7 +55,7 @@ def ws(tmp_path: Path) -> SyncWorkspace:
         ],
         policy=Policy.allow_all(),
         principal=ADMIN,
-        journal=Journal(tmp_path / "journal.db"),
+        journal=journal_at(),
     ).sync()
     ws.write("/docs/plan.txt", "zebra launch plan\n")
     ws.write("/docs/plan.txt.labels.yaml", "roles: [hr]\n")
@@ -89,12 +107,12 @@ def test_a_file_that_was_visible_and_became_hidden_is_not_shown(ws: SyncWorkspac
     assert all("now secret" not in reader.diff(c.id) for c in reader.changes())
 
 
-def test_undo_needs_write_access(ws: SyncWorkspace, tmp_path: Path) -> None:
+def test_undo_needs_write_access(ws: SyncWorkspace, journal_at: Callable[[], Journal]) -> None:
     readonly = Workspace(
         [Mount.of("/docs", ws.aio.mounts[0].store, scope="read_only")],
         policy=Policy.allow_all(),
         principal=ADMIN,
-        journal=Journal(tmp_path / "journal.db"),
+        journal=journal_at(),
     ).sync()
     ws.write("/docs/open.md", "zebra canteen two\n")
     change = ws.changes()[-1]
@@ -148,7 +166,9 @@ def test_every_review_action_is_audited(ws: SyncWorkspace) -> None:
     assert ops == ["diff", "undo", "checkpoint"]
 
 
-def test_a_change_names_no_path_the_viewer_may_not_read(tmp_path: Path) -> None:
+def test_a_change_names_no_path_the_viewer_may_not_read(
+    journal_at: Callable[[], Journal],
+) -> None:
     policy = Policy(
         rules=(
             Rule.deny("read", "/docs/private/**", roles={"staff"}),
@@ -158,7 +178,7 @@ def test_a_change_names_no_path_the_viewer_may_not_read(tmp_path: Path) -> None:
     ws = Workspace(
         [Mount.of("/docs", MemoryStore())],
         policy=policy,
-        journal=Journal(tmp_path / "journal.db"),
+        journal=journal_at(),
     ).sync()
     ws.write("/docs/private/plan-for-layoffs.txt", "text\n")
     ws.move("/docs/private/plan-for-layoffs.txt", "/docs/open/renamed.txt")
@@ -185,11 +205,13 @@ def test_a_hidden_change_reads_like_one_that_never_was(ws: SyncWorkspace) -> Non
         )
 
 
-def test_a_drop_box_is_not_read_back_through_the_journal(tmp_path: Path) -> None:
+def test_a_drop_box_is_not_read_back_through_the_journal(
+    journal_at: Callable[[], Journal],
+) -> None:
     ws = Workspace(
         [Mount.of("/drop", MemoryStore(), scope="write_only")],
         policy=Policy.allow_all(),
-        journal=Journal(tmp_path / "journal.db"),
+        journal=journal_at(),
     ).sync()
     ws.write("/drop/tip.txt", "zebra anonymous tip\n")
     ws.write("/drop/tip.txt", "zebra second tip\n")

@@ -1,11 +1,13 @@
 """The journal records what an overwrite replaces without reading it when the file is still at
 the version this workspace's last write of it left (the content is already in the journal), and
 reads it whenever it is not: another writer, an append, a journal that dropped the content. An
-undo restores the right content in every case."""
+undo restores the right content in every case. Each runs against both journals: a SQLite file
+and PostgreSQL."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -14,7 +16,7 @@ from bastion import MemoryStore, Mount, Policy, Principal, Workspace
 from bastion.core.models import FileInfo
 from bastion.core.paths import VPath
 from bastion.core.ports import ReadCheck
-from bastion.workspace.journal import Journal, Retention
+from bastion.workspace.journal import Journal, PgJournal, Retention
 from bastion.workspace.sync import SyncWorkspace
 
 BIG = "x" * 100_000 + "\n"
@@ -52,15 +54,34 @@ def _ws(journal: Journal, store: CountingStore) -> SyncWorkspace:
     ).sync()
 
 
+Opener = Callable[..., Journal]
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
+    """Opens the test's journal (each call: as another process would), with a retention."""
+    pg = request.param == "postgresql"
+    where = str(request.getfixturevalue("pg_dsn")) if pg else str(tmp_path / "j.db")
+    opened: list[Journal] = []
+
+    def open_(retention: Retention | None = None) -> Journal:
+        opened.append(PgJournal(where, retention) if pg else Journal(where, retention))
+        return opened[-1]
+
+    yield open_
+    for journal in opened:
+        journal.close()
+
+
 @pytest.fixture
 def store() -> CountingStore:
     return CountingStore()
 
 
 def test_an_overwrite_of_what_it_wrote_reads_nothing_back(
-    tmp_path: Path, store: CountingStore
+    opener: Opener, store: CountingStore
 ) -> None:
-    ws = _ws(Journal(tmp_path / "j.db"), store)
+    ws = _ws(opener(), store)
     ws.write("/w/a.txt", BIG)
     store.bytes_read = 0
     ws.write("/w/a.txt", "small\n")
@@ -71,8 +92,8 @@ def test_an_overwrite_of_what_it_wrote_reads_nothing_back(
     assert ws.read_text("/w/a.txt") == BIG
 
 
-def test_a_file_changed_by_another_writer_is_read(tmp_path: Path, store: CountingStore) -> None:
-    ws = _ws(Journal(tmp_path / "j.db"), store)
+def test_a_file_changed_by_another_writer_is_read(opener: Opener, store: CountingStore) -> None:
+    ws = _ws(opener(), store)
     ws.write("/w/a.txt", "mine\n")
     other = Workspace([Mount.of("/w", store)], policy=Policy.allow_all()).sync()  # no journal
     other.write("/w/a.txt", BIG)
@@ -83,8 +104,8 @@ def test_a_file_changed_by_another_writer_is_read(tmp_path: Path, store: Countin
     assert ws.read_text("/w/a.txt") == BIG  # what the other writer left, not "mine"
 
 
-def test_an_append_reads_what_it_appends_to(tmp_path: Path, store: CountingStore) -> None:
-    ws = _ws(Journal(tmp_path / "j.db"), store)
+def test_an_append_reads_what_it_appends_to(opener: Opener, store: CountingStore) -> None:
+    ws = _ws(opener(), store)
     ws.write("/w/a.txt", "one\n")
     ws.append("/w/a.txt", "two\n")
     ws.write("/w/a.txt", "three\n")
@@ -95,12 +116,12 @@ def test_an_append_reads_what_it_appends_to(tmp_path: Path, store: CountingStore
 
 
 def test_a_content_the_journal_dropped_is_read_and_recorded_again(
-    tmp_path: Path, store: CountingStore
+    opener: Opener, store: CountingStore
 ) -> None:
-    journal = Journal(tmp_path / "j.db", Retention(max_age=None, max_bytes=None))
+    journal = opener(Retention(max_age=None, max_bytes=None))
     ws = _ws(journal, store)
     ws.write("/w/a.txt", BIG)
-    aged = Journal(tmp_path / "j.db", Retention(max_age=0.0, max_bytes=None))
+    aged = opener(Retention(max_age=0.0, max_bytes=None))
     time.sleep(0.01)
     aged.prune()  # another process applies retention: the first write and BIG are gone
     assert aged.size() == (0, 0, 0)

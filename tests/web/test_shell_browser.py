@@ -87,8 +87,8 @@ def test_tabs_and_dialogs_by_keyboard(page_as: Callable[..., Page], site: str) -
     expect(ana.locator("#files")).to_be_visible()
     expect(ana.locator("#chat")).to_be_hidden()
     ana.keyboard.press("End")
-    expect(ana.locator('#tabs [data-tab="search"]')).to_be_focused()
-    expect(ana.locator("#search")).to_be_visible()
+    expect(ana.locator('#tabs [data-tab="changes"]')).to_be_focused()  # the last offered
+    expect(ana.locator("#changes")).to_be_visible()
     ana.keyboard.press("Home")
     expect(chat).to_have_attribute("aria-selected", "true")
     assert ana.locator('#tabs [data-tab="admin"]').is_hidden()  # not an operator

@@ -1,13 +1,14 @@
 """The change journal: every change through the workspace is recorded with who, which thread,
 what operation, and the content before and after; it can be reviewed and undone, refused with
 a conflict when a file changed since; retention is enforced; a journal that cannot be written
-refuses the write."""
+refuses the write. Each runs against both backends: a SQLite file and PostgreSQL."""
 
 from __future__ import annotations
 
 import os
 import sqlite3
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ import pytest
 from bastion import ConflictError, MemoryStore, Mount, NotFoundError, Policy, Principal, Workspace
 from bastion.core.errors import ConfigurationError
 from bastion.stores.local import LocalStore
-from bastion.workspace.journal import Journal, JournalError, Retention
+from bastion.workspace.journal import Journal, JournalError, PgJournal, Retention
 from bastion.workspace.sync import SyncWorkspace
 
 BOT = Principal.of("bot")
@@ -26,9 +27,38 @@ def _ws(journal: Journal, store: object | None = None) -> SyncWorkspace:
     return Workspace([mount], policy=Policy.allow_all(), principal=BOT, journal=journal).sync()
 
 
+Opener = Callable[..., Journal]
+"""Opens the test's journal (as another process would): ``opener(retention=None)``."""
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def where(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where the test's journal lives: a file, or a fresh PostgreSQL database."""
+    if request.param == "sqlite":
+        return str(tmp_path / "journal.db")
+    return str(request.getfixturevalue("pg_dsn"))
+
+
 @pytest.fixture
-def journal(tmp_path: Path) -> Journal:
-    return Journal(tmp_path / "journal.db")
+def opener(where: str) -> Iterator[Opener]:
+    opened: list[Journal] = []
+
+    def open_(retention: Retention | None = None) -> Journal:
+        if where.startswith("postgresql://"):
+            j: Journal = PgJournal(where, retention)
+        else:
+            j = Journal(where, retention)
+        opened.append(j)
+        return j
+
+    yield open_
+    for j in opened:
+        j.close()
+
+
+@pytest.fixture
+def journal(opener: Opener) -> Journal:
+    return opener()
 
 
 @pytest.fixture
@@ -137,14 +167,14 @@ def test_contents_are_stored_once(ws: SyncWorkspace, journal: Journal) -> None:
     assert size == 2000
 
 
-def test_the_journal_is_shared_by_processes(tmp_path: Path, ws: SyncWorkspace) -> None:
+def test_the_journal_is_shared_by_processes(opener: Opener, ws: SyncWorkspace) -> None:
     ws.write("/w/a.txt", "one\n")
-    again = Journal(tmp_path / "journal.db")  # what another process opens
+    again = opener()  # what another process opens
     assert [c.op for c in again.changes()] == ["write"]
 
 
-def test_retention_by_age_and_size(tmp_path: Path) -> None:
-    journal = Journal(tmp_path / "j.db", Retention(max_age=None, max_bytes=5000))
+def test_retention_by_age_and_size(opener: Opener) -> None:
+    journal = opener(Retention(max_age=None, max_bytes=5000))
     ws = _ws(journal)
     for i in range(40):
         ws.write("/w/a.txt", f"{i:04d}" * 250)  # 1000 bytes each
@@ -153,13 +183,13 @@ def test_retention_by_age_and_size(tmp_path: Path) -> None:
     assert size <= 5000
     assert 0 < changes < 40
     assert journal.changes()[-1].entries[0].after.hash is not None  # the newest are kept
-    aged = Journal(tmp_path / "j.db", Retention(max_age=0.0, max_bytes=None))
+    aged = opener(Retention(max_age=0.0, max_bytes=None))
     time.sleep(0.01)
     aged.prune()
     assert aged.size() == (0, 0, 0)
 
 
-def test_a_journal_that_cannot_be_written_refuses_the_write(tmp_path: Path) -> None:
+def test_a_sqlite_journal_that_cannot_be_written_refuses_the_write(tmp_path: Path) -> None:
     root = tmp_path / "files"
     root.mkdir()
     journal = Journal(tmp_path / "j.db")
@@ -226,24 +256,27 @@ def test_undo_last_skips_changes_of_others_and_of_other_threads(journal: Journal
 
 CHILD = """
 import sys
+from pathlib import Path
 from bastion import LocalStore, Mount, Policy, Principal, Workspace
-from bastion.workspace.journal import Journal
+from bastion.workspace.journal.settings import open_journal
 ws = Workspace([Mount.of("/w", LocalStore(sys.argv[1]))], policy=Policy.allow_all(),
-               principal=Principal.of("child"), journal=Journal(sys.argv[2])).sync()
+               principal=Principal.of("child"),
+               journal=open_journal({"path": sys.argv[2]}, Path("."))).sync()
 ws.with_thread("child-thread").write("/w/from-child.txt", "made in another process\\n")
 """
 
 
-def test_another_process_records_into_the_same_journal(tmp_path: Path) -> None:
+def test_another_process_records_into_the_same_journal(
+    tmp_path: Path, where: str, journal: Journal
+) -> None:
     import subprocess
     import sys
 
     root = tmp_path / "files"
     root.mkdir()
-    journal = Journal(tmp_path / "j.db")
     ws = _ws(journal, LocalStore(root))
     done = subprocess.run(
-        [sys.executable, "-c", CHILD, str(root), str(tmp_path / "j.db")],
+        [sys.executable, "-c", CHILD, str(root), where],
         capture_output=True,
         text=True,
         timeout=120,

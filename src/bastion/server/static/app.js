@@ -27,11 +27,13 @@ import * as chat from "./chat.js";
 import * as files from "./files.js";
 import * as search from "./search.js";
 import * as admin from "./admin.js";
+import * as changes from "./changes.js";
 
 const TABS = [
   ["chat", "Chat", chat],
   ["files", "Files", files],
   ["search", "Search", search],
+  ["changes", "Changes", changes],
   ["admin", "Administration", admin],
 ];
 

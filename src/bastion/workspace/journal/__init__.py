@@ -10,6 +10,7 @@ from bastion.workspace.journal.db import (
     Retention,
     State,
 )
+from bastion.workspace.journal.postgres import PgJournal
 from bastion.workspace.journal.recording import JournalledStore, Threads
 from bastion.workspace.journal.review import ChangeReview, Rollback
 
@@ -21,6 +22,7 @@ __all__ = [
     "Journal",
     "JournalError",
     "JournalledStore",
+    "PgJournal",
     "Retention",
     "Rollback",
     "State",

@@ -3,6 +3,8 @@ keeps (docs/changes.md)::
 
     [journal]
     path = ".bastion/journal.db"   # relative to the workspace file; shared by every process
+    # or the database every process (on any machine) reaches, e.g. the server's shared_state:
+    # path = "postgresql://user@host/db"
     max_age_days = 30              # changes older than this are dropped
     max_mb = 1024                  # the oldest changes go when the contents pass this
 """
@@ -16,6 +18,7 @@ from typing import Any
 
 from bastion.core.errors import ConfigurationError
 from bastion.workspace.journal.db import Journal, Retention
+from bastion.workspace.journal.postgres import PgJournal, is_postgres_url
 
 __all__ = ["JournalSettings", "open_journal"]
 
@@ -24,7 +27,8 @@ _KEYS = frozenset({"path", "max_age_days", "max_mb"})
 
 @dataclass(frozen=True, slots=True)
 class JournalSettings:
-    path: Path
+    path: Path | str
+    """A file, or a ``postgresql://`` URL (:class:`PgJournal`)."""
     retention: Retention
 
     @classmethod
@@ -40,11 +44,11 @@ class JournalSettings:
                 f"journal: unknown key {sorted(unknown)[0]!r}; known: {', '.join(sorted(_KEYS))}"
             )
         path = raw.get("path", ".bastion/journal.db")
-        if not isinstance(path, str) or not path:
-            raise ConfigurationError("journal.path: must be a file name")
+        if not isinstance(path, str) or not path.strip():
+            raise ConfigurationError("journal.path: must be a file name or a postgresql:// URL")
         age, size = _positive(raw, "max_age_days"), _positive(raw, "max_mb")
         return cls(
-            folder / Path(path).expanduser(),
+            path if is_postgres_url(path) else folder / Path(path).expanduser(),
             Retention(
                 max_age=None if age is None else age * 86400.0,
                 max_bytes=None if size is None else int(size * (1 << 20)),
@@ -52,6 +56,8 @@ class JournalSettings:
         )
 
     def open(self) -> Journal:
+        if isinstance(self.path, str):
+            return PgJournal(self.path, self.retention)
         return Journal(self.path, self.retention)
 
 
