@@ -65,7 +65,7 @@ def raw_write(path: Path, data: bytes) -> None:
         os.close(dfd)
 
 
-def child(root: Path, scratch: Path, repeat: int) -> dict[str, dict[str, float]]:
+def child(root: Path, scratch: Path, repeat: int, ops: list[str]) -> dict[str, dict[str, float]]:
     """One round in this process: each op ``repeat`` times, Bastion and raw alternating."""
     from bastion import Mount, Policy, Workspace
     from bastion.stores.local import LocalStore
@@ -109,7 +109,7 @@ def child(root: Path, scratch: Path, repeat: int) -> dict[str, dict[str, float]]
 
     async def run() -> dict[str, dict[str, float]]:
         out: dict[str, dict[str, float]] = {}
-        for op in OPS:
+        for op in ops:
             await bastion(op)  # warm: caches, compiled pattern
             b: list[float] = []
             r: list[float] = []
@@ -132,13 +132,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--repeat", type=int, default=5, help="calls per op in one child")
     parser.add_argument("--tree", type=Path, default=Path(tempfile.gettempdir()) / "peer-tree")
+    parser.add_argument("--ops", default=",".join(OPS), help="which of " + ", ".join(OPS))
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     opts = parser.parse_args()
     root = tree.build(opts.tree)
     if opts.child:
         scratch = Path(tempfile.mkdtemp(prefix="grep-scan-"))
         try:
-            print(json.dumps(child(root, scratch, opts.repeat)))
+            print(json.dumps(child(root, scratch, opts.repeat, opts.ops.split(","))))
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
         return
@@ -146,6 +147,7 @@ def main() -> None:
     try:
         srcs = {"before": export_src(opts.base, work / "base"), "after": Path("src").resolve()}
         args = ["--child", "--repeat", str(opts.repeat), "--tree", str(opts.tree)]
+        args += ["--ops", opts.ops]
         got: dict[str, list[dict[str, dict[str, float]]]] = {"before": [], "after": []}
         for r in range(opts.rounds):
             for label in ("before", "after") if r % 2 == 0 else ("after", "before"):
@@ -156,7 +158,7 @@ def main() -> None:
         f"{'op':14} {'before ms':>10} {'after ms':>9} {'raw ms':>7} {'after/before':>13} "
         f"{'before/raw':>11} {'after/raw':>10}"
     )
-    for op in OPS:
+    for op in opts.ops.split(","):
         med = {label: statistics.median(x[op]["bastion"] for x in got[label]) for label in got}
         floor = statistics.median(x[op]["raw"] for label in got for x in got[label])
         print(
