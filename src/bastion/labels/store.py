@@ -20,6 +20,9 @@ from __future__ import annotations
 
 import builtins
 from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from bastion.core.errors import (
@@ -55,7 +58,7 @@ from bastion.labels.sidecars import (
     tightens,
 )
 
-__all__ = ["DocumentLabels"]
+__all__ = ["DocumentLabels", "listings_reused"]
 
 _CACHE = 16_384
 _PROBE = 16
@@ -64,6 +67,28 @@ after a byte-order mark); only then is the whole head read."""
 _PATIENCE = PATIENCE
 """Seconds a read goes on trying while the file keeps changing between its labels and its
 bytes (:class:`~bastion.core.patience.Patience`)."""
+
+
+_Listing = tuple[dict[str, FileInfo], frozenset[str], frozenset[str]]
+"""A folder's listing as :meth:`DocumentLabels.list` saw it: entries by name, the store's odd
+names there, and the case-folded names of files whose sidecar is listed in another case."""
+_LISTINGS: ContextVar[dict[tuple[object, tuple[str, ...]], _Listing] | None] = ContextVar(
+    "bastion_listings", default=None
+)
+
+
+@contextmanager
+def listings_reused() -> Iterator[None]:
+    """Within: a read of an ordinary file takes its sidecar from the listing of its folder
+    that a :meth:`DocumentLabels.list` made earlier within (one call of ``grep``), instead of
+    looking it up per file. Labels are still taken from the cache by the version of the file
+    opened (a file changed since its listing is worked out afresh), so a file's answer is
+    the one it had when its folder was listed."""
+    token = _LISTINGS.set({})
+    try:
+        yield
+    finally:
+        _LISTINGS.reset(token)
 
 
 class _Unknown(Exception):
@@ -283,6 +308,9 @@ class DocumentLabels(Store, LabelPort):
             for name in siblings
             if in_other_case(name) and (target := labelled_file_of(path.child(name))) is not None
         )
+        listings = _LISTINGS.get()
+        if listings is not None:
+            listings[self, path.parts] = (siblings, odd, folded)
         return [await self._labelled(info, siblings, odd, folded) for info in infos]
 
     async def read_file(
@@ -320,7 +348,7 @@ class DocumentLabels(Store, LabelPort):
         open file has: its sidecar looked up, then the file opened once; the labels come from
         the cache by that handle's own info and ``check`` sees them before any byte is read.
         ``None`` when they are not known (then the caller works them out and reads)."""
-        sidecar = await find_sidecar(self.inner, path)
+        sidecar = await self._sidecar_of(path)
         if not sidecar.cacheable:
             return None
         seen: list[FileInfo] = []
@@ -343,6 +371,19 @@ class DocumentLabels(Store, LabelPort):
                 raise  # the caller's check refused, or the read failed after it
             return None  # let the full path report it (as it always has)
         return seen[0], data
+
+    async def _sidecar_of(self, path: VPath) -> Sidecar:
+        """The sidecar of ``path``: from its folder's listing within :func:`listings_reused`,
+        else looked up."""
+        listings = _LISTINGS.get()
+        listing = None if listings is None else listings.get((self, path.parent.parts))
+        if listing is None:
+            return await find_sidecar(self.inner, path)
+        siblings, odd, folded = listing
+        listed = listed_sidecar(path, siblings, odd)
+        if listed is None and path.name.casefold() in folded:
+            return await find_sidecar(self.inner, path)  # the store decides (it may fold case)
+        return NO_SIDECAR if listed is None else listed
 
     async def read_range(self, path: VPath, offset: int = 0, length: int | None = None) -> bytes:
         return await self.inner.read_range(path, offset, length)

@@ -33,6 +33,7 @@ from bastion.core.errors import (
 from bastion.core.models import EntryKind, FileInfo
 from bastion.core.offload import wait_until
 from bastion.core.paths import VPath
+from bastion.core.sidecars import SIDECAR_SUFFIX
 from bastion.stores._common import disk_fault
 
 TEMP_PREFIX = ".bastion-tmp-"
@@ -163,6 +164,16 @@ def lstat_raw(dir_fd: int, name: str) -> os.stat_result | None:
         return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
     except FileNotFoundError:
         return None
+
+
+def prime_sidecar(dir_fd: int, name: str) -> None:
+    """Look up the sidecar name of the file ``name`` just written, in the writer's thread.
+    The labels layer asks for that sidecar next, and a name never looked up cannot be answered
+    from the kernel's cache (``RESOLVE_CACHED``: see ``_cached``), so the question would cost
+    a second hop to a worker thread; after this look its absence is known from memory."""
+    if not name.endswith(SIDECAR_SUFFIX) and len(os.fsencode(name)) <= 255 - len(SIDECAR_SUFFIX):
+        with suppress(OSError):
+            lstat_raw(dir_fd, name + SIDECAR_SUFFIX)
 
 
 def lstat_at(dir_fd: int, name: str, path: VPath) -> os.stat_result | None:

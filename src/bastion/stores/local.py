@@ -122,6 +122,7 @@ from bastion.stores._fd import (
     open_file,
     openat2_call,
     pread_range,
+    prime_sidecar,
     probe_openat2,
     refuse_special,
     relative_of,
@@ -340,7 +341,9 @@ class LocalStore(Store):
                 locked, lock_fd = lock_entry(pfd, last_name(path), path)
                 if not locked:
                     refuse_unchecked(path, mode, if_version)
-                return self._write_locked(pfd, path, memoryview(data), mode, if_version)
+                info = self._write_locked(pfd, path, memoryview(data), mode, if_version)
+                prime_sidecar(pfd, last_name(path))
+                return info
             finally:
                 if lock_fd >= 0:
                     os.close(lock_fd)

@@ -22,6 +22,7 @@ from bastion.core.globs import Glob
 from bastion.core.guard import GuardContext
 from bastion.core.models import FileInfo
 from bastion.core.paths import VPath
+from bastion.labels.store import listings_reused
 from bastion.workspace.grep import Budget, GrepMatch, GrepResult, clip, compile_matcher
 from bastion.workspace.routing import Router, parse_in
 from bastion.workspace.visible import visible_tree
@@ -110,7 +111,7 @@ class TreeOps:
     ) -> GrepResult:
         """Lines matching ``pattern`` in the files under ``path`` (see :meth:`Workspace.grep`)."""
         context = max(context, 0)
-        with self._ctx.operation("grep", path) as op:
+        with self._ctx.operation("grep", path) as op, listings_reused():
             vp = parse_in(op, path)
             matcher = await asyncio.to_thread(
                 compile_matcher, pattern, regex=regex, ignore_case=ignore_case

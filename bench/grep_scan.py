@@ -1,0 +1,172 @@
+"""grep, glob and a durable write over the peers tree, this tree against another revision.
+
+Runs the Bastion calls of ``bench/peers.py`` (literal and regular-expression grep, ``**/*.yaml``
+glob, a new file written durably) and the raw Python floor of each, in child processes: one
+child per revision and round, alternating, so both see the same load. Prints the median of
+each, and the ratios (after/before, and each against the raw floor).
+
+    PYTHONPATH=src python bench/grep_scan.py --base HEAD~1 --rounds 7
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _peer_tree as tree
+from _children import export_src, run_child
+
+OPS = ("grep_literal", "grep_regex", "glob", "write_new")
+PAYLOAD = b"line one EDITME\n" + b"payload line\n" * 200
+
+
+def raw_grep(root: Path, needle: str | None, regex: re.Pattern[str] | None = None) -> int:
+    """The floor: every file read and matched line by line (no size limit, no labels)."""
+    found = 0
+    for folder, _, files in os.walk(root):
+        for name in files:
+            path = Path(folder) / name
+            if path.stat().st_size > 10 * 1024 * 1024:
+                continue  # as Bastion's size limit skips the big log
+            text = path.read_bytes().decode("utf-8", "replace")
+            if regex is None and needle not in text:  # type: ignore[operator]
+                continue
+            for line in text.splitlines():
+                if regex.search(line) if regex is not None else needle in line:  # type: ignore[operator]
+                    found += 1
+    return found
+
+
+def raw_write(path: Path, data: bytes) -> None:
+    """The floor of a durable write: temporary file, fsync, rename, folder fsync."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    tmp.rename(path)
+    dfd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
+def child(root: Path, scratch: Path, repeat: int, ops: list[str]) -> dict[str, dict[str, float]]:
+    """One round in this process: each op ``repeat`` times, Bastion and raw alternating."""
+    from bastion import Mount, Policy, Workspace
+    from bastion.stores.local import LocalStore
+
+    for sub in ("b", "r"):
+        (scratch / sub).mkdir(parents=True, exist_ok=True)
+    ws = Workspace(
+        [
+            Mount.of("/w", LocalStore(root)),
+            Mount.of("/s", LocalStore(scratch / "b"), scope="read_write"),
+        ],
+        policy=Policy.allow_all(),
+    )
+    regex = re.compile(tree.REGEX)
+    text = PAYLOAD.decode()
+    counter = [0]
+
+    def name() -> str:
+        counter[0] += 1
+        return f"f{counter[0]:06}.txt"
+
+    async def bastion(op: str) -> None:
+        if op == "grep_literal":
+            await ws.grep(tree.LITERAL, "/w")
+        elif op == "grep_regex":
+            await ws.grep(tree.REGEX, "/w", regex=True)
+        elif op == "glob":
+            await ws.glob("**/*.yaml", path="/w")
+        else:
+            await ws.write(f"/s/{name()}", text)
+
+    def raw(op: str) -> None:
+        if op == "grep_literal":
+            raw_grep(root, tree.LITERAL)
+        elif op == "grep_regex":
+            raw_grep(root, None, regex)
+        elif op == "glob":
+            list(root.glob("**/*.yaml"))
+        else:
+            raw_write(scratch / "r" / name(), PAYLOAD)
+
+    async def run() -> dict[str, dict[str, float]]:
+        out: dict[str, dict[str, float]] = {}
+        for op in ops:
+            await bastion(op)  # warm: caches, compiled pattern
+            b: list[float] = []
+            r: list[float] = []
+            for _ in range(repeat):
+                t0 = time.perf_counter()
+                await bastion(op)
+                b.append(time.perf_counter() - t0)
+                t0 = time.perf_counter()
+                raw(op)
+                r.append(time.perf_counter() - t0)
+            out[op] = {"bastion": statistics.median(b), "raw": statistics.median(r)}
+        return out
+
+    return asyncio.run(run())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--base", default="HEAD~1", help="the revision to compare against")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=5, help="calls per op in one child")
+    parser.add_argument("--tree", type=Path, default=Path(tempfile.gettempdir()) / "peer-tree")
+    parser.add_argument("--ops", default=",".join(OPS), help="which of " + ", ".join(OPS))
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    opts = parser.parse_args()
+    root = tree.build(opts.tree)
+    if opts.child:
+        scratch = Path(tempfile.mkdtemp(prefix="grep-scan-"))
+        try:
+            print(json.dumps(child(root, scratch, opts.repeat, opts.ops.split(","))))
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        return
+    work = Path(tempfile.mkdtemp(prefix="grep-scan-src-"))
+    try:
+        srcs = {"before": export_src(opts.base, work / "base"), "after": Path("src").resolve()}
+        args = ["--child", "--repeat", str(opts.repeat), "--tree", str(opts.tree)]
+        args += ["--ops", opts.ops]
+        got: dict[str, list[dict[str, dict[str, float]]]] = {"before": [], "after": []}
+        for r in range(opts.rounds):
+            for label in ("before", "after") if r % 2 == 0 else ("after", "before"):
+                got[label].append(run_child(__file__, srcs[label], args, label=label))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(
+        f"{'op':14} {'before ms':>10} {'after ms':>9} {'raw ms':>7} {'after/before':>13} "
+        f"{'before/raw':>11} {'after/raw':>10}"
+    )
+    for op in opts.ops.split(","):
+        med = {label: statistics.median(x[op]["bastion"] for x in got[label]) for label in got}
+        floor = statistics.median(x[op]["raw"] for label in got for x in got[label])
+        print(
+            f"{op:14} {med['before'] * 1e3:10.1f} {med['after'] * 1e3:9.1f} {floor * 1e3:7.1f} "
+            f"{med['after'] / med['before']:13.2f} {med['before'] / floor:11.2f} "
+            f"{med['after'] / floor:10.2f}"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,79 @@
+"""What the local store sends to its worker threads (issue 31): a hop costs as much as a small
+read, and on a loaded machine a scheduler slice. A new file's write is the admission's look
+and the write (the sidecar lookup that labels its info is answered from memory), and grep
+over files in memory hops only to list folders, never per file; the answers are unchanged
+(a sidecar made by another program is still seen)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bastion import LocalStore, Mount, Policy, Principal, Workspace
+from bastion.core.offload import Workers
+
+READER = Principal.of("reader", clearance="internal")
+ADMIN = Principal.of("admin", clearance="restricted")
+
+
+@pytest.fixture
+def hops(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the calls sent to worker threads, in order."""
+    seen: list[str] = []
+    run = Workers.run
+
+    async def counted(self: Workers, fn: Callable[..., Any], *args: Any) -> Any:
+        seen.append(getattr(fn, "__name__", repr(fn)))
+        return await run(self, fn, *args)
+
+    monkeypatch.setattr(Workers, "run", counted)
+    return seen
+
+
+def _store(tmp_path: Path) -> LocalStore:
+    store = LocalStore(tmp_path)
+    if store._cached is None:  # no openat2(RESOLVE_CACHED) here: every look is a hop
+        pytest.skip("this kernel or filesystem has no cached lookups")
+    return store
+
+
+async def test_a_new_file_is_written_in_two_hops(tmp_path: Path, hops: list[str]) -> None:
+    ws = Workspace(
+        [Mount.of("/d", _store(tmp_path), scope="read_write")], policy=Policy.allow_all()
+    )
+    await ws.write("/d/warm.txt", "warm\n")
+    hops.clear()
+    info = await ws.write("/d/new.txt", "hello\n")
+    assert hops == ["_stat", "_write"]
+    assert info.labels is not None and info.labels.classification == "public"
+
+
+async def test_a_sidecar_made_after_the_write_is_still_seen(tmp_path: Path) -> None:
+    mounts = [Mount.of("/d", _store(tmp_path), scope="read_write")]
+    ws = Workspace(mounts, policy=Policy.allow_all(), principal=ADMIN)
+    await ws.write("/d/a.txt", "needle\n")
+    (tmp_path / "a.txt.labels.yaml").write_text("classification: restricted\n")
+    assert (await ws.stat("/d/a.txt")).labels.classification == "restricted"
+    reader = Workspace(ws.mounts, policy=Policy.allow_all(), principal=READER)
+    assert (await reader.grep("needle", "/d")).matches == ()
+
+
+async def test_grep_hops_per_folder_not_per_file(tmp_path: Path, hops: list[str]) -> None:
+    store = _store(tmp_path)
+    for f in range(3):
+        folder = tmp_path / f"f{f}"
+        folder.mkdir()
+        for n in range(40):
+            (folder / f"{n}.txt").write_text(f"line {n}\nneedle {f}/{n}\n")
+    (tmp_path / "f1" / "7.txt.labels.yaml").write_text("classification: restricted\n")
+    ws = Workspace([Mount.of("/d", store)], policy=Policy.allow_all(), principal=READER)
+    first = await ws.grep("needle", "/d")
+    hops.clear()
+    again = await ws.grep("needle", "/d")
+    assert again.matches == first.matches
+    assert len(again.matches) == 119 and "/d/f1/7.txt" not in {m.path for m in again.matches}
+    assert all(name in ("_list", "_odd_names") for name in hops), hops
+    assert len(hops) <= 2 * 4  # each of the four folders listed (and its odd names looked at)
