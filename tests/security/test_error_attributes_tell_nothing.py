@@ -92,6 +92,7 @@ def _carried(exc: BaseException, root: Path) -> dict[str, Any]:
         "args": exc.args,
         "path": getattr(exc, "path", None),
         "reason": getattr(exc, "reason", None),
+        "mount": getattr(exc, "mount", None),
         "chained": None if chained is None else (type(chained).__name__, str(chained)),
         "suppress": exc.__suppress_context__,
         "traceback": "".join(traceback.format_exception(exc)),

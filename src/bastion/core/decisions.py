@@ -81,7 +81,7 @@ class Decisions:
     def hide(self, path: VPath, why: str, op: Operation | None = None) -> NotFoundError:
         """The answer for a path the principal may not see: not found (``why`` is audited)."""
         (op or current_operation()).refuse(f"hidden: {why}")
-        return absent(self.full(path))
+        return absent(self.full(path), self.mount.prefix)
 
     def taken(self, path: VPath, action: Action, why: str, op: Operation) -> PolicyDeniedError:
         """The refusal of a change onto an entry the principal may not see: worded as a policy
