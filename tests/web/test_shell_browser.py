@@ -11,9 +11,9 @@ from typing import Any
 
 import httpx
 from axe_playwright_python.sync_playwright import Axe
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Browser, Page, expect
 
-from .conftest import PHONE, Shots, open_tab
+from .conftest import DESKTOP, PHONE, Shots, open_tab
 
 MODULES = ("app", "signin", "chat", "files", "search", "admin", "markdown", "tree")
 
@@ -105,6 +105,32 @@ def test_no_serious_accessibility_violation_on_any_view(
         page.locator("#search-filters summary").click()
         seen["search"] = _serious(page)
         assert not any(seen.values()), (user, seen)
+
+
+def test_no_serious_accessibility_violation_signed_out_or_as_an_operator(
+    browser: Browser, page_as: Callable[..., Page], site: str
+) -> None:
+    for viewport in (DESKTOP, PHONE):
+        context = browser.new_context(viewport=viewport)
+        page = context.new_page()
+        page.goto(site)
+        expect(page.locator("#demo-form")).to_be_visible()
+        page.locator("#token-method summary").click()  # every method open
+        assert _serious(page) == [], viewport
+        assert _overflow(page) <= 0, viewport
+        context.close()
+    sam = page_as("sam")
+    open_tab(sam, "admin")
+    expect(sam.locator("#audit-table tbody tr").first).to_be_visible()
+    # by keyboard: the user field, its hint, then the path, Enter explains
+    sam.locator("#explain-user").focus()
+    sam.keyboard.type("ana")
+    sam.keyboard.press("Tab")
+    expect(sam.locator("#explain-path")).to_be_focused()
+    sam.keyboard.type("/larkspur/hr/salary-bands.md")
+    sam.keyboard.press("Enter")
+    expect(sam.locator("#explain-result .verdict")).to_contain_text("ana")
+    assert _serious(sam) == []
 
 
 def test_tabs_and_dialogs_by_keyboard(page_as: Callable[..., Page], site: str) -> None:
