@@ -21,7 +21,7 @@ from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute, Mount, Route
 
 from bastion.server import (
     oidc,
@@ -128,8 +128,13 @@ def create_app(
         Route("/openapi.json", openapi, methods=["GET"]),
         Route("/mcp", hub, methods=["GET", "POST", "DELETE"]),
         Route("/", assets.page, methods=["GET"]),
-        Route("/static/{name}", assets.file, methods=["GET"]),
-        Route("/static/{version}/{name}", assets.file, methods=["GET"]),
+        Mount(
+            "/static",
+            routes=[
+                Route("/{name}", assets.file, methods=["GET"]),
+                Route("/{version}/{name}", assets.file, methods=["GET"]),
+            ],
+        ),
     ]
     middleware = [
         Middleware(Measure, metrics=state.metrics),
