@@ -4,14 +4,14 @@
 
 Measures, as medians over ``--runs`` fresh page loads (a new browser context each: no cache):
 ``fetch_all`` (the page and its static files, fetched six at a time: what the server takes),
-``load`` (navigation start to the load event: the HTML, the stylesheet, the eight modules)
-in a new browser context (its renderer process starts with it), ``reload`` (the same in the
-tab already open, its cache off),
-``ready`` (navigation start to the shell started: the sign-in page usable, its
-``bastion-ready`` mark), ``revisit`` (the load event of the page opened again in a new tab
-of the same context: what the browser's cache keeps), ``signed in`` (the demo sign-in
-to the Chat tab shown), ``files`` (opening the Files tab to the
-tree and the top folder listed) and ``search`` (a query to its hits shown), plus the bytes the
+``load`` (navigation start to the load event: the HTML, the stylesheet and the modules the
+page loads before it; since "Web app: finish" the shell and sign-in only, the tab modules
+follow) in a new browser context (its renderer process starts with it), ``reload`` (the same
+in the tab already open, its cache off), ``ready`` (navigation start to the shell started:
+the sign-in page usable, its ``bastion-ready`` mark), ``revisit`` (the load event of the page
+opened again in a new tab of the same context: what the browser's cache keeps), ``signed in``
+(the demo sign-in to the Chat tab shown), ``files`` (opening the Files tab to the tree and
+the top folder listed) and ``search`` (a query to its hits shown), plus the bytes the
 page's static files weigh. Prints one JSON object.
 
 ``--base``: another checkout's ``src`` (e.g. ``git archive <ref> src``) served beside this
