@@ -26,7 +26,7 @@
 // sign-out, `message` saying why when the server ended the session (a 401 mid-session).
 //
 // Loading: the sign-in page needs only this module and signin.js; the tab modules are
-// imported when the page has loaded (or sooner, by a sign-in or a resumed session, which
+// imported just after the page has loaded (or sooner, by a sign-in or a resumed session, which
 // wait for them). performance.mark("bastion-ready") marks the shell started.
 import * as signin from "./signin.js";
 
@@ -265,7 +265,7 @@ function start() {
     section.setAttribute("aria-labelledby", "tab-" + name);
   }
   // once the sign-in page has loaded (a session resumed or a sign-in asks for them sooner)
-  const later = () => loadTabs().catch(() => {});
+  const later = () => setTimeout(() => loadTabs().catch(() => {}), 0);
   if (document.readyState === "complete") later(); else window.addEventListener("load", later, { once: true });
   nav.addEventListener("keydown", tabKeys);
   signinPage = signin.mount($("signin"), ctx) || {};
