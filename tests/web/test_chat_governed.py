@@ -196,7 +196,7 @@ def test_a_conversation_is_deleted_after_confirming(
 
 
 def test_markup_in_a_question_stays_text(
-    demo: tuple[Starlette, str], visits: Callable[..., Visit]
+    demo: tuple[Starlette, str], visits: Callable[..., Visit], tmp_path: Path
 ) -> None:
     _, site = demo
     mei = visits(site).page
@@ -211,3 +211,4 @@ def test_markup_in_a_question_stays_text(
     expect(mei.locator("#turns .question").first).to_have_text(attack)
     assert mei.evaluate("window.pwned") is None
     assert mei.locator("#chat img, #chat script").count() == 0
+    Shots(tmp_path).take(mei, "chat-hostile", doc=True)

@@ -196,7 +196,7 @@ def test_pdf_and_word_documents_preview_as_their_text(
 
 
 def test_hostile_names_and_contents_render_as_text(
-    page_as: Callable[..., Page], site: str, tmp_path: Path
+    page_as: Callable[..., Page], site: str, shots: Shots
 ) -> None:
     lena = page_as("lena")
     lena.goto(f"{site}/#/files/uploads")
@@ -220,6 +220,7 @@ def test_hostile_names_and_contents_render_as_text(
     expect(body).to_contain_text("[click me](javascript:alert(4))")
     expect(body.locator("td").first).to_have_text("<i>1</i>")
     expect(body.locator(".front-matter")).to_contain_text("tags: [x]")
+    shots.take(lena, "files-hostile", doc=True)
 
 
 def test_labels_show_and_a_writer_may_tighten_them(

@@ -5,14 +5,15 @@ wheel: nothing is downloaded at run time)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
 import httpx
 from axe_playwright_python.sync_playwright import Axe
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Browser, Page, expect
 
-from .conftest import PHONE, Shots, open_tab
+from .conftest import DESKTOP, PHONE, Shots, open_tab
 
 MODULES = ("app", "signin", "chat", "files", "search", "admin", "markdown", "tree")
 
@@ -40,12 +41,42 @@ def test_the_page_and_its_modules_are_served_with_strict_headers(site: str) -> N
     for directive in ("default-src 'self'", "script-src 'self'", "connect-src 'self'"):
         assert directive in policy
     assert page.headers["x-content-type-options"] == "nosniff"
-    assert '<script type="module" src="/static/app.js"></script>' in page.text
+    found = re.search(
+        r'<script type="module" src="/static/([0-9a-f]{12})/app.js"></script>', page.text
+    )
+    assert found, page.text[:600]
     for name in MODULES:
-        module = httpx.get(f"{site}/static/{name}.js")
+        module = httpx.get(f"{site}/static/{found[1]}/{name}.js")
         assert module.status_code == 200, name
         assert "javascript" in module.headers["content-type"], name
         assert "innerHTML" not in module.text and "insertAdjacentHTML" not in module.text, name
+        assert module.headers["x-content-type-options"] == "nosniff", name
+
+
+def test_static_files_are_cached_by_version_and_compressed(site: str) -> None:
+    page = httpx.get(site + "/")
+    assert page.headers["cache-control"] == "no-cache"
+    version = re.search(r'src="/static/([0-9a-f]{12})/app.js"', page.text)
+    assert version
+    pinned = httpx.get(f"{site}/static/{version[1]}/app.js")
+    assert pinned.headers["cache-control"] == "public, max-age=31536000, immutable"
+    assert pinned.headers["content-encoding"] == "gzip"  # httpx asks for gzip and unpacks it
+    assert "export" in pinned.text or "import" in pinned.text
+    plain = httpx.get(f"{site}/static/app.js", headers={"Accept-Encoding": "identity"})
+    assert "content-encoding" not in plain.headers
+    assert plain.headers["cache-control"] == "no-cache" and plain.text == pinned.text
+    # a version that is not this server's (a page from before an upgrade): asked again each time
+    old = httpx.get(f"{site}/static/000000000000/app.js")
+    assert old.status_code == 200 and old.headers["cache-control"] == "no-cache"
+    again = httpx.get(f"{site}/static/app.js", headers={"If-None-Match": plain.headers["etag"]})
+    assert again.status_code == 304 and again.content == b""
+    # the page itself revalidates too
+    page_again = httpx.get(site + "/", headers={"If-None-Match": page.headers["etag"]})
+    assert page_again.status_code == 304
+    for missing in ("nothere.js", "../app.py", f"{version[1]}/nothere.js", "a/b/app.js"):
+        reply = httpx.get(f"{site}/static/{missing}")
+        assert reply.status_code == 404, missing
+        assert reply.json()["error"]["code"] == "not_found", missing
 
 
 def test_no_serious_accessibility_violation_on_any_view(
@@ -74,6 +105,32 @@ def test_no_serious_accessibility_violation_on_any_view(
         page.locator("#search-filters summary").click()
         seen["search"] = _serious(page)
         assert not any(seen.values()), (user, seen)
+
+
+def test_no_serious_accessibility_violation_signed_out_or_as_an_operator(
+    browser: Browser, page_as: Callable[..., Page], site: str
+) -> None:
+    for viewport in (DESKTOP, PHONE):
+        context = browser.new_context(viewport=viewport)
+        page = context.new_page()
+        page.goto(site)
+        expect(page.locator("#demo-form")).to_be_visible()
+        page.locator("#token-method summary").click()  # every method open
+        assert _serious(page) == [], viewport
+        assert _overflow(page) <= 0, viewport
+        context.close()
+    sam = page_as("sam")
+    open_tab(sam, "admin")
+    expect(sam.locator("#audit-table tbody tr").first).to_be_visible()
+    # by keyboard: the user field, its hint, then the path, Enter explains
+    sam.locator("#explain-user").focus()
+    sam.keyboard.type("ana")
+    sam.keyboard.press("Tab")
+    expect(sam.locator("#explain-path")).to_be_focused()
+    sam.keyboard.type("/larkspur/hr/salary-bands.md")
+    sam.keyboard.press("Enter")
+    expect(sam.locator("#explain-result .verdict")).to_contain_text("ana")
+    assert _serious(sam) == []
 
 
 def test_tabs_and_dialogs_by_keyboard(page_as: Callable[..., Page], site: str) -> None:

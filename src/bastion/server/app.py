@@ -20,9 +20,8 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
-from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
-from starlette.staticfiles import StaticFiles
 
 from bastion.server import (
     oidc,
@@ -34,6 +33,7 @@ from bastion.server import (
     routes_knowledge,
 )
 from bastion.server.accounts import Accounts
+from bastion.server.assets import Assets
 from bastion.server.auth import Authenticator, DemoLogin
 from bastion.server.conversations import conversation_book
 from bastion.server.errors import error_response
@@ -115,8 +115,7 @@ def create_app(
     async def openapi(request: Request) -> Response:
         return JSONResponse(openapi_document())
 
-    async def page(request: Request) -> Response:
-        return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-cache"})
+    assets = Assets(STATIC)
 
     routes: list[BaseRoute] = [
         *routes_files.routes,
@@ -128,8 +127,14 @@ def create_app(
         *oidc.routes,
         Route("/openapi.json", openapi, methods=["GET"]),
         Route("/mcp", hub, methods=["GET", "POST", "DELETE"]),
-        Route("/", page, methods=["GET"]),
-        Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
+        Route("/", assets.page, methods=["GET"]),
+        Mount(
+            "/static",
+            routes=[
+                Route("/{name}", assets.file, methods=["GET"]),
+                Route("/{version}/{name}", assets.file, methods=["GET"]),
+            ],
+        ),
     ]
     middleware = [
         Middleware(Measure, metrics=state.metrics),

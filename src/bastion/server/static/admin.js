@@ -7,6 +7,16 @@ const PAGE = 50;
 const EXPORT_MAX = 10000;
 const COLUMNS = ["time", "principal", "tenant", "operation", "path", "target", "allowed", "reason", "bytes", "duration_ms"];
 
+// One cell of the audit export: a value a spreadsheet would run as a formula (it starts with
+// =, +, -, @, a tab or a carriage return) gets a leading ' (shown as text); quotes, commas and
+// line breaks are quoted as RFC 4180 says.
+export function csvCell(value) {
+  let text = value === null || value === undefined ? "" : String(value);
+  // a spreadsheet must not run it as a formula, nor one that trims blanks first
+  if (/^[\t\r]|^\s*[=+\-@]/.test(text)) text = "'" + text;
+  return /[",\n\r]/.test(text) ? '"' + text.replace(/"/g, '""') + '"' : text;
+}
+
 export function mount(section, ctx) {
   const $ = (id) => document.getElementById(id);
   const { el } = ctx;
@@ -132,13 +142,6 @@ export function mount(section, ctx) {
       body.replaceChildren();
       $("audit-summary").textContent = e.message;
     }
-  }
-
-  function csvCell(value) {
-    let text = value === null || value === undefined ? "" : String(value);
-    // a spreadsheet must not run it as a formula, nor one that trims blanks first
-    if (/^[\t\r]|^\s*[=+\-@]/.test(text)) text = "'" + text;
-    return /[",\n\r]/.test(text) ? '"' + text.replace(/"/g, '""') + '"' : text;
   }
 
   async function exportCsv() {

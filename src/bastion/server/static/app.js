@@ -22,26 +22,43 @@
 //     confirm(title, message, action) / prompt(title, label, value) / dialog(title, body, buttons)
 //                         modal dialogs (focus stays inside, Esc cancels); promises
 //     signedIn(token, viaSession)  the sign-in module's result; signOut()
+// signin.js's mount may return { shown(message) }: the sign-in page is shown again after a
+// sign-out, `message` saying why when the server ended the session (a 401 mid-session).
+//
+// Loading: the sign-in page needs only this module and signin.js; the tab modules are
+// imported just after the page has loaded (or sooner, by a sign-in or a resumed session, which
+// wait for them). performance.mark("bastion-ready") marks the shell started.
 import * as signin from "./signin.js";
-import * as chat from "./chat.js";
-import * as files from "./files.js";
-import * as search from "./search.js";
-import * as admin from "./admin.js";
-import * as changes from "./changes.js";
 
+// [name, label, module]: a tab is one line here and one <section id="name"> in index.html.
 const TABS = [
-  ["chat", "Chat", chat],
-  ["files", "Files", files],
-  ["search", "Search", search],
-  ["changes", "Changes", changes],
-  ["admin", "Administration", admin],
+  ["chat", "Chat", () => import("./chat.js")],
+  ["files", "Files", () => import("./files.js")],
+  ["search", "Search", () => import("./search.js")],
+  ["changes", "Changes", () => import("./changes.js")],
+  ["admin", "Administration", () => import("./admin.js")],
 ];
+
+const EXPIRED = "Your session has ended (it expired or was signed out elsewhere). Sign in again to go on.";
 
 const $ = (id) => document.getElementById(id);
 let token = null;
 let session = false;
 let me = null;
 const mounted = new Map();
+let signinPage = {};
+let tabsReady = null; // the promise of every tab module loaded and mounted
+
+// The tab modules, imported and mounted once; a failure (the server went away) is the
+// sign-in's error, and the next sign-in tries again.
+function loadTabs() {
+  if (!tabsReady) {
+    tabsReady = Promise.all(TABS.filter(([name]) => !mounted.has(name)).map(([name, , load]) =>
+      load().then((module) => { if (!mounted.has(name)) mounted.set(name, module.mount($(name), ctx) || {}); })));
+    tabsReady.catch(() => { tabsReady = null; });
+  }
+  return tabsReady;
+}
 
 function el(tag, text, attrs = {}) {
   const node = document.createElement(tag);
@@ -54,9 +71,12 @@ function authHeaders() {
   return token ? { Authorization: "Bearer " + token } : {};
 }
 
+// A 401 once signed in: the token or session expired or was revoked; back to the sign-in
+// page, saying why (the caller still gets the error).
 async function api(path, options = {}) {
   const headers = Object.assign({}, options.headers || {}, authHeaders());
   const response = await fetch(path, Object.assign({}, options, { headers }));
+  if (response.status === 401 && me) signOut(EXPIRED);
   if (!response.ok) {
     let message = response.status + " " + response.statusText;
     let code = "";
@@ -180,14 +200,20 @@ function tabKeys(event) {
 async function signedIn(newToken, viaSession = false) {
   token = newToken;
   session = viaSession;
+  let who;
   try {
-    me = await getJSON("/v1/me");
+    [who] = await Promise.all([getJSON("/v1/me"), loadTabs()]);
   } catch (e) {
     token = null;
     session = false;
     throw e;
   }
-  $("whoami").textContent = "Signed in as " + me.id + " (" + me.tenant + ", " + me.clearance + ")";
+  me = who;
+  const roles = me.roles.length ? me.roles.join(", ") : "none";
+  $("whoami").replaceChildren(
+    document.createTextNode("Signed in as "), el("strong", me.id),
+    document.createTextNode(" · tenant " + me.tenant + " · roles " + roles + " · clearance " + me.clearance),
+  );
   $("signin").hidden = true;
   $("app").hidden = false;
   $("signout").hidden = false;
@@ -197,13 +223,15 @@ async function signedIn(newToken, viaSession = false) {
   else go("chat");
 }
 
-function signOut() {
+// `message`: why the session ended, when the server ended it (shown on the sign-in page).
+function signOut(message = "") {
   if (session) fetch("/v1/auth/logout", { method: "POST" });
   token = null; me = null; session = false;
   $("app").hidden = true; $("signin").hidden = false; $("signout").hidden = true;
-  $("whoami").textContent = "";
+  $("whoami").replaceChildren();
   for (const tab of mounted.values()) if (tab.reset) tab.reset();
   history.replaceState(null, "", location.pathname);
+  if (signinPage.shown) signinPage.shown(message);
 }
 
 async function resumeSession() {
@@ -226,7 +254,7 @@ function encodePath(path) {
 
 function start() {
   const nav = $("tabs");
-  for (const [name, label, module] of TABS) {
+  for (const [name, label] of TABS) {
     const button = el("button", label, {
       type: "button", role: "tab", id: "tab-" + name, "data-tab": name, "aria-controls": name,
       "aria-selected": "false", tabindex: "-1",
@@ -236,12 +264,15 @@ function start() {
     const section = $(name);
     section.setAttribute("role", "tabpanel");
     section.setAttribute("aria-labelledby", "tab-" + name);
-    mounted.set(name, module.mount(section, ctx) || {});
   }
+  // once the sign-in page has loaded (a session resumed or a sign-in asks for them sooner)
+  const later = () => setTimeout(() => loadTabs().catch(() => {}), 0);
+  if (document.readyState === "complete") later(); else window.addEventListener("load", later, { once: true });
   nav.addEventListener("keydown", tabKeys);
-  signin.mount($("signin"), ctx);
-  $("signout").addEventListener("click", signOut);
+  signinPage = signin.mount($("signin"), ctx) || {};
+  $("signout").addEventListener("click", () => signOut());
   window.addEventListener("hashchange", () => { const r = route(); showTab(r.name || "chat", r.rest); });
+  performance.mark("bastion-ready");
   resumeSession();
 }
 
