@@ -89,7 +89,7 @@ def test_two_people_chat_and_each_sees_only_their_own(
     first = _ask(mei, SALARY)
     expect(first.locator(".answer")).to_contain_text("$128,000")
     expect(first.locator(".verdict strong")).to_have_text("Verified")
-    expect(first.locator(".citations li")).to_have_text(["/larkspur/hr/salary-bands.md:9-17"])
+    expect(first.locator(".citations li")).to_have_text(["/larkspur/hr/salary-bands.md:11-13"])
     conversation = mei.evaluate("location.hash").removeprefix("#/chat/")
     assert len(conversation) == 16
 
@@ -105,7 +105,7 @@ def test_two_people_chat_and_each_sees_only_their_own(
     mei.keyboard.press("Enter")
     expect(mei.locator("#files")).to_be_visible()
     expect(mei.locator("#files")).to_contain_text("128,000")
-    assert "lines=9-17" in mei.evaluate("location.hash")
+    assert "lines=11-13" in mei.evaluate("location.hash")
     shots.take(mei, "chat-cited-lines", doc=True)
     mei.go_back()
     expect(mei.locator("#turns > li")).to_have_count(2)
@@ -114,7 +114,7 @@ def test_two_people_chat_and_each_sees_only_their_own(
     # Copy puts the answer and its citations on the clipboard.
     mei.locator("#turns > li").first.get_by_role("button", name="Copy").click()
     copied = mei.evaluate("navigator.clipboard.readText()")
-    assert "$128,000" in copied and "/larkspur/hr/salary-bands.md:9-17" in copied
+    assert "$128,000" in copied and "/larkspur/hr/salary-bands.md:11-13" in copied
 
     # Feedback: right on the first answer, missing (with a note) on the second.
     mei.locator("#turns > li").first.get_by_role("button", name="Right").click()
@@ -151,7 +151,7 @@ def test_two_people_chat_and_each_sees_only_their_own(
     expect(zoe.locator("#conversations-note")).to_have_text("No conversation yet: ask a question.")
     answer = _ask(zoe, SALARY)
     expect(answer.locator(".answer")).to_contain_text("$92,000")
-    expect(answer.locator(".citations li")).to_have_text(["/tidewater/hr/salary-bands.md:9-15"])
+    expect(answer.locator(".citations li")).to_have_text(["/tidewater/hr/salary-bands.md:11-13"])
     zoe.evaluate(f"location.hash = '#/chat/{conversation}'")
     expect(zoe.locator("#turns")).to_contain_text("it was deleted, or is not yours")
     for text in ("128,000", "150,000", "larkspur"):
