@@ -87,11 +87,15 @@ def open_session(
         if index and config.knowledge is not None:
             knowledge = config.open_knowledge()
         who = acting(config, principal)
-        if who is None and config.users and owner_note:
+        if principal is None and config.users and owner_note:
             names = list(config.users)[:6]
+            actor = (
+                "the owner (tenant default, clearance public), who may not see labelled documents"
+                if who is None
+                else f"{who.id}, the [principal] of the workspace file (its agent)"
+            )
             note(
-                "note: no --as, --token or default_user: acting as the owner (tenant default, "
-                "clearance public), who may not see labelled documents; pass --as USER "
+                f"note: no --as, --token or default_user: acting as {actor}; pass --as USER "
                 f"({', '.join(names)}, ...) or name one in the workspace file: "
                 f'default_user = "{names[0]}"'
             )
