@@ -17,10 +17,11 @@ answered at once pays for no timer; its waits end with the same error.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable
+import logging
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from typing import Any, TypeVar
 
-from bastion.core.errors import StoreUnavailableError
+from bastion.core.errors import BastionError, StoreError, StoreUnavailableError
 from bastion.core.models import FileInfo, WriteMode
 from bastion.core.offload import CALL_LIMIT, CallLimit
 from bastion.core.paths import VPath
@@ -29,6 +30,7 @@ from bastion.core.ports import ReadCheck, Store
 __all__ = ["TimedStore"]
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 class TimedStore(Store):
@@ -59,18 +61,39 @@ class TimedStore(Store):
             f"within {self.timeout:g} s; other mounts still work, try again later"
         )
 
-    async def _bounded(self, call: Awaitable[T]) -> T:
-        if self._own:
-            token = CALL_LIMIT.set(self._limit)
-            try:
-                return await call
-            finally:
-                CALL_LIMIT.reset(token)
+    async def _bounded(self, call: Awaitable[T], theirs: Sequence[BaseException] = ()) -> T:
+        """``call`` within the mount's time; ``theirs``: errors the caller's own callback
+        raised (a read's ``check``), which go back to it as they are."""
         try:
-            async with asyncio.timeout(self.timeout):
-                return await call
-        except TimeoutError:
-            raise self._unavailable() from None
+            if self._own:
+                token = CALL_LIMIT.set(self._limit)
+                try:
+                    return await call
+                finally:
+                    CALL_LIMIT.reset(token)
+            try:
+                async with asyncio.timeout(self.timeout):
+                    return await call
+            except TimeoutError:
+                raise self._unavailable() from None
+        except (BastionError, ValueError, TypeError):
+            raise  # the port's own errors, and a caller's bad argument (the contract's)
+        except Exception as exc:  # any other error: a foreign one, reworded
+            if any(exc is mine for mine in theirs):
+                raise
+            raise self._foreign(exc) from None
+
+    def _foreign(self, exc: Exception) -> StoreError:
+        """A store that raised outside the port's errors (a plug-in's ``OSError`` naming its
+        host path, a driver's ``RuntimeError``): told as a failure of the mount, without its
+        words, which may name what the principal may not see; the operator log has them."""
+        log.warning(
+            "mount %s (%s): the store raised %s: %s", self.name, self.kind, type(exc).__name__, exc
+        )
+        return StoreError(
+            f"mount {self.name} ({self.kind}): the store failed ({type(exc).__name__}); "
+            "the operator log has the details"
+        )
 
     async def stat(self, path: VPath) -> FileInfo:
         return await self._bounded(self.inner.stat(path))
@@ -116,7 +139,19 @@ class TimedStore(Store):
         *,
         check: ReadCheck | None = None,
     ) -> tuple[FileInfo, bytes]:
-        return await self._bounded(self.inner.read_file(path, offset, length, check=check))
+        if check is None:
+            return await self._bounded(self.inner.read_file(path, offset, length))
+        raised: list[BaseException] = []
+
+        def checked(info: FileInfo) -> None:
+            try:
+                check(info)
+            except BaseException as exc:
+                raised.append(exc)
+                raise
+
+        call = self.inner.read_file(path, offset, length, check=checked)
+        return await self._bounded(call, raised)
 
     async def makedirs(self, path: VPath, *, exist_ok: bool = True) -> None:
         await self._bounded(self.inner.makedirs(path, exist_ok=exist_ok))
