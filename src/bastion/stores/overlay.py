@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import builtins
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from bastion.core.errors import (
@@ -295,12 +296,16 @@ class OverlayStore(Store):
                 found[str(entry.path)] = "write"
         return found
 
-    async def apply(self) -> OverlayReport:
+    async def apply(self, paths: Iterable[VPath] | None = None) -> OverlayReport:
         """Write the layer into the base, file by file; a file whose base changed since the
-        layer took it is a conflict and stays in the layer."""
+        layer took it is a conflict and stays in the layer. ``paths``: only these changes
+        (each a changed path of :meth:`changes`; others are left in the layer)."""
         report = OverlayReport()
         manifest, _ = await self._manifest()
+        only = None if paths is None else {str(p) for p in paths}
         for key in sorted(manifest.gone):
+            if only is not None and key not in only:
+                continue
             path = VPath.parse(key)
             try:
                 now = await self.base.stat(path)
@@ -318,17 +323,19 @@ class OverlayStore(Store):
             await self._change(lambda m, k=key: (m.gone.discard(k), m.taken.pop(k, None)))
             report.applied.append(key)
         async for entry in self.layer.walk(VPath.ROOT):
-            if entry.path == MANIFEST:
+            if entry.path == MANIFEST or (only is not None and entry.is_dir):
                 continue
             if entry.is_dir:
                 await self.base.makedirs(entry.path)
                 continue
             key = str(entry.path)
+            if only is not None and key not in only:
+                continue
             if await self._apply_file(entry.path, manifest.taken.get(key)):
                 report.applied.append(key)
             else:
                 report.conflicts.append(key)
-        if not report.conflicts:
+        if not report.conflicts and only is None:
             await self.discard()
         return report
 
@@ -355,11 +362,30 @@ class OverlayStore(Store):
         await self._change(lambda m: m.taken.pop(str(path), None))
         return True
 
-    async def discard(self) -> None:
-        """Drop the layer: every change it holds is gone, the base is as it was."""
-        for entry in await self.layer.list(VPath.ROOT):
-            await self.layer.delete(entry.path, recursive=True)
-        self._read.clear()
+    async def discard(self, paths: Iterable[VPath] | None = None) -> None:
+        """Drop the layer: every change it holds is gone, the base is as it was. ``paths``:
+        only these changes (files written, paths deleted); the rest stay."""
+        if paths is None:
+            for entry in await self.layer.list(VPath.ROOT):
+                await self.layer.delete(entry.path, recursive=True)
+            self._read.clear()
+            return
+        keys = {str(p) for p in paths}
+        for key in sorted(keys):
+            path = VPath.parse(key)
+            try:
+                if (await self.layer.stat(path)).is_file:
+                    await self.layer.delete(path)
+            except (NotFoundError, NotADirectoryError_):
+                pass
+            self._read.pop(key, None)
+
+        def drop(m: _Manifest) -> None:
+            for key in keys:
+                m.gone.discard(key)
+                m.taken.pop(key, None)
+
+        await self._change(drop)
 
 
 def _tagged(info: FileInfo, tag: str) -> FileInfo:
