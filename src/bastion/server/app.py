@@ -32,6 +32,7 @@ from bastion.server import (
     routes_chat,
     routes_files,
     routes_knowledge,
+    routes_overlay,
 )
 from bastion.server.accounts import Accounts
 from bastion.server.auth import Authenticator, DemoLogin
@@ -123,6 +124,7 @@ def create_app(
         *routes_knowledge.routes,
         *routes_admin.routes,
         *routes_changes.routes,
+        *routes_overlay.routes,
         *routes_auth.routes,
         *routes_chat.routes,
         *oidc.routes,

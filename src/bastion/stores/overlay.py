@@ -36,6 +36,7 @@ from bastion.core.errors import (
     StoreError,
 )
 from bastion.core.models import EntryKind, FileInfo, WriteMode
+from bastion.core.overlay_port import Overlay, OverlayReport
 from bastion.core.paths import VPath
 from bastion.core.ports import Store
 
@@ -66,17 +67,7 @@ class _Manifest:
         return cls(dict(raw.get("taken", {})), set(raw.get("gone", ())))
 
 
-@dataclass(frozen=True)
-class OverlayReport:
-    """What :meth:`OverlayStore.apply` did."""
-
-    applied: list[str] = field(default_factory=list)
-    """Paths written into (or deleted from) the base."""
-    conflicts: list[str] = field(default_factory=list)
-    """Paths whose base changed since the layer took them: kept in the layer, base untouched."""
-
-
-class OverlayStore(Store):
+class OverlayStore(Store, Overlay):
     """``layer`` over ``base``: reads see both, writes go to the layer alone."""
 
     kind = "overlay"

@@ -22,6 +22,7 @@ from urllib.parse import quote
 
 from bastion.core.models import FileInfo, WriteMode
 from bastion.core.mounts import Mount
+from bastion.core.overlay_port import Layered
 from bastion.core.paths import VPath
 from bastion.core.ports import Store
 from bastion.stores.folder import FolderStore
@@ -32,7 +33,6 @@ __all__ = [
     "default_layer_url",
     "layer_folder",
     "overlaid",
-    "overlay_below",
     "overlay_of",
 ]
 
@@ -50,7 +50,7 @@ def layer_folder(thread: str | None) -> VPath:
     return VPath.parse("/threads").join(VPath.parse("/t-" + name))
 
 
-class ThreadLayers(Store):
+class ThreadLayers(Store, Layered):
     """``base`` under a layer per thread, kept in ``layers``."""
 
     kind = "overlay"
@@ -136,15 +136,3 @@ def overlaid(
     """``mount`` with its store under overlay layers kept by ``layer_url``."""
     store = overlay_of(mount.store, layer_url, relative_to=relative_to)
     return replace(mount, store=store)
-
-
-def overlay_below(store: Store) -> ThreadLayers | OverlayStore | None:
-    """The overlay below a mount's wrappers (time limits, labels, the journal), if any."""
-    for _ in range(16):
-        if isinstance(store, ThreadLayers | OverlayStore):
-            return store
-        inner = getattr(store, "inner", None)
-        if not isinstance(inner, Store):
-            return None
-        store = inner
-    return None

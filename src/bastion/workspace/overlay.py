@@ -25,12 +25,11 @@ from dataclasses import dataclass
 from bastion.core.errors import ConfigurationError, NotFoundError, OperationError
 from bastion.core.guard import GuardedStore
 from bastion.core.models import Action
+from bastion.core.overlay_port import Layered, Overlay, overlay_below
 from bastion.core.paths import VPath
 from bastion.core.ports import Store
 from bastion.core.sidecars import labelled_file_of
 from bastion.core.visibility import refused
-from bastion.stores.overlay import OverlayStore
-from bastion.stores.overlay_layers import ThreadLayers, overlay_below
 from bastion.workspace.blocking import run_blocking
 from bastion.workspace.routing import Router
 
@@ -59,10 +58,10 @@ class OverlayOutcome:
     """Dropped from the layer (the base shows through again)."""
 
 
-def _overlay_of(store: Store, thread: str | None) -> OverlayStore | None:
+def _overlay_of(store: Store, thread: str | None) -> Overlay | None:
     """The overlay of ``thread`` below a mount's wrappers."""
     found = overlay_below(store)
-    return found.overlay(thread) if isinstance(found, ThreadLayers) else found
+    return found.overlay(thread) if isinstance(found, Layered) else found
 
 
 class OverlayReview:
@@ -74,7 +73,7 @@ class OverlayReview:
         self._raw = prefix
         self._thread = thread
 
-    def _open(self) -> tuple[VPath, GuardedStore, OverlayStore]:
+    def _open(self) -> tuple[VPath, GuardedStore, Overlay]:
         prefix = self._raw if isinstance(self._raw, VPath) else VPath.parse(self._raw)
         guarded, rel = self._router.route(prefix)  # a mount it sees nothing of: not found
         if not rel.is_root:
@@ -89,7 +88,7 @@ class OverlayReview:
     # -- seeing ------------------------------------------------------------------------------
 
     async def _visible(
-        self, guarded: GuardedStore, overlay: OverlayStore, rel: VPath, action: str
+        self, guarded: GuardedStore, overlay: Overlay, rel: VPath, action: str
     ) -> bool:
         ctx, full = self._ctx, guarded.mount.prefix.join(rel)
         if not guarded.mount.scope.allows(Action.READ) or ctx.blocked(full) is not None:
@@ -104,7 +103,7 @@ class OverlayReview:
         except (NotFoundError, OperationError):
             return False
 
-    async def _shown(self, guarded: GuardedStore, overlay: OverlayStore) -> dict[VPath, str]:
+    async def _shown(self, guarded: GuardedStore, overlay: Overlay) -> dict[VPath, str]:
         shown: dict[VPath, str] = {}
         for raw, action in (await overlay.changes()).items():
             rel = VPath.parse(raw)

@@ -10,12 +10,12 @@ from bastion.core.audit import AuditSink
 from bastion.core.label_port import LabelPort
 from bastion.core.mounts import MountTable
 from bastion.core.operation import operation_in_progress
+from bastion.core.overlay_port import Layered, overlay_below
 from bastion.core.paths import VPath
 from bastion.core.policy import Policy
 from bastion.core.ports import Store
 from bastion.core.ratelimit import RateLimiter
 from bastion.labels.store import DocumentLabels
-from bastion.stores.overlay_layers import ThreadLayers, overlay_below
 from bastion.workspace.indexing import KnowledgeLink
 from bastion.workspace.journal import Journal, JournalledStore, Threads
 from bastion.workspace.running import ProcessGate
@@ -57,7 +57,7 @@ class Shared:
         self.knowledge = KnowledgeLink(knowledge, mounts) if knowledge is not None else None
         self.processes = ProcessGate()
         for mount in mounts.mounts:  # an overlay's layer per thread: the thread of the call
-            if isinstance(below := overlay_below(mount.store), ThreadLayers):
+            if isinstance(below := overlay_below(mount.store), Layered):
                 below.thread_of = self._thread_now
 
     def _thread_now(self) -> str | None:
