@@ -30,6 +30,7 @@ from bastion.core.paths import VPath
 from bastion.core.ports import Store
 from bastion.core.sidecars import labelled_file_of
 from bastion.core.visibility import refused
+from bastion.labels.store import DocumentLabels
 from bastion.workspace.blocking import run_blocking
 from bastion.workspace.routing import Router
 
@@ -98,10 +99,15 @@ class OverlayReview:
         try:
             if action == "write":  # what the layer holds, as the guard sees it now
                 await guarded.stat(rel)
-                return True
-            return guarded.visible(await overlay.base.stat(rel))
         except (NotFoundError, OperationError):
             return False
+        try:  # what the base holds there (its own labels: front matter, a sidecar)
+            below = await DocumentLabels(
+                overlay.base, guarded.mount.labels, ctx.policy.classifications
+            ).stat(rel)
+        except (NotFoundError, OperationError):
+            return action == "write"  # a new file; a deletion of nothing is nothing to show
+        return guarded.visible(below)
 
     async def _shown(self, guarded: GuardedStore, overlay: Overlay) -> dict[VPath, str]:
         shown: dict[VPath, str] = {}
@@ -134,8 +140,12 @@ class OverlayReview:
             chosen[rel] = shown[rel]
         return chosen
 
-    def _may_change(self, guarded: GuardedStore, chosen: dict[VPath, str]) -> None:
-        """Refuse (before anything is done) a change the principal may not make itself."""
+    async def _may_change(
+        self, guarded: GuardedStore, overlay: Overlay, chosen: dict[VPath, str]
+    ) -> None:
+        """Refuse (before anything is done) a change the principal may not make itself: one
+        its rights do not allow, or the deletion of a folder of the base that holds entries
+        it may not see (worded as the guard words a delete onto hidden entries)."""
         for rel, action in chosen.items():
             full = guarded.mount.prefix.join(rel)
             needed = Action.WRITE if action == "write" else Action.DELETE
@@ -143,6 +153,22 @@ class OverlayReview:
                 needed = Action.LABEL
             if not guarded.mount.scope.allows(needed) or not self._ctx.allows(needed, full):
                 raise refused(needed, full)
+            if action == "delete" and not await self._all_visible(guarded, overlay, rel):
+                raise refused(needed, full)
+
+    async def _all_visible(self, guarded: GuardedStore, overlay: Overlay, rel: VPath) -> bool:
+        labelled = DocumentLabels(
+            overlay.base, guarded.mount.labels, self._ctx.policy.classifications
+        )
+        try:
+            if not (await labelled.stat(rel)).is_dir:
+                return True
+            async for entry in labelled.walk(rel):
+                if not guarded.visible(entry):
+                    return False
+        except (NotFoundError, OperationError):
+            return True  # gone from the base already: nothing of it is deleted
+        return True
 
     async def apply(self, paths: builtins.list[str] | None = None) -> OverlayOutcome:
         """Write the changes (``paths``, else every one the principal may read) into the
@@ -150,7 +176,7 @@ class OverlayReview:
         prefix, guarded, overlay = self._open()
         with self._ctx.operation("overlay_apply", prefix) as op:
             chosen = self._chosen(prefix, await self._shown(guarded, overlay), paths)
-            self._may_change(guarded, chosen)
+            await self._may_change(guarded, overlay, chosen)
             if not chosen:
                 return OverlayOutcome()
             report = await overlay.apply(list(chosen))
@@ -168,7 +194,7 @@ class OverlayReview:
         prefix, guarded, overlay = self._open()
         with self._ctx.operation("overlay_discard", prefix) as op:
             chosen = self._chosen(prefix, await self._shown(guarded, overlay), paths)
-            self._may_change(guarded, chosen)
+            await self._may_change(guarded, overlay, chosen)
             if chosen:
                 await overlay.discard(list(chosen))
                 if not await overlay.changes():
