@@ -156,7 +156,7 @@ def test_apply_needs_write_and_delete_on_every_path(base: Path) -> None:
     admin.write("/code/README.md", "readme 2\n")
     reader = admin.with_principal(Principal.of("r", tenant="acme", roles={"reader"}))
     before = _tree(base)
-    with pytest.raises(PolicyDeniedError, match="write on /code/src/app.py"):
+    with pytest.raises(PolicyDeniedError, match=r"write on /code/src/app\.py"):
         reader.overlay("/code").apply()
     with pytest.raises(PolicyDeniedError):
         reader.overlay("/code").discard(["/code/src/app.py"])
