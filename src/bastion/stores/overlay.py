@@ -218,7 +218,14 @@ class OverlayStore(Store, Overlay):
         seen = self._read.get(key, below.version if below is not None else None)
         if below is None:
             seen = None
-        await self._change(lambda m: m.taken.setdefault(key, seen))
+        revived = key in manifest.gone and await self._base_is_file(path)
+
+        def take(m: _Manifest) -> None:
+            m.taken.setdefault(key, seen)
+            if revived:  # a file deleted, then written again: the write replaces the deletion
+                m.gone.discard(key)
+
+        await self._change(take)
         try:
             info = await self.layer.write(path, content, mode=WriteMode.CREATE)
         except AlreadyExistsError:  # another writer took the path first
@@ -226,6 +233,12 @@ class OverlayStore(Store, Overlay):
                 raise ConflictError(f"{path} changed since version {if_version}") from None
             info = await self.layer.write(path, data, mode=mode)
         return _tagged(info, _LAYER)
+
+    async def _base_is_file(self, path: VPath) -> bool:
+        try:
+            return (await self.base.stat(path)).is_file
+        except (NotFoundError, NotADirectoryError_):
+            return False
 
     async def mkdir(self, path: VPath) -> None:
         self._reserved(path)
