@@ -113,3 +113,19 @@ def test_a_file_layer_folder_is_made(tmp_path: Path) -> None:
     store = overlay_of(MemoryStore(), "file:deep/layers", relative_to=tmp_path)
     assert isinstance(store, ThreadLayers)
     assert (tmp_path / "deep" / "layers").is_dir()
+
+
+@pytest.mark.parametrize("layers", ["file:base/.layers", "file:base", "file:."])
+def test_layers_inside_the_base_folder_or_around_it_are_refused(base: Path, layers: str) -> None:
+    from bastion.core.errors import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="keep the layers outside the base folder"):
+        overlay_of(LocalStore(base), layers, relative_to=base.parent)
+
+
+def test_a_refused_layer_folder_is_not_made(base: Path) -> None:
+    from bastion.core.errors import ConfigurationError
+
+    with pytest.raises(ConfigurationError):
+        overlay_of(LocalStore(base), "file:base/new-layers", relative_to=base.parent)
+    assert not (base / "new-layers").exists()

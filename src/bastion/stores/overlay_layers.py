@@ -18,8 +18,10 @@ import hashlib
 import os
 from collections.abc import Callable
 from dataclasses import replace
-from urllib.parse import quote
+from pathlib import Path
+from urllib.parse import quote, urlsplit
 
+from bastion.core.errors import ConfigurationError
 from bastion.core.models import FileInfo, WriteMode
 from bastion.core.mounts import Mount
 from bastion.core.overlay_port import Layered
@@ -123,11 +125,39 @@ def overlay_of(
 ) -> ThreadLayers:
     """``base`` under the layers kept by the store ``layer_url`` names (a ``file:`` folder is
     made when missing)."""
-    from bastion.stores.registry import store_from_url
+    from bastion.stores.registry import local_path, store_from_url
 
-    scheme = layer_url.strip().split(":", 1)[0].lower()
-    options = {"create": True} if scheme == "file" else {}
-    return ThreadLayers(base, store_from_url(layer_url, relative_to=relative_to, **options))
+    url = layer_url.strip()
+    parts = urlsplit(url)
+    below = _folder_of(base)
+    if parts.scheme.lower() == "file" and below is not None:  # refused before it is made
+        start = Path(relative_to) if relative_to is not None else Path.cwd()
+        _apart(below, Path(os.path.realpath(local_path(parts, start))))
+    options = {"create": True} if parts.scheme.lower() == "file" else {}
+    layers = store_from_url(url, relative_to=relative_to, **options)
+    above = _folder_of(layers)
+    if below is not None and above is not None:
+        _apart(below, above)
+    return ThreadLayers(base, layers)
+
+
+def _apart(below: Path, above: Path) -> None:
+    if below == above or below in above.parents or above in below.parents:
+        raise ConfigurationError(
+            "the overlay's layers and its base are one folder tree; keep the layers outside "
+            'the base folder (overlay = "file:<another folder>")'
+        )
+
+
+def _folder_of(store: Store) -> Path | None:
+    """The host folder a store keeps its files in (a local store's), else ``None``."""
+    fd = getattr(store, "root_fd", None)
+    if not isinstance(fd, int):
+        return None
+    try:
+        return Path(f"/proc/self/fd/{fd}").readlink()
+    except OSError:
+        return None
 
 
 def overlaid(
