@@ -226,3 +226,20 @@ def test_the_review_methods_take_the_declared_parameters_and_defaults() -> None:
                 continue
             assert taken[param].default == info.default, (name, param)
         assert set(taken) - {"self"} <= set(declared)
+
+
+def test_applying_a_labels_sidecar_needs_the_label_action(base: Path) -> None:
+    policy = Policy(
+        rules=[
+            Rule.allow(list(Action), "/**", principals=["admin"]),
+            Rule.allow(["read", "write", "delete", "list"], "/**"),
+        ]
+    )
+    admin = _ws(base, policy=policy).sync()
+    admin.write("/code/README.md.labels.yaml", "tags: [team]\n")
+    reader = admin.with_principal(READER)
+    assert [c.path for c in reader.overlay("/code").changes()] == ["/code/README.md.labels.yaml"]
+    with pytest.raises(PolicyDeniedError, match="label on"):
+        reader.overlay("/code").apply()
+    assert not (base / "README.md.labels.yaml").exists()
+    assert admin.overlay("/code").apply().applied == ("/code/README.md.labels.yaml",)
