@@ -129,3 +129,17 @@ def test_a_refused_layer_folder_is_not_made(base: Path) -> None:
     with pytest.raises(ConfigurationError):
         overlay_of(LocalStore(base), "file:base/new-layers", relative_to=base.parent)
     assert not (base / "new-layers").exists()
+
+
+async def test_a_path_written_again_after_an_apply_killed_takes_the_new_base(base: Path) -> None:
+    """A kill after a file reached the base and left the layer, before the manifest forgot
+    the version it took: the next write through the overlay takes the base as it is now."""
+    ov = _overlay(base)
+    await ov.write(P("/docs/a.md"), b"first\n")
+    taken = (await ov._manifest())[0].taken["/docs/a.md"]
+    assert await ov._apply_file(P("/docs/a.md"), taken)  # what apply does per file, then killed
+    assert (base / "docs" / "a.md").read_text() == "first\n"
+    await ov.write(P("/docs/a.md"), b"second\n")
+    report = await ov.apply()
+    assert (report.applied, report.conflicts) == (["/docs/a.md"], [])
+    assert (base / "docs" / "a.md").read_text() == "second\n"

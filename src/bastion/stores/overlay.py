@@ -221,7 +221,10 @@ class OverlayStore(Store, Overlay):
         revived = key in manifest.gone and await self._base_is_file(path)
 
         def take(m: _Manifest) -> None:
-            m.taken.setdefault(key, seen)
+            if key in m.gone:  # deleted before: the version taken when it was deleted
+                m.taken.setdefault(key, seen)
+            else:  # the layer takes the path now (an entry left by an apply killed is stale)
+                m.taken[key] = seen
             if revived:  # a file deleted, then written again: the write replaces the deletion
                 m.gone.discard(key)
 
@@ -305,6 +308,7 @@ class OverlayStore(Store, Overlay):
         layer took it is a conflict and stays in the layer. ``paths``: only these changes
         (each a changed path of :meth:`changes`; others are left in the layer)."""
         report = OverlayReport()
+        written: list[str] = []
         manifest, _ = await self._manifest()
         only = None if paths is None else {str(p) for p in paths}
         for key in sorted(manifest.gone):
@@ -337,8 +341,11 @@ class OverlayStore(Store, Overlay):
                 continue
             if await self._apply_file(entry.path, manifest.taken.get(key)):
                 report.applied.append(key)
+                written.append(key)
             else:
                 report.conflicts.append(key)
+        if written:  # one update for all: what a kill leaves here is stale, never wrong
+            await self._change(lambda m: [m.taken.pop(k, None) for k in written])
         if not report.conflicts and only is None:
             await self.discard()
         return report
@@ -363,7 +370,6 @@ class OverlayStore(Store, Overlay):
             except (ConflictError, AlreadyExistsError):
                 return False
         await self.layer.delete(path)
-        await self._change(lambda m: m.taken.pop(str(path), None))
         return True
 
     async def discard(self, paths: Iterable[VPath] | None = None) -> None:
