@@ -9,6 +9,7 @@ from contextlib import AbstractContextManager
 import click
 
 from bastion.cli.common import common_options, resolve_principal, settings
+from bastion.cli.declared import declared_option
 from bastion.cli.output import emit, printable
 from bastion.cli.session import Session, open_session
 from bastion.workspace.operations.overlay import OverlayChangesResult, OverlayOutcomeResult
@@ -29,7 +30,6 @@ def _done(result: OverlayOutcomeResult) -> str:
     return "\n".join(lines) or "nothing to do"
 
 
-_THREAD = click.option("--thread", default=None, help="That thread's own layer (default: shared).")
 _PATHS = click.argument("paths", nargs=-1)
 
 
@@ -40,7 +40,7 @@ def overlay_group() -> None:
 
 @overlay_group.command("changes")
 @click.argument("prefix")
-@_THREAD
+@declared_option("overlay_changes", "thread", "--thread")
 @common_options()
 def changes_command(prefix: str, thread: str | None) -> None:
     """List the changes of the overlay at PREFIX that you may read."""
@@ -56,7 +56,7 @@ def changes_command(prefix: str, thread: str | None) -> None:
 @overlay_group.command("apply")
 @click.argument("prefix")
 @_PATHS
-@_THREAD
+@declared_option("overlay_apply", "thread", "--thread")
 @common_options()
 def apply_command(prefix: str, paths: tuple[str, ...], thread: str | None) -> None:
     """Write the changes (PATHS, else all you may see) into the base of PREFIX."""
@@ -71,7 +71,7 @@ def apply_command(prefix: str, paths: tuple[str, ...], thread: str | None) -> No
 @overlay_group.command("discard")
 @click.argument("prefix")
 @_PATHS
-@_THREAD
+@declared_option("overlay_discard", "thread", "--thread")
 @common_options()
 def discard_command(prefix: str, paths: tuple[str, ...], thread: str | None) -> None:
     """Drop the changes (PATHS, else all you may see) from the layer of PREFIX."""
