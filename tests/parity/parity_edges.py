@@ -61,6 +61,9 @@ class HttpApi(Driver):
         "audit": "GET /v1/audit",
         "index": "GET /v1/index/status",
         "reindex": "POST /v1/index/repair",
+        "overlay_changes": "GET /v1/overlay/changes",
+        "overlay_apply": "POST /v1/overlay/apply",
+        "overlay_discard": "POST /v1/overlay/discard",
     }
 
     def __init__(self, world: World, loop: Loop, lane: str, *, url: str, token: str) -> None:
@@ -248,6 +251,9 @@ class Cli(Driver):
         "reindex": "reindex",
         "index_dir": "index",
         "run": "run",
+        "overlay_changes": "overlay",
+        "overlay_apply": "overlay",
+        "overlay_discard": "overlay",
     }
     aliases: ClassVar[Mapping[str, str]] = {"tree": "list"}
 
@@ -277,6 +283,8 @@ class Cli(Driver):
             args = ["rm", a["path"], *(["-r"] if a.get("recursive") else [])]
         elif op in ("move", "copy"):
             args = [self.entry[op], a["src"], a["dst"]]
+        elif op.startswith("overlay_"):
+            args = ["overlay", op.removeprefix("overlay_"), a["prefix"], *a.get("paths", ())]
         elif op in ("audit", "reindex", "index_dir"):
             args = [self.entry[op]]
         elif op == "run":  # its command is every word after the options

@@ -94,6 +94,9 @@ class PythonAsync(Driver):
         "index": "search_modes",
         "reindex": "reindex",
         "index_dir": "index_directory",
+        "overlay_changes": "overlay",
+        "overlay_apply": "overlay",
+        "overlay_discard": "overlay",
     }
 
     aliases: ClassVar[Mapping[str, str]] = {
@@ -161,6 +164,12 @@ class PythonAsync(Driver):
             return plain(self._do(ws.reindex()))
         if op == "index_dir":
             return plain(self._do(ws.index_directory(a["path"])))
+        if op.startswith("overlay_"):
+            review = ws.overlay(a["prefix"])
+            if op == "overlay_changes":
+                return plain(self._do(review.changes()))
+            verb = op.removeprefix("overlay_")
+            return plain(self._do(getattr(review, verb)(a.get("paths"))))
         if op == "run":
             result = plain(self._do(ws.run(a["command"])))
             return {k: v for k, v in result.items() if k != "duration"}

@@ -38,10 +38,16 @@ OPERATIONS = (
     "index",
     "reindex",
     "index_dir",
+    "overlay_changes",
+    "overlay_apply",
+    "overlay_discard",
 )
 
 
-CHANGING = frozenset({"write", "create", "append", "edit", "mkdir", "delete", "move", "copy"})
+CHANGING = frozenset(
+    {"write", "create", "append", "edit", "mkdir", "delete", "move", "copy"}
+    | {"overlay_apply", "overlay_discard"}
+)
 LATE = frozenset({"audit", "index", "reindex", "index_dir", "processes"})
 
 
@@ -63,15 +69,19 @@ class Scenario:
 
     def bound(self, lane: str) -> dict[str, Any]:
         """The arguments with ``{lane}`` filled in."""
-        return {
-            k: v.replace("{lane}", lane) if isinstance(v, str) else v
-            for k, v in self.args.items()
-            if k != "reads"
-        }
+        return {k: _filled(v, lane) for k, v in self.args.items() if k != "reads"}
 
     def reads(self, lane: str) -> list[str]:
         """Files an agent reads first (its tools change only files it has read)."""
         return [path.replace("{lane}", lane) for path in self.args.get("reads", ())]
+
+
+def _filled(value: Any, lane: str) -> Any:
+    if isinstance(value, str):
+        return value.replace("{lane}", lane)
+    if isinstance(value, list):
+        return [_filled(v, lane) for v in value]
+    return value
 
 
 def _s(name: str, op: str, **args: Any) -> Scenario:
@@ -187,6 +197,19 @@ SCENARIOS: tuple[Scenario, ...] = (
         command="echo x > /docs/team/{lane}-run.md; echo $?; echo x > /drop/{lane}-run.md; echo $?",
     ),
     _s("processes", "processes"),
+    # -- an overlay's review: only the changes the principal may read, by name or all
+    _s("overlay-changes", "overlay_changes", prefix="/work"),
+    _s("overlay-changes-hidden-mount", "overlay_changes", prefix="/board"),
+    _s("overlay-apply-own", "overlay_apply", prefix="/work", paths=["/work/{lane}/a.md"]),
+    _s("overlay-apply-delete", "overlay_apply", prefix="/work", paths=["/work/{lane}/gone.md"]),
+    _s("overlay-apply-hidden", "overlay_apply", prefix="/work", paths=["/work/{lane}/h.md"]),
+    _s("overlay-discard-own", "overlay_discard", prefix="/work", paths=["/work/{lane}/b.md"]),
+    _s(
+        "overlay-discard-hidden-delete",
+        "overlay_discard",
+        prefix="/work",
+        paths=["/work/{lane}/hidden-gone.md"],
+    ),
     # -- what the principal may read of the log and the index
     _s("audit-own", "audit"),
     _s("index-status", "index"),

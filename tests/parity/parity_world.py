@@ -9,7 +9,9 @@ Both worlds hold the same visible files. The *full* world adds, and the *bare* w
 - files in a folder the policy denies (``/docs/vault``);
 - a mount hidden by its labels (``/board``, for the ``board`` role) against no mount at all;
 - in the write-only drop box (``/drop``), files someone else left there, at the names the
-  principal will write to.
+  principal will write to;
+- in the overlay mount ``/work`` (a layer over the folder ``work``): a hidden file the layer
+  holds, and the deletion of a hidden file of the base.
 
 Operations that change files work in a *lane* of their own (``/docs/lanes/<lane>``, and
 ``/drop/<lane>-...`` names), one per front end, so the front ends never see each other's
@@ -19,6 +21,7 @@ any front end opens the workspace: nothing reaches the audit log but the princip
 
 from __future__ import annotations
 
+import json
 import secrets
 import time
 from collections.abc import Iterable
@@ -90,6 +93,10 @@ for the calls that change nothing, one name for each call that changes the drop 
 change in the bare world would otherwise make the next call's file exist there too)."""
 
 
+WORK_LAYER = "layers/shared"
+"""Where the overlay mount ``/work`` keeps its shared layer (``overlay = "file:layers"``)."""
+
+
 def config_text(*, full: bool) -> str:
     board = (
         """
@@ -114,6 +121,13 @@ url = "file:docs"
 scope = "read_write"
 labels = {{ tenant = "acme", classification = "internal" }}
 {board}
+[[mounts]]
+prefix = "/work"
+url = "file:work"
+scope = "read_write"
+overlay = "file:layers"
+labels = {{ tenant = "acme", classification = "internal" }}
+
 [[mounts]]
 prefix = "/drop"
 url = "file:drop"
@@ -163,13 +177,18 @@ def make_world(root: Path, *, full: bool, lanes: Iterable[str]) -> World:
     """Write one world under ``root`` (the same layout for both, so that only the hidden
     entries differ) and return it."""
     root.mkdir(parents=True)
-    for folder in ("docs", "drop", "board"):
-        (root / folder).mkdir()
+    for folder in ("docs", "drop", "board", "work", WORK_LAYER):
+        (root / folder).mkdir(parents=True)
     for rel, text in VISIBLE.items():
         _put(root, rel, text)
+    gone: list[str] = []
     for lane in lanes:
         for rel, text in LANE_VISIBLE.items():
             _put(root, f"docs/lanes/{lane}/{rel}", text)
+        _put(root, f"work/{lane}/gone.md", "deleted in the layer\n")
+        _put(root, f"{WORK_LAYER}/{lane}/a.md", "alpha in the layer\n")
+        _put(root, f"{WORK_LAYER}/{lane}/b.md", "bravo in the layer\n")
+        gone.append(f"/{lane}/gone.md")
     if full:
         for rel, text in HIDDEN.items():
             _put(root, rel, text)
@@ -178,6 +197,11 @@ def make_world(root: Path, *, full: bool, lanes: Iterable[str]) -> World:
                 _put(root, f"docs/lanes/{lane}/{rel}", text)
             for name in DROP_HIDDEN:
                 _put(root, f"drop/{lane}-{name}", f"{SECRET} left by someone else\n")
+            _put(root, f"{WORK_LAYER}/{lane}/h.md", f"{HIDDEN_HEAD}{SECRET} in the layer\n")
+            _put(root, f"work/{lane}/hidden-gone.md", f"{HIDDEN_HEAD}{SECRET} deleted\n")
+            gone.append(f"/{lane}/hidden-gone.md")
+    manifest = {"taken": {}, "gone": sorted(gone)}  # what the layer deleted from the base
+    _put(root, f"{WORK_LAYER}/.bastion-overlay.json", json.dumps(manifest))
     config = root / "bastion.toml"
     config.write_text(config_text(full=full), encoding="utf-8")
     return World("full" if full else "bare", root, config)

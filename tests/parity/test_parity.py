@@ -104,6 +104,7 @@ CONTROLS = {
     "describe": "/docs",
     "run-read": "/docs/mixed/visible.md",
     "index-status": "bm25",
+    "overlay-changes": '"action": "write"',
 }
 """What a working front end shows for these scenarios: each driver must really reach the
 workspace, or two equal failures would pass for parity."""

@@ -50,6 +50,7 @@ _SAMPLE: dict[str, Any] = {
     "turn": 0,
     "rating": "right",
     "user": "ana",
+    "prefix": "/docs",
 }
 """A value for each required field, so that the field under test is what is judged."""
 

@@ -408,7 +408,10 @@ and so does each statement of its body; a docstring counts one whatever its leng
 MAX_METHODS = 30
 """Functions defined in one class body (methods, properties, nested helpers)."""
 OVERSIZED: dict[str, tuple[int, str]] = {
-    "bastion.workspace.workspace.Workspace": (51, "the public facade: one method per verb"),
+    "bastion.workspace.workspace.Workspace": (
+        52,
+        "the public facade: one method per verb (overlay: a small object of its own)",
+    ),
     "bastion.stores.local.LocalStore": (33, "split its descriptor work into stores._fd"),
     "bastion.knowledge.index.bm25.BM25": (32, "split the posting lists from the scoring"),
     "bastion.knowledge.index.memory.MemoryIndex": (31, "split the vector part from the rest"),

@@ -60,6 +60,7 @@ def _register() -> None:
         search_command,
     )
     from bastion.cli.mcp import mcp_command
+    from bastion.cli.overlay import overlay_group
     from bastion.cli.run import run_command
     from bastion.cli.serve import serve_command
     from bastion.cli.setup import config_group, init_command
@@ -82,6 +83,7 @@ def _register() -> None:
     main.add_command(serve_command)
     for command in CHANGE_COMMANDS:
         main.add_command(command)
+    main.add_command(overlay_group)
     main.add_command(token_group)
     main.add_command(user_group)
 

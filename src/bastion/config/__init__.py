@@ -43,6 +43,7 @@ from bastion.core.policy import Policy
 from bastion.core.principal import Principal
 from bastion.core.schema import name, show, table, text
 from bastion.stores.mount_checks import check_mounts, close_mounts, close_now
+from bastion.stores.overlay_layers import default_layer_url, overlaid
 from bastion.stores.registry import mount_from_url
 
 if TYPE_CHECKING:
@@ -70,7 +71,9 @@ _log = logging.getLogger(__name__)
 TOP_KEYS = frozenset(
     {"mounts", "policy", "knowledge", "principal", "users", "default_user", "audit", "journal"}
 )
-_MOUNT_KEYS = frozenset({"prefix", "url", "scope", "labels", "description", "timeout", "options"})
+_MOUNT_KEYS = frozenset(
+    {"prefix", "url", "scope", "labels", "description", "timeout", "options", "overlay"}
+)
 _LABEL_KEYS = frozenset({"tenant", "classification", "roles", "tags"})
 _KNOWLEDGE_KEYS = frozenset({"folder", "embedder", "variant", "index_on_open", "index"})
 _EMBEDDERS = ("local", "none")
@@ -121,12 +124,16 @@ class MountConfig:
     timeout: float | None = None
     options: Mapping[str, Any] = field(default_factory=dict, repr=False)
     """Options of the store (credentials, ``endpoint_url``, ``namespace``...): never shown."""
+    overlay: str | None = field(default=None, repr=False)
+    """The URL of the store that keeps this mount's overlay layers (docs/changes.md):
+    writes land there, a layer per thread, and the store ``url`` names is left unchanged
+    until a person applies them. ``None``: no overlay."""
 
     def open(self, relative_to: str | os.PathLike[str] | None = None) -> Mount:
         """Build the store and mount it. A remedy the store names as its argument
         (``pass create=True``) is said in the file's words (``options = { create = true }``)."""
         try:
-            return mount_from_url(
+            mount = mount_from_url(
                 self.prefix,
                 self.url,
                 self.scope,
@@ -136,6 +143,7 @@ class MountConfig:
                 relative_to=relative_to,
                 options=self.options,
             )
+            return mount if self.overlay is None else overlaid(mount, self.overlay, relative_to)
         except BastionError as exc:
             if exc.remedy is None or exc.remedy[0] not in _MOUNT_OPTIONS:
                 raise
@@ -467,6 +475,21 @@ def mount_table(raw: Any, number: int, policy: Policy, env: Mapping[str, str]) -
         description=description,
         timeout=_timeout(data.get("timeout"), where),
         options=_options(data.get("options", {}), where),
+        overlay=_overlay(data.get("overlay", False), prefix, where),
+    )
+
+
+def _overlay(raw: Any, prefix: str, where: str) -> str | None:
+    """A mount's ``overlay``: ``true`` (layers under ``.bastion/overlays``), a store URL, or
+    ``false``."""
+    if raw is True:
+        return default_layer_url(prefix)
+    if raw is False:
+        return None
+    if isinstance(raw, str) and raw.strip():
+        return raw.strip()
+    raise ConfigurationError(
+        f'{where}: overlay is true, false or the URL of a store for its layers ("file:layers")'
     )
 
 

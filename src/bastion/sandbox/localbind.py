@@ -23,6 +23,7 @@ from pathlib import Path
 from bastion.core.errors import OperationError
 from bastion.core.models import Scope
 from bastion.core.mounts import Mount
+from bastion.core.overlay_port import Layered, Overlay
 from bastion.core.paths import VPath
 from bastion.sandbox.port import HostFolder
 from bastion.sandbox.tree import Item, Walk
@@ -57,6 +58,8 @@ def bindable(mount: Mount, visible: set[VPath], mounts: Iterable[Mount]) -> int 
 def _root_fd(mount: Mount) -> int | None:
     store = mount.store
     while not isinstance(store, HostFolder):
+        if isinstance(store, Overlay | Layered):  # its host folder is a base never written
+            return None
         inner = getattr(store, "inner", None)
         if inner is None:
             return None

@@ -31,6 +31,7 @@ from bastion.server import (
     routes_chat,
     routes_files,
     routes_knowledge,
+    routes_overlay,
 )
 from bastion.server.accounts import Accounts
 from bastion.server.assets import Assets
@@ -122,6 +123,7 @@ def create_app(
         *routes_knowledge.routes,
         *routes_admin.routes,
         *routes_changes.routes,
+        *routes_overlay.routes,
         *routes_auth.routes,
         *routes_chat.routes,
         *oidc.routes,

@@ -65,6 +65,7 @@ def all_endpoints() -> tuple[Endpoint, ...]:
         routes_chat,
         routes_files,
         routes_knowledge,
+        routes_overlay,
     )
 
     return (
@@ -72,6 +73,7 @@ def all_endpoints() -> tuple[Endpoint, ...]:
         *routes_knowledge.ENDPOINTS,
         *routes_admin.ENDPOINTS,
         *routes_changes.ENDPOINTS,
+        *routes_overlay.ENDPOINTS,
         *routes_auth.ENDPOINTS,
         *routes_chat.ENDPOINTS,
         *oidc.ENDPOINTS,

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import builtins
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from bastion.core.errors import (
@@ -35,6 +36,7 @@ from bastion.core.errors import (
     StoreError,
 )
 from bastion.core.models import EntryKind, FileInfo, WriteMode
+from bastion.core.overlay_port import Overlay, OverlayReport
 from bastion.core.paths import VPath
 from bastion.core.ports import Store
 
@@ -65,17 +67,7 @@ class _Manifest:
         return cls(dict(raw.get("taken", {})), set(raw.get("gone", ())))
 
 
-@dataclass(frozen=True)
-class OverlayReport:
-    """What :meth:`OverlayStore.apply` did."""
-
-    applied: list[str] = field(default_factory=list)
-    """Paths written into (or deleted from) the base."""
-    conflicts: list[str] = field(default_factory=list)
-    """Paths whose base changed since the layer took them: kept in the layer, base untouched."""
-
-
-class OverlayStore(Store):
+class OverlayStore(Store, Overlay):
     """``layer`` over ``base``: reads see both, writes go to the layer alone."""
 
     kind = "overlay"
@@ -226,7 +218,17 @@ class OverlayStore(Store):
         seen = self._read.get(key, below.version if below is not None else None)
         if below is None:
             seen = None
-        await self._change(lambda m: m.taken.setdefault(key, seen))
+        revived = key in manifest.gone and await self._base_is_file(path)
+
+        def take(m: _Manifest) -> None:
+            if key in m.gone:  # deleted before: the version taken when it was deleted
+                m.taken.setdefault(key, seen)
+            else:  # the layer takes the path now (an entry left by an apply killed is stale)
+                m.taken[key] = seen
+            if revived:  # a file deleted, then written again: the write replaces the deletion
+                m.gone.discard(key)
+
+        await self._change(take)
         try:
             info = await self.layer.write(path, content, mode=WriteMode.CREATE)
         except AlreadyExistsError:  # another writer took the path first
@@ -234,6 +236,12 @@ class OverlayStore(Store):
                 raise ConflictError(f"{path} changed since version {if_version}") from None
             info = await self.layer.write(path, data, mode=mode)
         return _tagged(info, _LAYER)
+
+    async def _base_is_file(self, path: VPath) -> bool:
+        try:
+            return (await self.base.stat(path)).is_file
+        except (NotFoundError, NotADirectoryError_):
+            return False
 
     async def mkdir(self, path: VPath) -> None:
         self._reserved(path)
@@ -295,12 +303,17 @@ class OverlayStore(Store):
                 found[str(entry.path)] = "write"
         return found
 
-    async def apply(self) -> OverlayReport:
+    async def apply(self, paths: Iterable[VPath] | None = None) -> OverlayReport:
         """Write the layer into the base, file by file; a file whose base changed since the
-        layer took it is a conflict and stays in the layer."""
+        layer took it is a conflict and stays in the layer. ``paths``: only these changes
+        (each a changed path of :meth:`changes`; others are left in the layer)."""
         report = OverlayReport()
+        written: list[str] = []
         manifest, _ = await self._manifest()
+        only = None if paths is None else {str(p) for p in paths}
         for key in sorted(manifest.gone):
+            if only is not None and key not in only:
+                continue
             path = VPath.parse(key)
             try:
                 now = await self.base.stat(path)
@@ -318,17 +331,22 @@ class OverlayStore(Store):
             await self._change(lambda m, k=key: (m.gone.discard(k), m.taken.pop(k, None)))
             report.applied.append(key)
         async for entry in self.layer.walk(VPath.ROOT):
-            if entry.path == MANIFEST:
+            if entry.path == MANIFEST or (only is not None and entry.is_dir):
                 continue
             if entry.is_dir:
                 await self.base.makedirs(entry.path)
                 continue
             key = str(entry.path)
+            if only is not None and key not in only:
+                continue
             if await self._apply_file(entry.path, manifest.taken.get(key)):
                 report.applied.append(key)
+                written.append(key)
             else:
                 report.conflicts.append(key)
-        if not report.conflicts:
+        if written:  # one update for all: what a kill leaves here is stale, never wrong
+            await self._change(lambda m: [m.taken.pop(k, None) for k in written])
+        if not report.conflicts and only is None:
             await self.discard()
         return report
 
@@ -352,14 +370,32 @@ class OverlayStore(Store):
             except (ConflictError, AlreadyExistsError):
                 return False
         await self.layer.delete(path)
-        await self._change(lambda m: m.taken.pop(str(path), None))
         return True
 
-    async def discard(self) -> None:
-        """Drop the layer: every change it holds is gone, the base is as it was."""
-        for entry in await self.layer.list(VPath.ROOT):
-            await self.layer.delete(entry.path, recursive=True)
-        self._read.clear()
+    async def discard(self, paths: Iterable[VPath] | None = None) -> None:
+        """Drop the layer: every change it holds is gone, the base is as it was. ``paths``:
+        only these changes (files written, paths deleted); the rest stay."""
+        if paths is None:
+            for entry in await self.layer.list(VPath.ROOT):
+                await self.layer.delete(entry.path, recursive=True)
+            self._read.clear()
+            return
+        keys = {str(p) for p in paths}
+        for key in sorted(keys):
+            path = VPath.parse(key)
+            try:
+                if (await self.layer.stat(path)).is_file:
+                    await self.layer.delete(path)
+            except (NotFoundError, NotADirectoryError_):
+                pass
+            self._read.pop(key, None)
+
+        def drop(m: _Manifest) -> None:
+            for key in keys:
+                m.gone.discard(key)
+                m.taken.pop(key, None)
+
+        await self._change(drop)
 
 
 def _tagged(info: FileInfo, tag: str) -> FileInfo:

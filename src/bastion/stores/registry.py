@@ -153,6 +153,10 @@ def _local_path(parts: SplitResult, base: Path) -> Path:
     return path if path.is_absolute() else base / path
 
 
+local_path = _local_path
+"""The folder or file a ``file:`` (or ``sqlite:``) URL names, relative to a base folder."""
+
+
 def _opener(scheme: str) -> Opener:
     opener = SCHEMES.get(scheme)
     if opener is not None:

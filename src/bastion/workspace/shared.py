@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 from bastion.core.audit import AuditSink
 from bastion.core.label_port import LabelPort
 from bastion.core.mounts import MountTable
+from bastion.core.operation import operation_in_progress
+from bastion.core.overlay_port import Layered, overlay_below
 from bastion.core.paths import VPath
 from bastion.core.policy import Policy
 from bastion.core.ports import Store
@@ -54,6 +56,14 @@ class Shared:
         self.limiter = RateLimiter(policy.rate_limit) if policy.rate_limit else None
         self.knowledge = KnowledgeLink(knowledge, mounts) if knowledge is not None else None
         self.processes = ProcessGate()
+        for mount in mounts.mounts:  # an overlay's layer per thread: the thread of the call
+            if isinstance(below := overlay_below(mount.store), Layered):
+                below.thread_of = self._thread_now
+
+    def _thread_now(self) -> str | None:
+        """The thread the view making the call in progress acts in."""
+        op = operation_in_progress()
+        return None if op is None else self.threads.thread_of(op.context)
 
 
 def bare(store: Store) -> Store:

@@ -45,6 +45,7 @@ from bastion.workspace.files import EditResult, FileOps, TextPage
 from bastion.workspace.fsmap import filesystem_map
 from bastion.workspace.indexing import IndexFollower, KnowledgeLink
 from bastion.workspace.journal import ChangeReview, Journal
+from bastion.workspace.overlay import OverlayReview, SyncOverlayReview
 from bastion.workspace.routing import Router, parse_request
 from bastion.workspace.running import egress_recorder, may_execute
 from bastion.workspace.searching import Progress, Searching, Segments
@@ -597,6 +598,11 @@ class Workspace:
         """Take back every change (you may see) made after ``checkpoint``; as :meth:`undo`."""
         return await self._changes.restore(checkpoint)
 
+    def overlay(self, prefix: str | VPath) -> OverlayReview:
+        """The overlay mounted at ``prefix``, this view's layer of it (its thread's): the
+        changes you may read, apply, discard (docs/changes.md, "Overlay mounts")."""
+        return OverlayReview(self._router, prefix, self.thread)
+
 
 # -- the blocking facade ---------------------------------------------------------------------
 
@@ -643,6 +649,9 @@ class SyncWorkspace:
 
     def parse_path(self, path: str | VPath, *, operation: str) -> VPath:
         return self.aio.parse_path(path, operation=operation)
+
+    def overlay(self, prefix: str | VPath) -> SyncOverlayReview:
+        return SyncOverlayReview(self.aio.overlay(prefix))
 
     @property
     def has_index(self) -> bool:

@@ -24,6 +24,7 @@ from bastion.workspace.operations.base import (
 from bastion.workspace.operations.changes import CHANGE_OPERATIONS
 from bastion.workspace.operations.files import FILE_OPERATIONS, MAX_ENTRIES, Entry
 from bastion.workspace.operations.knowledge import KNOWLEDGE_OPERATIONS, MAX_K, MAX_QUESTION
+from bastion.workspace.operations.overlay import OVERLAY_OPERATIONS
 from bastion.workspace.operations.service import MAX_STDIN, SERVICE_OPERATIONS
 from bastion.workspace.operations.web import WEB_OPERATIONS
 
@@ -52,6 +53,7 @@ OPERATIONS: Mapping[str, Operation] = MappingProxyType(
             *KNOWLEDGE_OPERATIONS,
             *SERVICE_OPERATIONS,
             *CHANGE_OPERATIONS,
+            *OVERLAY_OPERATIONS,
             *WEB_OPERATIONS,
         )
     }

@@ -1,0 +1,87 @@
+"""An overlay mount's cost: a write through the overlay against a plain local write, in one
+run; and ``apply`` of ``--files`` changed files into the base folder.
+
+    PYTHONPATH=src python bench/overlay_apply.py [--files 1000] [--writes 500] [--size 1024]
+
+Both workspaces are made as ``bastion.toml`` makes them (``MountConfig.open``), over local
+folders, every write durable: ``/plain`` a folder, ``/code`` the same kind of folder with
+``overlay = "file:layers"``. Writes go over existing files (the overlay's first write of a
+path copies it into the layer, later ones write the layer) and the two alternate in rounds, so
+a slow moment falls on both. Apply is ``ws.overlay("/code").apply()`` (governed and audited)
+after ``--files`` files were written through the overlay, each a conditional write into the
+base.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import platform
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from bastion import Policy, Principal, Workspace
+from bastion.config import MountConfig
+
+
+def _workspace(root: Path) -> Workspace:
+    for name in ("plain", "code"):
+        (root / name).mkdir()
+        for i in range(50):
+            (root / name / f"f{i}.txt").write_text("base\n")
+    mounts = [
+        MountConfig("/plain", "file:plain").open(root),
+        MountConfig("/code", "file:code", overlay="file:layers").open(root),
+    ]
+    return Workspace(mounts, policy=Policy.allow_all(), principal=Principal.of("bench"))
+
+
+async def _writes(ws: Workspace, prefix: str, n: int, size: int) -> float:
+    payloads = [bytes([65 + i % 26]) * size for i in range(7)]
+    start = time.perf_counter()
+    for i in range(n):
+        await ws.write(f"{prefix}/f{i % 50}.txt", payloads[i % 7])
+    return (time.perf_counter() - start) / n
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--files", type=int, default=1000)
+    parser.add_argument("--writes", type=int, default=500)
+    parser.add_argument("--size", type=int, default=1024)
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        ws = _workspace(root)
+        plain: list[float] = []
+        overlay: list[float] = []
+        for _ in range(args.rounds):
+            plain.append(await _writes(ws, "/plain", args.writes // args.rounds, args.size))
+            overlay.append(await _writes(ws, "/code", args.writes // args.rounds, args.size))
+        await ws.overlay("/code").discard()
+        data = b"x" * args.size
+        for i in range(args.files):
+            await ws.write(f"/code/new/d{i % 20}/n{i}.txt", data)
+        start = time.perf_counter()
+        done = await ws.overlay("/code").apply()
+        took = time.perf_counter() - start
+        assert len(done.applied) == args.files and not done.conflicts
+        assert len(list((root / "code" / "new").rglob("*.txt"))) == args.files
+    result = {
+        "write_plain_ms": round(statistics.median(plain) * 1000, 2),
+        "write_overlay_ms": round(statistics.median(overlay) * 1000, 2),
+        "ratio": round(statistics.median(overlay) / statistics.median(plain), 2),
+        "apply_files": args.files,
+        "apply_s": round(took, 2),
+        "apply_per_file_ms": round(took / args.files * 1000, 2),
+        "machine": f"{platform.machine()}, {platform.system()} {platform.release()}",
+    }
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,65 @@
+"""What the workspace asks of an overlay mount (``bastion.stores.overlay``): its change list,
+apply and discard, and for a store with a layer per thread, which thread a call is in. The
+workspace knows overlays only through these two ports."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from bastion.core.paths import VPath
+from bastion.core.ports import Store
+
+__all__ = ["Layered", "Overlay", "OverlayReport", "overlay_below"]
+
+
+@dataclass(frozen=True)
+class OverlayReport:
+    """What :meth:`Overlay.apply` did (paths inside the store)."""
+
+    applied: list[str] = field(default_factory=list)
+    """Paths written into (or deleted from) the base."""
+    conflicts: list[str] = field(default_factory=list)
+    """Paths whose base changed since the layer took them: kept in the layer, base untouched."""
+
+
+class Overlay(ABC):
+    """A layer over a base that stays unchanged until the layer is applied."""
+
+    base: Store
+
+    @abstractmethod
+    async def changes(self) -> dict[str, str]:
+        """Each changed path and what apply would do there: ``"write"`` or ``"delete"``."""
+
+    @abstractmethod
+    async def apply(self, paths: Iterable[VPath] | None = None) -> OverlayReport:
+        """Write the changes (``paths``, else all) into the base, file by file."""
+
+    @abstractmethod
+    async def discard(self, paths: Iterable[VPath] | None = None) -> None:
+        """Drop the changes (``paths``, else the whole layer)."""
+
+
+class Layered(ABC):
+    """A store with an overlay per thread; :attr:`thread_of` names the thread of the call in
+    progress (the workspace sets it)."""
+
+    thread_of: Callable[[], str | None]
+
+    @abstractmethod
+    def overlay(self, thread: str | None) -> Overlay:
+        """``thread``'s own overlay (``None``: the one outside any thread)."""
+
+
+def overlay_below(store: Store) -> Overlay | Layered | None:
+    """The overlay below a mount's wrappers (time limits, labels, the journal), if any."""
+    for _ in range(16):
+        if isinstance(store, Overlay | Layered):
+            return store
+        inner = getattr(store, "inner", None)
+        if not isinstance(inner, Store):
+            return None
+        store = inner
+    return None

@@ -1,0 +1,168 @@
+"""An overlay with a layer per thread: one base, and under one layer store a sub-folder for
+each thread (``/threads/<thread>``) and one for work done outside any thread (``/shared``).
+
+The store does not know who calls it: :attr:`ThreadLayers.thread_of` answers the thread of
+the call in progress (the workspace sets it to its own record of which view acts in which
+thread). Each thread's layer is an :class:`~bastion.stores.overlay.OverlayStore` of its own,
+so a thread sees its own changes over the base and no other thread's; applying or discarding
+one thread's layer leaves the others as they are.
+
+The base is held as :attr:`ThreadLayers.base` and never as ``inner``: nothing that looks for
+the host folder below a store (the sandbox's direct bind) may find the base through it.
+"""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+import os
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from urllib.parse import quote, urlsplit
+
+from bastion.core.errors import ConfigurationError
+from bastion.core.models import FileInfo, WriteMode
+from bastion.core.mounts import Mount
+from bastion.core.overlay_port import Layered
+from bastion.core.paths import VPath
+from bastion.core.ports import Store
+from bastion.stores.folder import FolderStore
+from bastion.stores.overlay import OverlayStore
+
+__all__ = [
+    "ThreadLayers",
+    "default_layer_url",
+    "layer_folder",
+    "overlaid",
+    "overlay_of",
+]
+
+_SEGMENT = 120
+"""The longest thread name kept readable in its folder's name (longer ones are hashed)."""
+
+
+def layer_folder(thread: str | None) -> VPath:
+    """The folder of ``thread``'s layer under the layer store (``/shared`` for none)."""
+    if thread is None:
+        return VPath.parse("/shared")
+    name = quote(thread, safe="-_")
+    if len(name) > _SEGMENT:
+        name = name[:_SEGMENT] + "-" + hashlib.sha256(thread.encode()).hexdigest()[:16]
+    return VPath.parse("/threads").join(VPath.parse("/t-" + name))
+
+
+class ThreadLayers(Store, Layered):
+    """``base`` under a layer per thread, kept in ``layers``."""
+
+    kind = "overlay"
+
+    def __init__(self, base: Store, layers: Store) -> None:
+        self.base = base
+        self.layers = layers
+        self.timeout = base.timeout
+        self.thread_of: Callable[[], str | None] = lambda: None
+        """The thread of the call in progress (``None``: outside any thread)."""
+        self._overlays: dict[str | None, OverlayStore] = {}
+        self._made: set[str | None] = set()
+
+    def describe(self) -> str:
+        return f"overlay over {self.base.describe()} (a layer per thread)"
+
+    def overlay(self, thread: str | None) -> OverlayStore:
+        """``thread``'s own overlay (made on first use)."""
+        found = self._overlays.get(thread)
+        if found is None:
+            found = OverlayStore(self.base, FolderStore(self.layers, layer_folder(thread)))
+            self._overlays[thread] = found
+        return found
+
+    async def _current(self) -> OverlayStore:
+        thread = self.thread_of()
+        if thread not in self._made:  # the layer's folder, made once per thread
+            await self.layers.makedirs(layer_folder(thread))
+            self._made.add(thread)
+        return self.overlay(thread)
+
+    async def stat(self, path: VPath) -> FileInfo:
+        return await (await self._current()).stat(path)
+
+    async def read_range(self, path: VPath, offset: int = 0, length: int | None = None) -> bytes:
+        return await (await self._current()).read_range(path, offset, length)
+
+    async def write(
+        self,
+        path: VPath,
+        data: bytes,
+        *,
+        mode: WriteMode = WriteMode.OVERWRITE,
+        if_version: str | None = None,
+    ) -> FileInfo:
+        return await (await self._current()).write(path, data, mode=mode, if_version=if_version)
+
+    async def delete(self, path: VPath, *, recursive: bool = False) -> None:
+        await (await self._current()).delete(path, recursive=recursive)
+
+    async def list(self, path: VPath) -> builtins.list[FileInfo]:
+        return await (await self._current()).list(path)
+
+    async def mkdir(self, path: VPath) -> None:
+        await (await self._current()).mkdir(path)
+
+    async def rename(self, src: VPath, dst: VPath) -> None:
+        await (await self._current()).rename(src, dst)
+
+
+def default_layer_url(prefix: str) -> str:
+    """Where ``overlay = true`` keeps a mount's layers: a folder under ``.bastion/overlays``
+    next to the workspace file, named after the mount's prefix."""
+    name = "-".join(VPath.parse(prefix).parts) or "root"
+    return f"file:.bastion/overlays/{quote(name, safe='-_.')}"
+
+
+def overlay_of(
+    base: Store, layer_url: str, *, relative_to: str | os.PathLike[str] | None = None
+) -> ThreadLayers:
+    """``base`` under the layers kept by the store ``layer_url`` names (a ``file:`` folder is
+    made when missing)."""
+    from bastion.stores.registry import local_path, store_from_url
+
+    url = layer_url.strip()
+    parts = urlsplit(url)
+    below = _folder_of(base)
+    if parts.scheme.lower() == "file" and below is not None:  # refused before it is made
+        start = Path(relative_to) if relative_to is not None else Path.cwd()
+        _apart(below, Path(os.path.realpath(local_path(parts, start))))
+    options = {"create": True} if parts.scheme.lower() == "file" else {}
+    layers = store_from_url(url, relative_to=relative_to, **options)
+    above = _folder_of(layers)
+    if below is not None and above is not None:
+        _apart(below, above)
+    return ThreadLayers(base, layers)
+
+
+def _apart(below: Path, above: Path) -> None:
+    if below == above or below in above.parents or above in below.parents:
+        raise ConfigurationError(
+            "the overlay's layers and its base are one folder tree; keep the layers outside "
+            'the base folder (overlay = "file:<another folder>")'
+        )
+
+
+def _folder_of(store: Store) -> Path | None:
+    """The host folder a store keeps its files in (a local store's), else ``None``."""
+    fd = getattr(store, "root_fd", None)
+    if not isinstance(fd, int):
+        return None
+    try:
+        return Path(f"/proc/self/fd/{fd}").readlink()
+    except OSError:
+        return None
+
+
+def overlaid(
+    mount: Mount, layer_url: str, relative_to: str | os.PathLike[str] | None = None
+) -> Mount:
+    """``mount`` with its store under overlay layers kept by ``layer_url``."""
+    store = overlay_of(mount.store, layer_url, relative_to=relative_to)
+    return replace(mount, store=store)
