@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -84,8 +85,15 @@ def test_an_operator_repairs_rebuilds_explains_and_reads_the_audit(
     sam.locator("dialog").get_by_role("button", name="Rebuild").click()
     expect(sam.locator("#index-result")).to_contain_text("Done: indexed", timeout=15_000)
     expect(sam.locator("#index-progress")).to_be_visible()
-    rebuilt = httpx.get(f"{site}/v1/index/status", headers=_bearer(site, "sam")).json()
-    assert rebuilt["job"]["started_by"] == "sam" and rebuilt["job"]["result"]["indexed"] > 0
+    # the page may still show the repair's "Done" while the rebuild runs: ask until it ends
+    deadline = time.monotonic() + 60
+    while True:
+        rebuilt = httpx.get(f"{site}/v1/index/status", headers=_bearer(site, "sam")).json()
+        result = (rebuilt.get("job") or {}).get("result") or {}
+        if "indexed" in result or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert rebuilt["job"]["started_by"] == "sam" and result["indexed"] > 0
 
     # why can't ana read the salary bands?
     sam.locator("#explain-user").fill("ana")

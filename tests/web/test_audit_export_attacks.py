@@ -57,7 +57,11 @@ def page(browser: Browser) -> Iterator[Page]:
     """A blank page holding the export's own ``COLUMNS`` and ``csvCell`` from ``admin.js``."""
     source = ADMIN_JS.read_text(encoding="utf-8")
     columns = re.search(r"^const COLUMNS = .*?;$", source, re.M)
-    cell = re.search(r"^  function csvCell\(value\) \{\n.*?^  \}$", source, re.M | re.S)
+    cell = re.search(
+        r"^function csvCell\(value\) \{\n.*?^\}$",
+        source.replace("export function csvCell", "function csvCell"),
+        re.M | re.S,
+    )
     assert columns and cell, "admin.js no longer has COLUMNS and csvCell where this test looks"
     context = browser.new_context()
     opened = context.new_page()
