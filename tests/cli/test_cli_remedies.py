@@ -1,7 +1,7 @@
 """An error's advice in the words of the place the user stands: the library says ``pass
 create=True``, the workspace file says ``options = { create = true }``, the command line names
 its flag (``leave out -E/--regex``). The advice travels as the error's ``remedy`` attribute
-(docs/decisions.md, "Remedies are attributes"), never parsed out of a message."""
+(docs/decisions/, "Remedies are attributes"), never parsed out of a message."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ within a tenant with the partitioned one). The tests compare the scores a princi
 and without the hidden documents.
 
 Index repair reports hidden files. ``reindex()`` and ``rebuild_index()`` read as the system
-(``docs/decisions.md``), and a view bound to any principal may call them: the summary it
+(``docs/decisions/``), and a view bound to any principal may call them: the summary it
 returns counts every file of every mount and names the files it skipped, another tenant's
 included. Refusing the call for that principal, or reporting only what it may see, closes it;
 the test accepts either.

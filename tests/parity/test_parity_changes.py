@@ -5,7 +5,7 @@ the command line, and HTTP (the API, which the web page's Changes tab calls as i
 
 A hidden change's diff and undo answer exactly as a change that does not exist. Ids are the
 journal's own order, so a change made after a hidden one gets a later id in the full world:
-the listings after a change are compared by position (docs/decisions.md, "Review and undo").
+the listings after a change are compared by position (docs/decisions/, "Review and undo").
 """
 
 from __future__ import annotations

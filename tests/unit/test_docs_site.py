@@ -151,16 +151,3 @@ def test_a_broken_anchor_fails_the_build(tmp_path: Path) -> None:
     done = build(copy, tmp_path / "site")
     assert done.returncode != 0
     assert "no-such-heading" in done.stderr
-
-
-@pytest.mark.slow
-def test_the_site_builds_strictly_after_the_decisions_split(tmp_path: Path) -> None:
-    copy = site_copy(tmp_path)
-    split = _load("split_decisions")
-    assert split.main(["--source", str(copy / "docs" / "decisions.md")]) == 0
-    assert not (copy / "docs" / "decisions.md").exists()
-    assert "Decisions: decisions/index.md" in (copy / "mkdocs.yml").read_text(encoding="utf-8")
-    done = build(copy, tmp_path / "site")
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "WARNING" not in done.stderr
-    assert (tmp_path / "site" / "decisions" / "0001-foundation-issue-2" / "index.html").is_file()

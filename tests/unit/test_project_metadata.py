@@ -1,5 +1,5 @@
 """The package's metadata names where the project lives: pyproject.toml's [project.urls] (the
-addresses are placeholders until publication; docs/decisions.md, "First hour: docs site")."""
+addresses are placeholders until publication; docs/decisions/, "First hour: docs site")."""
 
 from __future__ import annotations
 

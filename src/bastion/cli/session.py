@@ -6,7 +6,7 @@ the stores, the index or another principal whether something it may not see exis
 comparison is an oracle (a note that appears for "22 million" and not for "21 million" reads
 a figure out of a restricted file, a word at a time). A command may say who is acting and
 with what clearance (:meth:`Session.limited_note`), which is the same whatever is hidden
-(``docs/decisions.md``, "CLI: no hidden-match note").
+(``docs/decisions/``, "CLI: no hidden-match note").
 """
 
 from __future__ import annotations

@@ -51,7 +51,7 @@ T = TypeVar("T")
 
 DISK_THREADS = 8
 """Threads of one store's pool: a local disk serves a few requests at once well; more only
-queue in the kernel (see docs/decisions.md, off-loop store calls)."""
+queue in the kernel (see docs/decisions/, off-loop store calls)."""
 
 _FIRST_PAUSE = 0.0005
 _LONGEST_PAUSE = 0.02

@@ -382,7 +382,7 @@ class _Tables:
     write; a look reads one byte past the end of the journal as last seen (one ``pread``):
     nothing there, nothing new. The end is read before the folder is listed, so a table
     announced during a listing is listed at the next look. Cheaper than a ``stat`` of the
-    folder (a path walk and a ``stat_result`` per search; measured in ``docs/decisions.md``).
+    folder (a path walk and a ``stat_result`` per search; measured in ``docs/decisions/``).
     A table made by a writer that does not announce (a version before the journal) is found
     when the index is opened again."""
 

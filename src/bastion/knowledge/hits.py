@@ -16,7 +16,7 @@ class SearchHit:
     """One chunk that answers a query.
 
     Not frozen, unlike most records here: a search builds up to ``k`` of them per call and a
-    frozen dataclass costs twice as much to build (``docs/decisions.md``); for the same reason
+    frozen dataclass costs twice as much to build (``docs/decisions/``); for the same reason
     the fields may be given in order (a positional call costs half a keyword one). A hit is a
     copy; changing it changes nothing in the index.
     """

@@ -13,7 +13,7 @@ What it does for both:
 * retries 429, 5xx, timeouts and transport failures as :mod:`bastion.remote.retry` says; any
   other 4xx is refused at once with a hint per status.
 
-Not the official ``openai`` SDK: see ``docs/decisions.md`` (2026-11-25, one OpenAI-compatible
+Not the official ``openai`` SDK: see ``docs/decisions/`` (2026-11-25, one OpenAI-compatible
 client) for the measurements and the properties that decided it.
 """
 

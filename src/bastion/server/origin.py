@@ -12,7 +12,7 @@ allowed_hosts``.
 *Cross-origin requests*: a request whose ``Origin`` is neither this server (the same name and
 port as its ``Host``) nor listed (``allowed_origins``, ``cors_origins``) is refused (``403``)
 whatever its method: a GET from another site's page has no use here, and one rule for every
-method leaves no method to slip through (docs/decisions.md). A request without ``Origin`` (a
+method leaves no method to slip through (docs/decisions/). A request without ``Origin`` (a
 program, a top-level navigation) is left to the token.
 """
 

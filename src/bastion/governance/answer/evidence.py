@@ -83,7 +83,7 @@ half-covered near miss (see :data:`KEYWORD_FIGURE_BONUS`)."""
 KEYWORD_ABSENT_PENALTY = 0.0
 """The absent-word penalty without vectors. The keyword-only weights are the first fit's,
 before the near-miss questions joined dev: the second fit (bonus 0.1, penalty 0.5, floor
-0.909) refused answerable questions of the faithfulness set (``docs/decisions.md``)."""
+0.909) refused answerable questions of the faithfulness set (``docs/decisions/``)."""
 ABSENT_PENALTY = 1.0
 TERM_MATCH = 0.6
 """An absent topic word whose cosine with some retrieved sentence reaches this is matched."""

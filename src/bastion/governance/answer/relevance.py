@@ -20,7 +20,7 @@ itself or under a heading below the title; below the floor, the chunk does not e
 answer's context. :data:`RELEVANCE_FLOOR` and the weights of
 :mod:`~bastion.governance.answer.evidence` are chosen on the dev split of the answer evaluation
 set and reported on its test split (``bench/answer_eval.py``, ``docs/benchmarks.md``,
-``docs/decisions.md``).
+``docs/decisions/``).
 """
 
 from __future__ import annotations

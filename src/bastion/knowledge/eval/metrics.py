@@ -20,7 +20,7 @@ with no ranking scores 0) into an :class:`Evaluation`.
 
 ``tests/knowledge/test_eval_reference.py`` holds every figure to ``pytrec_eval`` (trec_eval's C
 code) within 1e-9, on SciFact and on edge cases; why these stay hand-written rather than call it:
-``docs/decisions.md`` (issue 11).
+``docs/decisions/`` (issue 11).
 """
 
 from __future__ import annotations

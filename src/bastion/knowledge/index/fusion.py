@@ -19,7 +19,7 @@ The default is :func:`zscore`: on SciFact's 809 train queries it scored nDCG@10 
 against 0.7364 when each chunk kept only its own keyword score (the former :func:`zscore`),
 0.7359 for the best weight of :func:`weighted` (``alpha=0.4``) and 0.7242 for RRF, and it has
 no weight to tune on one corpus; on the 300 test queries 0.7382 (``bench/hybrid_quality.py``,
-``docs/decisions.md``). Min-max lets each list's single best and worst hits set its scale;
+``docs/decisions/``). Min-max lets each list's single best and worst hits set its scale;
 standard scores use every hit of the list.
 """
 

@@ -4,7 +4,7 @@ LanceDB holds the chunks, their labels and vectors on disk (columnar, versioned,
 a crash mid-write); every upsert and delete goes to it first. Searches run on the
 :class:`MemoryIndex` mirror loaded at open: on SciFact LanceDB's own full-text and flat vector
 searches were an order of magnitude slower than the in-memory BM25 and dot product, for no
-better ranking (``docs/benchmarks.md``, "Figures out of the code"; ``docs/decisions.md``).
+better ranking (``docs/benchmarks.md``, "Figures out of the code"; ``docs/decisions/``).
 
 The mirror keeps no chunk texts (a third of what it held at 100,000 documents): a slot keeps
 the hash of its text and the row id LanceDB gave its row, and a search fetches the texts of

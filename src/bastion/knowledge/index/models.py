@@ -172,7 +172,7 @@ class IndexHit(NamedTuple):
     """A chunk and its score for one query (higher is better; scales differ by mode).
 
     A named tuple, not a frozen dataclass: a search makes one per hit (100 at ``k=100``),
-    and a tuple is made in half the time (``docs/decisions.md``)."""
+    and a tuple is made in half the time (``docs/decisions/``)."""
 
     chunk: IndexedChunk
     score: float
