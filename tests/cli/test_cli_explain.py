@@ -40,7 +40,7 @@ def test_the_default_deny_and_the_label_source_are_named(starter: Path, run: Run
     )
     guest = _explain(run, "--as", "guest", "/docs/plan.md")
     assert guest["allowed"] is False and guest["decided_by"] == "the document's labels"
-    assert guest["label_source"] == "front matter over mount /docs's defaults"
+    assert guest["label_source"] == "the document's own (front matter or sidecar)"
     assert isinstance(guest["labels"], dict) and guest["labels"]["classification"] == "confidential"
     denied = _explain(run, "--as", "guest", "/scratch/x.md", "write")
     assert denied["decided_by"] == "no rule matched (default deny)"

@@ -10,27 +10,19 @@ the audit log as an ``explain`` record.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from bastion.cli.common import common_options, options, resolve_principal, settings
-from bastion.cli.output import emit, shown
-from bastion.workspace.explain import role_path
+from bastion.cli.output import emit
 
 if TYPE_CHECKING:
     from bastion.config import WorkspaceConfig
     from bastion.core.principal import Principal
 
 __all__ = ["explain_command"]
-
-_SCOPE_ALLOWS = {
-    "read_only": {"read", "list", "search"},
-    "write_only": {"write"},
-    "read_write": {"read", "list", "search", "write", "delete", "execute", "label"},
-}
 
 
 @click.command("explain")
@@ -68,136 +60,14 @@ def explain_command(path: str, action: str) -> None:
 def _explain(
     config: WorkspaceConfig, principal: Principal, where: Any, action: Any
 ) -> dict[str, Any]:
-    policy = config.policy
-    roles = policy.effective_roles(principal)
-    mount = _mount_of(config, where)
-    data: dict[str, Any] = {
-        "user": shown(principal),
-        "clearance": principal.clearance,
-        "roles": sorted(principal.roles),
-        "effective_roles": sorted(roles),
-        "path": str(where),
-        "action": action.value,
-        "mount": None,
-    }
-    if mount is None:
-        data.update(allowed=False, decided_by="no mount holds this path")
-        return data
-    scope_ok = action.value in _SCOPE_ALLOWS.get(mount.scope.value, set())
-    data["mount"] = {"prefix": mount.prefix, "scope": mount.scope.value, "allows": scope_ok}
-    decision = policy.decide(principal, action, where, roles)
-    rule: dict[str, Any] = {"allowed": decision.allowed, "reason": decision.reason}
-    if decision.rule is not None:
-        found = policy.rules[decision.rule]
-        rule.update(
-            number=decision.rule + 1,
-            effect=found.effect.value,
-            paths=list(found.paths),
-            roles=sorted(found.roles),
-        )
-        matched = sorted(found.roles & roles)
-        if matched:
-            rule["through"] = role_path(policy, principal, matched[0])
-    data["rule"] = rule
-    labels, source = _labels(config, mount, where)
-    data["labels"] = labels
-    data["label_source"] = source
-    admitted = _admits(config, principal, roles, labels)
-    data["labels_admit"] = admitted
-    allowed = scope_ok and decision.allowed and admitted is not False
-    data["allowed"] = allowed
-    if not scope_ok:
-        data["decided_by"] = f"the scope of mount {mount.prefix} ({mount.scope.value})"
-    elif not decision.allowed:
-        data["decided_by"] = decision.reason
-    elif admitted is False:
-        data["decided_by"] = "the document's labels"
-    else:
-        data["decided_by"] = decision.reason
-    return data
+    """The library's explanation (``bastion.workspace.explain``, which ``GET /v1/explain``
+    answers too), on the workspace the file describes, seen by its owner."""
+    from bastion.cli.session import open_session
+    from bastion.workspace.blocking import run_blocking
+    from bastion.workspace.explain import explain_access
 
-
-def _mount_of(config: WorkspaceConfig, where: Any) -> Any:
-    best = None
-    for mount in config.mounts:
-        parts = tuple(p for p in mount.prefix.split("/") if p)
-        if where.parts[: len(parts)] == parts and (best is None or len(parts) > len(best[0])):
-            best = (parts, mount)
-    return None if best is None else best[1]
-
-
-def _labels(config: WorkspaceConfig, mount: Any, where: Any) -> tuple[dict[str, Any], str]:
-    """The document's effective labels (read as the owner) and where they come from."""
-    from bastion.core.errors import BastionError
-
-    base = mount.labels
-    mount_labels = {
-        "tenant": base.tenant,
-        "classification": base.classification,
-        "roles": sorted(base.roles),
-        "tags": sorted(base.tags),
-    }
-    try:
-        info, sources = asyncio.run(_read_labels(config, mount, where))
-    except BastionError as exc:
-        return mount_labels, f"the mount's defaults ({exc.code}: the file was not read)"
-    labels = info.labels
-    if labels is None:
-        return mount_labels, "the mount's defaults"
-    found = {
-        "tenant": labels.tenant,
-        "classification": labels.classification,
-        "roles": sorted(labels.roles),
-        "tags": sorted(labels.tags),
-    }
-    if sources:
-        return found, " and ".join(sources) + f" over mount {mount.prefix}'s defaults"
-    return found, f"mount {mount.prefix}'s defaults"
-
-
-async def _read_labels(config: WorkspaceConfig, mount: Any, where: Any) -> tuple[Any, list[str]]:
-    """The file's info with its labels as the guard sees them (the one resolver,
-    :class:`~bastion.labels.store.DocumentLabels`, over the mount's own store: no
-    principal's view in between), and the label sources present beside the mount's."""
-    from bastion.core.errors import BastionError
-    from bastion.core.paths import VPath
-    from bastion.core.sidecars import sidecar_of
-    from bastion.labels.store import DocumentLabels
-    from bastion.stores.mount_checks import close_mounts
-
-    opened = mount.open(config.base)
-    try:
-        inside = where.relative_to(VPath.parse(mount.prefix))
-        store = DocumentLabels(opened.store, mount.labels, config.policy.classifications)
-        info = await store.stat(inside)
-        sources = []
-        try:
-            await opened.store.stat(sidecar_of(inside))
-            sources.append(f"sidecar {sidecar_of(inside).name}")
-        except BastionError:
-            pass
-        if info.kind.value == "file":
-            head = await opened.store.read_range(inside, 0, 8)
-            if head.removeprefix(b"\xef\xbb\xbf").startswith(b"---"):
-                sources.append("front matter")
-        return info, sources
-    finally:
-        await close_mounts([opened])
-
-
-def _admits(
-    config: WorkspaceConfig, principal: Principal, roles: frozenset[str], labels: dict[str, Any]
-) -> bool:
-    from bastion.core.models import Labels
-    from bastion.core.principal import labels_admit
-
-    record = Labels(
-        tenant=labels["tenant"],
-        classification=labels["classification"],
-        roles=frozenset(labels["roles"]),
-        tags=frozenset(labels["tags"]),
-    )
-    return labels_admit(record, principal, roles, config.policy.classifications)
+    with open_session(config, None, owner_note=False) as session:
+        return run_blocking(explain_access(session.ws.aio, principal, where, action))
 
 
 def _audit(
