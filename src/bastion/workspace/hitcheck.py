@@ -18,12 +18,13 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from bastion.core.errors import BastionError, ConfigurationError, NotFoundError
+from bastion.core.errors import BastionError, NotFoundError
 from bastion.core.memo import Memo
 from bastion.core.models import Action, EntryKind, FileInfo, Labels, Scope
 from bastion.core.paths import VPath
 from bastion.core.visibility import why_hidden
 from bastion.knowledge.hits import SearchHit
+from bastion.knowledge.index.filters import caller_conditions
 
 if TYPE_CHECKING:
     from bastion.core.guard import GuardContext
@@ -48,7 +49,6 @@ _FILTERS = 256
 _WAIT = 0.0005
 """A ``stat`` slower than this (seconds) waited for something (a server, a network): hit
 checks on that mount are then made concurrently (see :meth:`HitChecks._currents`)."""
-_FILTER_KEYS = frozenset({"tags", "section", "date_from", "date_to", "doc_ids", "classifications"})
 
 Repair = Callable[[Mapping[VPath, str], "Classifications"], Awaitable[bool]]
 """Index these documents as their files are now (path -> ``changed`` or ``gone``); False when
@@ -118,7 +118,7 @@ class HitChecks:
     ) -> IndexFilter:
         """The filter for one principal: labels as columns (tenant, clearance, roles), the
         path policy and mount scopes as a cached per-document check, plus the caller's own
-        conditions (``tags``, ``section``, ``date_from``, ``date_to``, ``doc_ids``)."""
+        conditions (``knowledge.index.filters``)."""
         if not options:
             key = (ctx, path)
             known = self._filters.get(key)
@@ -146,20 +146,7 @@ class HitChecks:
         )
         if not options:
             return base
-        unknown = set(options) - _FILTER_KEYS
-        if unknown:
-            raise ConfigurationError(
-                f"unknown search filter {', '.join(sorted(map(str, unknown)))}; use "
-                f"{', '.join(sorted(_FILTER_KEYS))}"
-            )
-        extra: dict[str, Any] = {}
-        for key, value in options.items():
-            if key in ("tags", "doc_ids", "classifications"):
-                extra[key] = _names(key, value)
-            elif value is None or isinstance(value, str):
-                extra[key] = value
-            else:
-                raise ValueError(f"search filter {key} must be a string")
+        extra = caller_conditions(options)
         if "classifications" in extra:
             extra["classifications"] = extra["classifications"] & base.classifications
         return replace(base, **extra)
@@ -463,19 +450,6 @@ class HitChecks:
                     hit = replace(_hits([(chunks[0], 0.0, part)])[0], related_to=source)
                     extra.append((hit, chunks[0].doc))
         return extra
-
-
-def _names(key: str, value: object) -> frozenset[str]:
-    """A filter's set of names (``tags``, ``doc_ids``, ``classifications``): one string or
-    a list of strings, else :class:`ValueError` (as a bad ``k`` is: an argument out of range,
-    one line, never a ``TypeError`` from deep inside the index)."""
-    if isinstance(value, str):
-        return frozenset([value])
-    if isinstance(value, list | tuple | set | frozenset) and all(
-        isinstance(item, str) for item in value
-    ):
-        return frozenset(value)
-    raise ValueError(f"search filter {key} must be a string or a list of strings")
 
 
 _UNREAD = object()

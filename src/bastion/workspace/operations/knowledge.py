@@ -18,6 +18,7 @@ from bastion.core.errors import (
     StoreError,
     UnsupportedFileError,
 )
+from bastion.knowledge.index.filters import described
 from bastion.workspace.operations.base import Operation, Params, Result, SearchModeName
 
 __all__ = ["KNOWLEDGE_OPERATIONS", "MAX_K", "MAX_QUESTION"]
@@ -30,7 +31,7 @@ MAX_QUESTION = 4000
 _ERRORS = (InvalidPathError, NotFoundError, AccessDeniedError, RateLimitError, ConfigurationError)
 _MODE = "Default: hybrid, or bm25 on a keyword-only index"
 _UNDER = "Only under this directory"
-_FILTER = "tags, section, date_from, date_to, doc_ids, classifications"
+_FILTER = described()
 
 
 class SearchParams(Params):
