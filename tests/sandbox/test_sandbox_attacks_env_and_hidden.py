@@ -91,8 +91,8 @@ async def test_hidden_entries_are_absent_inside_and_written_names_go_through_the
         "/scratch/fifo",
     }
     assert "loosen" in wrote.refused["/scratch/a.txt.labels.yaml"]
-    assert wrote.refused["/scratch/hr-only.md.labels.yaml"] == (
-        "/scratch/hr-only.md.labels.yaml not found"
+    assert wrote.refused["/scratch/hr-only.md.labels.yaml"] == (  # as a write of the file
+        "write on /scratch/hr-only.md.labels.yaml is not allowed by policy"
     )
     assert "osprey" not in repr(wrote.refused)
     assert await owner.read_text("/scratch/a.txt.labels.yaml") == "classification: internal\n"
