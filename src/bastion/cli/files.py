@@ -142,19 +142,15 @@ _DOCUMENTS = (".pdf", ".docx")
 
 
 def _document_text(path: str, data: bytes, first: int, limit: int | None) -> str:
-    """A PDF's or a Word document's text, as the index reads it (lines ``first`` on, at most
-    ``limit``); a file that is not one after all is shown as it is."""
-    from bastion.knowledge.ingest import IngestError
-    from bastion.knowledge.ingest.pipeline import parse_document
+    """A PDF's or a Word document's text, as the index reads it and ``read`` with
+    ``format=document`` answers it (``bastion.workspace.documents``): lines ``first`` on, at
+    most ``limit``."""
+    from bastion.workspace.documents import document_text, window
 
-    try:
-        text = parse_document(data, path).text
-    except IngestError:
-        text = data.decode("utf-8", "replace")
-    else:
+    text, parsed = document_text(data, path)
+    if parsed:
         note(f"note: the text of {path} (`cat --bytes :` prints the file itself)")
-    lines = text.splitlines(keepends=True)[first - 1 :]
-    shown_text = "".join(lines if limit is None else lines[:limit])
+    shown_text = window(text, first - 1, limit)
     return shown_text if shown_text.endswith("\n") or not shown_text else shown_text + "\n"
 
 

@@ -11,9 +11,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from bastion.core.models import EntryKind
-from bastion.server.documents import document_text, document_window
 from bastion.server.handlers import Endpoint, endpoint, info_dict, ok
 from bastion.server.state import state_of
+from bastion.workspace.documents import document_text, document_window
 from bastion.workspace.operations import MAX_ENTRIES
 from bastion.workspace.operations.files import (
     DeleteParams,
@@ -66,7 +66,7 @@ async def read(request: Request, args: ReadParams) -> Response:
         return Response(data, media_type="application/octet-stream")
     if args.format == "document":
         whole = await ws.read_bytes(args.path)
-        text = await asyncio.to_thread(document_text, whole, args.path)
+        text, _ = await asyncio.to_thread(document_text, whole, args.path)
         cap = ws.policy.limits.max_file_bytes
         content = document_window(text, args.path, args.offset, args.limit, cap)
         return ok({"path": args.path, "offset": args.offset, "content": content})

@@ -1,5 +1,6 @@
-"""A document's text as search indexes it, for ``read`` with ``format=document``: the page
-previews a PDF or a Word file as its text, as ``bastion cat`` shows it."""
+"""A document's text as search indexes it, for every front end that shows a PDF or a Word file
+as text: ``read`` with ``format=document`` over HTTP (the page's preview) and ``bastion cat``.
+One place decides what that text is, and what a broken document answers."""
 
 from __future__ import annotations
 
@@ -14,18 +15,19 @@ from bastion.knowledge.ingest import (
 __all__ = ["document_text", "document_window", "window"]
 
 
-def document_text(data: bytes, path: str) -> str:
-    """The text the index reads from ``data`` (the file at ``path``). A file that is not a
-    document after all is shown as it is, decoded as UTF-8; a document without text is empty.
+def document_text(data: bytes, path: str) -> tuple[str, bool]:
+    """The text the index reads from ``data`` (the file at ``path``), and whether it was read
+    as a document. A file that is not a document after all is shown as it is, decoded as
+    UTF-8 (``False``); a document without text is empty.
     A document that cannot be read (malformed, a zip bomb, over the ingest limits) is an
     :class:`UnsupportedFileError` with the ingest's one-line reason, which names the path and
     never quotes the bytes: the raw bytes of a broken PDF are not its text."""
     try:
-        return parse_document(data, path).text
+        return parse_document(data, path).text, True
     except UnsupportedTypeError:
-        return data.decode("utf-8", "replace")
+        return data.decode("utf-8", "replace"), False
     except EmptyDocumentError:
-        return ""
+        return "", True
     except IngestError as exc:
         raise UnsupportedFileError(str(exc)) from None
 
