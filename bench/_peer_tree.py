@@ -1,10 +1,12 @@
 """The generated tree of the peers benchmark (``bench/peers.py``): 2,020 files of ~15 KB
 (30 MB) in 20 projects, one folder of exactly 50 files, 109 ``.yaml`` files, and one 50 MB
 log. A literal (``NEEDLE_LITERAL``) and a regular-expression target
-(``timeout = <3+ digits>``) each sit on 60 lines. Deterministic: the same tree every run."""
+(``timeout = <3+ digits>``) each sit on 60 lines. Deterministic: the same tree every run.
+Also the raw floor of a durable write that ``peers.py`` and ``grep_scan.py`` both time."""
 
 from __future__ import annotations
 
+import os
 import random
 from pathlib import Path
 
@@ -125,3 +127,20 @@ def build(root: Path) -> Path:
             n += 1
     marker.write_text("ok\n")
     return root
+
+
+def raw_durable_write(path: Path, data: bytes) -> None:
+    """The floor of a durable write: temporary file, fsync, rename, folder fsync."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    tmp.rename(path)
+    dfd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)

@@ -48,23 +48,6 @@ def raw_grep(root: Path, needle: str | None, regex: re.Pattern[str] | None = Non
     return found
 
 
-def raw_write(path: Path, data: bytes) -> None:
-    """The floor of a durable write: temporary file, fsync, rename, folder fsync."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    tmp.rename(path)
-    dfd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
-
-
 def child(root: Path, scratch: Path, repeat: int, ops: list[str]) -> dict[str, dict[str, float]]:
     """One round in this process: each op ``repeat`` times, Bastion and raw alternating."""
     from bastion import Mount, Policy, Workspace
@@ -105,7 +88,7 @@ def child(root: Path, scratch: Path, repeat: int, ops: list[str]) -> dict[str, d
         elif op == "glob":
             list(root.glob("**/*.yaml"))
         else:
-            raw_write(scratch / "r" / name(), PAYLOAD)
+            tree.raw_durable_write(scratch / "r" / name(), PAYLOAD)
 
     async def run() -> dict[str, dict[str, float]]:
         out: dict[str, dict[str, float]] = {}

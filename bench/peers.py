@@ -177,22 +177,6 @@ def raw_tail(path: Path, count: int) -> list[bytes]:
         return f.read().splitlines()[-count:]
 
 
-def raw_durable_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    tmp.rename(path)
-    dfd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
-
-
 # -- the escape count: reads racing a symlink swap -------------------------------------------
 
 SECRET = "OUTSIDE-SECRET"
@@ -405,11 +389,11 @@ def main() -> None:
                 return timed(lambda: [e.stat() for e in os.scandir(root / tree.LIST_FOLDER)])
             path = base / fresh()
             if op == "write_new":
-                return timed(lambda: raw_durable_write(path, PAYLOAD.encode()))
-            raw_durable_write(path, PAYLOAD.encode())
+                return timed(lambda: tree.raw_durable_write(path, PAYLOAD.encode()))
+            tree.raw_durable_write(path, PAYLOAD.encode())
             if op == "edit":
                 return timed(
-                    lambda: raw_durable_write(
+                    lambda: tree.raw_durable_write(
                         path, path.read_bytes().replace(b"EDITME", b"EDITED", 1)
                     )
                 )
