@@ -5,34 +5,20 @@ that step is about present on the page."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import struct
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
 from bastion.server.demo import demo_app
+from web.people import Shots, launched
 
 from .support import running
 
 QUESTION = "What is the salary band for a senior engineer?"
 DESKTOP = {"width": 1200, "height": 900}
 PHONE = {"width": 390, "height": 844}
-
-
-def chromium() -> str:
-    """Debian's Chromium: the real binary behind /usr/bin/chromium, or $BASTION_CHROMIUM."""
-    for candidate in (
-        os.environ.get("BASTION_CHROMIUM"),
-        "/usr/lib/chromium/chromium",
-        shutil.which("chromium"),
-    ):
-        if candidate and Path(candidate).is_file():
-            return candidate
-    pytest.fail("no Chromium found: run `make browser` (apt-get install chromium) first")
 
 
 @pytest.fixture(scope="module")
@@ -43,31 +29,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    with sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
-        yield launched
-        launched.close()
-
-
-class Shots:
-    """Screenshots of each step, checked as they are taken."""
-
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-        self.taken: list[Path] = []
-
-    def take(self, page: Page, name: str) -> Path:
-        path = self.folder / f"{len(self.taken) + 1:02d}-{name}.png"
-        page.screenshot(path=str(path))
-        data = path.read_bytes()
-        assert data[:8] == b"\x89PNG\r\n\x1a\n", name
-        width, height = struct.unpack(">II", data[16:24])
-        size = page.viewport_size
-        assert size is not None
-        assert (width, height) == (size["width"], size["height"]), name
-        assert len(data) > 5_000, f"{name}: the screenshot looks blank"
-        self.taken.append(path)
-        return path
+    yield from launched()
 
 
 def _sign_in_with_keyboard(page: Page, site: str, user: str) -> None:

@@ -7,33 +7,16 @@ documents, an ``/uploads`` folder every user may write, and the demo login.
 
 from __future__ import annotations
 
-import os
-import shutil
-import struct
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
 from bastion.server.demo import demo_app
 from server.support import running
 
-DESKTOP = {"width": 1100, "height": 760}
-PHONE = {"width": 390, "height": 780}
-DOC_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
-
-
-def chromium() -> str:
-    """Debian's Chromium: the real binary behind /usr/bin/chromium, or $BASTION_CHROMIUM."""
-    for candidate in (
-        os.environ.get("BASTION_CHROMIUM"),
-        "/usr/lib/chromium/chromium",
-        shutil.which("chromium"),
-    ):
-        if candidate and Path(candidate).is_file():
-            return candidate
-    pytest.fail("no Chromium found: run `make browser` (apt-get install chromium) first")
+from .people import DESKTOP, Shots, launched
 
 
 @pytest.fixture(scope="module")
@@ -44,10 +27,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    with sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
-        yield launched
-        launched.close()
+    yield from launched()
 
 
 def sign_in(page: Page, site: str, user: str) -> None:
@@ -94,30 +74,6 @@ def page_as(browser: Browser, site: str) -> Iterator[Callable[..., Page]]:
         assert not foreign, f"requests left the origin: {foreign}"
         assert not page.requests.alerts, page.requests.alerts  # type: ignore[attr-defined]
         page.context.close()
-
-
-class Shots:
-    """Screenshots of each step, checked as they are taken: a PNG of the viewport's size."""
-
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-        self.taken: list[Path] = []
-
-    def take(self, page: Page, name: str, *, doc: bool = False) -> Path:
-        path = self.folder / f"{len(self.taken) + 1:02d}-{name}.png"
-        page.screenshot(path=str(path))
-        data = path.read_bytes()
-        assert data[:8] == b"\x89PNG\r\n\x1a\n", name
-        width, height = struct.unpack(">II", data[16:24])
-        size = page.viewport_size
-        assert size is not None
-        assert (width, height) == (size["width"], size["height"]), name
-        assert len(data) > 5_000, f"{name}: the screenshot looks blank"
-        if doc and os.environ.get("BASTION_DOC_IMAGES") == "1":
-            DOC_IMAGES.mkdir(exist_ok=True)
-            shutil.copyfile(path, DOC_IMAGES / f"web-{name}.png")
-        self.taken.append(path)
-        return path
 
 
 @pytest.fixture

@@ -24,8 +24,8 @@ from bastion.workspace import Workspace
 from bastion.workspace.journal import Journal
 from server.support import running
 
-from .conftest import Shots, open_tab
-from .people import serious_violations
+from .conftest import open_tab
+from .people import Shots, serious_violations
 
 MISSING = 999_999
 

@@ -13,7 +13,8 @@ from playwright.sync_api import Browser, Page, expect
 
 from server.support import running
 
-from .conftest import DESKTOP, Shots, open_tab, sign_in
+from .conftest import open_tab, sign_in
+from .people import DESKTOP, Shots
 
 FIXTURES = Path(__file__).resolve().parents[1] / "knowledge" / "fixtures" / "ingest"
 

@@ -13,7 +13,8 @@ import httpx
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Browser, Page, expect
 
-from .conftest import DESKTOP, PHONE, Shots, open_tab
+from .conftest import open_tab
+from .people import DESKTOP, PHONE, Shots
 
 MODULES = ("app", "signin", "chat", "files", "search", "admin", "markdown", "tree")
 
