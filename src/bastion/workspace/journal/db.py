@@ -34,6 +34,7 @@ __all__ = [
     "JournalError",
     "Retention",
     "State",
+    "entry_rows",
     "labels_from_json",
     "labels_to_json",
 ]
@@ -240,20 +241,7 @@ class Journal:
                     seq = int(row[0])
                 db.executemany(
                     "INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [
-                        (
-                            change,
-                            seq + i,
-                            path,
-                            b.kind,
-                            b.hash,
-                            labels_to_json(b.labels),
-                            a.kind,
-                            a.hash,
-                            labels_to_json(a.labels),
-                        )
-                        for i, (path, b, a) in enumerate(entries)
-                    ],
+                    entry_rows(change, seq, entries),
                 )
                 self._since_prune += 1
                 if self._since_prune >= _PRUNE_EVERY:
@@ -441,3 +429,24 @@ def _collect(db: sqlite3.Connection) -> None:
         "DELETE FROM blobs WHERE hash NOT IN (SELECT before_hash FROM entries WHERE before_hash"
         " IS NOT NULL UNION SELECT after_hash FROM entries WHERE after_hash IS NOT NULL)"
     )
+
+
+def entry_rows(
+    change: int, seq: int, entries: Sequence[tuple[str, State, State]]
+) -> list[tuple[object, ...]]:
+    """The ``entries`` rows of one change, numbered from ``seq``: what both journals insert
+    (path, then the kind, hash and labels before and after)."""
+    return [
+        (
+            change,
+            seq + i,
+            path,
+            b.kind,
+            b.hash,
+            labels_to_json(b.labels),
+            a.kind,
+            a.hash,
+            labels_to_json(a.labels),
+        )
+        for i, (path, b, a) in enumerate(entries)
+    ]

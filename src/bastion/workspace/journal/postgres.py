@@ -27,8 +27,8 @@ from bastion.workspace.journal.db import (
     JournalError,
     Retention,
     State,
+    entry_rows,
     labels_from_json,
-    labels_to_json,
 )
 
 if TYPE_CHECKING:
@@ -223,20 +223,7 @@ class PgJournal(Journal):
                 cur.executemany(
                     "INSERT INTO bastion_journal_entries VALUES"
                     " (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                    [
-                        (
-                            change,
-                            seq + i,
-                            path,
-                            b.kind,
-                            b.hash,
-                            labels_to_json(b.labels),
-                            a.kind,
-                            a.hash,
-                            labels_to_json(a.labels),
-                        )
-                        for i, (path, b, a) in enumerate(entries)
-                    ],
+                    entry_rows(change, seq, entries),
                 )
                 self._since_prune += 1
                 if self._since_prune >= _PRUNE_EVERY:
