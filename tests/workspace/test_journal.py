@@ -84,6 +84,7 @@ def test_every_kind_of_change_is_recorded_with_who_and_thread(ws: SyncWorkspace)
     }
     assert "-two\n+TWO\n" in ws.diff(changes[2].id)
     assert ws.changes(thread="elsewhere") == []
+    assert ws.changes(principal="bot") == changes and ws.changes(principal="other") == []
 
 
 def test_diff_is_unified_per_file(ws: SyncWorkspace) -> None:

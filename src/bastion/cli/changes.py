@@ -48,14 +48,21 @@ def _rolled(done: RollbackResult) -> str:
 @click.command("changes")
 @click.option("--thread", default=None, help="Only this thread's (or session's) changes.")
 @click.option("--since", default=None, help="From this time (or age: 30m, 2h, 7d).")
+@declared_option(
+    "changes", "principal", "--by", "principal", help="Only the changes this principal made."
+)
 @click.option("--after", type=click.IntRange(0), default=None, help="Only changes after this id.")
 @declared_option("changes", "limit", "--limit", help="Most changes shown (then use --after).")
 @common_options()
-def changes_command(thread: str | None, since: str | None, after: int | None, limit: int) -> None:
+def changes_command(
+    thread: str | None, since: str | None, principal: str | None, after: int | None, limit: int
+) -> None:
     """List the changes you may see, oldest first."""
     when = None if since is None else parse_time(since)
     with _session() as session:
-        found = session.ws.changes(thread=thread, since=when, after=after, limit=limit)
+        found = session.ws.changes(
+            thread=thread, since=when, principal=principal, after=after, limit=limit
+        )
     result = ChangesResult(changes=[ChangeOut.of(c) for c in found])
     emit(result.model_dump(), lambda: "\n".join(_line(c) for c in result.changes))
 

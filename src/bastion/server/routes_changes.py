@@ -30,7 +30,11 @@ async def changes(request: Request, args: ChangesParams) -> Response:
     """The changes the principal may see, oldest first."""
     ws = state_of(request).view(request)
     found = await ws.changes(
-        thread=args.thread, since=args.since, after=args.after, limit=args.limit
+        thread=args.thread,
+        since=args.since,
+        principal=args.principal,
+        after=args.after,
+        limit=args.limit,
     )
     return ok(ChangesResult(changes=[ChangeOut.of(c) for c in found]).model_dump())
 

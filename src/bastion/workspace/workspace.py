@@ -564,11 +564,15 @@ class Workspace:
         *,
         thread: str | None = None,
         since: float | None = None,
+        principal: str | None = None,
         after: int | None = None,
         limit: int = 1000,
     ) -> builtins.list[Change]:
-        """The first ``limit`` changes you may see, oldest first (page on with ``after``)."""
-        return await self._changes.changes(thread=thread, since=since, after=after, limit=limit)
+        """The first ``limit`` changes you may see, oldest first (page on with ``after``);
+        ``principal``: only the changes that principal (by id) made."""
+        return await self._changes.changes(
+            thread=thread, since=since, principal=principal, after=after, limit=limit
+        )
 
     async def diff(self, change: int) -> str:
         """What ``change`` did, as a unified diff per file (only files you may read)."""

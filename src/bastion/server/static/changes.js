@@ -21,7 +21,9 @@ export function mount(section, ctx) {
     if (thread) q.set("thread", thread);
     const since = $("changes-since").value;
     if (since) q.set("since", String(Date.parse(since + "Z") / 1000));
-    return { q, thread, principal: $("changes-principal").value.trim() };
+    const principal = $("changes-principal").value.trim();
+    if (principal) q.set("principal", principal); // the operation's own filter, not the page's
+    return { q, thread };
   }
 
   // Every page of the list (oldest first), then the newest SHOWN, newest first.
@@ -47,7 +49,7 @@ export function mount(section, ctx) {
   }
 
   async function load() {
-    const { q, thread, principal } = filters();
+    const { q, thread } = filters();
     say("Loading changes…");
     let changes;
     try {
@@ -59,7 +61,6 @@ export function mount(section, ctx) {
         ? "This workspace keeps no change journal." : "The changes could not be listed: " + e.message, "error");
       return;
     }
-    if (principal) changes = changes.filter((c) => c.principal === principal);
     const newest = changes.slice(-SHOWN).reverse();
     $("changes-list").replaceChildren(...newest.map(item));
     $("changes-revert").hidden = !thread || !changes.length;

@@ -35,6 +35,7 @@ _NAME = Field(
 class ChangesParams(Params):
     thread: str | None = Field(None, max_length=200, description="Only this thread's changes")
     since: float | None = Field(None, ge=0, description="Only changes from this time (epoch s)")
+    principal: str | None = Field(None, max_length=200, description="Only this principal's changes")
     after: int | None = Field(None, ge=0, description="Only changes after this id")
     limit: int = Field(1000, ge=1, le=10_000, description="Most changes in the page")
 
