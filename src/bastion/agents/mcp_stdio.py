@@ -66,6 +66,7 @@ class StdioServer:
         self._writing = asyncio.Lock()
         self._running: dict[object, asyncio.Task[None]] = {}
         self._tools = [_listed(tool) for tool in toolset.tools]
+        self._version = version("bastion")  # read once: the metadata is files on disk
         self._methods: dict[str, Callable[[dict[str, Any]], Any]] = {
             "initialize": self._initialize,
             "ping": lambda params: {},
@@ -138,7 +139,7 @@ class StdioServer:
         return {
             "protocolVersion": asked if asked in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[-1],
             "capabilities": {"tools": {"listChanged": False}},
-            "serverInfo": {"name": self.name, "version": version("bastion")},
+            "serverInfo": {"name": self.name, "version": self._version},
             "instructions": self.instructions,
         }
 
