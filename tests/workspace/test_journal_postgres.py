@@ -84,8 +84,14 @@ def test_two_processes_write_through_one_journal(tmp_path: Path, pg_dsn: str) ->
         assert [c.path for c in mine][:2] == [f"/w/{who}-0.txt", "/w/shared.txt"]
         assert {c.thread for c in mine} == {who}
     ws = _ws(root, journal)
-    last = [c for c in changes if c.path == "/w/shared.txt"][-1]
-    assert (root / "shared.txt").read_text() == _text(journal, last.entries[-1].after.hash)
+    # two writers without if_version: each change is recorded before its write lands, so the
+    # last record need not be the last write (docs/changes.md); the file holds what one of
+    # the recorded changes wrote, and that change is undone here
+    shared = [c for c in changes if c.path == "/w/shared.txt"]
+    now = (root / "shared.txt").read_text()
+    landed = [c for c in shared if _text(journal, c.entries[-1].after.hash) == now]
+    assert landed and now.split()[0] in ("ann", "bob")
+    last = landed[-1]
     ws.undo(last.id)  # a change another process made, undone here
     assert (root / "shared.txt").read_text() == _text(journal, last.entries[-1].before.hash)
     journal.close()
