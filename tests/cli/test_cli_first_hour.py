@@ -141,3 +141,19 @@ def test_cat_of_a_pdf_or_a_word_document_prints_its_text(starter: Path, run: Run
     assert run("cat", "/docs/report.pdf", "--lines", "1").stdout == "Quarterly Security Review\n"
     raw = run("cat", "/docs/report.pdf", "--bytes", ":")
     assert raw.stdout_bytes.startswith(b"%PDF")
+
+
+def test_the_starter_keeps_a_change_journal_so_a_write_can_be_undone(
+    starter: Path, run: Run
+) -> None:
+    assert run("put", "/scratch/plan.md", input="draft\n").exit_code == 0
+    assert run("put", "/scratch/plan.md", input="final\n").exit_code == 0
+    listed = run("changes", "--json")
+    assert listed.exit_code == 0, listed.output
+    last = json.loads(listed.stdout)["changes"][-1]
+    diff = run("diff", str(last["id"]))
+    assert "-draft" in diff.stdout and "+final" in diff.stdout
+    assert run("undo", str(last["id"])).exit_code == 0
+    assert (starter / "scratch" / "plan.md").read_text() == "draft\n"
+    # the guest may not read /scratch (internal): it sees none of it
+    assert json.loads(run("changes", "--json", "--as", "guest").stdout)["changes"] == []

@@ -45,6 +45,13 @@ embedder = "none"
 index = "sqlite"
 index_on_open = true
 
+# The change journal: every write, edit, move and delete, with the content before and after,
+# so `bastion changes`, `diff`, `undo`, `checkpoint` and `restore` can review and take them back
+# (docs/changes.md). A SQLite file every process on this machine shares.
+[journal]
+path = ".bastion/journal.db"
+max_age_days = 30
+
 # Mounts: a store named by URL at a path prefix, its scope and the labels its documents get
 # unless their own front matter says otherwise. Relative paths start at this file's folder.
 [[mounts]]

@@ -70,7 +70,8 @@ class ChangeReview:
     def _journal(self) -> Journal:
         if self._kept is None:
             raise ConfigurationError(
-                "this workspace keeps no change journal; give it one (journal=Journal(path))"
+                "this workspace keeps no change journal: add a [journal] table to bastion.toml "
+                "(docs/changes.md), or pass journal=Journal(path) in Python"
             )
         return self._kept
 
