@@ -38,8 +38,8 @@ def test_review_apply_and_discard_from_the_command_line(tmp_path: Path) -> None:
     assert code == 0, out
     assert json.loads(out) == {
         "changes": [
-            {"path": "/code/a.md", "action": "write"},
-            {"path": "/code/b.md", "action": "write"},
+            {"path": "/code/a.md", "action": "write", "status": "modified", "conflict": False},
+            {"path": "/code/b.md", "action": "write", "status": "added", "conflict": False},
         ]
     }
     assert (tmp_path / "project" / "a.md").read_text() == "base\n"
@@ -60,5 +60,8 @@ def test_a_conflict_is_kept_and_exits_one(tmp_path: Path) -> None:
     assert code == 1
     assert "conflict /code/a.md" in out
     code, out = _run(config, "overlay", "changes", "/code", "--thread", "t1")
-    assert (code, out.strip()) == (0, "write   /code/a.md")
+    assert (code, out.strip()) == (
+        0,
+        "write   modified  /code/a.md  (conflict: changed in the base since)",
+    )
     assert (tmp_path / "project" / "a.md").read_text() == "someone else\n"

@@ -52,6 +52,11 @@ class Overlay(ABC):
         """Each change, with its status over the base and whether apply would refuse it."""
 
     @abstractmethod
+    async def sides(self, path: VPath, limit: int) -> tuple[bytes | None, bytes | None, bool]:
+        """The base's file at ``path`` and the layer's (``None``: no file there), and whether
+        either is over ``limit`` bytes (then neither is read)."""
+
+    @abstractmethod
     async def apply(self, paths: Iterable[VPath] | None = None) -> OverlayReport:
         """Write the changes (``paths``, else all) into the base, file by file."""
 

@@ -36,7 +36,7 @@ from bastion.core.errors import (
 from bastion.core.models import EntryKind, FileInfo, WriteMode
 from bastion.core.overlay_port import LayerChange, Overlay, OverlayReport
 from bastion.core.paths import VPath
-from bastion.core.ports import Store
+from bastion.core.ports import ReadCheck, Store
 from bastion.stores.overlay_manifest import (
     MANIFEST,
     READS_KEPT,
@@ -102,19 +102,31 @@ class OverlayStore(Store, Overlay):
             return None
 
     async def _locate(self, path: VPath) -> tuple[Store, FileInfo]:
-        """Which store answers for ``path`` (the layer's entry first), and its entry."""
-        info = await self._layer_stat(path)
-        if info is not None:
-            return self.layer, info
+        """Which store answers for ``path``, and its entry. A file of the base the layer has
+        not taken (the manifest names every file the layer holds) is the base's without asking
+        the layer; anything else is the layer's entry first."""
         if path.is_root:
-            return self.base, FileInfo(path, EntryKind.DIRECTORY)
+            info = await self._layer_stat(path)
+            return (self.layer, info) if info else (self.base, FileInfo(path, EntryKind.DIRECTORY))
         manifest, _ = await self._manifest()
-        if manifest.hides(path):
-            raise NotFoundError(f"{path} not found")
-        info = await self.base.stat(path)
-        if info.is_file:
-            await self.reads.note(str(path), info.version)
-        return self.base, info
+        key = str(path)
+        if manifest.hides(path) or key in manifest.taken or key in manifest.made:
+            info = await self._layer_stat(path)
+            if info is not None:
+                return self.layer, info
+            if manifest.hides(path):
+                raise NotFoundError(f"{path} not found")
+        try:
+            below = await self.base.stat(path)
+        except (NotFoundError, NotADirectoryError_):
+            if (info := await self._layer_stat(path)) is not None:
+                return self.layer, info
+            raise
+        if below.is_file:
+            await self.reads.note(key, below.version)
+            return self.base, below
+        info = await self._layer_stat(path)  # a folder in both: the layer's entry
+        return (self.layer, info) if info is not None else (self.base, below)
 
     async def stat(self, path: VPath) -> FileInfo:
         self._reserved(path)
@@ -129,6 +141,28 @@ class OverlayStore(Store, Overlay):
         if info.is_dir:
             raise IsADirectoryError_(f"{path} is a directory")
         return await store.read_range(path, offset, length)
+
+    async def read_file(
+        self,
+        path: VPath,
+        offset: int = 0,
+        length: int | None = None,
+        *,
+        check: ReadCheck | None = None,
+    ) -> tuple[FileInfo, bytes]:
+        """One lookup, then the store that holds the file reads it (its info and bytes agree)."""
+        self._reserved(path)
+        if offset < 0 or (length is not None and length < 0):
+            raise ValueError("offset and length must be non-negative")
+        store, _ = await self._locate(path)
+        tag = _LAYER if store is self.layer else _BASE
+
+        def tagged_check(info: FileInfo) -> None:
+            if check is not None:
+                check(_tagged(info, tag))
+
+        info, data = await store.read_file(path, offset, length, check=tagged_check)
+        return _tagged(info, tag), data
 
     async def list(self, path: VPath) -> builtins.list[FileInfo]:
         self._reserved(path)
@@ -306,7 +340,10 @@ class OverlayStore(Store, Overlay):
                 now = None
             taken = manifest.taken.get(key, now.version if now is not None else None)
             if action == "delete":
-                status, conflict = "deleted", now is not None and now.is_file and now.version != taken
+                status, conflict = (
+                    "deleted",
+                    now is not None and now.is_file and now.version != taken,
+                )
             elif action == "mkdir":
                 status, conflict = "added", now is not None and now.is_file
             else:
@@ -315,6 +352,20 @@ class OverlayStore(Store, Overlay):
                 conflict = conflict and not await self._same(VPath.parse(key), now)
             out[key] = LayerChange(action, status, conflict)
         return out
+
+    async def sides(self, path: VPath, limit: int) -> tuple[bytes | None, bytes | None, bool]:
+        found: list[FileInfo | None] = []
+        for store in (self.base, self.layer):
+            try:
+                info: FileInfo | None = await store.stat(path)
+            except (NotFoundError, NotADirectoryError_):
+                info = None
+            found.append(info if info is not None and info.is_file else None)
+        if any(f is not None and f.size > limit for f in found):
+            return None, None, True
+        old = await self.base.read_all(path) if found[0] is not None else None
+        new = await self.layer.read_all(path) if found[1] is not None else None
+        return old, new, False
 
     async def _same(self, path: VPath, now: FileInfo | None) -> bool:
         """The base already holds what the layer holds there (an apply killed after it)."""
@@ -347,7 +398,7 @@ class OverlayStore(Store, Overlay):
                 continue
             if now is not None:
                 await self.base.delete(path, recursive=True)
-            await self._change(lambda m, k=key: (m.gone.discard(k), m.taken.pop(k, None)))
+            await self._change(_deleted(key))
             report.applied.append(key)
         made: list[str] = []
         for entry in await self._held():
@@ -414,9 +465,7 @@ class OverlayStore(Store, Overlay):
             path = VPath.parse(key)
             try:
                 held = await self.layer.stat(path)
-                if held.is_file:
-                    await self.layer.delete(path)
-                elif not await self.layer.list(path):
+                if held.is_file or not await self.layer.list(path):
                     await self.layer.delete(path)
             except (NotFoundError, NotADirectoryError_):
                 pass
@@ -428,6 +477,14 @@ class OverlayStore(Store, Overlay):
                 m.taken.pop(key, None)
 
         await self._change(drop)
+
+
+def _deleted(key: str) -> Callable[[Manifest], None]:
+    def edit(manifest: Manifest) -> None:
+        manifest.gone.discard(key)
+        manifest.taken.pop(key, None)
+
+    return edit
 
 
 def _applied(manifest: Manifest, written: builtins.list[str], made: builtins.list[str]) -> None:

@@ -139,7 +139,7 @@ class ReadLog:
         for key, version in self._memory.items():
             by_shard.setdefault(_shard(key), {})[key] = version
         for shard, found in sorted(by_shard.items()):
-            await self._edit(shard, lambda held, f=found: [held.setdefault(*kv) for kv in f.items()])
+            await self._edit(shard, _first_read(found))
         self._memory.clear()
 
     async def take(self, key: str, default: str | None) -> str | None:
@@ -176,6 +176,14 @@ class ReadLog:
                 return
             except (ConflictError, AlreadyExistsError):
                 continue
+
+
+def _first_read(found: dict[str, str | None]) -> Callable[[dict[str, str | None]], object]:
+    def edit(held: dict[str, str | None]) -> None:
+        for key, version in found.items():
+            held.setdefault(key, version)
+
+    return edit
 
 
 def _shard(key: str) -> VPath:
