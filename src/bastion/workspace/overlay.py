@@ -124,7 +124,7 @@ class OverlayReview:
                 overlay.base, guarded.mount.labels, ctx.policy.classifications
             ).stat(rel)
         except (NotFoundError, OperationError):
-            return action == "write"  # a new file; a deletion of nothing is nothing to show
+            return action != "delete"  # a new file or folder; a deletion of nothing: nothing
         return guarded.visible(below)
 
     async def _shown(
