@@ -65,3 +65,26 @@ def test_a_conflict_is_kept_and_exits_one(tmp_path: Path) -> None:
         "write   modified  /code/a.md  (conflict: changed in the base since)",
     )
     assert (tmp_path / "project" / "a.md").read_text() == "someone else\n"
+
+
+def test_the_diff_from_the_command_line(tmp_path: Path) -> None:
+    config = _workspace(tmp_path)
+    assert _run(config, "put", "/code/a.md", "--no-index", stdin="mine\n")[0] == 0
+    with WorkspaceConfig.from_file(config).opened(index_on_open=False) as aio:
+        aio.sync().mkdir("/code/empty")
+    code, out = _run(config, "overlay", "diff", "/code")
+    assert code == 0, out
+    assert out == (
+        "--- a/code/a.md\n+++ b/code/a.md\n@@ -1 +1 @@\n-base\n+mine\nNew folder /code/empty\n"
+    )
+    code, out = _run(config, "overlay", "diff", "/code", "/code/a.md", "--json")
+    assert json.loads(out) == {
+        "diff": "--- a/code/a.md\n+++ b/code/a.md\n@@ -1 +1 @@\n-base\n+mine\n"
+    }
+    done = CliRunner().invoke(
+        main, ["overlay", "diff", "/code", "/code/nothing.md", "--config", str(config)]
+    )
+    assert done.exit_code != 0 and "no change at /code/nothing.md" in done.output
+    assert _run(config, "overlay", "apply", "/code")[0] == 0
+    assert (tmp_path / "project" / "empty").is_dir()
+    assert _run(config, "overlay", "diff", "/code")[1].strip() == "no changes"

@@ -137,8 +137,8 @@ async def test_apply_leaves_the_index_at_the_base_versions(make_base: Callable[[
         assert not await base.exists(P("/keep.md")) and not await base.exists(P("/old"))
         documents = {meta.path: meta for meta in index.documents().values()}
         assert sorted(documents) == ["/code/new.md", "/code/notes.md"]
-        for path in documents:  # indexed as the base holds it now, seen outside the thread
-            assert documents[path].version == (await ws.stat(path)).version
+        for path, meta in documents.items():  # indexed as the base holds it, seen from outside
+            assert meta.version == (await ws.stat(path)).version
         assert await _found(ws, "walruses") == {"/code/notes.md"}
         assert await _found(ws, "zebras") == {"/code/new.md"}
         assert await _found(ws, "pelicans") == set()

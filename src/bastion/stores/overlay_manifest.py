@@ -138,7 +138,7 @@ class ReadLog:
         by_shard: dict[VPath, dict[str, str | None]] = {}
         for key, version in self._memory.items():
             by_shard.setdefault(_shard(key), {})[key] = version
-        for shard, found in sorted(by_shard.items()):
+        for shard, found in sorted(by_shard.items(), key=lambda item: str(item[0])):
             await self._edit(shard, _first_read(found))
         self._memory.clear()
 
