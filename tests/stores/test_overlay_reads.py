@@ -158,3 +158,15 @@ async def test_review_tells_each_change_over_the_base_and_its_conflict(stores: P
     assert await ov.sides(P("/f1.md"), 4) == (None, None, True)
     report = await ov.apply()
     assert report.conflicts == ["/f3.md"]  # what review foretold
+
+
+async def test_a_folder_made_for_a_file_is_no_change_of_its_own(stores: Pair) -> None:
+    base, layer = await _filled(stores)
+    ov = OverlayStore(base, layer)
+    await ov.makedirs(P("/new/deep"))
+    await ov.write(P("/new/deep/a.md"), b"a\n")
+    assert await ov.changes() == {"/new/deep/a.md": "write"}
+    await ov.discard([P("/new/deep/a.md")])
+    assert await ov.changes() == {"/new/deep": "mkdir"}  # made, and empty now
+    assert (await ov.apply()).applied == ["/new/deep"]
+    assert await base.list(P("/new/deep")) == []

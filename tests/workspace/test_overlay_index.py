@@ -163,8 +163,7 @@ async def test_folders_made_and_deleted_in_a_layer_are_applied(
         assert changes == {
             "/code/old": ("delete", "deleted"),
             "/code/empty": ("mkdir", "added"),
-            "/code/deep": ("mkdir", "added"),
-            "/code/deep/er": ("mkdir", "added"),
+            "/code/deep/er": ("mkdir", "added"),  # /code/deep holds it: made by applying it
         }
         assert "New folder /code/empty" in await review.diff()
         done = await review.apply(["/code/empty", "/code/deep/er", "/code/old"])
@@ -173,8 +172,6 @@ async def test_folders_made_and_deleted_in_a_layer_are_applied(
         assert await base.list(P("/empty")) == []
         assert (await base.stat(P("/deep/er"))).is_dir
         assert not await base.exists(P("/old"))
-        assert [c.path for c in await review.changes()] == ["/code/deep"]
-        await review.apply()
         assert await review.changes() == []
         assert (await ws.stat("/code/empty")).is_dir  # seen from outside the thread too
     finally:

@@ -316,18 +316,22 @@ class OverlayStore(Store, Overlay):
 
     async def changes(self) -> dict[str, str]:
         """Each changed path and what apply would do there: ``"write"``, ``"delete"`` or
-        ``"mkdir"`` (a folder made in the layer, empty or not, that the base lacks)."""
+        ``"mkdir"`` (a folder made in the layer and empty there, that the base lacks: a folder
+        holding changes is made by applying them)."""
         manifest, _ = await self._manifest()
         found = {path: "delete" for path in sorted(manifest.gone)}
-        folders: set[str] = set()
-        for entry in await self._held():
+        held = await self._held()
+        for entry in held:
             if entry.is_file:
                 found[str(entry.path)] = "write"
-            else:
-                folders.add(str(entry.path))
-        for key in sorted(manifest.made & folders):
-            found.setdefault(key, "mkdir")  # a folder deleted, then made again: "delete"
+        for key in sorted(_empty_made(manifest, held)):
+            if key not in found and not await self._base_is_dir(VPath.parse(key), manifest):
+                found[key] = "mkdir"  # (a folder deleted, then made again: "delete")
         return found
+
+    async def _base_is_dir(self, path: VPath, manifest: Manifest) -> bool:
+        below = await self._base_stat(path, manifest)
+        return below is not None and below.is_dir
 
     async def review(self) -> dict[str, LayerChange]:
         """Each change with what it is over the base now and whether apply would refuse it."""
@@ -401,10 +405,12 @@ class OverlayStore(Store, Overlay):
             await self._change(_deleted(key))
             report.applied.append(key)
         made: list[str] = []
-        for entry in await self._held():
+        held = await self._held()
+        empty = _empty_made(manifest, held)
+        for entry in held:
             key = str(entry.path)
             if entry.is_dir:
-                if key in manifest.made and (only is None or key in only):
+                if key in empty and (only is None or key in only):
                     try:
                         await self.base.makedirs(entry.path)
                     except (AlreadyExistsError, NotADirectoryError_):  # a file there since
@@ -477,6 +483,16 @@ class OverlayStore(Store, Overlay):
                 m.taken.pop(key, None)
 
         await self._change(drop)
+
+
+def _empty_made(manifest: Manifest, held: builtins.list[FileInfo]) -> set[str]:
+    """The folders made in the layer (``mkdir``) that hold nothing there."""
+    above = {str(p) for e in held for p in _ancestors(e.path)}
+    return {str(e.path) for e in held if e.is_dir and str(e.path) in manifest.made} - above
+
+
+def _ancestors(path: VPath) -> builtins.list[VPath]:
+    return [VPath.parse("/" + "/".join(path.parts[:n])) for n in range(1, path.depth)]
 
 
 def _deleted(key: str) -> Callable[[Manifest], None]:
