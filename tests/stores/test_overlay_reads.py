@@ -17,7 +17,7 @@ from bastion.core.ports import Store
 from bastion.stores.local import LocalStore
 from bastion.stores.memory import MemoryStore
 from bastion.stores.overlay import OverlayStore
-from bastion.stores.overlay_manifest import READS
+from bastion.stores.overlay_manifest import MANIFEST, READS
 from bastion.stores.sqlite import SqliteStore
 
 P = VPath.parse
@@ -170,3 +170,33 @@ async def test_a_folder_made_for_a_file_is_no_change_of_its_own(stores: Pair) ->
     assert await ov.changes() == {"/new/deep": "mkdir"}  # made, and empty now
     assert (await ov.apply()).applied == ["/new/deep"]
     assert await base.list(P("/new/deep")) == []
+
+
+@pytest.mark.parametrize("since", ["added", "changed", "nothing"])
+async def test_a_folder_deleted_is_a_conflict_when_the_base_folder_changed_since(
+    stores: Pair, since: str
+) -> None:
+    base, layer = await _filled(stores)
+    await base.makedirs(P("/old"))
+    await base.write(P("/old/a.md"), b"a\n")
+    await base.write(P("/old/b.md"), b"b\n")
+    ov = OverlayStore(base, layer)
+    await ov.delete(P("/old"), recursive=True)
+    if since == "added":
+        await base.write(P("/old/new.md"), b"someone else's new file\n")
+    elif since == "changed":
+        await base.write(P("/old/a.md"), b"someone else's edit\n")
+    expected = since != "nothing"
+    assert (await ov.review())["/old"].conflict is expected
+    report = await ov.apply()
+    if expected:
+        assert report.conflicts == ["/old"]
+        assert (await base.stat(P("/old/a.md"))).is_file  # the base keeps its folder
+        assert await ov.changes() == {"/old": "delete"}
+        await ov.discard([P("/old")])
+        assert await ov.changes() == {}
+    else:
+        assert (report.applied, report.conflicts) == (["/old"], [])
+        assert not await base.exists(P("/old"))
+    left = [e.path async for e in layer.walk(P("/")) if e.is_file and e.path != MANIFEST]
+    assert left == []  # what the folder held is dropped with its deletion

@@ -268,3 +268,28 @@ def test_the_diff_shows_what_the_viewer_may_read_and_nothing_else(base: Path) ->
             reader.overlay("/code").diff([hidden])
     full = admin.overlay("/code").diff(["/code/secret.md", "/code/new.md"])
     assert full.count("TOPSECRET") == 2
+
+
+def test_a_folder_made_is_seen_and_applied_only_with_the_rights_a_mkdir_needs(base: Path) -> None:
+    policy = Policy(
+        rules=[
+            Rule.deny(["read", "list"], "/code/private/**", principals=["reader"]),
+            Rule.deny(["write", "delete"], "/code/**", principals=["reader"]),
+            Rule.allow("*", "/**"),
+        ]
+    )
+    admin = _ws(base, policy=policy).sync()
+    admin.mkdir("/code/made")
+    admin.mkdir("/code/private/made")
+    reader = admin.with_principal(READER)
+    review = reader.overlay("/code")
+    assert [(c.path, c.action) for c in review.changes()] == [("/code/made", "mkdir")]
+    assert review.diff() == "New folder /code/made\n"
+    with pytest.raises(PolicyDeniedError):
+        review.apply(["/code/made"])
+    with pytest.raises(NotFoundError, match="no change at"):
+        review.discard(["/code/private/made"])
+    assert not (base / "made").exists()
+    done = admin.overlay("/code").apply()
+    assert sorted(done.applied) == ["/code/made", "/code/private/made"]
+    assert (base / "made").is_dir() and (base / "private" / "made").is_dir()

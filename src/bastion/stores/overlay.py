@@ -21,6 +21,8 @@ layer is a layer store per thread (``FolderStore(layers, "/<thread>")``).
 from __future__ import annotations
 
 import builtins
+import contextlib
+import json
 from collections.abc import Callable, Iterable
 
 from bastion.core.errors import (
@@ -39,11 +41,13 @@ from bastion.core.paths import VPath
 from bastion.core.ports import ReadCheck, Store
 from bastion.stores.overlay_manifest import (
     MANIFEST,
+    READS,
     READS_KEPT,
     Manifest,
     ManifestCache,
     ReadLog,
     reserved,
+    snapshot_of,
 )
 
 __all__ = ["MANIFEST", "OverlayReport", "OverlayStore"]
@@ -276,6 +280,8 @@ class OverlayStore(Store, Overlay):
         seen = None
         if below is not None and below.is_file:
             seen = await self.reads.take(key, below.version)
+        elif below is not None:  # what it holds now: a file added or changed since conflicts
+            await self._snapshot(path, manifest)
 
         def forget(m: Manifest) -> None:
             for taken in [t for t in m.taken if t == key or t.startswith(key + "/")]:
@@ -288,6 +294,35 @@ class OverlayStore(Store, Overlay):
                     m.taken.setdefault(key, seen)
 
         await self._change(forget)
+
+    async def _snapshot(self, folder: VPath, manifest: Manifest) -> None:
+        held: dict[str, str | None] = {}
+        async for entry in self.base.walk(folder):
+            key = str(entry.path)
+            if entry.is_file and not manifest.hides(entry.path):
+                taken = manifest.taken.get(key)
+                held[key] = taken if taken is not None else self.reads.known(key, entry.version)
+        await self.layer.makedirs(snapshot_of(str(folder)).parent)
+        await self.layer.write(snapshot_of(str(folder)), json.dumps(held).encode())
+
+    async def _folder_changed(self, folder: VPath) -> bool:
+        """The base folder deleted in the layer holds a file added or changed since."""
+        try:
+            _, data = await self.layer.read_file(snapshot_of(str(folder)))
+        except NotFoundError:
+            return False  # deleted before snapshots were kept, or a kill: as before
+        held = json.loads(data)
+        try:
+            async for entry in self.base.walk(folder):
+                if entry.is_file and held.get(str(entry.path), "\x00") != entry.version:
+                    return True
+        except (NotFoundError, NotADirectoryError_):
+            return False
+        return False
+
+    async def _drop_snapshot(self, key: str) -> None:
+        with contextlib.suppress(NotFoundError):
+            await self.layer.delete(snapshot_of(key))
 
     async def rename(self, src: VPath, dst: VPath) -> None:
         if src == dst or dst.is_relative_to(src):
@@ -348,6 +383,8 @@ class OverlayStore(Store, Overlay):
                     "deleted",
                     now is not None and now.is_file and now.version != taken,
                 )
+                if now is not None and now.is_dir:
+                    conflict = await self._folder_changed(VPath.parse(key))
             elif action == "mkdir":
                 status, conflict = "added", now is not None and now.is_file
             else:
@@ -397,12 +434,13 @@ class OverlayStore(Store, Overlay):
                 now is not None
                 and now.is_file
                 and manifest.taken.get(key, now.version) != now.version
-            ):
+            ) or (now is not None and now.is_dir and await self._folder_changed(path)):
                 report.conflicts.append(key)
                 continue
             if now is not None:
                 await self.base.delete(path, recursive=True)
             await self._change(_deleted(key))
+            await self._drop_snapshot(key)
             report.applied.append(key)
         made: list[str] = []
         held = await self._held()
@@ -463,7 +501,7 @@ class OverlayStore(Store, Overlay):
         was read through the overlay is kept (a later write is still based on it)."""
         if paths is None:
             for entry in await self.layer.list(VPath.ROOT):
-                if not reserved(entry.path) or entry.path == MANIFEST:
+                if entry.path != READS:  # what was read stays known
                     await self.layer.delete(entry.path, recursive=True)
             return
         keys = {str(p) for p in paths}
@@ -475,6 +513,9 @@ class OverlayStore(Store, Overlay):
                     await self.layer.delete(path)
             except (NotFoundError, NotADirectoryError_):
                 pass
+
+        for key in keys:
+            await self._drop_snapshot(key)
 
         def drop(m: Manifest) -> None:
             for key in keys:

@@ -21,12 +21,23 @@ from bastion.core.models import WriteMode
 from bastion.core.paths import VPath
 from bastion.core.ports import Store
 
-__all__ = ["MANIFEST", "READS", "Manifest", "ManifestCache", "ReadLog", "reserved"]
+__all__ = [
+    "GONE",
+    "MANIFEST",
+    "READS",
+    "Manifest",
+    "ManifestCache",
+    "ReadLog",
+    "reserved",
+    "snapshot_of",
+]
 
 MANIFEST = VPath.parse("/.bastion-overlay.json")
 """Where the layer keeps what it took from the base and what it deleted (never listed)."""
 READS = VPath.parse("/.bastion-overlay-reads")
 """The folder of the read log's shards, once it outgrew memory (never listed)."""
+GONE = VPath.parse("/.bastion-overlay-gone")
+"""The folder of what each deleted base folder held when it was deleted (never listed)."""
 _SHARDS = 64
 """Shard files of the read log: a flush writes at most this many, a lookup reads one."""
 READS_KEPT = 4096
@@ -35,7 +46,15 @@ READS_KEPT = 4096
 
 def reserved(path: VPath) -> bool:
     """The overlay's own records: hidden from reads and listings, refused to writes."""
-    return path == MANIFEST or (not path.is_root and "/" + path.parts[0] == str(READS))
+    return path == MANIFEST or (not path.is_root and "/" + path.parts[0] in _FOLDERS)
+
+
+_FOLDERS = frozenset({str(READS), str(GONE)})
+
+
+def snapshot_of(key: str) -> VPath:
+    """Where the files a deleted base folder held (path -> version) are kept."""
+    return GONE.join(VPath.parse("/" + hashlib.sha256(key.encode()).hexdigest() + ".json"))
 
 
 @dataclass
@@ -126,6 +145,11 @@ class ReadLog:
     def in_memory(self) -> int:
         """How many read versions this process holds in memory now."""
         return len(self._memory)
+
+    def known(self, key: str, default: str | None) -> str | None:
+        """The version ``key`` had when first read, if memory still holds it, else
+        ``default`` (nothing is forgotten)."""
+        return self._memory.get(key, default)
 
     async def note(self, key: str, version: str | None) -> None:
         """``key`` was read at ``version`` (a first read only counts)."""
