@@ -62,6 +62,7 @@ class HttpApi(Driver):
         "index": "GET /v1/index/status",
         "reindex": "POST /v1/index/repair",
         "overlay_changes": "GET /v1/overlay/changes",
+        "overlay_diff": "POST /v1/overlay/diff",
         "overlay_apply": "POST /v1/overlay/apply",
         "overlay_discard": "POST /v1/overlay/discard",
     }
@@ -252,6 +253,7 @@ class Cli(Driver):
         "index_dir": "index",
         "run": "run",
         "overlay_changes": "overlay",
+        "overlay_diff": "overlay",
         "overlay_apply": "overlay",
         "overlay_discard": "overlay",
     }

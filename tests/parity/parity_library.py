@@ -95,6 +95,7 @@ class PythonAsync(Driver):
         "reindex": "reindex",
         "index_dir": "index_directory",
         "overlay_changes": "overlay",
+        "overlay_diff": "overlay",
         "overlay_apply": "overlay",
         "overlay_discard": "overlay",
     }

@@ -39,6 +39,7 @@ OPERATIONS = (
     "reindex",
     "index_dir",
     "overlay_changes",
+    "overlay_diff",
     "overlay_apply",
     "overlay_discard",
 )
@@ -200,6 +201,8 @@ SCENARIOS: tuple[Scenario, ...] = (
     # -- an overlay's review: only the changes the principal may read, by name or all
     _s("overlay-changes", "overlay_changes", prefix="/work"),
     _s("overlay-changes-hidden-mount", "overlay_changes", prefix="/board"),
+    _s("overlay-diff", "overlay_diff", prefix="/work"),
+    _s("overlay-diff-hidden", "overlay_diff", prefix="/work", paths=["/work/{lane}/h.md"]),
     _s("overlay-apply-own", "overlay_apply", prefix="/work", paths=["/work/{lane}/a.md"]),
     _s("overlay-apply-delete", "overlay_apply", prefix="/work", paths=["/work/{lane}/gone.md"]),
     _s("overlay-apply-hidden", "overlay_apply", prefix="/work", paths=["/work/{lane}/h.md"]),

@@ -105,6 +105,7 @@ CONTROLS = {
     "run-read": "/docs/mixed/visible.md",
     "index-status": "bm25",
     "overlay-changes": '"action": "write"',
+    "overlay-diff": "alpha in the layer",
 }
 """What a working front end shows for these scenarios: each driver must really reach the
 workspace, or two equal failures would pass for parity."""

@@ -14,7 +14,11 @@ from bastion import Policy, Rule, Workspace
 from bastion.config import MountConfig
 from bastion.governance.identity import IdentityConfig
 from bastion.server import create_app
-from bastion.workspace.operations.overlay import OverlayChangesResult, OverlayOutcomeResult
+from bastion.workspace.operations.overlay import (
+    OverlayChangesResult,
+    OverlayDiffResult,
+    OverlayOutcomeResult,
+)
 
 from .support import Token, auth, running
 
@@ -68,3 +72,33 @@ def test_review_and_apply_over_http(served: tuple[httpx.Client, Path], token: To
         "/v1/overlay/changes", params={"prefix": "/code", "thread": "t1"}, headers=auth(boss)
     )
     assert thread.json() == {"changes": []}
+
+
+def test_the_diff_over_http_shows_only_what_the_token_may_read(
+    served: tuple[httpx.Client, Path], token: Token
+) -> None:
+    client, base = served
+    ana, boss = token("ana"), token("boss", clearance="restricted")
+    for who, path, text in ((ana, "/code/a.md", "mine\n"), (boss, "/code/h.md", HIDDEN)):
+        r = client.post("/v1/files/write", json={"path": path, "content": text}, headers=auth(who))
+        assert r.status_code in (200, 201), r.text
+    shown = client.post("/v1/overlay/diff", json={"prefix": "/code"}, headers=auth(ana))
+    assert shown.status_code == 200, shown.text
+    diff = OverlayDiffResult.model_validate(shown.json()).diff
+    assert diff == "--- a/code/a.md\n+++ b/code/a.md\n@@ -1 +1 @@\n-base\n+mine\n"
+    named = client.post(
+        "/v1/overlay/diff", json={"prefix": "/code", "paths": ["/code/h.md"]}, headers=auth(ana)
+    )
+    assert named.status_code == 404 and "kestrel" not in named.text
+    full = client.post("/v1/overlay/diff", json={"prefix": "/code"}, headers=auth(boss))
+    assert "+kestrel secret" in OverlayDiffResult.model_validate(full.json()).diff
+    listed = client.get("/v1/overlay/changes", params={"prefix": "/code"}, headers=auth(boss))
+    found = OverlayChangesResult.model_validate(listed.json()).changes
+    assert [(c.path, c.status, c.conflict) for c in found] == [
+        ("/code/a.md", "modified", False),
+        ("/code/h.md", "added", False),
+    ]
+    (base / "a.md").write_text("someone else\n")  # the base moves on: a conflict, told before
+    listed = client.get("/v1/overlay/changes", params={"prefix": "/code"}, headers=auth(ana))
+    found = OverlayChangesResult.model_validate(listed.json()).changes
+    assert [(c.path, c.conflict) for c in found] == [("/code/a.md", True)]

@@ -195,6 +195,7 @@ def test_every_review_action_is_audited(base: Path) -> None:
     ws.write("/code/a.txt", "a\n")
     review = ws.overlay("/code")
     review.changes()
+    review.diff()
     review.apply()
     review.discard()
     records = [
@@ -202,6 +203,7 @@ def test_every_review_action_is_audited(base: Path) -> None:
     ]
     assert records == [
         ("overlay_changes", "/code", "allowed"),
+        ("overlay_diff", "/code", "allowed"),
         ("overlay_apply", "/code", "applied 1, conflicts 0"),
         ("overlay_discard", "/code", "discarded 0"),
     ]
@@ -218,7 +220,7 @@ def test_a_mount_that_is_no_overlay_is_said_plainly(base: Path) -> None:
 
 
 def test_the_review_methods_take_the_declared_parameters_and_defaults() -> None:
-    for name in ("changes", "apply", "discard"):
+    for name in ("changes", "diff", "apply", "discard"):
         declared = operation(f"overlay_{name}").fields
         taken = inspect.signature(getattr(OverlayReview, name)).parameters
         for param, info in declared.items():
@@ -243,3 +245,51 @@ def test_applying_a_labels_sidecar_needs_the_label_action(base: Path) -> None:
         reader.overlay("/code").apply()
     assert not (base / "README.md.labels.yaml").exists()
     assert admin.overlay("/code").apply().applied == ("/code/README.md.labels.yaml",)
+
+
+def test_the_diff_shows_what_the_viewer_may_read_and_nothing_else(base: Path) -> None:
+    admin = _ws(base).sync()
+    admin.write("/code/src/app.py", "print('mine')\n")
+    admin.write("/code/new.md", HIDDEN)
+    admin.delete("/code/secret.md")
+    admin.delete("/code/README.md")
+    admin.write("/code/blob.bin", b"\x00\x01")
+    reader = admin.with_principal(READER)
+    shown = reader.overlay("/code").diff()
+    assert "TOPSECRET" not in shown and "secret.md" not in shown and "new.md" not in shown
+    assert shown == (
+        "--- a/code/README.md\n+++ /dev/null\n@@ -1 +0,0 @@\n-readme\n"
+        "Binary files /dev/null and b/code/blob.bin differ\n"
+        "--- a/code/src/app.py\n+++ b/code/src/app.py\n@@ -1 +1 @@\n"
+        "-print('base')\n+print('mine')\n"
+    )
+    for hidden in ("/code/secret.md", "/code/new.md"):
+        with pytest.raises(NotFoundError, match="no change at"):
+            reader.overlay("/code").diff([hidden])
+    full = admin.overlay("/code").diff(["/code/secret.md", "/code/new.md"])
+    assert full.count("TOPSECRET") == 2
+
+
+def test_a_folder_made_is_seen_and_applied_only_with_the_rights_a_mkdir_needs(base: Path) -> None:
+    policy = Policy(
+        rules=[
+            Rule.deny(["read", "list"], "/code/private/**", principals=["reader"]),
+            Rule.deny(["write", "delete"], "/code/**", principals=["reader"]),
+            Rule.allow("*", "/**"),
+        ]
+    )
+    admin = _ws(base, policy=policy).sync()
+    admin.mkdir("/code/made")
+    admin.mkdir("/code/private/made")
+    reader = admin.with_principal(READER)
+    review = reader.overlay("/code")
+    assert [(c.path, c.action) for c in review.changes()] == [("/code/made", "mkdir")]
+    assert review.diff() == "New folder /code/made\n"
+    with pytest.raises(PolicyDeniedError):
+        review.apply(["/code/made"])
+    with pytest.raises(NotFoundError, match="no change at"):
+        review.discard(["/code/private/made"])
+    assert not (base / "made").exists()
+    done = admin.overlay("/code").apply()
+    assert sorted(done.applied) == ["/code/made", "/code/private/made"]
+    assert (base / "made").is_dir() and (base / "private" / "made").is_dir()

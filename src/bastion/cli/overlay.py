@@ -1,4 +1,4 @@
-"""``bastion overlay changes|apply|discard PREFIX``: an overlay mount's layer as the acting
+"""``bastion overlay changes|diff|apply|discard PREFIX``: an overlay mount's layer as the acting
 principal may see it (docs/changes.md, "Overlay mounts"). Each is one call into the blocking
 workspace facade, ``ws.overlay(PREFIX)``."""
 
@@ -12,7 +12,12 @@ from bastion.cli.common import common_options, resolve_principal, settings
 from bastion.cli.declared import declared_option
 from bastion.cli.output import emit, printable
 from bastion.cli.session import Session, open_session
-from bastion.workspace.operations.overlay import OverlayChangesResult, OverlayOutcomeResult
+from bastion.workspace.operations.overlay import (
+    OverlayChangeOut,
+    OverlayChangesResult,
+    OverlayDiffResult,
+    OverlayOutcomeResult,
+)
 
 __all__ = ["overlay_group"]
 
@@ -47,9 +52,27 @@ def changes_command(prefix: str, thread: str | None) -> None:
     with _session() as session:
         found = session.ws.with_thread(thread).overlay(prefix).changes()
     result = OverlayChangesResult.of(found)
+    emit(result.model_dump(), lambda: "\n".join(_line(c) for c in result.changes))
+
+
+def _line(change: OverlayChangeOut) -> str:
+    note = "  (conflict: changed in the base since)" if change.conflict else ""
+    return f"{change.action:<6}  {change.status:<8}  {printable(change.path)}{note}"
+
+
+@overlay_group.command("diff")
+@click.argument("prefix")
+@_PATHS
+@declared_option("overlay_diff", "thread", "--thread")
+@common_options()
+def diff_command(prefix: str, paths: tuple[str, ...], thread: str | None) -> None:
+    """Show the changes (PATHS, else all you may see) of PREFIX as a diff against the base."""
+    with _session() as session:
+        diff = session.ws.with_thread(thread).overlay(prefix).diff(list(paths) or None)
+    result = OverlayDiffResult(diff=diff)
     emit(
         result.model_dump(),
-        lambda: "\n".join(f"{c.action:<6}  {printable(c.path)}" for c in result.changes),
+        lambda: "\n".join(printable(line) for line in diff.splitlines()) or "no changes",
     )
 
 

@@ -11,7 +11,20 @@ from dataclasses import dataclass, field
 from bastion.core.paths import VPath
 from bastion.core.ports import Store
 
-__all__ = ["Layered", "Overlay", "OverlayReport", "overlay_below"]
+__all__ = ["LayerChange", "Layered", "Overlay", "OverlayReport", "overlay_below"]
+
+
+@dataclass(frozen=True, slots=True)
+class LayerChange:
+    """One change a layer holds, as :meth:`Overlay.review` sees it against the base now."""
+
+    action: str
+    """What apply does there: ``"write"``, ``"delete"`` or ``"mkdir"``."""
+    status: str
+    """What it is over the base now: ``"added"`` (the base has nothing there), ``"modified"``
+    or ``"deleted"``."""
+    conflict: bool
+    """Apply would refuse it now: the base changed there since the layer took the path."""
 
 
 @dataclass(frozen=True)
@@ -31,7 +44,17 @@ class Overlay(ABC):
 
     @abstractmethod
     async def changes(self) -> dict[str, str]:
-        """Each changed path and what apply would do there: ``"write"`` or ``"delete"``."""
+        """Each changed path and what apply would do there: ``"write"``, ``"delete"`` or
+        ``"mkdir"``."""
+
+    @abstractmethod
+    async def review(self) -> dict[str, LayerChange]:
+        """Each change, with its status over the base and whether apply would refuse it."""
+
+    @abstractmethod
+    async def sides(self, path: VPath, limit: int) -> tuple[bytes | None, bytes | None, bool]:
+        """The base's file at ``path`` and the layer's (``None``: no file there), and whether
+        either is over ``limit`` bytes (then neither is read)."""
 
     @abstractmethod
     async def apply(self, paths: Iterable[VPath] | None = None) -> OverlayReport:

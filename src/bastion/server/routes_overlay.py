@@ -1,7 +1,7 @@
 """An overlay mount's review over HTTP (docs/changes.md, "Overlay mounts"): the change list,
-apply, discard. Each answers for the principal of the token, through its workspace view (its
-thread's layer when ``thread`` is given): only the changes it may read, and apply or discard
-only what it may also write."""
+the diff, apply, discard. Each answers for the principal of the token, through its workspace
+view (its thread's layer when ``thread`` is given): only the changes it may read, and apply or
+discard only what it may also write."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from bastion.server.state import state_of
 from bastion.workspace.operations.overlay import (
     OverlayChangesParams,
     OverlayChangesResult,
+    OverlayDiffResult,
     OverlayOutcomeResult,
     OverlayPathsParams,
 )
@@ -26,6 +27,14 @@ async def overlay_changes(request: Request, args: OverlayChangesParams) -> Respo
     ws = state_of(request).view(request).with_thread(args.thread)
     found = await ws.overlay(args.prefix).changes()
     return ok(OverlayChangesResult.of(found).model_dump())
+
+
+@endpoint("overlay_diff", "POST", "/v1/overlay/diff")
+async def overlay_diff(request: Request, args: OverlayPathsParams) -> Response:
+    """A unified diff of the changes the principal may read against the base."""
+    ws = state_of(request).view(request).with_thread(args.thread)
+    diff = await ws.overlay(args.prefix).diff(args.paths)
+    return ok(OverlayDiffResult(diff=diff).model_dump())
 
 
 @endpoint("overlay_apply", "POST", "/v1/overlay/apply")
@@ -44,5 +53,5 @@ async def overlay_discard(request: Request, args: OverlayPathsParams) -> Respons
     return ok(OverlayOutcomeResult.of(done).model_dump())
 
 
-ENDPOINTS: tuple[Endpoint, ...] = (overlay_changes, overlay_apply, overlay_discard)
+ENDPOINTS: tuple[Endpoint, ...] = (overlay_changes, overlay_diff, overlay_apply, overlay_discard)
 routes = [e.route() for e in ENDPOINTS]

@@ -26,7 +26,7 @@ from bastion.core.models import FileInfo, WriteMode
 from bastion.core.mounts import Mount
 from bastion.core.overlay_port import Layered
 from bastion.core.paths import VPath
-from bastion.core.ports import Store
+from bastion.core.ports import ReadCheck, Store
 from bastion.stores.folder import FolderStore
 from bastion.stores.overlay import OverlayStore
 
@@ -89,6 +89,16 @@ class ThreadLayers(Store, Layered):
 
     async def read_range(self, path: VPath, offset: int = 0, length: int | None = None) -> bytes:
         return await (await self._current()).read_range(path, offset, length)
+
+    async def read_file(
+        self,
+        path: VPath,
+        offset: int = 0,
+        length: int | None = None,
+        *,
+        check: ReadCheck | None = None,
+    ) -> tuple[FileInfo, bytes]:
+        return await (await self._current()).read_file(path, offset, length, check=check)
 
     async def write(
         self,

@@ -605,7 +605,8 @@ class Workspace:
     def overlay(self, prefix: str | VPath) -> OverlayReview:
         """The overlay mounted at ``prefix``, this view's layer of it (its thread's): the
         changes you may read, apply, discard (docs/changes.md, "Overlay mounts")."""
-        return OverlayReview(self._router, prefix, self.thread)
+        index = IndexFollower(self._knowledge, self._shared.policy.classifications)
+        return OverlayReview(self._router, prefix, self.thread, index)
 
 
 # -- the blocking facade ---------------------------------------------------------------------

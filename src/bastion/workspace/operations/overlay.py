@@ -1,4 +1,4 @@
-"""An overlay mount's review: the change list, apply, discard (docs/changes.md, "Overlay
+"""An overlay mount's review: the change list, the diff, apply, discard (docs/changes.md, "Overlay
 mounts"). The Python facade is ``Workspace.overlay(prefix)`` (a small object of its own,
 :class:`~bastion.workspace.overlay.OverlayReview`), whose methods take the parameters below
 with the same defaults (``tests/workspace/test_overlay_review.py`` holds them)."""
@@ -25,6 +25,7 @@ __all__ = [
     "OverlayChangeOut",
     "OverlayChangesParams",
     "OverlayChangesResult",
+    "OverlayDiffResult",
     "OverlayOutcomeResult",
     "OverlayPathsParams",
 ]
@@ -50,11 +51,29 @@ class OverlayPathsParams(OverlayChangesParams):
 
 class OverlayChangeOut(Result):
     path: str
-    action: Literal["write", "delete"]
+    action: Literal["write", "delete", "mkdir"]
+    status: Literal["added", "modified", "deleted"]
+    """What it is over the base now."""
+    conflict: bool
+    """Apply would keep it in the layer: the base changed there since the layer took it."""
 
     @classmethod
     def of(cls, change: OverlayChange) -> OverlayChangeOut:
-        return cls(path=change.path, action="write" if change.action == "write" else "delete")
+        action: Literal["write", "delete", "mkdir"] = (
+            "delete"
+            if change.action == "delete"
+            else "mkdir"
+            if change.action == "mkdir"
+            else "write"
+        )
+        status: Literal["added", "modified", "deleted"] = (
+            "deleted"
+            if change.status == "deleted"
+            else "modified"
+            if change.status == "modified"
+            else "added"
+        )
+        return cls(path=change.path, action=action, status=status, conflict=change.conflict)
 
 
 class OverlayChangesResult(Result):
@@ -63,6 +82,11 @@ class OverlayChangesResult(Result):
     @classmethod
     def of(cls, changes: list[OverlayChange]) -> OverlayChangesResult:
         return cls(changes=[OverlayChangeOut.of(c) for c in changes])
+
+
+class OverlayDiffResult(Result):
+    diff: str
+    """A unified diff, file by file, of the layer against the base."""
 
 
 class OverlayOutcomeResult(Result):
@@ -89,6 +113,13 @@ OVERLAY_OPERATIONS: tuple[Operation, ...] = (
         summary="The changes an overlay mount's layer holds that you may read",
         params=OverlayChangesParams,
         result=OverlayChangesResult,
+        errors=_READ,
+    ),
+    Operation(
+        name="overlay_diff",
+        summary="A unified diff of an overlay's changes you may read against its base",
+        params=OverlayPathsParams,
+        result=OverlayDiffResult,
         errors=_READ,
     ),
     Operation(
