@@ -9,6 +9,7 @@ explained any larkspur user on any larkspur document, labels included."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -107,3 +108,33 @@ def test_an_operator_still_explains_its_own_tenant(site: str) -> None:
     assert found.status_code == 200, found.text
     body = found.json()
     assert body["allowed"] is True and body["mount"]["prefix"] == "/larkspur"
+
+
+def _settled(client: httpx.Client) -> None:
+    """Wait until no repair runs (polled as the page does)."""
+    deadline = time.monotonic() + 60
+    while client.get("/v1/index/status").json()["job"]["running"]:
+        assert time.monotonic() < deadline, "the repair did not end"
+        time.sleep(0.05)
+
+
+def test_the_index_repair_of_another_tenants_operator_is_not_told(site: str) -> None:
+    """The index is shared, so its one repair is too: another tenant's operator is told only
+    whether one runs (before 2026-11-28 it read who started it and what it found: counts of
+    documents of the other tenant)."""
+    with _as(site, "sam") as sam, _as(site, "zoe") as zoe:
+        started = sam.post("/v1/index/repair", json={"rebuild": True})
+        assert started.status_code == 202, started.text
+        _settled(sam)
+        ours = sam.get("/v1/index/status").json()["job"]
+        theirs = zoe.get("/v1/index/status").json()["job"]
+        again = zoe.post("/v1/index/repair", json={}).json()["job"]
+        _settled(zoe)
+        mine = zoe.get("/v1/index/status").json()["job"]
+        seen_by_sam = sam.get("/v1/index/status").json()["job"]
+    assert ours["started_by"] == "sam" and ours["result"]["indexed"] > 0
+    hidden = {"running": False, "done": 0, "total": 0, "started_by": "", "result": {}, "error": ""}
+    assert theirs == hidden
+    assert again["started_by"] == "zoe"  # a repair of her own: hers to read
+    assert mine["started_by"] == "zoe" and mine["error"] == ""
+    assert seen_by_sam == hidden
