@@ -45,6 +45,7 @@ from bastion.core.errors import (
 from bastion.core.models import Action, Labels, WriteMode
 from bastion.core.paths import VPath
 from bastion.core.policy import Policy, Rule
+from bastion.server.settings import Bounds
 
 if TYPE_CHECKING:
     from bastion.core.audit import AuditSink
@@ -87,18 +88,6 @@ WITHHELD = (
 )
 """What a stored answer reads as once its principal may no longer read a document it cites
 (the same words whatever the document, and whether it was hidden or deleted)."""
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Bounds:
-    """How much of the conversation store one principal may fill (``[server]`` settings)."""
-
-    conversations: int = 200
-    """Conversations kept per principal (``max_conversations``)."""
-    conversation_bytes: int = 1 << 20
-    """Bytes of one conversation's file (``max_conversation_bytes``)."""
-    feedback_bytes: int = 4 << 20
-    """Bytes of the principal's feedback file (``max_feedback_bytes``)."""
 
 
 def area_key(principal: Principal) -> str:

@@ -29,7 +29,7 @@ import ipaddress
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bastion.configfile import read_table
 from bastion.core.errors import ConfigurationError
@@ -41,10 +41,7 @@ from bastion.server.origin import (
     parse_allowed_origin,
 )
 
-if TYPE_CHECKING:
-    from bastion.server.conversations import Bounds
-
-__all__ = ["LOG_FORMATS", "ServerSettings", "is_loopback", "read_tables"]
+__all__ = ["LOG_FORMATS", "Bounds", "ServerSettings", "is_loopback", "read_tables"]
 
 _KEYS = frozenset(
     {
@@ -68,6 +65,20 @@ _KEYS = frozenset(
 )
 
 LOG_FORMATS = ("text", "json")
+
+
+@dataclass(frozen=True, slots=True)
+class Bounds:
+    """How much of the web page's conversation store one principal may fill (the
+    ``max_conversations``, ``max_conversation_bytes`` and ``max_feedback_bytes`` settings;
+    :mod:`bastion.server.conversations`)."""
+
+    conversations: int = 200
+    """Conversations kept per principal (``max_conversations``)."""
+    conversation_bytes: int = 1 << 20
+    """Bytes of one conversation's file (``max_conversation_bytes``)."""
+    feedback_bytes: int = 4 << 20
+    """Bytes of the principal's feedback file (``max_feedback_bytes``)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -149,8 +160,6 @@ class ServerSettings:
 
     def conversation_bounds(self) -> Bounds:
         """What one principal may keep of the page's conversations."""
-        from bastion.server.conversations import Bounds
-
         return Bounds(self.max_conversations, self.max_conversation_bytes, self.max_feedback_bytes)
 
     def host_names(self) -> tuple[HostName, ...]:
