@@ -202,3 +202,39 @@ def test_bounds_are_checked_when_the_settings_are_read(key: str, value: object) 
     with pytest.raises(ConfigurationError) as caught:
         ServerSettings.from_dict({key: value})
     assert str(caught.value).startswith(f"server: {key} must be a positive")
+
+
+async def test_the_library_withholds_as_the_api_does() -> None:
+    """``ConversationBook.read`` (what the endpoint calls), over a plain workspace: a rule added
+    since hides the cited document, and the answer is withheld for that principal only."""
+    from bastion import MemoryStore, Mount, Policy, Rule, Workspace
+    from bastion.core.audit import MemoryAuditSink
+    from bastion.server.conversations import ConversationBook, new_conversation
+
+    docs = MemoryStore()
+    await docs.write(VPath.parse("/gate.md"), CODE.encode())
+    sink = MemoryAuditSink()
+    ana = Principal.of("ana", roles={"staff"})
+    rules = (Rule.allow("*", "/**"),)
+    ws = Workspace([Mount.of("/docs", docs)], policy=Policy(rules=rules), audit=sink)
+    book = ConversationBook(MemoryStore(), sink)
+    view = ws.with_principal(ana)
+    own = book.workspace(ana, view.policy)
+    data = new_conversation(QUESTION, 1.0)
+    cite = {"n": 1, "path": "/docs/gate.md", "start_line": 1, "end_line": 1, "lines": [1, 1]}
+    data["turns"].append(
+        {"question": QUESTION, "asked": QUESTION, "time": 1.0, "feedback": None,
+         "answer": CODE + " [1]", "status": "answered", "citations": [cite],
+         "verification": {"verified": True, "verdict": "Verified", "problems": []},
+         "mode": "bm25", "notes": []}
+    )  # fmt: skip
+    await book.save(own, data, None)
+    assert (await book.read(view, own, data["id"]))["turns"][0]["answer"] == CODE + " [1]"
+    tightened = Policy(rules=(Rule.deny("read", "/docs/gate.md"), *rules))
+    later = Workspace([Mount.of("/docs", docs)], policy=tightened, audit=sink)
+    turn = (await book.read(later.with_principal(ana), own, data["id"]))["turns"][0]
+    assert turn["answer"] == WITHHELD and turn["citations"] == [] and turn["notes"] == []
+    assert turn["status"] == "withheld" and "4471" not in json.dumps(turn)
+    # the checks were made on ana's behalf: internal records, not her requests
+    checks = [r for r in sink.records if r.operation == "exists"]
+    assert checks and all(r.internal for r in checks)

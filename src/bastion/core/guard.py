@@ -73,10 +73,11 @@ class GuardedStore(Store):
         self._labelled = store.keeps_labels or labels is not None
         """Whether entries carry labels, so a read is checked on the labels of its bytes."""
         self._d = Decisions(mount, ctx)
-        self._prefix = str(mount.prefix)
         self.hidden = self._d.hidden
         """True when the principal may see nothing of the mount (``core.visibility``): it is
         not there for it."""
+        self._prefix = None if self.hidden else str(mount.prefix)
+        """What an error leaving this guard names as its mount (never a mount not seen)."""
         self._tree = HiddenTree(store, labels.entries if labels else store.list, self._d)
         self._sidecars = SidecarChecks(store, labels, self._d)
         self._admit = Admission(store, self._d, self._tree, labelled=self._labelled)
@@ -361,7 +362,7 @@ class _InMount:
 
     __slots__ = ("_inner", "_prefix")
 
-    def __init__(self, inner: AbstractContextManager[Operation], prefix: str) -> None:
+    def __init__(self, inner: AbstractContextManager[Operation], prefix: str | None) -> None:
         self._inner = inner
         self._prefix = prefix
 
@@ -374,6 +375,6 @@ class _InMount:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> bool | None:
-        if isinstance(exc, BastionError) and exc.mount is None:
+        if self._prefix is not None and isinstance(exc, BastionError) and exc.mount is None:
             exc.mount = self._prefix
         return self._inner.__exit__(kind, exc, tb)
