@@ -8,6 +8,7 @@ the sandbox reached the command's error stream in bubblewrap's words."""
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
 import tempfile
@@ -126,3 +127,20 @@ async def test_a_command_that_writes_bubblewraps_words_keeps_its_own_output() ->
     ws = await workspace(READER)
     done = await ws.run("echo 'bwrap: Invalid uid: /x' >&2; exit 1")
     assert done.exit_code == 1 and done.stderr == "bwrap: Invalid uid: /x\n"
+
+
+@pytest.mark.usefixtures("fresh_probe")
+async def test_the_agents_execute_tool_tells_what_the_library_tells(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from bastion.agents.tools import Toolset
+
+    secret = tmp_path / "secret-install" / "bwrap"
+    monkeypatch.setattr(bwrap, "_find", lambda: str(secret))
+    ws = await workspace(READER)
+    with pytest.raises(SandboxError) as direct:
+        await ws.run("true")
+    out = await Toolset(ws).call("execute", {"command": "true", "cwd": "/scratch"})
+    told = json.dumps(out)
+    assert str(secret) not in told and "secret" not in told
+    assert str(direct.value) in told
