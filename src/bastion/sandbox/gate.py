@@ -112,7 +112,9 @@ class EgressGate:
             log.warning("the egress proxy could not start", exc_info=True)
             if self.record is not None:
                 with contextlib.suppress(Exception):
-                    self.record("-", False, f"the egress proxy could not start ({exc})")
+                    # the exception's words may name host paths: the operator log has them
+                    why = type(exc).__name__
+                    self.record("-", False, f"the egress proxy could not start ({why})")
         finally:
             with contextlib.suppress(OSError):
                 os.write(self._block_w, b"x")  # let the command run

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bastion.sandbox.bwrap import sandbox_ids
+from bastion.sandbox.bwrap import sandbox_ids, start_failed
 from bastion.sandbox.result import RunLimits
 
 __all__ = ["Outcome", "Tree", "exit_status", "kill_tree", "spawn", "start_background"]
@@ -93,6 +93,9 @@ class Tree:
     """That process's id on the host (to read its root through ``/proc``)."""
     pidns: int | None = None
     """The inode of the sandbox's PID namespace (its processes are found by it in ``/proc``)."""
+    reported: bool = False
+    """bubblewrap reported its child: the sandbox was made (``False``: bubblewrap failed
+    first, and what it wrote on its error stream is its own words, which name host paths)."""
 
     def kill(self) -> None:
         """End every process of the command at once: SIGKILL to the namespace's PID 1. When a
@@ -155,7 +158,12 @@ def _started(fd: int, pid: int) -> Tree:
     tree = Tree(pid)
     try:
         info = json.loads(data)
-        child, pidns = int(info["child-pid"]), int(info["pid-namespace"])
+        child = int(info["child-pid"])
+    except (ValueError, KeyError, TypeError):
+        return tree
+    tree.reported = True
+    try:
+        pidns = int(info["pid-namespace"])
         handle = os.pidfd_open(child)
     except (ValueError, KeyError, TypeError, OSError):
         return tree
@@ -187,12 +195,23 @@ def start_background(
             stderr=subprocess.PIPE,
             **_process_options(limits, (*pass_fds, write_end)),
         )
+    except OSError as exc:
+        os.close(read_end)
+        raise start_failed(type(exc).__name__, f"{exc} ({args[0]})") from None
     except BaseException:
         os.close(read_end)
         raise
     finally:
         os.close(write_end)
-    return popen, _started(read_end, popen.pid)
+    tree = _started(read_end, popen.pid)
+    if not tree.reported:  # bubblewrap failed before making the sandbox: its words are its own
+        try:
+            _, words = popen.communicate(timeout=_REAP_SECONDS)
+        except subprocess.TimeoutExpired:
+            popen.kill()
+            _, words = popen.communicate()
+        raise start_failed(f"exit {popen.returncode}", words.decode("utf-8", "replace").strip())
+    return popen, tree
 
 
 def exit_status(code: int, *, killed: bool) -> tuple[int | None, int | None]:
@@ -257,6 +276,8 @@ async def spawn(
     )
     code = proc.returncode
     assert code is not None
+    if limit is None and not tree.reported:  # bubblewrap failed before making the sandbox
+        raise start_failed(f"exit {code}", stderr.decode("utf-8", "replace").strip())
     exit_code, sig = _status(code, killed=limit is not None)
     return Outcome(exit_code, sig, duration, stdout, stderr, out_cut, err_cut, limit)
 
@@ -276,10 +297,12 @@ async def _start(
             stderr=subprocess.PIPE,
             **_process_options(limits, (*pass_fds, write_end)),
         )
-    except BaseException:
+    except BaseException as exc:
         os.close(read_end)
         if feed is not None:
             os.close(feed)
+        if isinstance(exc, OSError):
+            raise start_failed(type(exc).__name__, f"{exc} ({args[0]})") from None
         raise
     finally:
         os.close(write_end)

@@ -11,13 +11,13 @@ from starlette.responses import JSONResponse, Response
 
 from bastion.core.audit import AuditRecord, on_behalf
 from bastion.core.audit_sinks import audit_page
-from bastion.core.errors import NotFoundError, PolicyDeniedError
+from bastion.core.errors import PolicyDeniedError
 from bastion.core.models import Action, Scope
 from bastion.core.paths import VPath
 from bastion.server.errors import ApiError
 from bastion.server.handlers import Endpoint, endpoint, ok
 from bastion.server.state import ServerState, state_of
-from bastion.workspace.explain import explain_access
+from bastion.workspace.explain import explain_access, tenant_users, unknown_user
 from bastion.workspace.operations.service import AuditParams, DemoLoginParams
 from bastion.workspace.operations.web import ExplainParams
 
@@ -136,7 +136,9 @@ def _audit_filter(args: AuditParams) -> Callable[[AuditRecord], bool] | None:
 @endpoint("explain", "GET", "/v1/explain")
 async def explain(request: Request, args: ExplainParams) -> Response:
     """Why ``user`` may or may not do ``action`` on ``path`` (operators: the ``audit`` action
-    on ``/``; each answer is an ``explain`` record of the audit log)."""
+    on ``/``; each answer is an ``explain`` record of the audit log). Of the operator's own
+    tenant only: a user of another tenant is an unknown one, and what another tenant's
+    labels hold reads as missing (``bastion.workspace.explain``)."""
     state = state_of(request)
     ws = state.view(request)
     if not state.may(ws, Action.AUDIT):
@@ -157,17 +159,11 @@ async def explain(request: Request, args: ExplainParams) -> Response:
             ws, "explain", "/", ApiError(400, "bad_field", f"'action': choose one of {known}")
         ) from None
     where = ws.parse_path(args.path, operation="explain")  # a malformed path: recorded there
-    users = _known_users(state)
+    users = tenant_users(_known_users(state), ws.principal)  # its own tenant's only
     principal = users.get(args.user)
     if principal is None:
-        names = ", ".join(sorted(users)) or "(none)"
-        raise _refused(
-            ws,
-            "explain",
-            str(where),
-            NotFoundError(f"unknown user {args.user!r}; users of this server: {names}"),
-        )
-    data = await explain_access(state.workspace, principal, where, action)
+        raise _refused(ws, "explain", str(where), unknown_user(args.user, users))
+    data = await explain_access(state.workspace, principal, where, action, viewer=ws.principal)
     ws.audit.append(
         AuditRecord(
             time=time.time(),

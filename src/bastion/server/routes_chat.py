@@ -114,6 +114,7 @@ async def chat(request: Request, args: ChatParams) -> Response:
     book = book_of(request)
     own = book.workspace(ws.principal, ws.policy)
     if args.conversation is None:
+        await book.start(own)  # a principal keeps a bounded number of conversations
         data, version = new_conversation(args.question, time.time()), None
     else:
         data, version = await _opened(book, own, args.conversation)
@@ -162,9 +163,11 @@ async def conversations(request: Request, _: object) -> Response:
 
 @endpoint("conversation", "GET", "/v1/conversations/read")
 async def conversation(request: Request, args: ConversationParams) -> Response:
+    """Every turn, each answer as the principal may read it now: one citing a document it
+    may no longer read is withheld (``ConversationBook.read``)."""
     ws = state_of(request).view(request)
     book = book_of(request)
-    data, _ = await _opened(book, book.workspace(ws.principal, ws.policy), args.conversation)
+    data = await book.read(ws, book.workspace(ws.principal, ws.policy), args.conversation)
     return ok({k: data[k] for k in ("id", "title", "created", "updated", "turns")})
 
 
@@ -185,7 +188,7 @@ async def feedback(request: Request, args: FeedbackParams) -> Response:
     ws = state_of(request).view(request)
     book = book_of(request)
     own = book.workspace(ws.principal, ws.policy)
-    stored = await book.rate(own, args.conversation, args.turn, args.rating, args.note)
+    stored = await book.rate(own, args.conversation, args.turn, args.rating, args.note, viewer=ws)
     body = {"conversation": args.conversation, "turn": args.turn, "rating": args.rating}
     return ok(body | {"stored": str(stored)}, 201)
 

@@ -169,7 +169,7 @@ async def index_status(request: Request, _: object) -> Response:
     ws = state.view(request)
     data: dict[str, Any] = {"has_index": ws.has_index, "modes": list(ws.search_modes)}
     if state.may(ws, Action.REINDEX):
-        data["job"] = state.index_job.to_dict()
+        data["job"] = state.index_job.to_dict(ws.principal.tenant)
     return ok(data)
 
 
@@ -187,15 +187,15 @@ async def index_repair(request: Request, args: RepairParams) -> Response:
         )
     job = state.index_job
     if job.running:
-        return ok({"job": job.to_dict()}, 202)
+        return ok({"job": job.to_dict(ws.principal.tenant)}, 202)
     _start(state, ws, args.rebuild)
-    return ok({"job": job.to_dict()}, 202)
+    return ok({"job": job.to_dict(ws.principal.tenant)}, 202)
 
 
 def _start(state: ServerState, ws: Any, full: bool) -> None:
     job = state.index_job
     job.running, job.done, job.total, job.error = True, 0, 0, ""
-    job.started_by, job.result = ws.principal.id, {}
+    job.started_by, job.tenant, job.result = ws.principal.id, ws.principal.tenant, {}
 
     def progress(done: int, total: int, path: str) -> None:
         job.done, job.total = done, total

@@ -14,6 +14,9 @@ requests_per_minute = 600   # per principal, every request (the policy's rate li
                             # still applies to each operation)
 shared_state = ".bastion/server.db"  # revoked tokens, accounts: a file or postgresql:// URL
 conversations = ".bastion/conversations"  # the web page's conversations (a folder)
+max_conversations = 200     # conversations each principal keeps (then delete one)
+max_conversation_bytes = 1048576  # one conversation's file (a turn past it is not kept)
+max_feedback_bytes = 4194304      # each principal's feedback file (then ratings are refused)
 log_format = "text"         # or "json": one object per line (bastion serve --log-format)
 shutdown_grace_s = 30       # on SIGTERM/SIGINT, how long open requests may take to finish
 
@@ -38,7 +41,7 @@ from bastion.server.origin import (
     parse_allowed_origin,
 )
 
-__all__ = ["LOG_FORMATS", "ServerSettings", "is_loopback", "read_tables"]
+__all__ = ["LOG_FORMATS", "Bounds", "ServerSettings", "is_loopback", "read_tables"]
 
 _KEYS = frozenset(
     {
@@ -53,12 +56,29 @@ _KEYS = frozenset(
         "requests_per_minute",
         "shared_state",
         "conversations",
+        "max_conversations",
+        "max_conversation_bytes",
+        "max_feedback_bytes",
         "log_format",
         "shutdown_grace_s",
     }
 )
 
 LOG_FORMATS = ("text", "json")
+
+
+@dataclass(frozen=True, slots=True)
+class Bounds:
+    """How much of the web page's conversation store one principal may fill (the
+    ``max_conversations``, ``max_conversation_bytes`` and ``max_feedback_bytes`` settings;
+    :mod:`bastion.server.conversations`)."""
+
+    conversations: int = 200
+    """Conversations kept per principal (``max_conversations``)."""
+    conversation_bytes: int = 1 << 20
+    """Bytes of one conversation's file (``max_conversation_bytes``)."""
+    feedback_bytes: int = 4 << 20
+    """Bytes of the principal's feedback file (``max_feedback_bytes``)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,6 +107,12 @@ class ServerSettings:
     conversations: str = ".bastion/conversations"
     """The folder (relative to the workspace file) of the web page's conversations: one area
     per principal, read and written through the guard (:mod:`bastion.server.conversations`)."""
+    max_conversations: int = 200
+    """Conversations each principal keeps: a new one past it is refused until one is deleted."""
+    max_conversation_bytes: int = 1 << 20
+    """Bytes of one conversation's file: a turn that would pass it is answered, not kept."""
+    max_feedback_bytes: int = 4 << 20
+    """Bytes of each principal's feedback file: past it, ratings are refused."""
     log_format: str = "text"
     """``bastion serve``'s log lines: ``"text"`` or ``"json"`` (one object per line)."""
     shutdown_grace_s: int = 30
@@ -94,10 +120,18 @@ class ServerSettings:
     call) may take to finish before they are cut."""
 
     def __post_init__(self) -> None:
-        for name in ("max_body_bytes", "max_upload_bytes"):
+        for name in (
+            "max_body_bytes",
+            "max_upload_bytes",
+            "max_conversation_bytes",
+            "max_feedback_bytes",
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigurationError(f"server: {name} must be a positive number of bytes")
+        most = self.max_conversations
+        if isinstance(most, bool) or not isinstance(most, int) or most < 1:
+            raise ConfigurationError("server: max_conversations must be a positive integer")
         if isinstance(self.port, bool) or not isinstance(self.port, int):
             raise ConfigurationError("server: port must be an integer from 0 to 65535")
         if not 0 <= self.port <= 65535:
@@ -123,6 +157,10 @@ class ServerSettings:
             raise ConfigurationError('server: host must be an address such as "127.0.0.1"')
         self.host_names()
         self.trusted_origins()
+
+    def conversation_bounds(self) -> Bounds:
+        """What one principal may keep of the page's conversations."""
+        return Bounds(self.max_conversations, self.max_conversation_bytes, self.max_feedback_bytes)
 
     def host_names(self) -> tuple[HostName, ...]:
         """The checked ``allowed_hosts`` (a :class:`ConfigurationError` for a bad one)."""

@@ -42,11 +42,24 @@ class IndexJob:
     done: int = 0
     total: int = 0
     started_by: str = ""
+    tenant: str = ""
+    """The tenant of the principal who started it: an operator of another tenant is told only
+    that a repair runs (the index is shared), never who started it or what it found."""
     result: dict[str, int] = field(default_factory=dict)
     error: str = ""
     task: asyncio.Task[None] | None = field(default=None, repr=False)
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self, tenant: str | None = None) -> dict[str, object]:
+        """The job as an operator of ``tenant`` is shown it (``None``: all of it)."""
+        if tenant is not None and tenant != self.tenant:
+            return {
+                "running": self.running,
+                "done": 0,
+                "total": 0,
+                "started_by": "",
+                "result": {},
+                "error": "",
+            }
         return {
             "running": self.running,
             "done": self.done,
