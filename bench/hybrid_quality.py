@@ -8,12 +8,19 @@ options are scored on the 809 train queries (where the default is chosen) and re
 300 test queries.
 
 Run: ``.venv/bin/python bench/hybrid_quality.py`` (the first run embeds every chunk: minutes
-on a 2-core machine; later runs read the cache).
+on a 2-core machine; later runs read the cache). ``--write-fixture`` also writes the test
+queries' vector candidates (document, chunk number, score) to
+``tests/knowledge/fixtures/scifact_vector_test.json.gz``, which
+``tests/knowledge/test_scifact_hybrid_figure.py`` fuses with the engine's own keyword lists to
+pin the test figure without a model: run it again whenever chunking or the model changes.
 """
 
 from __future__ import annotations
 
 import asyncio
+import gzip
+import json
+import re
 import shutil
 import sys
 import tempfile
@@ -21,10 +28,12 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import numpy as np
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _scifact import DEFAULT_DIR, doc_scores  # noqa: E402
+from _scifact import CORPUS_FILE, DEFAULT_DIR, doc_scores  # noqa: E402
 from bastion.knowledge.engine import FileToIndex, Knowledge  # noqa: E402
 from bastion.knowledge.eval import describe_machine, evaluate, load_dataset  # noqa: E402
 from bastion.knowledge.index import fusion  # noqa: E402
@@ -110,6 +119,28 @@ def chunk_zscore(keyword: Sequence[IndexHit], vector: Sequence[IndexHit]) -> lis
     return [IndexHit(chunks[key].chunk, scores[key]) for key in order]
 
 
+FIXTURE = HERE.parent / "tests" / "knowledge" / "fixtures" / "scifact_vector_test.json.gz"
+
+
+def write_fixture(test_c: dict[str, tuple[list, list]]) -> None:
+    """The vector candidates of the test queries as ``[doc id, chunk seq, score]`` rows (the
+    score a 32-bit float, written in its shortest form: ``np.float32`` reads it back exactly)."""
+    rows = {
+        qid: [
+            [m.group(1), h.chunk.seq, float(str(np.float32(h.score)))]
+            for h in vec
+            if (m := match(h))
+        ]
+        for qid, (_, vec) in test_c.items()
+    }
+    body = {"model": "packaged all-MiniLM-L6-v2, int8", "depth": DEPTH, "queries": rows}
+    FIXTURE.write_bytes(gzip.compress(json.dumps(body, separators=(",", ":")).encode(), mtime=0))
+
+
+def match(hit: IndexHit) -> re.Match[str] | None:
+    return CORPUS_FILE.search(hit.chunk.doc.path)
+
+
 async def main() -> None:
     test = load_dataset(DEFAULT_DIR, split="test")
     train = load_dataset(DEFAULT_DIR, split="train")
@@ -129,6 +160,8 @@ async def main() -> None:
         took = time.perf_counter() - t0
         train_c = await candidates(kb, dict(train.queries))
         test_c = await candidates(kb, dict(test.queries))
+        if "--write-fixture" in sys.argv:
+            write_fixture(test_c)
         lines = [
             f"SciFact hybrid: {kb.index.count()} chunks, indexed in {took:.0f} s "
             f"({'warm' if warm else 'cold'} embedding cache); {len(train_c)} train / "

@@ -54,7 +54,7 @@ QRELS = b"query-id\tcorpus-id\tscore\nq1\ta\t1\n"
 def test_exported_members() -> None:
     assert set(ev.__all__) == {
         "DEFAULT_KS", "BeirDataset", "DatasetError", "Document", "Evaluation", "Judgements",
-        "Qrels", "Ranking", "Rankings", "RunRecord", "describe_machine", "evaluate",
+        "PairedTest", "paired_test", "Qrels", "Ranking", "Rankings", "RunRecord", "describe_machine", "evaluate",
         "iter_corpus", "load_corpus", "load_dataset", "load_qrels", "load_queries",
         "mean_metric", "ndcg", "percentile", "ranked_ids", "recall", "reciprocal_rank",
         "run_retrieval",

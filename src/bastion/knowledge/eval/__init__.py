@@ -8,9 +8,10 @@
 
 Modules: :mod:`~bastion.knowledge.eval.beir` (loading, streaming the corpus),
 :mod:`~bastion.knowledge.eval.metrics` (nDCG, recall, MRR; :func:`evaluate`),
-:mod:`~bastion.knowledge.eval.run` (:func:`run_retrieval`, :class:`RunRecord`). Scoring the
-workspace's own search end to end (``bastion eval``) composes a whole workspace, so it lives
-with the command, in :mod:`bastion.cli.evaluation`.
+:mod:`~bastion.knowledge.eval.run` (:func:`run_retrieval`, :class:`RunRecord`),
+:mod:`~bastion.knowledge.eval.significance` (:func:`paired_test`: is a difference noise?).
+Scoring the workspace's own search end to end (``bastion eval``) composes a whole workspace,
+so it lives with the command, in :mod:`bastion.cli.evaluation`.
 See ``docs/evaluation.md``.
 """
 
@@ -41,6 +42,7 @@ from bastion.knowledge.eval.metrics import (
     reciprocal_rank,
 )
 from bastion.knowledge.eval.run import RunRecord, describe_machine, percentile, run_retrieval
+from bastion.knowledge.eval.significance import PairedTest, paired_test
 
 __all__ = [
     "DEFAULT_KS",
@@ -49,6 +51,7 @@ __all__ = [
     "Document",
     "Evaluation",
     "Judgements",
+    "PairedTest",
     "Qrels",
     "Ranking",
     "Rankings",
@@ -62,6 +65,7 @@ __all__ = [
     "load_queries",
     "mean_metric",
     "ndcg",
+    "paired_test",
     "percentile",
     "ranked_ids",
     "recall",
