@@ -1,0 +1,259 @@
+"""Attacks on the change journal's review and undo, at its edges: labels that must travel with
+restored content even where the viewer sees only part of a change, a principal of another
+tenant bearing the same id, checkpoints named across tenants, hidden and missing answered
+alike, pages and cursors that skip hidden changes the same way, an undo that would write
+where the viewer may not. Each runs against both journals: a SQLite file and PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from bastion import (
+    AccessDeniedError,
+    ConflictError,
+    Labels,
+    MemoryStore,
+    Mount,
+    NotFoundError,
+    Policy,
+    Principal,
+    Rule,
+    SyncWorkspace,
+    Workspace,
+)
+from bastion.core.models import Action
+from bastion.workspace.journal import Journal, PgJournal
+
+ADMIN = Principal.of("admin", tenant="acme", roles={"hr"}, clearance="restricted")
+HANA = Principal.of("hana", tenant="acme", roles={"hr"}, clearance="internal")
+"""In HR, cleared to internal: sees HR files in /docs, nothing in the confidential /vault."""
+READER = Principal.of("reader", tenant="acme", clearance="internal")
+BOB_ACME = Principal.of("bob", tenant="acme")
+BOB_GLOBEX = Principal.of("bob", tenant="globex")
+"""Another tenant's principal with the same id."""
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def journal_at(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], Journal]]:
+    pg = request.param == "postgresql"
+    where = str(request.getfixturevalue("pg_dsn")) if pg else str(tmp_path / "journal.db")
+    opened: list[Journal] = []
+
+    def open_() -> Journal:
+        opened.append(PgJournal(where) if pg else Journal(where))
+        return opened[-1]
+
+    yield open_
+    for journal in opened:
+        journal.close()
+
+
+@pytest.fixture
+def ws(journal_at: Callable[[], Journal]) -> SyncWorkspace:
+    return Workspace(
+        [
+            Mount.of("/docs", MemoryStore(), labels=Labels(classification="public")),
+            Mount.of("/vault", MemoryStore(), labels=Labels(classification="confidential")),
+            Mount.of("/shared", MemoryStore()),
+        ],
+        policy=Policy.allow_all(),
+        principal=ADMIN,
+        journal=journal_at(),
+    ).sync()
+
+
+def _hr_file_with_a_sidecar_also_used_in_the_vault(ws: SyncWorkspace) -> None:
+    """/docs/plan.txt is HR's by its sidecar; the same sidecar text labels a vault file, so
+    the journal has seen that content confidential and hides it from HANA."""
+    ws.write("/vault/x.txt", "vault\n")
+    ws.write("/vault/x.txt.labels.yaml", "roles: [hr]\n")
+    ws.write("/docs/plan.txt", "zebra plan\n")
+    ws.write("/docs/plan.txt.labels.yaml", "roles: [hr]\n")
+
+
+def test_undoing_a_delete_brings_the_file_back_as_hard_to_read_as_it_was(
+    ws: SyncWorkspace,
+) -> None:
+    _hr_file_with_a_sidecar_also_used_in_the_vault(ws)
+    ws.delete("/docs/plan.txt")  # its sidecar goes with it
+    hana = ws.with_principal(HANA)
+    (change,) = [c for c in hana.changes() if c.op == "delete"]
+    assert [e.path for e in change.entries] == ["/docs/plan.txt"]  # the sidecar's is hidden
+    hana.undo(change.id)
+    assert hana.read_text("/docs/plan.txt") == "zebra plan\n"
+    assert ws.stat("/docs/plan.txt").labels.roles == frozenset({"hr"})
+    with pytest.raises(NotFoundError):
+        ws.with_principal(READER).read_text("/docs/plan.txt")
+
+
+def test_undoing_a_move_part_seen_keeps_the_file_labelled(ws: SyncWorkspace) -> None:
+    _hr_file_with_a_sidecar_also_used_in_the_vault(ws)
+    ws.move("/docs/plan.txt", "/docs/moved.txt")
+    hana = ws.with_principal(HANA)
+    hana.undo(hana.changes()[-1].id)
+    assert ws.read_text("/docs/plan.txt") == "zebra plan\n"
+    assert not ws.exists("/docs/moved.txt")
+    with pytest.raises(NotFoundError):
+        ws.with_principal(READER).read_text("/docs/plan.txt")
+    assert "/docs/plan.txt" not in {
+        e.path for c in ws.with_principal(READER).changes() for e in c.entries
+    }
+
+
+def test_a_revert_and_a_restore_keep_labels_too(ws: SyncWorkspace) -> None:
+    _hr_file_with_a_sidecar_also_used_in_the_vault(ws)
+    ws.checkpoint("before")
+    ws.with_thread("t").delete("/docs/plan.txt")
+    hana = ws.with_principal(HANA)
+    hana.revert("t")
+    assert ws.stat("/docs/plan.txt").labels.roles == frozenset({"hr"})
+    ws.with_thread("t").delete("/docs/plan.txt")
+    hana.restore("before")
+    assert ws.stat("/docs/plan.txt").labels.roles == frozenset({"hr"})
+    with pytest.raises(NotFoundError):
+        ws.with_principal(READER).read_text("/docs/plan.txt")
+
+
+def test_undo_last_never_takes_back_another_tenants_change(ws: SyncWorkspace) -> None:
+    ws.with_principal(BOB_ACME).write("/shared/x.txt", "acme's bob\n")
+    globex = ws.with_principal(BOB_GLOBEX)
+    with pytest.raises(NotFoundError) as error:
+        globex.undo_last()
+    assert str(error.value) == "you have no change to undo"
+    assert ws.read_text("/shared/x.txt") == "acme's bob\n"
+    globex.write("/shared/y.txt", "globex's bob\n")
+    done = globex.undo_last()  # its own, not acme's later one
+    assert done.removed == ("/shared/y.txt",)
+    assert ws.exists("/shared/x.txt")
+
+
+def test_checkpoints_are_the_tenants(ws: SyncWorkspace) -> None:
+    acme, globex = ws.with_principal(BOB_ACME), ws.with_principal(BOB_GLOBEX)
+    acme.checkpoint("before-layoffs")
+    acme.write("/shared/x.txt", "acme\n")
+    assert globex.checkpoints() == []  # not named, not counted
+    with pytest.raises(NotFoundError) as hidden:
+        globex.restore("before-layoffs")
+    with pytest.raises(NotFoundError) as absent:
+        globex.restore("never-made")
+    assert str(hidden.value).replace("before-layoffs", "N") == str(absent.value).replace(
+        "never-made", "N"
+    )
+    assert "\x1f" not in str(hidden.value) and "acme" not in str(hidden.value)
+    assert ws.exists("/shared/x.txt")  # nothing restored
+    made = globex.checkpoint("before-layoffs")  # the name is free in this tenant
+    assert made.name == "before-layoffs"
+    ((name, change_id),) = [(c.name, c.change_id) for c in acme.checkpoints()]
+    assert (name, change_id) == ("before-layoffs", 0)  # acme's is not moved
+    assert [c.name for c in globex.checkpoints()] == ["before-layoffs"]
+    acme.restore("before-layoffs")
+    assert not ws.exists("/shared/x.txt")
+
+
+def test_a_checkpoint_another_principal_named_is_not_moved(ws: SyncWorkspace) -> None:
+    ws.checkpoint("release")
+    ws.write("/docs/a.txt", "a\n")
+    hana = ws.with_principal(HANA)
+    with pytest.raises(ConflictError):
+        hana.checkpoint("release")
+    assert [c.change_id for c in ws.checkpoints()] == [0]
+    ws.checkpoint("release")  # its own is moved
+    assert [c.change_id for c in hana.checkpoints()] == [ws.changes()[-1].id]
+
+
+def test_a_thread_of_hidden_changes_reads_like_no_thread(ws: SyncWorkspace) -> None:
+    ws.with_thread("payroll").write("/vault/pay.txt", "zebra pay\n")
+    reader = ws.with_principal(READER)
+    assert reader.changes(thread="payroll") == []
+    with pytest.raises(NotFoundError) as hidden:
+        reader.revert("payroll")
+    with pytest.raises(NotFoundError) as absent:
+        reader.revert("nothing")
+    assert str(hidden.value).replace("payroll", "T") == str(absent.value).replace("nothing", "T")
+    assert ws.read_text("/vault/pay.txt") == "zebra pay\n"
+
+
+def test_pages_and_cursors_skip_hidden_changes_alike(ws: SyncWorkspace) -> None:
+    for i in range(5):
+        ws.write(f"/docs/f{i}.txt", f"{i}\n")
+        ws.write(f"/vault/s{i}.txt", f"zebra {i}\n")
+    reader = ws.with_principal(READER)
+    whole = [c.id for c in reader.changes()]
+    assert len(whole) == 5
+    paged: list[int] = []
+    after = None
+    while page := reader.changes(limit=2, after=after):
+        paged += [c.id for c in page]
+        after = page[-1].id
+    assert paged == whole
+    since = ws.changes()[3].at  # the second hidden change's time
+    assert [c.id for c in reader.changes(since=since)] == [i for i in whole if i > 3]
+
+
+def test_a_file_relabelled_by_a_sidecar_later_hides_its_history(ws: SyncWorkspace) -> None:
+    ws.write("/docs/memo.txt", "zebra memo\n")
+    ws.write("/docs/memo.txt", "zebra memo two\n")
+    edit = ws.changes()[-1].id
+    ws.write("/docs/memo.txt.labels.yaml", "classification: confidential\n")
+    reader = ws.with_principal(READER)
+
+    def told() -> str:  # every path and diff the reader is shown
+        shown = reader.changes()
+        return repr([e.path for c in shown for e in c.entries]) + "".join(
+            reader.diff(c.id) for c in shown
+        )
+
+    assert "memo" not in told()  # neither the file nor its sidecar (which names it)
+    with pytest.raises(NotFoundError):
+        reader.diff(edit)
+    with pytest.raises(NotFoundError):
+        reader.undo(edit)
+    ws.delete("/docs/memo.txt")  # gone now: its history stays as hard to read as it was
+    assert "memo" not in told()
+
+
+def test_an_undo_that_would_write_where_the_viewer_may_not_writes_nothing(
+    journal_at: Callable[[], Journal],
+) -> None:
+    policy = Policy(
+        rules=(
+            Rule.deny("write", "/d/locked/**", roles={"staff"}),
+            Rule.allow(list(Action), "/**"),
+        )
+    )
+    ws = Workspace([Mount.of("/d", MemoryStore())], policy=policy, journal=journal_at()).sync()
+    ws.write("/d/open/a.txt", "a1\n")
+    ws.write("/d/locked/b.txt", "b1\n")
+    t = ws.with_thread("t")
+    t.write("/d/open/a.txt", "a2\n")
+    t.write("/d/locked/b.txt", "b2\n")
+    staff = ws.with_principal(Principal.of("sam", roles={"staff"}))
+    with pytest.raises(AccessDeniedError):
+        staff.revert("t")
+    assert ws.read_text("/d/open/a.txt") == "a2\n"  # nothing was written
+    assert ws.read_text("/d/locked/b.txt") == "b2\n"
+
+
+def test_review_actions_are_audited_without_content(ws: SyncWorkspace) -> None:
+    ws.write("/vault/s.txt", "zebra secret\n")
+    hidden = ws.changes()[-1].id
+    reader = ws.with_principal(READER)
+    for call in (reader.diff, reader.undo):
+        with pytest.raises(NotFoundError):
+            call(hidden)
+    reader.changes()
+    reader.checkpoint("mine")
+    with pytest.raises(NotFoundError):
+        reader.restore("theirs")
+    mine = [r for r in ws.audit.records if r.principal == "reader"]
+    assert [(r.operation, r.allowed) for r in mine] == [
+        ("diff", False),
+        ("undo", False),
+        ("changes", True),
+        ("checkpoint", True),
+        ("restore", False),
+    ]
+    assert all("zebra" not in repr(r) and "/vault" not in repr(r) for r in mine)
