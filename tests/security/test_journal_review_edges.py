@@ -257,3 +257,31 @@ def test_review_actions_are_audited_without_content(ws: SyncWorkspace) -> None:
         ("restore", False),
     ]
     assert all("zebra" not in repr(r) and "/vault" not in repr(r) for r in mine)
+
+
+def test_another_threads_overlay_layer_is_neither_shown_nor_undone_into_mine(
+    tmp_path: Path, journal_at: Callable[[], Journal]
+) -> None:
+    """An overlay mount has a layer per thread: ``/code/draft.md`` is another file in each.
+    Alice's unapplied draft is not shown to a view of another thread, and an undo there would
+    write it into that thread's layer: neither happens."""
+    from bastion.config import MountConfig
+
+    (tmp_path / "project").mkdir()
+    mount = MountConfig("/code", "file:project", overlay="file:layers").open(tmp_path)
+    ws = Workspace([mount], policy=Policy.allow_all(), journal=journal_at()).sync()
+    alice = ws.with_principal(BOB_ACME).with_thread("t1")
+    alice.write("/code/draft.md", "zebra draft\n")
+    alice.delete("/code/draft.md")
+    for other in (ws.with_thread("t2"), ws):  # another thread's layer; the shared one
+        assert other.changes() == []
+        for change in alice.changes():
+            for call in (other.diff, other.undo):
+                with pytest.raises(NotFoundError):
+                    call(change.id)
+        with pytest.raises(NotFoundError):
+            other.revert("t1")
+        assert not other.exists("/code/draft.md")
+    alice.undo(alice.changes()[-1].id)  # in its own layer
+    assert alice.read_text("/code/draft.md") == "zebra draft\n"
+    assert not (tmp_path / "project" / "draft.md").exists()  # the base is unchanged

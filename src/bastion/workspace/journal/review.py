@@ -26,6 +26,7 @@ from bastion.core.errors import (
 )
 from bastion.core.guard import GuardContext, GuardedStore
 from bastion.core.models import Action, Labels, WriteMode
+from bastion.core.overlay_port import Layered, overlay_below
 from bastion.core.paths import VPath
 from bastion.core.sidecars import labelled_file_of
 from bastion.labels.frontmatter import LABEL_BYTES
@@ -61,11 +62,19 @@ class Rollback:
 class ChangeReview:
     """The journal as the principal of ``router`` may see and change it."""
 
-    def __init__(self, router: Router, index: IndexFollower, journal: Journal | None) -> None:
+    def __init__(
+        self,
+        router: Router,
+        index: IndexFollower,
+        journal: Journal | None,
+        thread: str | None = None,
+    ) -> None:
         self._router = router
         self._ctx: GuardContext = router.ctx
         self._index = index
         self._kept = journal
+        self._thread = thread
+        """The view's thread: a mount with a layer per thread shows it that layer alone."""
 
     @property
     def _journal(self) -> Journal:
@@ -103,6 +112,7 @@ class ChangeReview:
                 e
                 for e in change.entries
                 if verdict[e.path]
+                and (change.thread == self._thread or not self._layered(e.path))
                 and all(
                     admits(labels)
                     for h in (e.before.hash, e.after.hash)
@@ -116,6 +126,16 @@ class ChangeReview:
                 target = change.target if change.target in seen else None
                 shown.append(replace(change, entries=entries, path=path, target=target))
         return shown
+
+    def _layered(self, path: str) -> bool:
+        """Whether ``path`` is in a mount with a layer per thread (an overlay mount): the
+        same path is another file in each thread's layer, so a change there is the thread's
+        own (docs/changes.md, "Overlay mounts")."""
+        try:
+            guarded, _ = self._router.route(VPath.parse(path))
+        except (NotFoundError, InvalidPathError):
+            return False
+        return isinstance(overlay_below(guarded.mount.store), Layered)
 
     async def _path_visible(self, path: str, seen: set[str]) -> bool:
         ctx = self._ctx
