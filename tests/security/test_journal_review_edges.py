@@ -285,3 +285,39 @@ def test_another_threads_overlay_layer_is_neither_shown_nor_undone_into_mine(
     alice.undo(alice.changes()[-1].id)  # in its own layer
     assert alice.read_text("/code/draft.md") == "zebra draft\n"
     assert not (tmp_path / "project" / "draft.md").exists()  # the base is unchanged
+
+
+def test_a_checkpoint_tells_the_last_change_the_viewer_may_see_not_the_count(
+    ws: SyncWorkspace,
+) -> None:
+    reader = ws.with_principal(READER)
+    reader.checkpoint("empty")
+    ws.write("/vault/s1.txt", "zebra 1\n")
+    reader.checkpoint("after-hidden")
+    ws.write("/docs/a.txt", "a\n")
+    visible = ws.changes()[-1].id
+    ws.write("/vault/s2.txt", "zebra 2\n")
+    ws.write("/vault/s3.txt", "zebra 3\n")
+    made = reader.checkpoint("later")
+    assert made.change_id == visible
+    assert [(c.name, c.change_id) for c in reader.checkpoints()] == [
+        ("empty", 0),
+        ("after-hidden", 0),
+        ("later", visible),
+    ]
+    assert [c.change_id for c in ws.checkpoints()] == [0, 1, ws.changes()[-1].id]
+
+
+def test_undoing_a_relabel_restores_the_old_label(ws: SyncWorkspace) -> None:
+    ws.write("/docs/memo.txt", "zebra memo\n")
+    ws.write("/docs/memo.txt.labels.yaml", "roles: [hr]\n")  # tightened
+    hana, reader = ws.with_principal(HANA), ws.with_principal(READER)
+    ws.delete("/docs/memo.txt.labels.yaml")  # loosened: everyone reads it
+    assert reader.read_text("/docs/memo.txt") == "zebra memo\n"
+    loosening = ws.changes()[-1].id
+    with pytest.raises(NotFoundError):  # the reader never saw what it undoes
+        reader.undo(loosening)
+    hana.undo(loosening)
+    with pytest.raises(NotFoundError):
+        reader.read_text("/docs/memo.txt")
+    assert ws.stat("/docs/memo.txt").labels.roles == frozenset({"hr"})

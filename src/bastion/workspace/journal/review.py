@@ -272,32 +272,35 @@ class ChangeReview:
                     f"checkpoint {name!r} is {taken.principal}'s; pick another name"
                 )
             made = await asyncio.to_thread(self._journal.checkpoint, key, me.id)
-            return await self._as_seen(made, name)
+            return (await self._as_seen([replace(made, name=name)]))[0]
 
     async def checkpoints(self) -> list[Checkpoint]:
         """The tenant's checkpoints, oldest first."""
         tenant = self._ctx.principal.tenant
         with self._ctx.operation("checkpoints", "/"):
             every = await asyncio.to_thread(self._journal.checkpoints)
-            return [
-                await self._as_seen(cp, name) for cp in every if (name := _name(tenant, cp.name))
-            ]
+            return await self._as_seen(
+                [replace(cp, name=name) for cp in every if (name := _name(tenant, cp.name))]
+            )
 
-    async def _as_seen(self, cp: Checkpoint, name: str) -> Checkpoint:
-        """``cp`` named ``name``, after the last change the principal may see at or before
-        it: the journal's own id counts every change, those it may not see too."""
-        below = cp.change_id + 1
-        while below > 1:  # the newest first, a page at a time, until one is shown
+    async def _as_seen(self, cps: list[Checkpoint]) -> list[Checkpoint]:
+        """``cps``, each after the last change the principal may see at or before it (the
+        journal's own id counts every change, those it may not see too): one walk down the
+        journal, newest first, a page at a time."""
+        seen: dict[int, int] = {}  # a checkpoint's change id -> the last one shown up to it
+        waiting = sorted({cp.change_id for cp in cps}, reverse=True)
+        below = waiting[0] + 1 if waiting else 0
+        while waiting and below > 1:
             page = await asyncio.to_thread(
-                self._journal.changes, before_id=below, limit=64, newest=True
+                self._journal.changes, before_id=below, limit=256, newest=True
             )
             if not page:
                 break
-            seen = await self._shown(page)
-            if seen:
-                return replace(cp, name=name, change_id=seen[-1].id)
+            for shown in reversed(await self._shown(page)):
+                while waiting and waiting[0] >= shown.id:
+                    seen[waiting.pop(0)] = shown.id
             below = page[0].id
-        return replace(cp, name=name, change_id=0)
+        return [replace(cp, change_id=seen.get(cp.change_id, 0)) for cp in cps]
 
     async def restore(self, name: str) -> Rollback:
         """Take back every change made after the checkpoint (see :meth:`Workspace.restore`)."""
