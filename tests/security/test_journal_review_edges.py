@@ -321,3 +321,20 @@ def test_undoing_a_relabel_restores_the_old_label(ws: SyncWorkspace) -> None:
     with pytest.raises(NotFoundError):
         reader.read_text("/docs/memo.txt")
     assert ws.stat("/docs/memo.txt").labels.roles == frozenset({"hr"})
+
+
+def test_the_audit_tells_a_hidden_change_as_a_missing_one(ws: SyncWorkspace) -> None:
+    ws.write("/vault/s.txt", "zebra secret\n")
+    hidden = ws.changes()[-1].id
+    missing = hidden + 1000
+    reader = ws.with_principal(READER)
+    for change in (hidden, missing):
+        for call in (reader.diff, reader.undo):
+            with pytest.raises(NotFoundError):
+                call(change)
+    records = [r for r in ws.audit.records if r.principal == "reader"]
+    said = [
+        (r.operation, r.path, r.allowed, (r.told or r.reason).replace(str(n), "N"), r.bytes)
+        for r, n in zip(records, (hidden, hidden, missing, missing), strict=True)
+    ]
+    assert said[:2] == said[2:]
