@@ -338,3 +338,35 @@ def test_the_audit_tells_a_hidden_change_as_a_missing_one(ws: SyncWorkspace) -> 
         for r, n in zip(records, (hidden, hidden, missing, missing), strict=True)
     ]
     assert said[:2] == said[2:]
+
+
+def test_a_revert_that_would_loosen_a_label_without_the_right_writes_nothing(
+    journal_at: Callable[[], Journal],
+) -> None:
+    """Undoing a tightening loosens the file again: that needs the ``label`` permission. The
+    refusal comes before anything is written, even the sidecar the revert could restore."""
+    policy = Policy(
+        rules=(
+            Rule.allow([a for a in Action if a is not Action.LABEL], "/**", roles={"staff"}),
+            Rule.allow(list(Action), "/**", roles={"admin"}),
+        )
+    )
+    admin = Principal.of("adm", roles={"admin"}, clearance="restricted")
+    ws = Workspace(
+        [Mount.of("/docs", MemoryStore(), labels=Labels(classification="public"))],
+        policy=policy,
+        principal=admin,
+        journal=journal_at(),
+    ).sync()
+    ws.write("/docs/a.txt", "a\n")
+    ws.write("/docs/a.txt.labels.yaml", "classification: internal\n")
+    ws.write("/docs/b.txt", "b\n")
+    ws.write("/docs/b.txt.labels.yaml", "classification: public\n")
+    t = ws.with_thread("t")
+    t.write("/docs/b.txt.labels.yaml", "classification: internal\n")  # tightens b
+    t.write("/docs/a.txt.labels.yaml", "classification: public\n")  # loosens a
+    staff = ws.with_principal(Principal.of("sam", roles={"staff"}, clearance="internal"))
+    with pytest.raises(AccessDeniedError, match="label permission"):
+        staff.revert("t")
+    assert ws.read_text("/docs/a.txt.labels.yaml") == "classification: public\n"
+    assert ws.read_text("/docs/b.txt.labels.yaml") == "classification: internal\n"

@@ -338,7 +338,7 @@ class ChangeReview:
             guarded, rel, there, _ = now[path]
             contents[path] = await self._content(target[path])
             mode = WriteMode.OVERWRITE if there else WriteMode.CREATE
-            await guarded.check_write(rel, len(contents[path]), mode)
+            await guarded.check_write(rel, len(contents[path]), mode, contents[path])
             if not _sidecar(path):  # labels that cannot hold both refuse it here
                 await guarded.carried_labels(rel, target[path].labels, contents[path][:LABEL_BYTES])
         for path in removals:
