@@ -45,6 +45,7 @@ from bastion.core.ports import Store
 from bastion.core.principal import Principal
 from bastion.stores.folder import FolderStore
 from bastion.workspace.journal import Journal
+from bastion.workspace.journal.areas import AreaJournal, area_key
 from bastion.workspace.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -335,10 +336,13 @@ class Scopes:
         }
         mounts: list[Mount] = []
         views: list[AreaView] = []
+        areas: dict[str, str] = {}  # the journal keeps an agent's or thread's area apart
         for kind, area in self._areas.items():
             key = ids[kind]
             if key is None:
                 continue
+            if kind is not ScopeKind.GLOBAL:
+                areas[str(self._prefixes[kind])] = area_key(kind.value, key)
             folder = self._folders[kind] if kind is ScopeKind.GLOBAL else self._folders[kind] / key
             view = FolderStore(area.store, folder)
             mount = Mount.of(
@@ -356,7 +360,7 @@ class Scopes:
             principal=principal,
             audit=self.audit,
             knowledge=knowledge,
-            journal=self.journal,
+            journal=None if self.journal is None else AreaJournal(self.journal, areas),
         )
         thread = ids[ScopeKind.THREAD]
         if thread is not None:

@@ -71,6 +71,7 @@ def open_session(
     """The workspace ``config`` describes, acting for ``principal`` (else the file's own,
     else the owner), with its audit log; the index is opened only when ``index``. Acting as
     the owner of a file that names users, a note says how to name one (``owner_note``)."""
+    from bastion.config.kept_apart import journal_file, refuse_kept_in_mounts
     from bastion.core.audit import AuditSink, MemoryAuditSink
     from bastion.core.audit_sinks import JsonLinesAuditSink
     from bastion.stores.mount_checks import close_now
@@ -99,6 +100,7 @@ def open_session(
                 f"({', '.join(names)}, ...) or name one in the workspace file: "
                 f'default_user = "{names[0]}"'
             )
+        refuse_kept_in_mounts(mounts, config.policy, journal_file(config.journal, config.base))
         journal = open_journal(config.journal, config.base)
         ws = Workspace(
             mounts,

@@ -378,12 +378,14 @@ class WorkspaceConfig:
         *,
         owner: bool = False,
     ) -> tuple[Workspace, list[Mount], Knowledge | None]:
+        from bastion.config.kept_apart import journal_file, refuse_kept_in_mounts
         from bastion.workspace.journal.settings import open_journal
         from bastion.workspace.workspace import Workspace
 
         mounts = self.open_mounts()
         knowledge: Knowledge | None = None
         try:
+            refuse_kept_in_mounts(mounts, self.policy, journal_file(self.journal, self.base))
             knowledge = self.open_knowledge()
             # Built for its owner, who may index every file; then the view of the principal.
             j = open_journal(self.journal, self.base)

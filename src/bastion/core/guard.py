@@ -299,10 +299,15 @@ class GuardedStore(Store):
 
     # -- checks a workspace runs before it changes anything ----------------------------------
 
-    async def check_write(self, path: VPath, size: int, mode: WriteMode) -> None:
-        """Refuse now what :meth:`write` of ``size`` bytes would refuse (nothing is written)."""
+    async def check_write(
+        self, path: VPath, size: int, mode: WriteMode, data: bytes | None = None
+    ) -> None:
+        """Refuse now what :meth:`write` of ``size`` bytes would refuse (nothing is written);
+        with the ``data`` itself, also what it would refuse as a relabelling (a sidecar)."""
         with self._op("write", path) as op:
-            await self._admit.write(path, size, mode, op)
+            blind = await self._admit.write(path, size, mode, op)
+            if data is not None and not blind:
+                await self._sidecars.admit(path, data, op, append=mode is WriteMode.APPEND)
 
     def check_mkdir(self, path: VPath) -> None:
         """Refuse now what :meth:`mkdir` would refuse by scope, limits or policy."""

@@ -123,7 +123,7 @@ class Workspace:
         self._searching = Searching(shared.knowledge, self._router, owner=owner)
         self._asking = Asking(self._searching, self.search)
         shared.threads.bind(self._ctx, thread)
-        self._changes = ChangeReview(self._router, follower, shared.journal)
+        self._changes = ChangeReview(self._router, follower, shared.journal, thread)
 
     def with_principal(self, principal: Principal) -> Workspace:
         """A view of the same workspace acting for ``principal``."""

@@ -26,8 +26,10 @@ from bastion.core.errors import (
 )
 from bastion.core.guard import GuardContext, GuardedStore
 from bastion.core.models import Action, Labels, WriteMode
+from bastion.core.overlay_port import Layered, overlay_below
 from bastion.core.paths import VPath
 from bastion.core.sidecars import labelled_file_of
+from bastion.labels.frontmatter import LABEL_BYTES
 from bastion.workspace.indexing import IndexFollower
 from bastion.workspace.journal.db import (
     Change,
@@ -38,7 +40,7 @@ from bastion.workspace.journal.db import (
     labels_from_json,
 )
 from bastion.workspace.routing import Router
-from bastion.workspace.writing import make_dirs, write_file
+from bastion.workspace.writing import carry_labels, make_dirs, write_file
 
 __all__ = ["ChangeReview", "Rollback"]
 
@@ -60,11 +62,19 @@ class Rollback:
 class ChangeReview:
     """The journal as the principal of ``router`` may see and change it."""
 
-    def __init__(self, router: Router, index: IndexFollower, journal: Journal | None) -> None:
+    def __init__(
+        self,
+        router: Router,
+        index: IndexFollower,
+        journal: Journal | None,
+        thread: str | None = None,
+    ) -> None:
         self._router = router
         self._ctx: GuardContext = router.ctx
         self._index = index
         self._kept = journal
+        self._thread = thread
+        """The view's thread: a mount with a layer per thread shows it that layer alone."""
 
     @property
     def _journal(self) -> Journal:
@@ -83,14 +93,19 @@ class ChangeReview:
         and every label set the journal ever recorded for the path or for the contents
         (before and after) admits it, and so do the labels of the file there now."""
         paths = {e.path for c in changes for e in c.entries}
+        labelled = {path: _labelled(path) for path in paths}  # a sidecar's file, else None
+        files = {f for f in labelled.values() if f is not None}
         hashes = {h for c in changes for e in c.entries for h in (e.before.hash, e.after.hash)}
         hashes.discard(None)
         by_path, by_hash = await asyncio.to_thread(
-            self._journal.labels_seen, paths, [h for h in hashes if h is not None]
+            self._journal.labels_seen, paths | files, [h for h in hashes if h is not None]
         )
         verdict: dict[str, bool] = {}
-        for path in paths:
+        for path in paths | files:
             verdict[path] = await self._path_visible(path, by_path.get(path, set()))
+        for path, file in labelled.items():  # a sidecar is shown as its file is
+            if file is not None:
+                verdict[path] = verdict[path] and verdict[file]
         admits = self._ctx.admits
         shown = []
         for change in changes:
@@ -98,6 +113,7 @@ class ChangeReview:
                 e
                 for e in change.entries
                 if verdict[e.path]
+                and (change.thread == self._thread or not self._layered(e.path))
                 and all(
                     admits(labels)
                     for h in (e.before.hash, e.after.hash)
@@ -111,6 +127,16 @@ class ChangeReview:
                 target = change.target if change.target in seen else None
                 shown.append(replace(change, entries=entries, path=path, target=target))
         return shown
+
+    def _layered(self, path: str) -> bool:
+        """Whether ``path`` is in a mount with a layer per thread (an overlay mount): the
+        same path is another file in each thread's layer, so a change there is the thread's
+        own (docs/changes.md, "Overlay mounts")."""
+        try:
+            guarded, _ = self._router.route(VPath.parse(path))
+        except (NotFoundError, InvalidPathError):
+            return False
+        return isinstance(overlay_below(guarded.mount.store), Layered)
 
     async def _path_visible(self, path: str, seen: set[str]) -> bool:
         ctx = self._ctx
@@ -197,13 +223,15 @@ class ChangeReview:
 
     async def undo_last(self, thread: str | None) -> Rollback:
         """Take back the principal's own last change (in ``thread``, when given), if it is not
-        an undo already taken back (see :meth:`Workspace.undo_last`)."""
+        an undo already taken back (see :meth:`Workspace.undo_last`). Its own: the same id in
+        the same tenant (a principal of another tenant may bear the same id)."""
+        me = self._ctx.principal
         with self._ctx.operation("undo", "/"):
             below: int | None = None
             while True:  # the newest first, a page at a time, until one is shown
                 page = await asyncio.to_thread(
                     self._journal.changes,
-                    principal=self._ctx.principal.id,
+                    principal=me.id,
                     thread=thread,
                     before_id=below,
                     limit=64,
@@ -211,7 +239,7 @@ class ChangeReview:
                 )
                 if not page:
                     raise NotFoundError("you have no change to undo")
-                mine = await self._shown(page)
+                mine = await self._shown([c for c in page if c.tenant == me.tenant])
                 if mine:
                     return await self._roll_back([mine[-1]])
                 below = page[0].id
@@ -224,21 +252,67 @@ class ChangeReview:
                 raise NotFoundError(f"no change in thread {thread!r} to revert")
             return await self._roll_back(found)
 
+    # Checkpoints are the tenant's: each tenant names its own (a name another tenant took is
+    # free, and never told), kept in the journal under the tenant's key (:func:`_key`).
+
     async def checkpoint(self, name: str) -> Checkpoint:
-        """Name the present point of the journal (see :meth:`Workspace.checkpoint`)."""
+        """Name the present point of the journal (see :meth:`Workspace.checkpoint`); a name
+        another principal of the tenant gave is theirs (a conflict), the principal's own is
+        moved."""
+        me = self._ctx.principal
         with self._ctx.operation("checkpoint", "/"):
             if not name or len(name) > 200 or not name.isprintable():
                 raise ValueError("a checkpoint name is 1 to 200 printable characters")
-            return await asyncio.to_thread(self._journal.checkpoint, name, self._ctx.principal.id)
+            key = _key(me.tenant, name)
+            try:
+                taken = await asyncio.to_thread(self._journal.checkpoint_named, key)
+            except NotFoundError:
+                taken = None
+            if taken is not None and taken.principal != me.id:
+                raise ConflictError(
+                    f"checkpoint {name!r} is {taken.principal}'s; pick another name"
+                )
+            made = await asyncio.to_thread(self._journal.checkpoint, key, me.id)
+            return (await self._as_seen([replace(made, name=name)]))[0]
 
     async def checkpoints(self) -> list[Checkpoint]:
+        """The tenant's checkpoints, oldest first."""
+        tenant = self._ctx.principal.tenant
         with self._ctx.operation("checkpoints", "/"):
-            return await asyncio.to_thread(self._journal.checkpoints)
+            every = await asyncio.to_thread(self._journal.checkpoints)
+            return await self._as_seen(
+                [replace(cp, name=name) for cp in every if (name := _name(tenant, cp.name))]
+            )
+
+    async def _as_seen(self, cps: list[Checkpoint]) -> list[Checkpoint]:
+        """``cps``, each after the last change the principal may see at or before it (the
+        journal's own id counts every change, those it may not see too): one walk down the
+        journal, newest first, a page at a time."""
+        seen: dict[int, int] = {}  # a checkpoint's change id -> the last one shown up to it
+        waiting = sorted({cp.change_id for cp in cps}, reverse=True)
+        below = waiting[0] + 1 if waiting else 0
+        while waiting and below > 1:
+            page = await asyncio.to_thread(
+                self._journal.changes, before_id=below, limit=256, newest=True
+            )
+            if not page:
+                break
+            for shown in reversed(await self._shown(page)):
+                while waiting and waiting[0] >= shown.id:
+                    seen[waiting.pop(0)] = shown.id
+            below = page[0].id
+        return [replace(cp, change_id=seen.get(cp.change_id, 0)) for cp in cps]
 
     async def restore(self, name: str) -> Rollback:
         """Take back every change made after the checkpoint (see :meth:`Workspace.restore`)."""
         with self._ctx.operation("restore", "/"):
-            cp = await asyncio.to_thread(self._journal.checkpoint_named, name)
+            key = _key(self._ctx.principal.tenant, name)
+            try:
+                cp = await asyncio.to_thread(self._journal.checkpoint_named, key)
+            except NotFoundError:  # said with the name asked for, never the key
+                raise NotFoundError(
+                    f"no checkpoint named {name!r}; list them with checkpoints()"
+                ) from None
             found = await self._shown(
                 await asyncio.to_thread(self._journal.changes, after_id=cp.change_id)
             )
@@ -265,7 +339,9 @@ class ChangeReview:
             guarded, rel, there, _ = now[path]
             contents[path] = await self._content(target[path])
             mode = WriteMode.OVERWRITE if there else WriteMode.CREATE
-            await guarded.check_write(rel, len(contents[path]), mode)
+            await guarded.check_write(rel, len(contents[path]), mode, contents[path])
+            if not _sidecar(path):  # labels that cannot hold both refuse it here
+                await guarded.carried_labels(rel, target[path].labels, contents[path][:LABEL_BYTES])
         for path in removals:
             guarded, rel, _, _ = now[path]
             if after[path].kind == "file":
@@ -274,14 +350,16 @@ class ChangeReview:
             guarded, rel, _, _ = now[path]
             await make_dirs(guarded, rel)
         # labels (sidecars) land before the files they label, and go after them
-        for path in sorted(writes, key=lambda p: labelled_file_of(VPath.parse(p)) is None):
+        # and a file comes back at least as hard to read as it was: the labels the journal
+        # recorded for that content travel with it, whatever the viewer sees of its sidecar
+        for path in sorted(writes, key=lambda p: not _sidecar(p)):
             guarded, rel, there, version = now[path]
             mode = WriteMode.OVERWRITE if there else WriteMode.CREATE
+            if not _sidecar(path):
+                head = contents[path][:LABEL_BYTES]
+                await carry_labels(guarded, rel, target[path].labels, head)
             await write_file(guarded, rel, contents[path], mode, version, True)
-        files = sorted(
-            (p for p in removals if after[p].kind == "file"),
-            key=lambda p: labelled_file_of(VPath.parse(p)) is not None,
-        )
+        files = sorted((p for p in removals if after[p].kind == "file"), key=_sidecar)
         dirs = sorted((p for p in removals if after[p].kind == "dir"), key=lambda p: -p.count("/"))
         removed = []
         for path in files + dirs:
@@ -319,6 +397,38 @@ class ChangeReview:
                 path=path,
             )
         return guarded, rel, found is not None and found.is_file, version
+
+
+_TENANT_MARK = "\x1f"
+"""Opens and closes a tenant in a checkpoint's key: no name holds it (names are printable)."""
+
+
+def _key(tenant: str | None, name: str) -> str:
+    """The journal's key of the checkpoint ``name`` of ``tenant`` (a principal of no tenant:
+    the name itself)."""
+    return name if tenant is None else f"{_TENANT_MARK}{tenant}{_TENANT_MARK}{name}"
+
+
+def _name(tenant: str | None, key: str) -> str | None:
+    """The name of the checkpoint kept as ``key`` when it is ``tenant``'s, else ``None``."""
+    if tenant is None:
+        return None if key.startswith(_TENANT_MARK) else key
+    mark = f"{_TENANT_MARK}{tenant}{_TENANT_MARK}"
+    rest = key[len(mark) :]
+    return rest if key.startswith(mark) and rest and _TENANT_MARK not in rest else None
+
+
+def _labelled(path: str) -> str | None:
+    """The file the sidecar ``path`` labels, else ``None``."""
+    try:
+        file = labelled_file_of(VPath.parse(path))
+    except InvalidPathError:
+        return None
+    return None if file is None else str(file)
+
+
+def _sidecar(path: str) -> bool:
+    return labelled_file_of(VPath.parse(path)) is not None
 
 
 def _parsed(seen: set[str]) -> list[Labels]:

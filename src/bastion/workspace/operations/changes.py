@@ -171,7 +171,7 @@ CHANGE_OPERATIONS: tuple[Operation, ...] = (
         summary="Name this point of the change journal",
         params=CheckpointParams,
         result=CheckpointOut,
-        errors=_READ,
+        errors=(*_READ, ConflictError),
         facade=("checkpoint",),
     ),
     Operation(
