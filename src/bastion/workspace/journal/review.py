@@ -42,7 +42,10 @@ from bastion.workspace.journal.db import (
 from bastion.workspace.routing import Router
 from bastion.workspace.writing import carry_labels, make_dirs, write_file
 
-__all__ = ["ChangeReview", "Rollback"]
+__all__ = ["ANOTHER_TENANT", "ChangeReview", "Rollback"]
+
+ANOTHER_TENANT = "(another tenant)"
+"""Who made a change, as a viewer of another tenant is told it (docs/changes.md)."""
 
 _BINARY_PROBE = 8192
 
@@ -126,7 +129,22 @@ class ChangeReview:
                 path = change.path if change.path in seen else entries[0].path
                 target = change.target if change.target in seen else None
                 shown.append(replace(change, entries=entries, path=path, target=target))
-        return shown
+        return [self._told(change) for change in shown]
+
+    def _told(self, change: Change) -> Change:
+        """``change`` as the viewer is told it: who made a change of another tenant (to a
+        file both may read) and in which thread is that tenant's, never named."""
+        if change.tenant == self._ctx.principal.tenant:
+            return change
+        return replace(change, principal=ANOTHER_TENANT, tenant=None, thread=None)
+
+    def _own_tenant(self, changes: list[Change], narrowed: bool) -> list[Change]:
+        """``changes`` of the viewer's tenant alone when a principal or a thread narrowed
+        them: ids and thread names are each tenant's, so another's never match."""
+        if not narrowed:
+            return changes
+        tenant = self._ctx.principal.tenant
+        return [c for c in changes if c.tenant == tenant]
 
     def _layered(self, path: str) -> bool:
         """Whether ``path`` is in a mount with a layer per thread (an overlay mount): the
@@ -181,7 +199,9 @@ class ChangeReview:
                 )
                 if not batch:
                     break
-                shown += await self._shown(batch)
+                shown += await self._shown(
+                    self._own_tenant(batch, principal is not None or thread is not None)
+                )
                 after = batch[-1].id
             return shown[:limit]
 
@@ -247,7 +267,11 @@ class ChangeReview:
     async def revert(self, thread: str) -> Rollback:
         """Take back every change of ``thread`` (see :meth:`Workspace.revert`)."""
         with self._ctx.operation("revert", "/"):
-            found = await self._shown(await asyncio.to_thread(self._journal.changes, thread=thread))
+            found = await self._shown(
+                self._own_tenant(
+                    await asyncio.to_thread(self._journal.changes, thread=thread), narrowed=True
+                )
+            )
             if not found:
                 raise NotFoundError(f"no change in thread {thread!r} to revert")
             return await self._roll_back(found)
