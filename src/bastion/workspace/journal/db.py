@@ -165,6 +165,11 @@ class _NotHeld(Exception):
 class Journal:
     """The journal file at ``path`` (created when missing), shared by every process."""
 
+    overlaps_commit = False
+    """Whether a record is best started ahead, in a thread of its own, so that its commit
+    overlaps the store's work (:mod:`~bastion.workspace.journal.gate`): not here, a commit
+    that does not flush takes a fraction of a thread hop."""
+
     def __init__(self, path: str | Path, retention: Retention | None = None) -> None:
         self.path = Path(path)
         self.retention = retention or Retention()

@@ -88,6 +88,8 @@ def _reason(exc: BaseException) -> str:
 class PgJournal(Journal):
     """The change journal in the PostgreSQL database ``dsn`` (see the module doc)."""
 
+    overlaps_commit = True  # each commit waits for the server's flush: run it beside the store's
+
     def __init__(
         self, dsn: str, retention: Retention | None = None, *, timeout: float = 10.0
     ) -> None:
