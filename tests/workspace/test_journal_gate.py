@@ -15,7 +15,15 @@ from typing import Any
 
 import pytest
 
-from bastion import ConflictError, LocalStore, Mount, Policy, Principal, Workspace
+from bastion import (
+    ConflictError,
+    LocalStore,
+    MemoryStore,
+    Mount,
+    Policy,
+    Principal,
+    Workspace,
+)
 from bastion.workspace.journal import Journal, JournalError, PgJournal, State
 
 Head = tuple[str, str | None, str | None, str, str, str | None]
@@ -26,6 +34,7 @@ def _looking(base: type[Journal], *, overlap: bool) -> type[Journal]:
 
     class Looking(base):  # type: ignore[misc, valid-type]
         overlaps_commit = overlap
+        flushed: list[bool]
         root: Path
         seen: list[tuple[str, dict[str, str]]]
         fail = False
@@ -40,7 +49,9 @@ def _looking(base: type[Journal], *, overlap: bool) -> type[Journal]:
             entries: Sequence[tuple[str, State, State]],
             contents: Iterable[tuple[str, bytes]],
             held: Iterable[str] = (),
+            durable: bool = True,
         ) -> int | None:
+            self.flushed.append(durable)
             if overlap and self.expect_copy:  # started ahead: the store writes meanwhile
                 _wait_for_a_temporary_file(self.root)
             self.seen.append((threading.current_thread().name, _files(self.root)))
@@ -49,7 +60,7 @@ def _looking(base: type[Journal], *, overlap: bool) -> type[Journal]:
                 self.hold.wait(30)
             if self.fail:
                 raise JournalError("the change journal cannot be written; nothing was changed")
-            return super().record(change, head, entries, contents, held)
+            return super().record(change, head, entries, contents, held, durable)
 
     return Looking
 
@@ -67,7 +78,7 @@ def _wait_for_a_temporary_file(root: Path) -> None:
     raise AssertionError("the store never started its write beside the record")
 
 
-@pytest.fixture(params=["sqlite", "sqlite-overlap", "postgresql"])
+@pytest.fixture(params=["sqlite", "sqlite-in-thread", "postgresql"])
 def journal(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
     root = tmp_path / "files"
     root.mkdir()
@@ -75,9 +86,9 @@ def journal(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
         cls = _looking(PgJournal, overlap=True)
         j = cls(request.getfixturevalue("pg_dsn"))
     else:
-        cls = _looking(Journal, overlap=request.param == "sqlite-overlap")
+        cls = _looking(Journal, overlap=request.param == "sqlite")
         j = cls(tmp_path / "journal.db")
-    j.root, j.seen = root, []
+    j.root, j.seen, j.flushed = root, [], []
     yield j
     j.close()
 
@@ -154,3 +165,17 @@ async def test_a_write_abandoned_while_recorded_leaves_neither(journal: Any) -> 
         await asyncio.sleep(0.05)
     assert [c.path for c in await ws.changes()] == ["/w/a.txt", "/w/b.txt"]
     assert _files(journal.root) == {"a.txt": "old\n", "b.txt": "b\n"}
+
+
+async def test_records_are_flushed_when_the_store_outlives_the_process(journal: Any) -> None:
+    ws = Workspace(
+        [Mount.of("/w", LocalStore(journal.root)), Mount.of("/m", MemoryStore())],
+        policy=Policy.allow_all(),
+        journal=journal,
+    )
+    await ws.write("/w/a.txt", "on disk\n")
+    await ws.write("/m/a.txt", "in memory\n")
+    await ws.copy("/m/a.txt", "/w/b.txt")
+    await ws.delete("/m/a.txt")
+    assert journal.flushed == [True, False, True, False]
+    assert [c.op for c in await ws.changes()] == ["write", "write", "copy", "delete"]

@@ -110,6 +110,7 @@ class DocumentLabels(Store, LabelPort):
         self.inner = inner
         self.kind = inner.kind
         self.gated_commits = inner.gated_commits
+        self.ephemeral = inner.ephemeral
         self._base = base
         self._order = classifications
         self._stores_labels = inner.keeps_labels

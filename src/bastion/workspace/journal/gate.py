@@ -58,9 +58,10 @@ class RecordGate:
         rows: Sequence[tuple[str, State, State]],
         contents: Iterable[tuple[str, bytes]],
         held: tuple[str, ...],
+        durable: bool,
     ) -> None:
         self._journal = journal
-        self._args = (change, head, rows, list(contents), held)
+        self._args = (change, head, rows, list(contents), held, durable)
         self._count = len(rows)
         self._lock = threading.Lock()
         self._opened = False

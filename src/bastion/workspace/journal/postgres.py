@@ -183,7 +183,11 @@ class PgJournal(Journal):
         entries: Sequence[tuple[str, State, State]],
         contents: Iterable[tuple[str, bytes]],
         held: Iterable[str] = (),
+        durable: bool = True,
     ) -> int | None:
+        """As :meth:`Journal.record`; every commit is flushed, ``durable`` or not: without the
+        flush a crash of the database would lose a record while the process, and a memory
+        store's content, live on."""
         blobs = [(h, len(data), data) for h, data in contents]
         wanted = list(held)
 

@@ -312,7 +312,7 @@ class JournalledStore(Store):
                 None if op.target is None else str(op.target),
             )
         rows = [(str(self._prefix.join(p)), b, a) for p, b, a in entries]
-        return _Record(op, change, head, rows, contents, held)
+        return _Record(op, change, head, rows, contents, held, not self.inner.ephemeral)
 
     async def _journalled(
         self, record: _Record, call: Callable[[], Awaitable[T]], *, gated: bool
@@ -369,6 +369,9 @@ class _Record:
     rows: builtins.list[tuple[str, State, State]]
     contents: builtins.list[tuple[str, bytes]]
     held: tuple[str, ...]
+    durable: bool
+    """Flushed when committed: the store outlives the process (a record need outlive only
+    what it describes)."""
 
     @property
     def args(
@@ -379,5 +382,6 @@ class _Record:
         builtins.list[tuple[str, State, State]],
         builtins.list[tuple[str, bytes]],
         tuple[str, ...],
+        bool,
     ]:
-        return self.change, self.head, self.rows, self.contents, self.held
+        return self.change, self.head, self.rows, self.contents, self.held, self.durable
