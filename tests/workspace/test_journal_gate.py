@@ -24,7 +24,7 @@ from bastion import (
     Principal,
     Workspace,
 )
-from bastion.workspace.journal import Journal, JournalError, PgJournal, State
+from bastion.workspace.journal import Journal, JournalError, PgJournal, Retention, State
 
 Head = tuple[str, str | None, str | None, str, str, str | None]
 
@@ -179,3 +179,23 @@ async def test_records_are_flushed_when_the_store_outlives_the_process(journal: 
     await ws.delete("/m/a.txt")
     assert journal.flushed == [True, False, True, False]
     assert [c.op for c in await ws.changes()] == ["write", "write", "copy", "delete"]
+
+
+async def test_a_content_the_journal_dropped_is_read_and_recorded_again(journal: Any) -> None:
+    ws = _ws(journal)
+    await ws.write("/w/a.txt", "first\n")
+    aged = Retention(max_age=0.0, max_bytes=None)  # another process, with a short retention
+    other = (
+        PgJournal(journal._dsn, aged)
+        if isinstance(journal, PgJournal)
+        else Journal(journal.path, aged)
+    )
+    await asyncio.sleep(0.01)
+    other.prune()  # retention in another process: the first write and its content are gone
+    assert other.size() == (0, 0, 0)
+    other.close()
+    await ws.write("/w/a.txt", "second\n")  # the gate is refused once, the file read again
+    (only,) = await ws.changes()
+    assert journal.content(only.entries[0].before.hash or "") == b"first\n"
+    await ws.undo(only.id)
+    assert _files(journal.root) == {"a.txt": "first\n"}

@@ -32,7 +32,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from bastion.core.offload import Abandoned, Ticket, Workers
 from bastion.workspace.journal.db import Journal, JournalError, State
 
-__all__ = ["NotHeldError", "RecordGate"]
+__all__ = ["JournalRetry", "RecordGate"]
 
 Head = tuple[str, str | None, str | None, str, str, str | None]
 
@@ -43,7 +43,7 @@ _POOL = Workers("bastion-journal", 4)
 """Threads that write records started ahead (a journal that overlaps its commit)."""
 
 
-class NotHeldError(JournalError):
+class JournalRetry(JournalError):
     """A content the record relied on is gone from the journal: read it and record again."""
 
 
@@ -77,7 +77,7 @@ class RecordGate:
     def open(self, ticket: Ticket) -> None:
         made = self._journal.record(*self._args) if self._ahead is None else self._wait(ticket)
         if made is None:
-            raise NotHeldError("the journal no longer holds a content; recorded again")
+            raise JournalRetry("the journal no longer holds a content; recorded again")
         with self._lock:
             self.made, self._opened = made, True
 

@@ -37,7 +37,7 @@ from bastion.core.paths import VPath
 from bastion.core.ports import ReadCheck, Store
 from bastion.labels.frontmatter import LABEL_BYTES
 from bastion.workspace.journal.db import ABSENT, Journal, State, digest
-from bastion.workspace.journal.gate import Head, NotHeldError, RecordGate
+from bastion.workspace.journal.gate import Head, JournalRetry, RecordGate
 
 __all__ = ["JournalledStore", "Threads"]
 
@@ -162,7 +162,7 @@ class JournalledStore(Store):
             record, new_hash = await self._record_write(path, data, mode, trust=True)
             try:
                 info = await self._journalled(record, call, gated=self.inner.gated_commits)
-            except NotHeldError:  # the journal dropped what it held of the file: read it
+            except JournalRetry:  # the journal dropped what it held of the file: read it
                 record, new_hash = await self._record_write(path, data, mode, trust=False)
                 info = await self._journalled(record, call, gated=self.inner.gated_commits)
         except BaseException:
@@ -179,7 +179,7 @@ class JournalledStore(Store):
     ) -> tuple[_Record, str]:
         """The record of the write of ``data`` at ``path`` (what it replaces, what it leaves)
         and the hash of what the file will hold; with ``trust``, a content taken as held from
-        :attr:`_written` is not sent (the record fails with :class:`NotHeldError` when the
+        :attr:`_written` is not sent (the record fails with :class:`JournalRetry` when the
         journal no longer holds it)."""
         before, old, held = ABSENT, b"", False
         if mode is not WriteMode.CREATE:
@@ -351,7 +351,7 @@ class JournalledStore(Store):
     async def _record_now(self, record: _Record) -> int:
         made = await asyncio.to_thread(self._journal.record, *record.args)
         if made is None:
-            raise NotHeldError("the journal no longer holds a content; recorded again")
+            raise JournalRetry("the journal no longer holds a content; recorded again")
         return made
 
     def _opened(self, record: _Record, made: int) -> None:
