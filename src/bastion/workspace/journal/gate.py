@@ -64,6 +64,7 @@ class RecordGate:
         self._args = (change, head, rows, list(contents), held, durable)
         self._count = len(rows)
         self._lock = threading.Lock()
+        self._opening = threading.Lock()
         self._opened = False
         self._forgotten = False
         self.made: int | None = None
@@ -75,11 +76,16 @@ class RecordGate:
     # -- in the store's worker thread --------------------------------------------------------
 
     def open(self, ticket: Ticket) -> None:
-        made = self._journal.record(*self._args) if self._ahead is None else self._wait(ticket)
-        if made is None:
-            raise JournalRetry("the journal no longer holds a content; recorded again")
-        with self._lock:
-            self.made, self._opened = made, True
+        """Commit the record (once: a store call that passes several commit points, or two
+        pools, records its change once)."""
+        with self._opening:
+            if self._opened:
+                return
+            made = self._journal.record(*self._args) if self._ahead is None else self._wait(ticket)
+            if made is None:
+                raise JournalRetry("the journal no longer holds a content; recorded again")
+            with self._lock:
+                self.made, self._opened = made, True
 
     def _wait(self, ticket: Ticket) -> int | None:
         assert self._ahead is not None
