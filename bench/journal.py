@@ -9,12 +9,13 @@ A write is ``Workspace.write`` of ``--size`` bytes over an existing file (so the
 or knows, the content it replaces), on a local folder (each write durable) or in memory. For
 each store, the workspace without a journal and one per journal take turns, round after
 round, so a slow moment of a shared machine falls on all of them; each ratio is the median of
-the per-round ratios (journal / without, same round). ``postgresql`` keeps the journal in
-PostgreSQL (:class:`PgJournal`): the database ``--dsn``, or a server of its own started with
-``pgserver`` (on this machine, a Unix socket). ``--writes`` is per round and workspace on a
-local folder, ten times that in memory. ``--folder`` puts the folders and the SQLite journal
-there: on a ``tmpfs`` (``/dev/shm``) a flush costs nothing, which leaves the journal's own work
-to be seen beside a write's.
+the per-round ratios (journal / without, same round), of the wall clock and of the process's
+CPU time (every thread: the work the journal adds, whatever it overlaps). ``postgresql``
+keeps the journal in PostgreSQL (:class:`PgJournal`): the database ``--dsn``, or a server of
+its own started with ``pgserver`` (on this machine, a Unix socket). ``--writes`` is per round
+and workspace on a local folder, ten times that in memory. ``--folder`` puts the folders and
+the SQLite journal there: on a ``tmpfs`` (``/dev/shm``) a flush costs nothing, which leaves
+the journal's own work to be seen beside a write's.
 """
 
 from __future__ import annotations
@@ -51,13 +52,14 @@ def _workspace(store: Store, journal: Journal | None) -> Workspace:
     ).with_thread("bench")
 
 
-async def _writes(ws: Workspace, n: int, size: int, files: int) -> float:
-    """Seconds per write, ``n`` writes round-robin over ``files`` files."""
+async def _writes(ws: Workspace, n: int, size: int, files: int) -> tuple[float, float]:
+    """Seconds per write, wall clock and CPU (every thread of the process), ``n`` writes
+    round-robin over ``files`` files."""
     payloads = [bytes([65 + i % 26]) * size for i in range(7)]
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for i in range(n):
         await ws.write(f"/w/f{i % files}.txt", payloads[i % 7])
-    return (time.perf_counter() - start) / n
+    return (time.perf_counter() - start) / n, (time.process_time() - cpu) / n
 
 
 @contextlib.contextmanager
@@ -119,22 +121,28 @@ async def main() -> None:
         for ws in spaces.values():  # the files exist: every timed write replaces one
             await _writes(ws, args.files, args.size, args.files)
         times: dict[tuple[str, str | None], list[float]] = {k: [] for k in kinds}
+        cpus: dict[tuple[str, str | None], list[float]] = {k: [] for k in kinds}
         for _ in range(args.rounds):
             for s, j in kinds:
                 n = args.writes * (10 if s == "memory" else 1)
-                times[(s, j)].append(await _writes(spaces[(s, j)], n, args.size, args.files))
+                wall, cpu = await _writes(spaces[(s, j)], n, args.size, args.files)
+                times[(s, j)].append(wall)
+                cpus[(s, j)].append(cpu)
         load = os.getloadavg()[0]
         print(
             f"size={args.size} B, writes per round {args.writes} (local) / {args.writes * 10}"
             f" (memory), rounds={args.rounds}, load average {load:.1f}"
         )
-        print("| store | journal | write, median | ratio (median of per-round ratios) |")
-        print("|---|---|---|---|")
+        print("| store | journal | write, median | ratio | CPU per write | CPU ratio |")
+        print("|---|---|---|---|---|---|")
         for s, j in kinds:
-            own = times[(s, j)]
-            ratios = [a / b for a, b in zip(own, times[(s, None)], strict=True)]
-            ratio = "" if j is None else f"{statistics.median(ratios):.2f}x"
-            print(f"| {s} | {j or '(none)'} | {statistics.median(own) * 1e6:.1f} us | {ratio} |")
+            cells = []
+            for table in (times, cpus):
+                own = table[(s, j)]
+                ratios = [a / b for a, b in zip(own, table[(s, None)], strict=True)]
+                ratio = "" if j is None else f"{statistics.median(ratios):.2f}x"
+                cells += [f"{statistics.median(own) * 1e6:.0f} us", ratio]
+            print(f"| {s} | {j or '(none)'} | " + " | ".join(cells) + " |")
         for j, journal in opened.items():
             changes, entries, content = journal.size()
             line = f"{j}: {changes} changes, {entries} entries, {content} content bytes"
