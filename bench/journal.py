@@ -8,7 +8,8 @@ run; storage per change; and ``revert`` of 1,000 changes.
 A write is ``Workspace.write`` of ``--size`` bytes over an existing file (so the journal reads,
 or knows, the content it replaces), on a local folder (each write durable) or in memory. For
 each store, the workspace without a journal and one per journal take turns, round after
-round, so a slow moment of a shared machine falls on all of them; each ratio is the median of
+round, each round begun by the next one (what one leaves the disk to do falls on all in
+turn), so a slow moment of a shared machine falls on all of them; each ratio is the median of
 the per-round ratios (journal / without, same round), of the wall clock and of the process's
 CPU time (every thread: the work the journal adds, whatever it overlaps). ``postgresql``
 keeps the journal in PostgreSQL (:class:`PgJournal`): the database ``--dsn``, or a server of
@@ -122,8 +123,8 @@ async def main() -> None:
             await _writes(ws, args.files, args.size, args.files)
         times: dict[tuple[str, str | None], list[float]] = {k: [] for k in kinds}
         cpus: dict[tuple[str, str | None], list[float]] = {k: [] for k in kinds}
-        for _ in range(args.rounds):
-            for s, j in kinds:
+        for r in range(args.rounds):
+            for s, j in kinds[r % len(kinds) :] + kinds[: r % len(kinds)]:  # each goes first
                 n = args.writes * (10 if s == "memory" else 1)
                 wall, cpu = await _writes(spaces[(s, j)], n, args.size, args.files)
                 times[(s, j)].append(wall)
