@@ -35,7 +35,7 @@ PUBLIC = {
 """The public modules (``docs/architecture.md``, "What is public"); all else may move."""
 HISTORY = {"decisions.md", "changes.md"}
 """Records of what was, quoted as it was: not teaching material."""
-INTERNAL_ERRORS = {"Abandoned"}
+INTERNAL_ERRORS = {"Abandoned", "JournalRetry"}
 """Error classes raised and caught inside Bastion only (never reach a caller)."""
 
 _FROM = re.compile(r"^\s*from (bastion[\w.]*) import (\([^)]*\)|[^\n]+)$", re.M)

@@ -16,6 +16,13 @@ the ticket is *abandoned*, and the work gives up at its next check:
 So a write that timed out while it waited for a lock was not made, and its thread is free
 again within 20 ms. Work outside a pool (no ticket) waits as long as it takes.
 
+A caller that must do something before a store's change is made, but need not wait for it
+before the store starts its work, sets :data:`COMMIT_GATE` around the store call: the work
+opens the :class:`Gate` at its commit point, in its worker thread, before the change (the
+change journal records the change there, while the store's temporary file is written and
+flushed, instead of before the store is called). What the gate raises, the call raises, and
+nothing is changed; a call abandoned while the gate was open has the gate's work taken back.
+
 A pool belongs to one store: a disk that hangs holds its own threads only, never another
 mount's. Its threads start when first needed; a child process made by ``fork`` starts with
 fresh pools (the parent's threads are not in it).
@@ -30,16 +37,18 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from bastion.core.errors import StoreUnavailableError
 
 __all__ = [
     "CALL_LIMIT",
+    "COMMIT_GATE",
     "Abandoned",
     "CallLimit",
+    "Gate",
     "Ticket",
     "Workers",
     "commit",
@@ -75,6 +84,25 @@ store applies it to its hops to a worker thread only, so that a call answered at
 read from the page cache) pays for no timer."""
 
 
+class Gate(Protocol):
+    """What a caller does at a store call's commit point (:data:`COMMIT_GATE`)."""
+
+    def open(self, ticket: Ticket) -> None:
+        """Called once, in the worker thread, before the change is made; raising gives the
+        change up. ``ticket`` says whether the caller is still waiting."""
+
+    def undo(self) -> None:
+        """The call was abandoned after :meth:`open` and before its change: take it back."""
+
+
+COMMIT_GATE: contextvars.ContextVar[Gate | None] = contextvars.ContextVar(
+    "bastion_commit_gate", default=None
+)
+"""Set by a caller around a store call: the :class:`Gate` the call's work opens at its commit
+point. Only a store that says ``gated_commits`` (every change it makes passes :func:`commit`
+in a pool) honours it; a caller must not rely on it otherwise."""
+
+
 class Abandoned(StoreUnavailableError):
     """Raised in a worker thread whose caller stopped waiting (nobody sees it but the pool)."""
 
@@ -82,12 +110,13 @@ class Abandoned(StoreUnavailableError):
 class Ticket:
     """One call's state, shared by the awaiting coroutine and the thread doing the work."""
 
-    __slots__ = ("_lock", "_state")
+    __slots__ = ("_gate", "_lock", "_state")
     _RUNNING, _ABANDONED, _COMMITTED = 0, 1, 2
 
-    def __init__(self) -> None:
+    def __init__(self, gate: Gate | None = None) -> None:
         self._lock = threading.Lock()
         self._state = self._RUNNING
+        self._gate = gate
 
     @property
     def abandoned(self) -> bool:
@@ -101,11 +130,21 @@ class Ticket:
             return self._state == self._ABANDONED
 
     def commit(self) -> None:
-        """Pass the commit point, or raise :class:`Abandoned` when the caller is gone."""
-        with self._lock:
-            if self._state == self._ABANDONED:
+        """Open the gate (once), then pass the commit point; raise :class:`Abandoned` when
+        the caller is gone (the gate's work taken back when it was opened)."""
+        gate, self._gate = self._gate, None
+        if gate is not None:
+            if self.abandoned:
                 raise Abandoned("the caller stopped waiting; nothing was changed")
-            self._state = self._COMMITTED
+            gate.open(self)
+        with self._lock:
+            passed = self._state != self._ABANDONED
+            if passed:
+                self._state = self._COMMITTED
+        if not passed:
+            if gate is not None:
+                gate.undo()
+            raise Abandoned("the caller stopped waiting; nothing was changed")
 
 
 _current = threading.local()
@@ -185,7 +224,7 @@ class Workers:
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """``fn(*args)`` in a worker thread. Cancelled while it runs, the call abandons its
         ticket (see the module doc) and raises ``CancelledError`` at once."""
-        ticket = Ticket()
+        ticket = Ticket(COMMIT_GATE.get())
         future = asyncio.get_running_loop().run_in_executor(
             self._executor(), _call, ticket, fn, args
         )
@@ -202,6 +241,10 @@ class Workers:
         except asyncio.CancelledError:
             ticket.abandon()
             raise
+
+    def submit(self, fn: Callable[..., T], *args: Any) -> Future[T]:
+        """``fn(*args)`` in a worker thread, from any thread; no ticket (it runs to its end)."""
+        return self._executor().submit(fn, *args)
 
     def close(self) -> None:
         """Let the threads go once their work is done; a later call starts new ones."""

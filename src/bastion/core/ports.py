@@ -63,6 +63,15 @@ class Store(ABC):
     bounds_own_waits: bool = False
     """Whether the store applies a mount's call time limit itself, hop by hop
     (``core.timeouts``); a wrapper says what the store it wraps says."""
+    ephemeral: bool = False
+    """Whether what the store holds goes with the process (the memory store): the change
+    journal then records its changes without flushing them to disk (a record need outlive
+    only the content it describes); a wrapper says what the store it wraps says."""
+    gated_commits: bool = False
+    """Whether every ``write``, ``delete`` and ``rename`` of the store passes
+    :func:`~bastion.core.offload.commit` in a worker pool before its change is made, so that a
+    caller's :data:`~bastion.core.offload.COMMIT_GATE` is opened first (the change journal
+    records there); a wrapper that only passes calls through says what its store says."""
 
     # -- primitives --------------------------------------------------------------------------
 

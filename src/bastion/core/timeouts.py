@@ -47,6 +47,8 @@ class TimedStore(Store):
         self.kind = inner.kind
         self._limit = CallLimit(timeout, self._unavailable)
         self.keeps_labels = inner.keeps_labels
+        self.gated_commits = inner.gated_commits
+        self.ephemeral = inner.ephemeral
         self._own = inner.bounds_own_waits
 
     def __getattr__(self, attr: str) -> Any:

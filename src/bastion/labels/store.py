@@ -109,6 +109,8 @@ class DocumentLabels(Store, LabelPort):
     def __init__(self, inner: Store, base: Labels, classifications: Classifications) -> None:
         self.inner = inner
         self.kind = inner.kind
+        self.gated_commits = inner.gated_commits
+        self.ephemeral = inner.ephemeral
         self._base = base
         self._order = classifications
         self._stores_labels = inner.keeps_labels

@@ -39,6 +39,7 @@ class MemoryStore(Store):
 
     kind = "memory"
     timeout = None  # in-process: nothing to wait for
+    ephemeral = True  # gone with the process
 
     def __init__(self) -> None:
         self._root = _Dir(time.time())

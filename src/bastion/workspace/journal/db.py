@@ -165,11 +165,19 @@ class _NotHeld(Exception):
 class Journal:
     """The journal file at ``path`` (created when missing), shared by every process."""
 
+    overlaps_commit = True
+    """Whether a record is best started ahead, in a thread of its own, so that its commit
+    overlaps the store's work (:mod:`~bastion.workspace.journal.gate`): yes, a durable
+    record's commit flushes the write-ahead log (``synchronous = FULL``), as long as the
+    store's own flush. A journal whose commits do not flush is best written at the store's
+    commit point, in the store's thread (no hop at all)."""
+
     def __init__(self, path: str | Path, retention: Retention | None = None) -> None:
         self.path = Path(path)
         self.retention = retention or Retention()
         self._lock = threading.Lock()
         self._since_prune = 0
+        self._sync = 1
         try:
             memory = str(path) == ":memory:"  # a journal of this process alone (tests)
             if not memory:
@@ -204,55 +212,76 @@ class Journal:
         entries: Sequence[tuple[str, State, State]],
         contents: Iterable[tuple[str, bytes]],
         held: Iterable[str] = (),
+        durable: bool = True,
     ) -> int | None:
         """Add ``entries`` (and the ``contents`` they name) to ``change``, or to a new change
         described by ``head`` (principal, tenant, thread, op, path, target); its id. ``held``:
         hashes of contents the entries name that the caller did not send, since the journal
         holds them (what the caller wrote there last); ``None``, and nothing recorded, when
-        one of them is no longer held (retention dropped it): the caller sends it then."""
+        one of them is no longer held (retention dropped it): the caller sends it then.
+        ``durable``: the commit is flushed to disk before it returns (a change to a store that
+        outlives the process); otherwise it survives the process, not the machine."""
         try:
-            with self._lock, self._db:
-                db = self._db
-                db.executemany(  # the first write: from here no other process prunes
-                    "INSERT OR IGNORE INTO blobs(hash, size, data) VALUES (?, ?, ?)",
-                    [(h, len(data), data) for h, data in contents],
-                )
-                for hash_ in held:
-                    if not db.execute("SELECT 1 FROM blobs WHERE hash = ?", (hash_,)).fetchone():
-                        raise _NotHeld
-                if (
-                    change is not None
-                    and not db.execute("SELECT 1 FROM changes WHERE id = ?", (change,)).fetchone()
-                ):
-                    change = None  # taken back (its first store call failed) or pruned
-                if change is None:
-                    cur = db.execute(
-                        "INSERT INTO changes(at, principal, tenant, thread, op, path, target)"
-                        " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                        (time.time(), *head),
-                    )
-                    change = int(cur.lastrowid or 0)
-                    seq = 0
-                else:
-                    row = db.execute(
-                        "SELECT COALESCE(MAX(seq) + 1, 0) FROM entries WHERE change_id = ?",
-                        (change,),
-                    ).fetchone()
-                    seq = int(row[0])
-                db.executemany(
-                    "INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    entry_rows(change, seq, entries),
-                )
-                self._since_prune += 1
-                if self._since_prune >= _PRUNE_EVERY:
-                    self._since_prune = 0
-                    self._prune(db)
+            with self._lock:
+                self._synchronous(2 if durable else 1)
+                return self._record(change, head, entries, contents, held)
         except _NotHeld:
             return None
         except sqlite3.Error as exc:
             raise JournalError(
                 f"the change journal cannot be written ({exc}); nothing was changed"
             ) from None
+
+    def _synchronous(self, level: int) -> None:
+        """``PRAGMA synchronous`` (1 NORMAL, 2 FULL) for the next transactions."""
+        if self._sync != level:
+            self._db.execute(f"PRAGMA synchronous={level}")
+            self._sync = level
+
+    def _record(
+        self,
+        change: int | None,
+        head: tuple[str, str | None, str | None, str, str, str | None],
+        entries: Sequence[tuple[str, State, State]],
+        contents: Iterable[tuple[str, bytes]],
+        held: Iterable[str],
+    ) -> int:
+        with self._db:
+            db = self._db
+            db.executemany(  # the first write: from here no other process prunes
+                "INSERT OR IGNORE INTO blobs(hash, size, data) VALUES (?, ?, ?)",
+                [(h, len(data), data) for h, data in contents],
+            )
+            for hash_ in held:
+                if not db.execute("SELECT 1 FROM blobs WHERE hash = ?", (hash_,)).fetchone():
+                    raise _NotHeld
+            if (
+                change is not None
+                and not db.execute("SELECT 1 FROM changes WHERE id = ?", (change,)).fetchone()
+            ):
+                change = None  # taken back (its first store call failed) or pruned
+            if change is None:
+                cur = db.execute(
+                    "INSERT INTO changes(at, principal, tenant, thread, op, path, target)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (time.time(), *head),
+                )
+                change = int(cur.lastrowid or 0)
+                seq = 0
+            else:
+                row = db.execute(
+                    "SELECT COALESCE(MAX(seq) + 1, 0) FROM entries WHERE change_id = ?",
+                    (change,),
+                ).fetchone()
+                seq = int(row[0])
+            db.executemany(
+                "INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                entry_rows(change, seq, entries),
+            )
+            self._since_prune += 1
+            if self._since_prune >= _PRUNE_EVERY:
+                self._since_prune = 0
+                self._prune(db)
         return change
 
     def forget(self, change: int, count: int) -> None:

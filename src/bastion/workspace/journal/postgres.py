@@ -88,6 +88,8 @@ def _reason(exc: BaseException) -> str:
 class PgJournal(Journal):
     """The change journal in the PostgreSQL database ``dsn`` (see the module doc)."""
 
+    overlaps_commit = True  # each commit waits for the server's flush: run it beside the store's
+
     def __init__(
         self, dsn: str, retention: Retention | None = None, *, timeout: float = 10.0
     ) -> None:
@@ -181,7 +183,11 @@ class PgJournal(Journal):
         entries: Sequence[tuple[str, State, State]],
         contents: Iterable[tuple[str, bytes]],
         held: Iterable[str] = (),
+        durable: bool = True,
     ) -> int | None:
+        """As :meth:`Journal.record`; every commit is flushed, ``durable`` or not: without the
+        flush a crash of the database would lose a record while the process, and a memory
+        store's content, live on."""
         blobs = [(h, len(data), data) for h, data in contents]
         wanted = list(held)
 

@@ -23,20 +23,25 @@ import asyncio
 import builtins
 import weakref
 from collections import OrderedDict
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from bastion.core.errors import IsADirectoryError_, NotFoundError
 from bastion.core.label_port import LabelPort
 from bastion.core.memo import Memo
 from bastion.core.models import FileInfo, Labels, WriteMode
+from bastion.core.offload import COMMIT_GATE
 from bastion.core.operation import GuardContext, Operation, operation_in_progress
 from bastion.core.paths import VPath
 from bastion.core.ports import ReadCheck, Store
 from bastion.labels.frontmatter import LABEL_BYTES
 from bastion.workspace.journal.db import ABSENT, Journal, State, digest
+from bastion.workspace.journal.gate import Head, JournalRetry, RecordGate
 
 __all__ = ["JournalledStore", "Threads"]
+
+T = TypeVar("T")
 
 _OPEN_CHANGES = 256
 """Operations remembered with the change they are recording into."""
@@ -150,28 +155,32 @@ class JournalledStore(Store):
         mode: WriteMode = WriteMode.OVERWRITE,
         if_version: str | None = None,
     ) -> FileInfo:
-        token = await self._record_write(path, data, mode, trust=True)
-        if token is None:  # the journal dropped what it held of the file: read it after all
-            token = await self._record_write(path, data, mode, trust=False)
-        assert token is not None  # nothing is taken as held without trust
+        def call() -> Awaitable[FileInfo]:
+            return self.inner.write(path, data, mode=mode, if_version=if_version)
+
         try:
-            info = await self.inner.write(path, data, mode=mode, if_version=if_version)
+            record, new_hash = await self._record_write(path, data, mode, trust=True)
+            try:
+                info = await self._journalled(record, call, gated=self.inner.gated_commits)
+            except JournalRetry:  # the journal dropped what it held of the file: read it
+                record, new_hash = await self._record_write(path, data, mode, trust=False)
+                info = await self._journalled(record, call, gated=self.inner.gated_commits)
         except BaseException:
             self._written.pop(path, None)
-            await self._forget(token[0], 1)
             raise
         if mode is WriteMode.APPEND or info.version is None:
             self._written.pop(path, None)  # an append's content is not what it sent
         else:
-            self._written[path] = (info.version, token[1])
+            self._written[path] = (info.version, new_hash)
         return info
 
     async def _record_write(
         self, path: VPath, data: bytes, mode: WriteMode, *, trust: bool
-    ) -> tuple[tuple[int, Operation | None], str] | None:
-        """Record the write of ``data`` at ``path`` (what it replaces, what it leaves): the
-        token of the record and the hash of what the file will hold; ``None`` when the journal
-        no longer holds the content taken from :attr:`_written` (``trust``)."""
+    ) -> tuple[_Record, str]:
+        """The record of the write of ``data`` at ``path`` (what it replaces, what it leaves)
+        and the hash of what the file will hold; with ``trust``, a content taken as held from
+        :attr:`_written` is not sent (the record fails with :class:`JournalRetry` when the
+        journal no longer holds it)."""
         before, old, held = ABSENT, b"", False
         if mode is not WriteMode.CREATE:
             check = self._unless_written(path) if trust and mode is WriteMode.OVERWRITE else None
@@ -192,8 +201,7 @@ class JournalledStore(Store):
         if before.hash is not None and before.hash != new_hash and not held:
             contents.append((before.hash, old))
         kept = (before.hash,) if held and before.hash is not None else ()
-        token = await self._record_held([(path, before, after)], contents, kept)
-        return None if token is None else (token, new_hash)
+        return self._prepare([(path, before, after)], contents, kept), new_hash
 
     def _unless_written(self, path: VPath) -> ReadCheck | None:
         """A read check that stops the read of ``path`` (:class:`_Unchanged`) when the file
@@ -211,12 +219,12 @@ class JournalledStore(Store):
 
     async def delete(self, path: VPath, *, recursive: bool = False) -> None:
         states, contents = await self._tree(path, recursive=recursive)
-        token = await self._record([(p, s, ABSENT) for p, s in states], contents)
-        try:
-            await self.inner.delete(path, recursive=recursive)
-        except BaseException:
-            await self._forget(token, len(states))
-            raise
+        record = self._prepare([(p, s, ABSENT) for p, s in states], contents, ())
+        await self._journalled(
+            record,
+            lambda: self.inner.delete(path, recursive=recursive),
+            gated=self.inner.gated_commits,
+        )
 
     async def rename(self, src: VPath, dst: VPath) -> None:
         states, contents = await self._tree(src, recursive=True)
@@ -233,20 +241,17 @@ class JournalledStore(Store):
             else:
                 moved[len(states)] = (dst, self._file(info, old), moved[len(states)][2])
                 contents.append((digest(old), old))
-        token = await self._record(moved, contents)
-        try:
-            await self.inner.rename(src, dst)
-        except BaseException:
-            await self._forget(token, len(moved))
-            raise
+        record = self._prepare(moved, contents, ())
+        await self._journalled(
+            record, lambda: self.inner.rename(src, dst), gated=self.inner.gated_commits
+        )
 
     async def mkdir(self, path: VPath) -> None:
-        token = await self._record([(path, ABSENT, State("dir", None, self._labels))], [])
-        try:
-            await self.inner.mkdir(path)
-        except BaseException:
-            await self._forget(token, 1)
-            raise
+        entry = (path, ABSENT, State("dir", None, self._labels))
+        # no store passes a commit point before making a folder: recorded first
+        await self._journalled(
+            self._prepare([entry], [], ()), lambda: self.inner.mkdir(path), gated=False
+        )
 
     # -- helpers -----------------------------------------------------------------------------
 
@@ -277,29 +282,18 @@ class JournalledStore(Store):
                 contents.append((digest(data), data))
         return states, contents
 
-    async def _record(
-        self,
-        entries: builtins.list[tuple[VPath, State, State]],
-        contents: builtins.list[tuple[str, bytes]],
-    ) -> tuple[int, Operation | None]:
-        token = await self._record_held(entries, contents, ())
-        assert token is not None  # nothing was taken as held
-        return token
-
-    async def _record_held(
+    def _prepare(
         self,
         entries: builtins.list[tuple[VPath, State, State]],
         contents: builtins.list[tuple[str, bytes]],
         held: tuple[str, ...],
-    ) -> tuple[int, Operation | None] | None:
-        """Record ``entries``; ``None`` when a content in ``held`` is gone from the journal
-        (nothing recorded)."""
+    ) -> _Record:
+        """What :meth:`Journal.record` is given for ``entries``, in the operation in progress
+        (its change, when an earlier store call of it opened one)."""
         op = operation_in_progress()
-        if not entries:
-            return 0, op
         change = None if op is None else self._threads.change_of(op)
         if op is None:
-            head: tuple[str, str | None, str | None, str, str, str | None] = (
+            head: Head = (
                 "(store)",
                 None,
                 None,
@@ -318,14 +312,76 @@ class JournalledStore(Store):
                 None if op.target is None else str(op.target),
             )
         rows = [(str(self._prefix.join(p)), b, a) for p, b, a in entries]
-        made = await asyncio.to_thread(self._journal.record, change, head, rows, contents, held)
-        if made is None:
-            return None
-        if op is not None and change != made:
-            self._threads.opened(op, made)
-        return made, op
+        return _Record(op, change, head, rows, contents, held, not self.inner.ephemeral)
 
-    async def _forget(self, token: tuple[int, Operation | None], count: int) -> None:
-        if not count or not token[0]:
-            return
-        await asyncio.to_thread(self._journal.forget, token[0], count)
+    async def _journalled(
+        self, record: _Record, call: Callable[[], Awaitable[T]], *, gated: bool
+    ) -> T:
+        """``call()`` (the store call), recorded in the journal before its change is made:
+        at the store's commit point when the store is ``gated``
+        (:mod:`~bastion.workspace.journal.gate`), else first. A journal that cannot be
+        written raises :class:`JournalError` and nothing is changed."""
+        if not record.rows:
+            return await call()
+        if gated:
+            gate = RecordGate(self._journal, *record.args)
+            token = COMMIT_GATE.set(gate)
+            try:
+                result = await call()
+            except BaseException as exc:
+                await gate.settle(wait=not isinstance(exc, asyncio.CancelledError))
+                raise
+            finally:
+                COMMIT_GATE.reset(token)
+            if gate.made is not None:
+                self._opened(record, gate.made)
+                return result
+            await gate.settle()  # the store made its change without opening the gate: record now
+            self._opened(record, await self._record_now(record))
+            return result
+        made = await self._record_now(record)
+        try:
+            result = await call()
+        except BaseException:
+            await asyncio.to_thread(self._journal.forget, made, len(record.rows))
+            raise
+        self._opened(record, made)
+        return result
+
+    async def _record_now(self, record: _Record) -> int:
+        made = await asyncio.to_thread(self._journal.record, *record.args)
+        if made is None:
+            raise JournalRetry("the journal no longer holds a content; recorded again")
+        return made
+
+    def _opened(self, record: _Record, made: int) -> None:
+        if record.op is not None and record.change != made:
+            self._threads.opened(record.op, made)
+
+
+@dataclass(frozen=True, slots=True)
+class _Record:
+    """One record, ready for :meth:`Journal.record`."""
+
+    op: Operation | None
+    change: int | None
+    head: Head
+    rows: builtins.list[tuple[str, State, State]]
+    contents: builtins.list[tuple[str, bytes]]
+    held: tuple[str, ...]
+    durable: bool
+    """Flushed when committed: the store outlives the process (a record need outlive only
+    what it describes)."""
+
+    @property
+    def args(
+        self,
+    ) -> tuple[
+        int | None,
+        Head,
+        builtins.list[tuple[str, State, State]],
+        builtins.list[tuple[str, bytes]],
+        tuple[str, ...],
+        bool,
+    ]:
+        return self.change, self.head, self.rows, self.contents, self.held, self.durable
