@@ -230,6 +230,20 @@ class LocalStore(Store):
                 raise NotFoundError(path=path)
         return await self._workers.run(self._stat, path)
 
+    def cached_presence(self, path: VPath) -> bool | None:
+        """Whether a file or a folder is at ``path``, as the kernel knows from memory
+        (``_cached``); ``None`` when it would have to look (a name never looked up), or for
+        anything else there. The guard writes a new name without a stat first when it is
+        not known to be there (``Admission.write``)."""
+        cached = self._cached
+        relative = relative_of(path)
+        if cached is None or relative is None:
+            return None
+        seen = cached.stat(relative)
+        if seen is MISSING:
+            return False
+        return True if isinstance(seen, os.stat_result) else None
+
     async def read_range(self, path: VPath, offset: int = 0, length: int | None = None) -> bytes:
         check_range(offset, length)
         if path.is_root:
@@ -304,6 +318,10 @@ class LocalStore(Store):
         pfd = self._parent_fd(path)
         try:
             st = lstat_at(pfd, last_name(path), path)
+            if st is None:
+                # a name about to be made (a write, a move's target): its labels' sidecar is
+                # asked for next, answered from memory once looked up here
+                prime_sidecar(pfd, last_name(path))
         finally:
             self._release(pfd)
         if st is None:
