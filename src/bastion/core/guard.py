@@ -172,6 +172,8 @@ class GuardedStore(Store):
                 await self._sidecars.admit(path, data, op, append=mode is WriteMode.APPEND)
             try:
                 info = await self._put(path, data, mode, if_version, unseen, op)
+            except AccessDeniedError:
+                raise  # the admission's refusal of what was there (a store never refuses access)
             except OperationError as exc:
                 if blind and isinstance(exc, _IN_THE_WAY):
                     raise self._d.taken(path, Action.WRITE, f"blind write onto {exc}", op) from None
