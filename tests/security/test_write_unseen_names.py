@@ -72,8 +72,8 @@ async def test_the_same_answer_as_a_write_that_looks_first(
 ) -> None:
     looked = _setup(tmp_path / "looked")
     expected = await _answer(looked, path, mode)
+    _unseen(monkeypatch, how)  # before the workspace is made: its guard asks once
     ws = _setup(tmp_path / "unseen")
-    _unseen(monkeypatch, how)
     before = {p.name: p.read_bytes() for p in (tmp_path / "unseen").iterdir()}
     assert await _answer(ws, path, mode) == expected
     after = {p.name: p.read_bytes() for p in (tmp_path / "unseen").iterdir()}
@@ -85,8 +85,8 @@ async def test_the_same_answer_as_a_write_that_looks_first(
 async def test_a_hidden_file_is_refused_and_kept(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ws = _setup(tmp_path)
     _unseen(monkeypatch, None)
+    ws = _setup(tmp_path)
     with pytest.raises(BastionError) as refused:
         await ws.write("/d/secret.md", "clobbered\n")
     assert not isinstance(refused.value, AlreadyExistsError)
@@ -96,9 +96,9 @@ async def test_a_hidden_file_is_refused_and_kept(
 async def test_a_visible_file_is_replaced_with_its_new_labels(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    _unseen(monkeypatch, None)
     ws = _setup(tmp_path)
     old = await ws.stat("/d/open.md")
-    _unseen(monkeypatch, None)
     info = await ws.write("/d/open.md", "---\nclassification: internal\n---\nnew\n")
     assert info.version != old.version
     assert info.labels is not None and info.labels.classification == "internal"
@@ -110,8 +110,8 @@ async def test_a_visible_file_is_replaced_with_its_new_labels(
 async def test_a_new_file_is_made_whole_with_its_labels(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ws = _setup(tmp_path)
     _unseen(monkeypatch, None)
+    ws = _setup(tmp_path)
     info = await ws.write("/d/new.md", "---\nclassification: internal\n---\nbody\n")
     assert info.labels is not None and info.labels.classification == "internal"
     assert (await ws.read_text("/d/new.md")).endswith("body\n")

@@ -8,6 +8,8 @@ delete or of a folder with protected entries. The guard runs the call once admit
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from bastion.core.decisions import Decisions
 from bastion.core.errors import LimitError, OperationError, PolicyDeniedError
 from bastion.core.hidden_tree import HiddenTree
@@ -35,6 +37,9 @@ class Admission:
         self.decide = decide
         self.tree = tree
         self.labelled = labelled
+        self._presence: Callable[[VPath], object] | None = getattr(store, "cached_presence", None)
+        """The store's ``cached_presence`` (a local store's), looked up once: the wrappers
+        around a store hand it on by attribute lookup, which costs a chain of misses."""
 
     async def stat_visible(self, path: VPath, op: Operation) -> FileInfo:
         """The entry at ``path`` when the principal may see it; else not found."""
@@ -146,7 +151,7 @@ class Admission:
         store's ``cached_presence``: the kernel's cache of names): ``False`` when the store
         knows nothing is there or would have to look; ``None`` for a store that cannot say
         (it is asked by a stat, as ever)."""
-        present = getattr(self.store, "cached_presence", None)
+        present = self._presence
         if present is None:
             return None
         return present(path) is True
