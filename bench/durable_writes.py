@@ -62,37 +62,43 @@ def child(scratch: Path, repeat: int, journal: bool) -> dict[str, dict[str, floa
         counter[0] += 1
         return f"f{counter[0]:06}.txt"
 
-    async def bastion(op: str) -> float:
+    def since(start: tuple[float, float]) -> tuple[float, float]:
+        return time.perf_counter() - start[0], time.process_time() - start[1]
+
+    def now() -> tuple[float, float]:
+        return time.perf_counter(), time.process_time()
+
+    async def bastion(op: str) -> tuple[float, float]:
         path = f"/s/{name()}"
         if op == "write_new":
-            t0 = time.perf_counter()
+            t0 = now()
             await ws.write(path, TEXT)
-            return time.perf_counter() - t0
+            return since(t0)
         await ws.write(path, TEXT)
-        t0 = time.perf_counter()
+        t0 = now()
         if op == "edit":
             await ws.edit(path, "EDITME", "EDITED")
         elif op == "move":
             await ws.move(path, path + ".moved")
         else:
             await ws.delete(path)
-        return time.perf_counter() - t0
+        return since(t0)
 
-    def raw(op: str) -> float:
+    def raw(op: str) -> tuple[float, float]:
         path = scratch / "r" / name()
         if op == "write_new":
-            t0 = time.perf_counter()
+            t0 = now()
             tree.raw_durable_write(path, PAYLOAD)
-            return time.perf_counter() - t0
+            return since(t0)
         tree.raw_durable_write(path, PAYLOAD)
-        t0 = time.perf_counter()
+        t0 = now()
         if op == "edit":
             tree.raw_durable_write(path, path.read_bytes().replace(b"EDITME", b"EDITED", 1))
         elif op == "move":
             tree.raw_durable_move(path, path.with_name(path.name + ".moved"))
         else:
             tree.raw_durable_delete(path)
-        return time.perf_counter() - t0
+        return since(t0)
 
     async def run() -> dict[str, dict[str, float]]:
         out: dict[str, dict[str, float]] = {}
@@ -100,10 +106,10 @@ def child(scratch: Path, repeat: int, journal: bool) -> dict[str, dict[str, floa
             await bastion(op)  # warm: the pool's threads, caches
             raw(op)
             b = [await bastion(op) if i % 2 else raw(op) for i in range(2 * repeat)]
-            out[op] = {
-                "bastion": statistics.median(b[1::2]),
-                "raw": statistics.median(b[0::2]),
-            }
+            for tool, got in (("bastion", b[1::2]), ("raw", b[0::2])):
+                out[op] = out.get(op, {})
+                out[op][tool] = statistics.median(wall for wall, _ in got)
+                out[op][tool + "_cpu"] = statistics.median(cpu for _, cpu in got)
         return out
 
     return asyncio.run(run())
@@ -140,18 +146,23 @@ def main() -> None:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f"load average {os.getloadavg()[0]:.2f}; {opts.rounds} rounds x {opts.repeat} calls")
-    print(
-        f"{'op':10} {'before ms':>10} {'after ms':>9} {'raw ms':>7} {'after/before':>13} "
-        f"{'before/raw':>11} {'after/raw':>10}"
-    )
-    for op in OPS:
-        med = {label: statistics.median(x[op]["bastion"] for x in got[label]) for label in got}
-        floor = statistics.median(x[op]["raw"] for label in got for x in got[label])
+    for clock, key in (("wall", ""), ("CPU of the process, all threads", "_cpu")):
+        print(f"\n{clock}: medians over rounds of each round's median")
         print(
-            f"{op:10} {med['before'] * 1e3:10.3f} {med['after'] * 1e3:9.3f} {floor * 1e3:7.3f} "
-            f"{med['after'] / med['before']:13.2f} {med['before'] / floor:11.2f} "
-            f"{med['after'] / floor:10.2f}"
+            f"{'op':10} {'before ms':>10} {'after ms':>9} {'raw ms':>7} {'after/before':>13} "
+            f"{'before/raw':>11} {'after/raw':>10}"
         )
+        for op in OPS:
+            med = {
+                label: statistics.median(x[op]["bastion" + key] for x in got[label])
+                for label in got
+            }
+            floor = statistics.median(x[op]["raw" + key] for label in got for x in got[label])
+            print(
+                f"{op:10} {med['before'] * 1e3:10.3f} {med['after'] * 1e3:9.3f} "
+                f"{floor * 1e3:7.3f} {med['after'] / med['before']:13.2f} "
+                f"{med['before'] / floor:11.2f} {med['after'] / floor:10.2f}"
+            )
 
 
 if __name__ == "__main__":
