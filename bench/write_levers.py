@@ -2,7 +2,7 @@
 
 A loaded machine swings from one second to the next, so two child processes (one per
 revision, as ``bench/durable_writes.py`` runs them) can land in different weather. Here one
-process holds three workspaces over three folders and calls them in turn, in a rotating
+process holds three workspaces over three folders and calls them in turn, in a shuffled
 order, with the raw floor beside them:
 
 * ``now``: the write path as it is (a new name written as a creation without a look first;
@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import random
 import statistics
 import sys
 import tempfile
@@ -66,9 +67,11 @@ async def run(calls: int, op: str) -> dict[str, list[float]]:
     labels.write = read_back
     times: dict[str, list[float]] = {name: [] for name in [*tools, "raw"]}
     order = list(times)
+    shuffle = random.Random(31).shuffle
     for i in range(calls):
         name = f"f{i:06}.txt"
-        for tool in order[i % 4 :] + order[: i % 4]:
+        shuffle(order)  # each tool before each other equally often: an fsync commits the
+        for tool in order:  # filesystem's journal, the previous call's changes with it
             if tool == "raw":
                 path = base / "raw" / name
                 if op == "edit":
