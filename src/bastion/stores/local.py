@@ -128,6 +128,7 @@ from bastion.stores._fd import (
     relative_of,
     remove_dir,
     remove_tree,
+    stamp_past,
     translate_error,
     unlink_quietly,
     version_of,
@@ -137,8 +138,6 @@ from bastion.stores._fd import (
 __all__ = ["TEMP_PREFIX", "LocalStore"]
 
 _RENAME_NOREPLACE = 1
-_STEPS_NS = (1_000, 1_000_000, 1_000_000_000, 2_000_000_000)
-"""Timestamp granularities of filesystems, finest first: microseconds to FAT's 2 seconds."""
 
 
 def _load_renameat2() -> Callable[..., int] | None:
@@ -566,25 +565,6 @@ class LocalStore(Store):
         self._last_ns = max(time.time_ns(), self._last_ns + 1, floor)
         return self._last_ns
 
-    def _stamp_past(self, fd: int, floor_ns: int, path: VPath) -> os.stat_result:
-        """Stamp ``fd`` later than ``floor_ns`` where the filesystem cut the stamp to its own
-        granularity (seconds on ext4 with small inodes, two seconds on FAT): the next step of
-        that granularity. Without it the version would repeat, and so let a stale
-        ``if_version`` through once an inode number comes back."""
-        for step in _STEPS_NS:
-            stamp = floor_ns + step
-            os.utime(fd, ns=(stamp, stamp))
-            st = os.fstat(fd)
-            if st.st_mtime_ns > floor_ns:
-                os.fsync(fd)
-                self._last_ns = max(self._last_ns, st.st_mtime_ns)
-                return st
-        raise StoreError(
-            f"{path}: this disk's file times cannot tell two versions apart; "
-            "mount the store on a filesystem with finer timestamps",
-            path=path,
-        )
-
     def _write_locked(
         self,
         pfd: int,
@@ -638,7 +618,8 @@ class LocalStore(Store):
             os.fsync(tfd)
             final = os.fstat(tfd)
             if current is not None and final.st_mtime_ns <= current.st_mtime_ns:
-                final = self._stamp_past(tfd, current.st_mtime_ns, path)
+                final = stamp_past(tfd, current.st_mtime_ns, path)
+                self._last_ns = max(self._last_ns, final.st_mtime_ns)
             commit()
             if mode is WriteMode.CREATE:
                 _link_new(pfd, tmp, name)
