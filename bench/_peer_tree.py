@@ -139,8 +139,28 @@ def raw_durable_write(path: Path, data: bytes) -> None:
     finally:
         os.close(fd)
     tmp.rename(path)
-    dfd = os.open(path.parent, os.O_RDONLY)
+    fsync_folder(path.parent)
+
+
+def fsync_folder(folder: Path) -> None:
+    """Make the entries of ``folder`` durable (a rename, a new name, a removal)."""
+    dfd = os.open(folder, os.O_RDONLY)
     try:
         os.fsync(dfd)
     finally:
         os.close(dfd)
+
+
+def raw_durable_move(src: Path, dst: Path) -> None:
+    """The floor of a durable move: rename, then fsync the folder(s) whose entries changed
+    (a rename that is not on disk yet may come back after a crash as the old name)."""
+    src.rename(dst)
+    fsync_folder(dst.parent)
+    if dst.parent != src.parent:
+        fsync_folder(src.parent)
+
+
+def raw_durable_delete(path: Path) -> None:
+    """The floor of a durable delete: unlink, then fsync the folder."""
+    path.unlink()
+    fsync_folder(path.parent)

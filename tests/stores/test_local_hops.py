@@ -1,6 +1,8 @@
 """What the local store sends to its worker threads (issue 31): a hop costs as much as a small
-read, and on a loaded machine a scheduler slice. A new file's write is the admission's look
-and the write (the sidecar lookup that labels its info is answered from memory), and grep
+read, and on a loaded machine a scheduler slice. A new file's write is one hop (the admission
+does not look at a name the kernel has never seen: the write is a creation, and only what it
+finds there is looked at; the sidecar lookup that labels its info is answered from memory);
+an edit and a delete are one hop, a move two (its target's look, and the rename); and grep
 over files in memory hops only to list folders, never per file; the answers are unchanged
 (a sidecar made by another program is still seen)."""
 
@@ -40,15 +42,36 @@ def _store(tmp_path: Path) -> LocalStore:
     return store
 
 
-async def test_a_new_file_is_written_in_two_hops(tmp_path: Path, hops: list[str]) -> None:
+async def test_a_new_file_is_written_in_one_hop(tmp_path: Path, hops: list[str]) -> None:
     ws = Workspace(
         [Mount.of("/d", _store(tmp_path), scope="read_write")], policy=Policy.allow_all()
     )
     await ws.write("/d/warm.txt", "warm\n")
     hops.clear()
     info = await ws.write("/d/new.txt", "hello\n")
-    assert hops == ["_stat", "_write"]
+    assert hops == ["_write"]
     assert info.labels is not None and info.labels.classification == "public"
+    assert (tmp_path / "new.txt").read_text() == "hello\n"
+
+
+async def test_edit_delete_and_move_hop_once_or_twice(tmp_path: Path, hops: list[str]) -> None:
+    ws = Workspace(
+        [Mount.of("/d", _store(tmp_path), scope="read_write")], policy=Policy.allow_all()
+    )
+    for name in ("e.txt", "m.txt", "x.txt"):
+        await ws.write(f"/d/{name}", "EDITME\n")
+    hops.clear()
+    await ws.edit("/d/e.txt", "EDITME", "EDITED")
+    assert hops == ["_write"]
+    hops.clear()
+    await ws.delete("/d/x.txt")
+    assert hops == ["_delete"]
+    hops.clear()
+    moved = await ws.move("/d/m.txt", "/d/moved.txt")
+    assert hops == ["_stat", "_rename"]  # the target's sidecar is answered from memory
+    assert moved.labels is not None and moved.labels.classification == "public"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["e.txt", "moved.txt"]
+    assert (tmp_path / "e.txt").read_text() == "EDITED\n"
 
 
 async def test_a_sidecar_made_after_the_write_is_still_seen(tmp_path: Path) -> None:

@@ -8,6 +8,8 @@ delete or of a folder with protected entries. The guard runs the call once admit
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from bastion.core.decisions import Decisions
 from bastion.core.errors import LimitError, OperationError, PolicyDeniedError
 from bastion.core.hidden_tree import HiddenTree
@@ -35,6 +37,9 @@ class Admission:
         self.decide = decide
         self.tree = tree
         self.labelled = labelled
+        self._presence: Callable[[VPath], object] | None = getattr(store, "cached_presence", None)
+        """The store's ``cached_presence`` (a local store's), looked up once: the wrappers
+        around a store hand it on by attribute lookup, which costs a chain of misses."""
 
     async def stat_visible(self, path: VPath, op: Operation) -> FileInfo:
         """The entry at ``path`` when the principal may see it; else not found."""
@@ -81,32 +86,32 @@ class Admission:
             raise self.decide.taken(dst, Action.WRITE, why, op)
         return found
 
-    async def write(self, path: VPath, size: int, mode: WriteMode, op: Operation) -> bool:
+    async def write(
+        self, path: VPath, size: int, mode: WriteMode, op: Operation, *, peek: bool = False
+    ) -> tuple[bool, bool]:
         """Refuse what a write of ``size`` bytes would refuse; whether it is blind (the
-        principal may not read ``path``: a write-only mount, a drop box by policy). A blind
-        write is told nothing of what is there (docs/policy.md, "Blind writes"): nothing is
-        looked at, and only the bytes written count against the size limit."""
+        principal may not read ``path``: a write-only mount, a drop box by policy), and whether
+        what is at ``path`` was left unseen. A blind write is told nothing of what is there
+        (docs/policy.md, "Blind writes"): nothing is looked at, and only the bytes written count
+        against the size limit.
+
+        ``peek``: the caller writes next and can take an unseen answer. Where the store cannot
+        tell from memory that something is at ``path`` (a new name: looking would cost a hop
+        to a worker thread), it is not looked at; the caller then writes it as a creation,
+        which changes nothing if something is there, and calls :meth:`replacing` before it
+        writes over what it found."""
         self.decide.scope(Action.WRITE, path)
         self.decide.writable_target(path, is_file=True)
         blind = self.decide.blind(path)
         may_read = not blind and self.decide.why_hidden(path, _FILE, None) is None
         existing: FileInfo | None = None
-        if (mode is WriteMode.APPEND and may_read) or (self.labelled and not blind):
-            try:
-                existing = await self.store.stat(path)
-            except OperationError:
-                existing = None  # missing, or in the way: the write itself says so
-        # A file labelled above a writer who may read the path is not there for it, so it
-        # can be neither seen nor clobbered.
-        if (
-            existing is not None
-            and existing.labels is not None
-            and not self.decide.ctx.admits(existing.labels)
-        ):
-            # a hidden file, or the sidecar of one (whether it has a sidecar yet or not): a
-            # change onto a hidden name, refused in the words of the policy
-            why = "sidecar of a hidden file" if labelled_file_of(path) is not None else LABELS_HIDE
-            raise self.decide.taken(path, Action.WRITE, why, op)
+        unseen = False
+        if mode is WriteMode.APPEND and may_read:
+            existing = await self._existing(path, op)
+        elif self.labelled and not blind:
+            unseen = peek and self._present_now(path) is False
+            if not unseen:
+                existing = await self._existing(path, op)
         total = size
         if mode is WriteMode.APPEND and may_read and existing is not None:
             # Only a file the principal may read counts with its current size: a refusal
@@ -119,7 +124,37 @@ class Admission:
                 f"{self.decide.full(path)}: {total} bytes is over the {limit}-byte file limit; "
                 "write a smaller file"
             )
-        return blind
+        return blind, unseen
+
+    async def replacing(self, path: VPath, op: Operation) -> None:
+        """Refuse a write onto what is at ``path`` (left unseen by :meth:`write`)."""
+        await self._existing(path, op)
+
+    async def _existing(self, path: VPath, op: Operation) -> FileInfo | None:
+        """The entry at ``path`` (``None``: missing, or in the way: the write itself says so),
+        refused when it is a file labelled above the writer."""
+        try:
+            existing = await self.store.stat(path)
+        except OperationError:
+            return None
+        # A file labelled above a writer who may read the path is not there for it, so it
+        # can be neither seen nor clobbered.
+        if existing.labels is not None and not self.decide.ctx.admits(existing.labels):
+            # a hidden file, or the sidecar of one (whether it has a sidecar yet or not): a
+            # change onto a hidden name, refused in the words of the policy
+            why = "sidecar of a hidden file" if labelled_file_of(path) is not None else LABELS_HIDE
+            raise self.decide.taken(path, Action.WRITE, why, op)
+        return existing
+
+    def _present_now(self, path: VPath) -> bool | None:
+        """Whether something is at ``path``, as the store knows without waiting (a local
+        store's ``cached_presence``: the kernel's cache of names): ``False`` when the store
+        knows nothing is there or would have to look; ``None`` for a store that cannot say
+        (it is asked by a stat, as ever)."""
+        present = self._presence
+        if present is None:
+            return None
+        return present(path) is True
 
     async def removal(
         self, path: VPath, verb: str, op: Operation, *, recursive: bool

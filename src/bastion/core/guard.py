@@ -53,6 +53,7 @@ __all__ = ["GuardContext", "GuardedStore", "Operation"]
 _FILE, _DIR = EntryKind.FILE, EntryKind.DIRECTORY
 _IN_THE_WAY = (AlreadyExistsError, IsADirectoryError_, NotADirectoryError_, UnsupportedFileError)
 """What a write finds in its way: on a blind write, told as a refusal in policy words."""
+_MAKES_WHOLE = (WriteMode.OVERWRITE, WriteMode.CREATE)
 
 
 class GuardedStore(Store):
@@ -167,13 +168,17 @@ class GuardedStore(Store):
         if_version: str | None = None,
     ) -> FileInfo:
         with self._op("write", path) as op:
-            blind = await self._admit.write(path, len(data), mode, op)
+            # (a mode given as a plain string is checked by the store's write, as it was)
+            peek = if_version is None and mode in _MAKES_WHOLE
+            blind, unseen = await self._admit.write(path, len(data), mode, op, peek=peek)
             if blind:
                 mode = blind_mode(self._d.full(path), mode, if_version)
             else:
                 await self._sidecars.admit(path, data, op, append=mode is WriteMode.APPEND)
             try:
-                info = await self.inner.write(path, data, mode=mode, if_version=if_version)
+                info = await self._put(path, data, mode, if_version, unseen, op)
+            except AccessDeniedError:
+                raise  # the admission's refusal of what was there (a store never refuses access)
             except OperationError as exc:
                 if blind and isinstance(exc, _IN_THE_WAY):
                     raise self._d.taken(path, Action.WRITE, f"blind write onto {exc}", op) from None
@@ -187,6 +192,28 @@ class GuardedStore(Store):
                 # stricter, a drop box): its labels are not told
                 info = FileInfo(info.path, info.kind, info.size, info.mtime, info.version)
             return info
+
+    async def _put(
+        self,
+        path: VPath,
+        data: bytes,
+        mode: WriteMode,
+        if_version: str | None,
+        unseen: bool,
+        op: Operation,
+    ) -> FileInfo:
+        """The store's write. Where admission left what is at ``path`` unseen (a new name:
+        looking would have cost a hop of its own), first as a creation, which changes nothing
+        when something is there; then what is there is looked at (and refused when hidden)
+        before it is written over."""
+        if unseen:
+            try:
+                return await self.inner.write(path, data, mode=WriteMode.CREATE)
+            except AlreadyExistsError:
+                await self._admit.replacing(path, op)
+                if mode is WriteMode.CREATE:
+                    raise
+        return await self.inner.write(path, data, mode=mode, if_version=if_version)
 
     async def delete(self, path: VPath, *, recursive: bool = False) -> None:
         with self._op("delete", path) as op:

@@ -219,6 +219,22 @@ class DocumentLabels(Store, LabelPort):
             _keep(self._last, (info.path.parts, base), labels)
         return labels
 
+    def _written(self, info: FileInfo, data: bytes) -> Labels:
+        """The labels of the version ``info`` that a write without a sidecar just made of
+        ``data``: worked out from the head it has (the one :meth:`_head` would read back) and
+        cached under that version, as :meth:`_labels` would."""
+        base = self._base_of(info)
+        key = (*_file_stamp(info), base, NO_SIDECAR.stamp())
+        labels = self._cache.get(key)
+        if labels is None:
+            probe = data[:_PROBE]
+            opens = len(probe) == _PROBE and _may_open_front_matter(probe)
+            head = data[:LABEL_BYTES] if opens else probe
+            labels = resolve_labels(base, self._order, head=head, where=str(info.path))
+            _keep(self._cache, key, labels)
+            _keep(self._last, (info.path.parts, base), labels)
+        return labels
+
     async def _compute(self, info: FileInfo, base: Labels, sidecar: Sidecar) -> Labels:
         head = await self._head(info)
         data = None
@@ -406,6 +422,11 @@ class DocumentLabels(Store, LabelPort):
         if labelled_file_of(path) is not None:
             return info  # never echo the labels of the file a sidecar describes
         try:
+            if mode is not WriteMode.APPEND and info.is_file:
+                # the bytes of the version written are ``data``: its head is not read back
+                sidecar = await find_sidecar(self.inner, info.path)
+                if sidecar.info is None and not sidecar.problem and sidecar.cacheable:
+                    return _with_labels(info, self._written(info, data))
             return await self._labelled(info)
         except NotFoundError:  # deleted since by another process: the write itself was done
             gone = "or file changed while read (NotFoundError)"

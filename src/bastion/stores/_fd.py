@@ -43,6 +43,8 @@ DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _CHUNK = 1 << 20
+_STEPS_NS = (1_000, 1_000_000, 1_000_000_000, 2_000_000_000)
+"""Timestamp granularities of filesystems, finest first: microseconds to FAT's 2 seconds."""
 # errno values an O_NOFOLLOW / O_DIRECTORY open returns when the entry is not what we want;
 # the entry is then inspected (without following it) to say what it is.
 _ODD_NAMES = frozenset({"", ".", ".."})
@@ -349,6 +351,25 @@ def make_temp(dir_fd: int, path: VPath, *, private: bool) -> tuple[str, int]:
         except OSError as exc:
             raise translate_error(exc, path) from exc
     raise StoreError(f"could not create a temporary file next to {path}; retry", path=path)
+
+
+def stamp_past(fd: int, floor_ns: int, path: VPath) -> os.stat_result:
+    """Stamp ``fd`` later than ``floor_ns`` where the filesystem cut the stamp to its own
+    granularity (seconds on ext4 with small inodes, two seconds on FAT): the next step of
+    that granularity; the file's status then. Without it the version would repeat, and so let
+    a stale ``if_version`` through once an inode number comes back."""
+    for step in _STEPS_NS:
+        stamp = floor_ns + step
+        os.utime(fd, ns=(stamp, stamp))
+        st = os.fstat(fd)
+        if st.st_mtime_ns > floor_ns:
+            os.fsync(fd)
+            return st
+    raise StoreError(
+        f"{path}: this disk's file times cannot tell two versions apart; "
+        "mount the store on a filesystem with finer timestamps",
+        path=path,
+    )
 
 
 def write_all(fd: int, data: memoryview) -> None:

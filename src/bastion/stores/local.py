@@ -128,6 +128,7 @@ from bastion.stores._fd import (
     relative_of,
     remove_dir,
     remove_tree,
+    stamp_past,
     translate_error,
     unlink_quietly,
     version_of,
@@ -137,8 +138,6 @@ from bastion.stores._fd import (
 __all__ = ["TEMP_PREFIX", "LocalStore"]
 
 _RENAME_NOREPLACE = 1
-_STEPS_NS = (1_000, 1_000_000, 1_000_000_000, 2_000_000_000)
-"""Timestamp granularities of filesystems, finest first: microseconds to FAT's 2 seconds."""
 
 
 def _load_renameat2() -> Callable[..., int] | None:
@@ -231,6 +230,20 @@ class LocalStore(Store):
                 raise NotFoundError(path=path)
         return await self._workers.run(self._stat, path)
 
+    def cached_presence(self, path: VPath) -> bool | None:
+        """Whether a file or a folder is at ``path``, as the kernel knows from memory
+        (``_cached``); ``None`` when it would have to look (a name never looked up), or for
+        anything else there. The guard writes a new name without a stat first when it is
+        not known to be there (``Admission.write``)."""
+        cached = self._cached
+        relative = relative_of(path)
+        if cached is None or relative is None:
+            return None
+        seen = cached.stat(relative)
+        if seen is MISSING:
+            return False
+        return True if isinstance(seen, os.stat_result) else None
+
     async def read_range(self, path: VPath, offset: int = 0, length: int | None = None) -> bytes:
         check_range(offset, length)
         if path.is_root:
@@ -305,6 +318,10 @@ class LocalStore(Store):
         pfd = self._parent_fd(path)
         try:
             st = lstat_at(pfd, last_name(path), path)
+            if st is None:
+                # a name about to be made (a write, a move's target): its labels' sidecar is
+                # asked for next, answered from memory once looked up here
+                prime_sidecar(pfd, last_name(path))
         finally:
             self._release(pfd)
         if st is None:
@@ -549,25 +566,6 @@ class LocalStore(Store):
         self._last_ns = max(time.time_ns(), self._last_ns + 1, floor)
         return self._last_ns
 
-    def _stamp_past(self, fd: int, floor_ns: int, path: VPath) -> os.stat_result:
-        """Stamp ``fd`` later than ``floor_ns`` where the filesystem cut the stamp to its own
-        granularity (seconds on ext4 with small inodes, two seconds on FAT): the next step of
-        that granularity. Without it the version would repeat, and so let a stale
-        ``if_version`` through once an inode number comes back."""
-        for step in _STEPS_NS:
-            stamp = floor_ns + step
-            os.utime(fd, ns=(stamp, stamp))
-            st = os.fstat(fd)
-            if st.st_mtime_ns > floor_ns:
-                os.fsync(fd)
-                self._last_ns = max(self._last_ns, st.st_mtime_ns)
-                return st
-        raise StoreError(
-            f"{path}: this disk's file times cannot tell two versions apart; "
-            "mount the store on a filesystem with finer timestamps",
-            path=path,
-        )
-
     def _write_locked(
         self,
         pfd: int,
@@ -621,7 +619,8 @@ class LocalStore(Store):
             os.fsync(tfd)
             final = os.fstat(tfd)
             if current is not None and final.st_mtime_ns <= current.st_mtime_ns:
-                final = self._stamp_past(tfd, current.st_mtime_ns, path)
+                final = stamp_past(tfd, current.st_mtime_ns, path)
+                self._last_ns = max(self._last_ns, final.st_mtime_ns)
             commit()
             if mode is WriteMode.CREATE:
                 _link_new(pfd, tmp, name)
