@@ -332,7 +332,7 @@ class GuardedStore(Store):
         """Refuse now what :meth:`write` of ``size`` bytes would refuse (nothing is written);
         with the ``data`` itself, also what it would refuse as a relabelling (a sidecar)."""
         with self._op("write", path) as op:
-            blind = await self._admit.write(path, size, mode, op)
+            blind, _ = await self._admit.write(path, size, mode, op)
             if data is not None and not blind:
                 await self._sidecars.admit(path, data, op, append=mode is WriteMode.APPEND)
 

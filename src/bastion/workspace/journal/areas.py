@@ -74,11 +74,12 @@ class AreaJournal(Journal):
         entries: Sequence[tuple[str, State, State]],
         contents: Iterable[tuple[str, bytes]],
         held: Iterable[str] = (),
+        durable: bool = True,
     ) -> int | None:
         principal, tenant, thread, op, path, target = head
         named = (principal, tenant, thread, op, self._out(path), target and self._out(target))
         rows = [(self._out(p), before, after) for p, before, after in entries]
-        return self.inner.record(change, named, rows, contents, held)
+        return self.inner.record(change, named, rows, contents, held, durable)
 
     def changes(
         self,
