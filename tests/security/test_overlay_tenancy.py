@@ -213,3 +213,30 @@ async def test_a_layer_under_the_old_key_is_read_by_no_principal(tmp_path: Path)
         assert await view.overlay("/code").changes() == []
     assert await old.read_all(P("/app.py")) == b"print('old layer')\n"
     assert await layered.read_all(P("/app.py")) == b"print('old shared')\n"
+
+
+async def test_the_search_never_finds_another_tenants_layer() -> None:
+    """The index is shared, and a write in a layer is indexed; a hit is checked against the
+    searcher's own view, so another tenant finds neither the words nor the new file."""
+    from bastion import MemoryStore, Mount
+    from bastion.knowledge.engine import Knowledge
+    from bastion.knowledge.index.memory import MemoryIndex
+
+    base = MemoryStore()
+    await base.write(P("/notes.md"), b"The base speaks of pelicans.\n")
+    mount = Mount.of("/code", ThreadLayers(base, MemoryStore()))
+    ws = Workspace(
+        [mount], policy=Policy.allow_all(), principal=A, knowledge=Knowledge(MemoryIndex())
+    )
+    await ws.index_directory("/code")
+    alpha = ws.with_thread("t1")
+    await alpha.write("/code/notes.md", "The layer speaks of walruses.\n")
+    await alpha.write("/code/new.md", "Zebras live in the layer.\n")
+    hits = {h.path for h in (await alpha.search("walruses zebras", mode="bm25", k=10)).hits}
+    assert hits == {"/code/notes.md", "/code/new.md"}
+    for view in (ws.with_principal(B), ws.with_principal(B).with_thread("t1")):
+        for word in ("walruses", "zebras"):
+            found = await view.search(word, mode="bm25", k=10)
+            assert not found.hits, word
+        pelicans = await view.search("pelicans", mode="bm25", k=10)
+        assert {h.path for h in pelicans.hits} == {"/code/notes.md"}
