@@ -110,9 +110,9 @@ async def test_a_thread_runs_over_its_own_layer(base: Path) -> None:
     assert await ws.read_text("/code/a.md") == "base a\n"  # not in the shared layer
     assert [c.path for c in await mine.overlay("/code").changes()] == ["/code/a.md"]
     assert _tree(base) == before
-    thread_layer = base.parent / "layers" / "threads" / "t-agent-1"
+    thread_layer = base.parent / "layers" / "tenants" / "n-default" / "threads" / "t-agent-1"
     assert (thread_layer / "a.md").read_text() == "mine\n"
-    assert os.listdir(base.parent / "layers" / "shared") == []
+    assert os.listdir(base.parent / "layers" / "tenants" / "n-default" / "shared") == []
 
 
 def test_no_overlay_is_bindable_even_when_it_names_its_base_inner(base: Path) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from bastion.core.overlay_port import LayerKey
 from bastion.core.paths import VPath
 from bastion.stores.local import LocalStore
 from bastion.stores.memory import MemoryStore
@@ -81,32 +82,40 @@ async def test_each_thread_has_its_own_layer() -> None:
     await base.write(P("/a.md"), b"base\n")
     store = ThreadLayers(base, layers)
     now: list[str | None] = [None]
-    store.thread_of = lambda: now[0]
+    store.layer_of = lambda: LayerKey("acme", now[0])
     await store.write(P("/a.md"), b"shared\n")
     now[0] = "t1"
     assert await store.read_all(P("/a.md")) == b"base\n"
     await store.write(P("/a.md"), b"t1\n")
     now[0] = None
     assert await store.read_all(P("/a.md")) == b"shared\n"
-    assert await layers.read_all(P("/threads/t-t1/a.md")) == b"t1\n"
-    assert await layers.read_all(P("/shared/a.md")) == b"shared\n"
-    assert await store.overlay("t1").changes() == {"/a.md": "write"}
+    assert await layers.read_all(P("/tenants/n-acme/threads/t-t1/a.md")) == b"t1\n"
+    assert await layers.read_all(P("/tenants/n-acme/shared/a.md")) == b"shared\n"
+    assert await store.overlay("t1", tenant="acme").changes() == {"/a.md": "write"}
     assert await base.read_all(P("/a.md")) == b"base\n"
 
 
 @pytest.mark.parametrize("thread", ["..", ".", "a/b", "x" * 500, "new\nline", "ä/ö", ""])
 def test_a_thread_folder_is_one_safe_name(thread: str) -> None:
-    folder = layer_folder(thread)
-    assert folder.parts[0] == "threads"
-    assert len(folder.parts) == 2
-    name = folder.parts[1]
+    folder = layer_folder(thread, "acme")
+    assert folder.parts[:3] == ("tenants", "n-acme", "threads")
+    assert len(folder.parts) == 4
+    name = folder.parts[3]
     assert name.startswith("t-") and len(name.encode()) <= 200
     assert name.isascii() and name.isprintable()
-    assert layer_folder(thread + "x") != folder
+    assert layer_folder(thread + "x", "acme") != folder
 
 
 def test_long_thread_names_stay_distinct() -> None:
-    assert layer_folder("x" * 500) != layer_folder("x" * 499 + "y")
+    assert layer_folder("x" * 500, "a") != layer_folder("x" * 499 + "y", "a")
+
+
+def test_the_store_used_directly_keeps_the_layout_of_before_tenants() -> None:
+    """No principal (the store used outside any workspace): the folders layers had before
+    they were kept per tenant, so an operator can still read and move an old layer."""
+    assert layer_folder(None, None) == P("/shared")
+    assert layer_folder("t1", None) == P("/threads/t-t1")
+    assert layer_folder("a/b", None) == P("/threads/t-a%2Fb")
 
 
 def test_a_file_layer_folder_is_made(tmp_path: Path) -> None:

@@ -82,7 +82,7 @@ def test_overlay_true_keeps_the_layers_under_dot_bastion(base: Path) -> None:
     config = WorkspaceConfig.from_file(base.parent / "bastion.toml")
     with config.opened(index_on_open=False) as aio:
         aio.sync().write("/code/x.txt", "x\n")
-    layer = base.parent / ".bastion" / "overlays" / "code" / "shared"
+    layer = base.parent / ".bastion" / "overlays" / "code" / "tenants" / "n-default" / "shared"
     assert (layer / "x.txt").read_text() == "x\n"
     assert not (base / "x.txt").exists()
 
@@ -116,8 +116,8 @@ def test_each_thread_works_on_its_own_layer(base: Path) -> None:
     assert done.conflicts == ("/code/src/app.py",)
     assert (base / "src" / "app.py").read_text() == "one\n"
     assert two.read_text("/code/src/app.py") == "two\n"
-    layers = base.parent / "layers" / "threads"
-    assert sorted(p.name for p in layers.iterdir()) == ["t-one", "t-two%2F..%2Fx"]
+    layers = base.parent / "layers" / "tenants" / "n-acme" / "threads"
+    assert sorted(p.name for p in layers.iterdir()) == ["t-one", "t-two%2F%2E%2E%2Fx"]
 
 
 def test_hidden_changes_are_not_told_nor_applied(base: Path) -> None:

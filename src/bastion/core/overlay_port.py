@@ -1,6 +1,6 @@
 """What the workspace asks of an overlay mount (``bastion.stores.overlay``): its change list,
-apply and discard, and for a store with a layer per thread, which thread a call is in. The
-workspace knows overlays only through these two ports."""
+apply and discard, and for a store with a layer per thread, which tenant and thread a call is
+in. The workspace knows overlays only through these two ports."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from bastion.core.paths import VPath
 from bastion.core.ports import Store
 
-__all__ = ["LayerChange", "Layered", "Overlay", "OverlayReport", "overlay_below"]
+__all__ = ["LayerChange", "LayerKey", "Layered", "Overlay", "OverlayReport", "overlay_below"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,15 +65,28 @@ class Overlay(ABC):
         """Drop the changes (``paths``, else the whole layer)."""
 
 
-class Layered(ABC):
-    """A store with an overlay per thread; :attr:`thread_of` names the thread of the call in
-    progress (the workspace sets it)."""
+@dataclass(frozen=True, slots=True)
+class LayerKey:
+    """Whose layer a call works in: a tenant's thread. Tenancy is a hard boundary, so the
+    same thread id in two tenants names two layers, and naming another tenant's thread id
+    reaches only one's own tenant's layer of that name (decision 0104)."""
 
-    thread_of: Callable[[], str | None]
+    tenant: str | None
+    """The caller's tenant (``None``: no principal, the store used directly, outside any
+    workspace operation)."""
+    thread: str | None = None
+    """The thread (``None``: the tenant's layer outside any thread)."""
+
+
+class Layered(ABC):
+    """A store with an overlay per tenant and thread; :attr:`layer_of` names the layer of the
+    call in progress (the workspace sets it)."""
+
+    layer_of: Callable[[], LayerKey]
 
     @abstractmethod
-    def overlay(self, thread: str | None) -> Overlay:
-        """``thread``'s own overlay (``None``: the one outside any thread)."""
+    def overlay(self, thread: str | None, *, tenant: str | None) -> Overlay:
+        """``tenant``'s layer of ``thread`` (``None``: the one outside any thread)."""
 
 
 def overlay_below(store: Store) -> Overlay | Layered | None:

@@ -1,11 +1,18 @@
-"""An overlay with a layer per thread: one base, and under one layer store a sub-folder for
-each thread (``/threads/<thread>``) and one for work done outside any thread (``/shared``).
+"""An overlay with a layer per tenant and thread: one base, and under one layer store a
+sub-folder for each tenant (``/tenants/n-<tenant>``) holding one for each of its threads
+(``threads/t-<thread>``) and one for its work done outside any thread (``shared``).
 
-The store does not know who calls it: :attr:`ThreadLayers.thread_of` answers the thread of
-the call in progress (the workspace sets it to its own record of which view acts in which
-thread). Each thread's layer is an :class:`~bastion.stores.overlay.OverlayStore` of its own,
-so a thread sees its own changes over the base and no other thread's; applying or discarding
-one thread's layer leaves the others as they are.
+The store does not know who calls it: :attr:`ThreadLayers.layer_of` answers the layer of the
+call in progress (the workspace sets it to the caller's tenant and its own record of which
+view acts in which thread). Each layer is an :class:`~bastion.stores.overlay.OverlayStore` of
+its own, so a thread sees its own changes over the base and no other thread's, and a tenant
+never reaches another tenant's layers, whatever thread id it names; applying or discarding one
+layer leaves the others as they are.
+
+Tenants and thread ids are untrusted strings: each is one folder name made of lower-case ASCII
+letters, digits, ``-`` and ``_``, every other byte of its UTF-8 spelling escaped as ``%XY``
+(so ``..``, ``/``, NUL, upper case and look-alike letters are spelt apart, even on a
+case-insensitive disk), hashed past 120 characters.
 
 The base is held as :attr:`ThreadLayers.base` and never as ``inner``: nothing that looks for
 the host folder below a store (the sandbox's direct bind) may find the base through it.
@@ -24,7 +31,7 @@ from urllib.parse import quote, urlsplit
 from bastion.core.errors import ConfigurationError
 from bastion.core.models import FileInfo, WriteMode
 from bastion.core.mounts import Mount
-from bastion.core.overlay_port import Layered
+from bastion.core.overlay_port import Layered, LayerKey
 from bastion.core.paths import VPath
 from bastion.core.ports import ReadCheck, Store
 from bastion.stores.folder import FolderStore
@@ -39,21 +46,51 @@ __all__ = [
 ]
 
 _SEGMENT = 120
-"""The longest thread name kept readable in its folder's name (longer ones are hashed)."""
+"""The longest name kept readable in its folder's name (longer ones are hashed)."""
+_PLAIN = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789-_")
+_DIRECT = LayerKey(None, None)
+"""The layer of a call with no principal: the store used directly, outside any workspace."""
 
 
-def layer_folder(thread: str | None) -> VPath:
-    """The folder of ``thread``'s layer under the layer store (``/shared`` for none)."""
-    if thread is None:
-        return VPath.parse("/shared")
-    name = quote(thread, safe="-_")
+def _utf8(raw: str) -> bytes:
+    return raw.encode("utf-8", "surrogatepass")  # a lone surrogate from Python: its own bytes
+
+
+def _name(raw: str) -> str:
+    """``raw`` as one folder name: plain bytes kept, every other one ``%XY`` (upper-case
+    hex), hashed past :data:`_SEGMENT` characters. Distinct strings give distinct names, even
+    compared without case."""
+    name = "".join(chr(b) if b in _PLAIN else f"%{b:02X}" for b in _utf8(raw))
     if len(name) > _SEGMENT:
-        name = name[:_SEGMENT] + "-" + hashlib.sha256(thread.encode()).hexdigest()[:16]
-    return VPath.parse("/threads").join(VPath.parse("/t-" + name))
+        name = name[:_SEGMENT] + "-" + hashlib.sha256(_utf8(raw)).hexdigest()[:16]
+    return name
+
+
+def _legacy_name(thread: str) -> str:
+    """A thread's folder name before layers were kept per tenant (decision 0094)."""
+    name = quote(_utf8(thread), safe="-_")
+    if len(name) > _SEGMENT:
+        name = name[:_SEGMENT] + "-" + hashlib.sha256(_utf8(thread)).hexdigest()[:16]
+    return name
+
+
+def layer_folder(thread: str | None, tenant: str | None) -> VPath:
+    """The folder of ``tenant``'s layer of ``thread`` under the layer store:
+    ``/tenants/n-<tenant>/threads/t-<thread>``, ``/tenants/n-<tenant>/shared`` outside any
+    thread. ``tenant`` ``None`` (the store used directly, no principal) keeps the layout of
+    before tenants: ``/threads/t-<thread>`` and ``/shared``; no workspace view reaches it."""
+    if tenant is None:
+        if thread is None:
+            return VPath.parse("/shared")
+        return VPath.parse("/threads").join(VPath.parse("/t-" + _legacy_name(thread)))
+    top = VPath.parse("/tenants").join(VPath.parse("/n-" + _name(tenant)))
+    if thread is None:
+        return top.join(VPath.parse("/shared"))
+    return top.join(VPath.parse("/threads")).join(VPath.parse("/t-" + _name(thread)))
 
 
 class ThreadLayers(Store, Layered):
-    """``base`` under a layer per thread, kept in ``layers``."""
+    """``base`` under a layer per tenant and thread, kept in ``layers``."""
 
     kind = "overlay"
 
@@ -61,28 +98,33 @@ class ThreadLayers(Store, Layered):
         self.base = base
         self.layers = layers
         self.timeout = base.timeout
-        self.thread_of: Callable[[], str | None] = lambda: None
-        """The thread of the call in progress (``None``: outside any thread)."""
-        self._overlays: dict[str | None, OverlayStore] = {}
-        self._made: set[str | None] = set()
+        self.layer_of: Callable[[], LayerKey] = lambda: _DIRECT
+        """The layer of the call in progress (by default the store's own, outside any
+        tenant and thread)."""
+        self._overlays: dict[LayerKey, OverlayStore] = {}
+        self._made: set[LayerKey] = set()
 
     def describe(self) -> str:
-        return f"overlay over {self.base.describe()} (a layer per thread)"
+        return f"overlay over {self.base.describe()} (a layer per tenant and thread)"
 
-    def overlay(self, thread: str | None) -> OverlayStore:
-        """``thread``'s own overlay (made on first use)."""
-        found = self._overlays.get(thread)
+    def overlay(self, thread: str | None, *, tenant: str | None) -> OverlayStore:
+        """``tenant``'s overlay of ``thread`` (made on first use)."""
+        return self._of(LayerKey(tenant, thread))
+
+    def _of(self, key: LayerKey) -> OverlayStore:
+        found = self._overlays.get(key)
         if found is None:
-            found = OverlayStore(self.base, FolderStore(self.layers, layer_folder(thread)))
-            self._overlays[thread] = found
+            folder = layer_folder(key.thread, key.tenant)
+            found = OverlayStore(self.base, FolderStore(self.layers, folder))
+            self._overlays[key] = found
         return found
 
     async def _current(self) -> OverlayStore:
-        thread = self.thread_of()
-        if thread not in self._made:  # the layer's folder, made once per thread
-            await self.layers.makedirs(layer_folder(thread))
-            self._made.add(thread)
-        return self.overlay(thread)
+        key = self.layer_of()
+        if key not in self._made:  # the layer's folder, made once per layer
+            await self.layers.makedirs(layer_folder(key.thread, key.tenant))
+            self._made.add(key)
+        return self._of(key)
 
     async def stat(self, path: VPath) -> FileInfo:
         return await (await self._current()).stat(path)

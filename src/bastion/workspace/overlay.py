@@ -68,10 +68,10 @@ class OverlayOutcome:
     """Dropped from the layer (the base shows through again)."""
 
 
-def _overlay_of(store: Store, thread: str | None) -> Overlay | None:
-    """The overlay of ``thread`` below a mount's wrappers."""
+def _overlay_of(store: Store, thread: str | None, tenant: str) -> Overlay | None:
+    """``tenant``'s overlay of ``thread`` below a mount's wrappers."""
     found = overlay_below(store)
-    return found.overlay(thread) if isinstance(found, Layered) else found
+    return found.overlay(thread, tenant=tenant) if isinstance(found, Layered) else found
 
 
 class OverlayReview:
@@ -97,7 +97,7 @@ class OverlayReview:
         guarded, rel = self._router.route(prefix)  # a mount it sees nothing of: not found
         if not rel.is_root:
             raise ConfigurationError(f"{prefix} is not a mount; name an overlay mount's prefix")
-        overlay = _overlay_of(guarded.mount.store, self._thread)
+        overlay = _overlay_of(guarded.mount.store, self._thread, self._ctx.principal.tenant)
         if overlay is None:
             raise ConfigurationError(
                 f"{prefix} is not an overlay mount; set overlay = true on it in bastion.toml"

@@ -10,7 +10,7 @@ from bastion.core.audit import AuditSink
 from bastion.core.label_port import LabelPort
 from bastion.core.mounts import MountTable
 from bastion.core.operation import operation_in_progress
-from bastion.core.overlay_port import Layered, overlay_below
+from bastion.core.overlay_port import Layered, LayerKey, overlay_below
 from bastion.core.paths import VPath
 from bastion.core.policy import Policy
 from bastion.core.ports import Store
@@ -56,14 +56,18 @@ class Shared:
         self.limiter = RateLimiter(policy.rate_limit) if policy.rate_limit else None
         self.knowledge = KnowledgeLink(knowledge, mounts) if knowledge is not None else None
         self.processes = ProcessGate()
-        for mount in mounts.mounts:  # an overlay's layer per thread: the thread of the call
+        for mount in mounts.mounts:  # an overlay's layer per tenant and thread: the caller's
             if isinstance(below := overlay_below(mount.store), Layered):
-                below.thread_of = self._thread_now
+                below.layer_of = self._layer_now
 
-    def _thread_now(self) -> str | None:
-        """The thread the view making the call in progress acts in."""
+    def _layer_now(self) -> LayerKey:
+        """The layer of the view making the call in progress: its principal's tenant and the
+        thread it acts in."""
         op = operation_in_progress()
-        return None if op is None else self.threads.thread_of(op.context)
+        if op is None:  # no principal's call: the store's own layer (decision 0104)
+            return LayerKey(None, None)
+        ctx = op.context
+        return LayerKey(ctx.principal.tenant, self.threads.thread_of(ctx))
 
 
 def bare(store: Store) -> Store:
