@@ -311,7 +311,33 @@ class DocumentLabels(Store, LabelPort):
         listings = _LISTINGS.get()
         if listings is not None:
             listings[self, path.parts] = (siblings, odd, folded)
-        return [await self._labelled(info, siblings, odd, folded) for info in infos]
+        out: builtins.list[FileInfo] = []
+        for info in infos:
+            known = self._known(info, siblings, odd, folded)
+            if known is None:
+                known = await self._labelled(info, siblings, odd, folded)
+            out.append(known)
+        return out
+
+    def _known(
+        self,
+        info: FileInfo,
+        siblings: dict[str, FileInfo],
+        odd: frozenset[str],
+        folded: frozenset[str],
+    ) -> FileInfo | None:
+        """What :meth:`_labelled` gives for an entry of a listing, when that is known without
+        waiting: a folder that is no sidecar's name as it is, an ordinary file whose labels the
+        cache holds for its version and its sidecar's; else ``None``."""
+        if labelled_file_of(info.path) is not None:
+            return None  # a sidecar, or a folder where one belongs
+        if info.is_dir:
+            return info
+        if not info.is_file or info.path.name.casefold() in folded:
+            return None
+        listed = listed_sidecar(info.path, siblings, odd)
+        labels = self._cached(info, NO_SIDECAR if listed is None else listed)
+        return None if labels is None else _with_labels(info, labels)
 
     async def read_file(
         self,

@@ -20,6 +20,7 @@ from bastion.core.errors import (
 )
 from bastion.core.globs import Glob
 from bastion.core.guard import GuardContext
+from bastion.core.listings import held_listings
 from bastion.core.models import FileInfo
 from bastion.core.paths import VPath
 from bastion.labels.store import listings_reused
@@ -48,7 +49,8 @@ class TreeOps:
     ) -> builtins.list[FileInfo]:
         """Entries under ``path``. (see :meth:`Workspace.list`)"""
         max_depth = depth if depth is not None else (None if recursive else 1)
-        with self._ctx.operation("list", path) as op:
+        ahead = None if max_depth is None else max_depth
+        with self._ctx.operation("list", path) as op, held_listings(ahead):
             vp = parse_in(op, path)
             info = await self._router.stat(vp)
             if not info.is_dir:
@@ -60,7 +62,7 @@ class TreeOps:
         self, pattern: str, *, path: str | VPath = "/", limit: int | None = None
     ) -> builtins.list[FileInfo]:
         """Entries matching a glob (``**/*.md``). (see :meth:`Workspace.glob`)"""
-        with self._ctx.operation("glob", path) as op:
+        with self._ctx.operation("glob", path) as op, held_listings(1):
             base = parse_in(op, path)
             full = pattern if pattern.startswith("/") else f"{str(base).rstrip('/')}/{pattern}"
             compiled = Glob.compile(full)
@@ -72,13 +74,18 @@ class TreeOps:
             if not start_info.is_dir:
                 return [start_info] if compiled.matches(start) else []
             found: builtins.list[FileInfo] = []
+            below = compiled.could_match_below
+
+            def wanted(path: VPath) -> bool:
+                return compiled.name_may_match(path.name) and compiled.matches(path)
+
             if compiled.max_depth is None:  # "**": the walk would go nearly everywhere
-                tree = await visible_tree(self._router, start)
-                walked = _aiter(tree.pruned(start, compiled.could_match_below))
+                tree = await visible_tree(self._router, start, wanted=wanted, below=below)
+                walked = _aiter(tree.pruned(start, below))
             else:
                 walked = self._walk_pruned(start, compiled)
             async for entry in walked:
-                if compiled.matches(entry.path):
+                if wanted(entry.path):
                     found.append(entry)
                     if limit is not None and len(found) >= limit:
                         break
