@@ -85,7 +85,8 @@ def child(root: Path, repeat: int, ops: list[str]) -> dict[str, dict[str, float]
             await ws.read_lines(f"/w/{page}", limit=100)
         else:
             assert mcp is not None
-            got = mcp.ask("tools/call", {"name": "list_files", "arguments": {"path": f"/w/{tree.LIST_FOLDER}"}})
+            arguments = {"path": f"/w/{tree.LIST_FOLDER}"}
+            got = mcp.ask("tools/call", {"name": "list_files", "arguments": arguments})
             assert not got["isError"], got
 
     raws: dict[str, Callable[[], object]] = {

@@ -88,7 +88,6 @@ import threading
 import time
 import unicodedata
 import weakref
-from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 
@@ -99,12 +98,11 @@ from bastion.core.errors import (
     IsADirectoryError_,
     NotADirectoryError_,
     NotFoundError,
-    OperationError,
     StoreError,
 )
-from bastion.core.models import FileInfo, WriteMode
 from bastion.core.listings import Held, Listing, held_now
-from bastion.core.offload import DISK_THREADS, Workers, checkpoint, commit, held
+from bastion.core.models import FileInfo, WriteMode
+from bastion.core.offload import DISK_THREADS, Workers, commit, held
 from bastion.core.paths import VPath
 from bastion.core.ports import ReadCheck, Store
 from bastion.stores._cached import MISSING, CachedReads, read_fast
@@ -112,7 +110,6 @@ from bastion.stores._common import check_range, conflict, refuse_unchecked
 from bastion.stores._fd import (
     DIR_FLAGS,
     TEMP_PREFIX,
-    child_path,
     copy_contents,
     info_of,
     last_name,
@@ -136,16 +133,11 @@ from bastion.stores._fd import (
     version_of,
     write_all,
 )
+from bastion.stores._listing import listed, scan_ahead
 
 __all__ = ["TEMP_PREFIX", "LocalStore"]
 
 _RENAME_NOREPLACE = 1
-_AHEAD_FOLDERS = 1024
-_AHEAD_ENTRIES = 20_000
-_AHEAD_SECONDS = 0.02
-"""How much one trip to a worker thread lists beyond the folder asked for (``_scan_ahead``):
-enough for a tree of a few thousand files in one trip, little enough that a folder the
-principal may not see costs the call a bounded, small amount of work."""
 _STEPS_NS = (1_000, 1_000_000, 1_000_000_000, 2_000_000_000)
 """Timestamp granularities of filesystems, finest first: microseconds to FAT's 2 seconds."""
 
@@ -285,7 +277,7 @@ class LocalStore(Store):
     async def list(self, path: VPath) -> list[FileInfo]:
         holding = held_now()
         if holding is None:
-            return await self._workers.run(self._list, path)
+            return await self._workers.run(listed, self._open_dir, path)
         return builtins.list((await self._held(holding, path))[0])
 
     async def odd_names(self, path: VPath) -> frozenset[str]:
@@ -302,7 +294,7 @@ class LocalStore(Store):
         if found is not None:
             return found
         more = [VPath(p) for p in holding.expected(self, path.parts)]
-        scanned = await self._workers.run(self._scan_ahead, path, holding.ahead, more)
+        scanned = await self._workers.run(scan_ahead, self._open_dir, path, holding.ahead, more)
         for parts, listing in scanned.items():
             if holding.get(self, parts) is None:
                 holding.put(self, parts, listing)
@@ -413,68 +405,6 @@ class LocalStore(Store):
                 if lock_fd >= 0:
                     os.close(lock_fd)
                 os.close(pfd)
-
-    def _list(self, path: VPath) -> builtins.list[FileInfo]:
-        return self._scan(path)[0]
-
-    def _scan(self, path: VPath) -> Listing:
-        """One pass over the folder ``path``: its entries (regular files and folders whose
-        names address them) and its odd names (``_odd_names``), from one ``lstat`` each."""
-        fd = self._open_dir(path)
-        entries: builtins.list[FileInfo] = []
-        odd: set[str] = set()
-        try:
-            with os.scandir(fd) as it:  # scandir works on a duplicate and leaves fd open
-                for entry in it:
-                    name = entry.name
-                    if name.startswith(TEMP_PREFIX):
-                        continue
-                    try:
-                        st = entry.stat(follow_symlinks=False)
-                    except FileNotFoundError:
-                        continue  # removed while listing
-                    plain = stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)
-                    nfc = name if name.isascii() else unicodedata.normalize("NFC", name)
-                    if nfc != name or not plain:
-                        odd.add(nfc)
-                    if plain and (child := child_path(path, name)) is not None:
-                        entries.append(info_of(child, st))
-        except OSError as exc:
-            raise translate_error(exc, path) from exc
-        finally:
-            os.close(fd)
-        return entries, frozenset(odd)
-
-    def _scan_ahead(
-        self, path: VPath, ahead: int | None, more: builtins.list[VPath]
-    ) -> dict[tuple[str, ...], Listing]:
-        """``path`` scanned (its failure raised), then, breadth first and within
-        :data:`_AHEAD_FOLDERS`, :data:`_AHEAD_ENTRIES` and :data:`_AHEAD_SECONDS`, the folders
-        ``more`` and those up to ``ahead`` levels below each (``None``: any depth). A folder
-        that cannot be listed is left out: asked for later, its own listing says why."""
-        first = self._scan(path)
-        out = {path.parts: first}
-        queue: deque[tuple[VPath, int]] = deque((folder, 0) for folder in more)
-        if ahead is None or ahead > 0:
-            queue.extend((e.path, 1) for e in first[0] if e.is_dir)
-        entries = len(first[0])
-        deadline = time.monotonic() + _AHEAD_SECONDS
-        while queue and len(out) < _AHEAD_FOLDERS and entries < _AHEAD_ENTRIES:
-            folder, level = queue.popleft()
-            if folder.parts in out:
-                continue
-            if time.monotonic() > deadline:
-                break
-            checkpoint()
-            try:
-                listing = self._scan(folder)
-            except OperationError:
-                continue
-            out[folder.parts] = listing
-            entries += len(listing[0])
-            if ahead is None or level < ahead:
-                queue.extend((e.path, level + 1) for e in listing[0] if e.is_dir)
-        return out
 
     def _odd_names(self, path: VPath) -> frozenset[str]:
         fd = self._open_dir(path)

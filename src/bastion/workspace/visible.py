@@ -109,7 +109,6 @@ async def _store_subtree(
 ) -> dict[_Parts, list[FileInfo]]:
     """The shown children of every folder under ``start`` in one mount, by workspace path
     (``start`` is at ``at``): each folder listed once."""
-    inner = guarded.inner
     seen: dict[_Parts, tuple[bool, list[FileInfo]]] = {}
     order: list[_Parts] = []
     level = [start]
@@ -153,7 +152,6 @@ async def _wanted_subtree(
     """:func:`_store_subtree` for :func:`visible_tree` with ``wanted``: each folder's wanted
     entries that the principal sees (a folder: and that is shown) and the folders it sees
     that the walk goes into (``into``), by workspace path, in name order."""
-    inner = guarded.inner
     depth = len(start.parts)
     out: dict[_Parts, list[FileInfo]] = {}
     level = [start]
