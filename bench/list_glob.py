@@ -5,7 +5,9 @@ of 50 files listed, 100 lines of a 15 KB file read, and that folder listed over 
 ``bastion mcp``, one JSON-RPC request at a time) and the raw Python floor of each, in child
 processes: one child per revision and round, alternating, so both see the same load. Prints
 the median of each, and the ratios (after/before, and each against the raw floor). The MCP
-floor is the same listing done raw (no server).
+floor is the same listing done raw (no server). Beside the wall-clock medians, the CPU each
+call used (the process's own, worker threads included; for MCP the server process's): on a
+loaded machine the steadier measure of the work a call does.
 
     PYTHONPATH=src python bench/list_glob.py --base main --rounds 7
 """
@@ -60,6 +62,11 @@ class McpClient:
             raise SystemExit(f"MCP call failed: {answer}")
         return dict(answer["result"])
 
+    def cpu(self) -> float:
+        """Seconds of CPU the server process has used (user and system, from ``/proc``)."""
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def close(self) -> None:
         assert self.proc.stdin is not None
         self.proc.stdin.close()
@@ -102,14 +109,21 @@ def child(root: Path, repeat: int, ops: list[str]) -> dict[str, dict[str, float]
             await bastion(op)  # warm: caches, compiled pattern
             b: list[float] = []
             r: list[float] = []
+            cpu = 0.0
             for _ in range(repeat):
+                c0 = mcp.cpu() if op == "mcp_list" and mcp else time.process_time()
                 t0 = time.perf_counter()
                 await bastion(op)
                 b.append(time.perf_counter() - t0)
+                cpu += (mcp.cpu() if op == "mcp_list" and mcp else time.process_time()) - c0
                 t0 = time.perf_counter()
                 raws[op]()
                 r.append(time.perf_counter() - t0)
-            out[op] = {"bastion": statistics.median(b), "raw": statistics.median(r)}
+            out[op] = {
+                "bastion": statistics.median(b),
+                "raw": statistics.median(r),
+                "cpu": cpu / repeat,
+            }
         return out
 
     try:
@@ -145,15 +159,16 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
     print(
         f"{'op':12} {'before ms':>10} {'after ms':>9} {'raw ms':>7} {'after/before':>13} "
-        f"{'before/raw':>11} {'after/raw':>10}"
+        f"{'before/raw':>11} {'after/raw':>10} {'cpu before':>11} {'cpu after':>10}"
     )
     for op in opts.ops.split(","):
         med = {label: statistics.median(x[op]["bastion"] for x in got[label]) for label in got}
+        cpu = {label: statistics.median(x[op]["cpu"] for x in got[label]) for label in got}
         floor = statistics.median(x[op]["raw"] for label in got for x in got[label])
         print(
             f"{op:12} {med['before'] * 1e3:10.3f} {med['after'] * 1e3:9.3f} {floor * 1e3:7.3f} "
             f"{med['after'] / med['before']:13.2f} {med['before'] / floor:11.1f} "
-            f"{med['after'] / floor:10.1f}"
+            f"{med['after'] / floor:10.1f} {cpu['before'] * 1e3:11.3f} {cpu['after'] * 1e3:10.3f}"
         )
     print(f"load average: {os.getloadavg()[0]:.2f}")
 

@@ -33,7 +33,7 @@ Listing = tuple[list[FileInfo], frozenset[str]]
 class Held:
     """The listings held by one call, by store and folder."""
 
-    __slots__ = ("_expected", "ahead", "folders")
+    __slots__ = ("_expected", "_expected_set", "ahead", "folders")
 
     def __init__(self, ahead: int | None) -> None:
         self.ahead = ahead
@@ -41,25 +41,27 @@ class Held:
         as its own bound allows)."""
         self.folders: dict[tuple[object, tuple[str, ...]], Listing] = {}
         self._expected: list[tuple[str, ...]] = []
-
-    def expect(self, folders: list[tuple[str, ...]]) -> None:
-        """Say that the call is about to list these folders, in this order, from one store (a
-        walk's next level): that store may list them in the trip it makes for the first."""
-        self._expected = folders
-
-    def expected(self, store: object, first: tuple[str, ...]) -> list[tuple[str, ...]]:
-        """The folders expected with ``first`` and not held yet for ``store`` (``first`` left
-        out); none when ``first`` is not one of them. Taken once."""
-        folders, self._expected = self._expected, []
-        if first not in folders:
-            return []
-        return [f for f in folders if f != first and (store, f) not in self.folders]
+        self._expected_set: frozenset[tuple[str, ...]] = frozenset()
 
     def get(self, store: object, parts: tuple[str, ...]) -> Listing | None:
         return self.folders.get((store, parts))
 
     def put(self, store: object, parts: tuple[str, ...], listing: Listing) -> None:
         self.folders[store, parts] = listing
+
+    def expect(self, folders: list[tuple[str, ...]]) -> None:
+        """Say that the call is about to list these folders, in this order, from one store (a
+        walk's next level): that store may list them in the trip it makes for the first."""
+        self._expected = folders
+        self._expected_set = frozenset(folders)
+
+    def expected(self, store: object, first: tuple[str, ...]) -> list[tuple[str, ...]]:
+        """The folders expected with ``first`` and not held yet for ``store`` (``first`` left
+        out); none when ``first`` is not one of them."""
+        if first not in self._expected_set:
+            return []
+        held = self.folders
+        return [f for f in self._expected if f != first and (store, f) not in held]
 
 
 _HELD: ContextVar[Held | None] = ContextVar("bastion_held_listings", default=None)

@@ -306,7 +306,9 @@ class DocumentLabels(Store, LabelPort):
         folded = frozenset(  # files whose sidecar is listed in another case (rare)
             target.name.casefold()
             for name in siblings
-            if in_other_case(name) and (target := labelled_file_of(path.child(name))) is not None
+            if _may_be_sidecar(name)
+            and in_other_case(name)
+            and (target := labelled_file_of(path.child(name))) is not None
         )
         listings = _LISTINGS.get()
         if listings is not None:
@@ -329,7 +331,7 @@ class DocumentLabels(Store, LabelPort):
         """What :meth:`_labelled` gives for an entry of a listing, when that is known without
         waiting: a folder that is no sidecar's name as it is, an ordinary file whose labels the
         cache holds for its version and its sidecar's; else ``None``."""
-        if labelled_file_of(info.path) is not None:
+        if _may_be_sidecar(info.path.name) and labelled_file_of(info.path) is not None:
             return None  # a sidecar, or a folder where one belongs
         if info.is_dir:
             return info
@@ -448,6 +450,13 @@ class DocumentLabels(Store, LabelPort):
 
     async def odd_names(self, path: VPath) -> frozenset[str]:
         return await self.inner.odd_names(path)
+
+
+def _may_be_sidecar(name: str) -> bool:
+    """False when ``name`` cannot be a sidecar's in any case: the suffix ends in ``l``, and an
+    ASCII last character folds only to its own lower case (a quick test, per listed name)."""
+    last = name[-1:]
+    return last in "lL" or not last.isascii()
 
 
 def _may_open_front_matter(probe: bytes) -> bool:
