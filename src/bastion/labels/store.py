@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import builtins
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
@@ -299,7 +299,11 @@ class DocumentLabels(Store, LabelPort):
     async def entries(self, path: VPath) -> builtins.list[FileInfo]:
         return await self.inner.list(path)  # no labels worked out: stat an entry for them
 
-    async def list(self, path: VPath) -> list[FileInfo]:
+    async def list(
+        self, path: VPath, *, only: Callable[[FileInfo], bool] | None = None
+    ) -> list[FileInfo]:
+        """The entries of ``path`` with their labels; with ``only``, just the entries it keeps
+        (a glob's candidates: the others' labels are not worked out)."""
         infos = await self.inner.list(path)
         siblings = {info.path.name: info for info in infos}
         odd = await odd_names_of(self.inner, path) if any(i.is_file for i in infos) else frozenset()
@@ -315,6 +319,8 @@ class DocumentLabels(Store, LabelPort):
             listings[self, path.parts] = (siblings, odd, folded)
         out: builtins.list[FileInfo] = []
         for info in infos:
+            if only is not None and not only(info):
+                continue
             known = self._known(info, siblings, odd, folded)
             if known is None:
                 known = await self._labelled(info, siblings, odd, folded)

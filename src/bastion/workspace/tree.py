@@ -80,7 +80,9 @@ class TreeOps:
                 return compiled.name_may_match(path.name) and compiled.matches(path)
 
             if compiled.max_depth is None:  # "**": the walk would go nearly everywhere
-                tree = await visible_tree(self._router, start, wanted=wanted, below=below)
+                tree = await visible_tree(
+                    self._router, start, wanted=wanted, below=below, named=compiled.name_may_match
+                )
                 walked = _aiter(tree.pruned(start, below))
             else:
                 walked = self._walk_pruned(start, compiled)

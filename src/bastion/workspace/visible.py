@@ -21,6 +21,7 @@ from bastion.core.guard import GuardedStore
 from bastion.core.listings import held_listings
 from bastion.core.models import Action, EntryKind, FileInfo
 from bastion.core.paths import VPath
+from bastion.labels.store import DocumentLabels
 from bastion.workspace.routing import Router
 
 __all__ = ["VisibleTree", "visible_tree"]
@@ -66,6 +67,7 @@ async def visible_tree(
     *,
     wanted: Callable[[VPath], bool] | None = None,
     below: Callable[[VPath], bool] | None = None,
+    named: Callable[[str], bool] | None = None,
 ) -> VisibleTree:
     """The tree under ``root`` (a folder the caller has already stat-ed through the guard).
 
@@ -75,7 +77,8 @@ async def visible_tree(
     ``below`` lets the walk go into, so that :meth:`VisibleTree.pruned` with the same ``below``
     gives the entries of the full tree that are ``wanted``, in the same order. Only a wanted
     folder is asked whether it is shown (holds something the principal may see): below a
-    folder not shown nothing is seen, so going into it finds nothing to give."""
+    folder not shown nothing is seen, so going into it finds nothing to give. ``named``: a
+    quick test of a name that ``wanted`` implies (a glob's last segment), tried first."""
     children: dict[_Parts, list[FileInfo]] = {}
     stack = [root]
     while stack:
@@ -100,7 +103,8 @@ async def visible_tree(
         if wanted is None:
             children.update(await _store_subtree(guarded, start, folder))
         else:
-            children.update(await _wanted_subtree(guarded, start, folder, wanted, below))
+            found = await _wanted_subtree(guarded, start, folder, wanted, below, named)
+            children.update(found)
     return VisibleTree(children)
 
 
@@ -148,11 +152,20 @@ async def _wanted_subtree(
     at: VPath,
     wanted: Callable[[VPath], bool],
     into: Callable[[VPath], bool] | None,
+    named: Callable[[str], bool] | None,
 ) -> dict[_Parts, list[FileInfo]]:
     """:func:`_store_subtree` for :func:`visible_tree` with ``wanted``: each folder's wanted
     entries that the principal sees (a folder: and that is shown) and the folders it sees
     that the walk goes into (``into``), by workspace path, in name order."""
     depth = len(start.parts)
+
+    def candidate(entry: FileInfo) -> bool:  # folders are all looked at; files if wanted
+        if not entry.is_file:
+            return True
+        if named is not None and not named(entry.path.name):
+            return False
+        return wanted(VPath(at.parts + entry.path.parts[depth:]))
+
     out: dict[_Parts, list[FileInfo]] = {}
     level = [start]
     with held_listings() as holding:
@@ -160,7 +173,7 @@ async def _wanted_subtree(
             holding.expect([folder.parts for folder in level])
             deeper: list[VPath] = []
             for folder in level:
-                entries = await _listed(guarded, folder)
+                entries = await _listed(guarded, folder, candidate)
                 if entries is None:
                     continue
                 kept: list[FileInfo] = []
@@ -184,10 +197,16 @@ async def _wanted_subtree(
     return out
 
 
-async def _listed(guarded: GuardedStore, folder: VPath) -> list[FileInfo] | None:
-    """The store's entries of ``folder``, labelled; ``None`` where the walk skips it."""
+async def _listed(
+    guarded: GuardedStore, folder: VPath, only: Callable[[FileInfo], bool] | None = None
+) -> list[FileInfo] | None:
+    """The store's entries of ``folder``, labelled; ``None`` where the walk skips it. With
+    ``only``, the entries it keeps (others may be left out: only they are labelled)."""
+    inner = guarded.inner
     try:
-        return await guarded.inner.list(folder)
+        if only is not None and isinstance(inner, DocumentLabels):
+            return await inner.list(folder, only=only)
+        return await inner.list(folder)
     except _SKIPPED:
         return None
     except OperationError:
