@@ -170,27 +170,38 @@ async def _wanted_subtree(
     level = [start]
     with held_listings() as holding:
         while level:  # breadth first: a level's folders are listed in one trip
-            holding.expect([folder.parts for folder in level])
+            expected = [folder.parts for folder in level]
+            holding.expect(expected)
             deeper: list[VPath] = []
             for folder in level:
                 entries = await _listed(guarded, folder, candidate)
                 if entries is None:
                     continue
                 kept: list[FileInfo] = []
+                asked: list[tuple[FileInfo, VPath, bool]] = []  # folders wanted: shown?
                 for e in entries:
                     full = VPath(at.parts + e.path.parts[depth:])
                     if e.is_dir:
                         go = into is None or into(full)
                         if not (go or wanted(full)) or not guarded.visible(e):
                             continue
-                        if wanted(full) and await guarded.lookup(e.path) is None:
+                        if wanted(full):
+                            asked.append((e, full, go))
+                            continue
+                        deeper.append(e.path)
+                    elif not wanted(full) or not guarded.visible(e):
+                        continue
+                    kept.append(_shown_as(e, full))
+                if asked:  # their listings in one trip, then the walk's level again
+                    holding.expect([e.path.parts for e, _, _ in asked])
+                    for e, full, go in asked:
+                        if await guarded.lookup(e.path) is None:
                             continue  # a folder of hidden entries only: not shown, and
                             # nothing below it is seen
                         if go:
                             deeper.append(e.path)
-                    elif not wanted(full) or not guarded.visible(e):
-                        continue
-                    kept.append(_shown_as(e, full))
+                        kept.append(_shown_as(e, full))
+                    holding.expect(expected)
                 kept.sort(key=lambda e: e.path.parts)
                 out[at.parts + folder.parts[depth:]] = kept
             level = deeper
