@@ -20,7 +20,6 @@ from bastion.core.offload import Workers
 from bastion.core.paths import VPath
 from bastion.stores._fd import TEMP_PREFIX
 
-
 LISTINGS = ("scan_ahead", "listed", "_odd_names")
 
 
