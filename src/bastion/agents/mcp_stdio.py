@@ -9,6 +9,10 @@ read-only hint for tools that change nothing), one compact JSON text block per c
 that probes the stateless protocol first (``server/discover``) is told "method not found"
 and falls back to the handshake, as the protocol asks. Requests run concurrently; a
 ``notifications/cancelled`` cancels its request, which then gets no answer.
+
+When stdin and stdout are pipes or sockets (as an MCP client starts a server) both are read
+and written on the event loop, so a call costs no trip to a thread for its request line and
+none for its answer; on anything else (a file, a terminal) a thread reads and writes.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
+import stat
 import sys
 from collections.abc import Callable
 from importlib.metadata import version
@@ -64,6 +70,7 @@ class StdioServer:
         self._in = stdin if stdin is not None else sys.stdin.buffer
         self._out = stdout if stdout is not None else sys.stdout.buffer
         self._writing = asyncio.Lock()
+        self._pipe_out: asyncio.StreamWriter | None = None
         self._running: dict[object, asyncio.Task[None]] = {}
         self._tools = [_listed(tool) for tool in toolset.tools]
         self._version = version("bastion")  # read once: the metadata is files on disk
@@ -76,6 +83,44 @@ class StdioServer:
 
     async def serve(self) -> None:
         """Answer messages until the client closes stdin, then let running calls finish."""
+        pipes = await _pipes(self._in, self._out, self.max_message_bytes)
+        try:
+            if pipes is None:
+                await self._serve_threads()
+            else:
+                self._pipe_out = pipes[1]
+                await self._serve_pipe(pipes[0])
+            running = list(self._running.values())
+            if running:
+                await asyncio.gather(*running, return_exceptions=True)
+        finally:
+            if pipes is not None:
+                pipes[1].close()
+                pipes[2].close()
+                for stream in (self._in, self._out):
+                    with contextlib.suppress(OSError, ValueError):  # closed by the caller
+                        os.set_blocking(stream.fileno(), True)
+
+    async def _serve_pipe(self, reader: asyncio.StreamReader) -> None:
+        """Read messages on the event loop, from a pipe or a socket (no thread per line)."""
+        while True:
+            try:
+                line = await reader.readuntil(b"\n")
+            except asyncio.IncompleteReadError as exc:  # the client closed stdin
+                if exc.partial.strip():
+                    await self._receive(exc.partial)
+                return
+            except asyncio.LimitOverrunError as exc:
+                await reader.readexactly(exc.consumed)
+                more = await _skip_line(reader)
+                await self._error(None, _INVALID_REQUEST, "message too long")
+                if not more:
+                    return
+                continue
+            if line.strip():
+                await self._receive(line)
+
+    async def _serve_threads(self) -> None:
         while True:
             line = await asyncio.to_thread(self._in.readline, self.max_message_bytes + 1)
             if not line:
@@ -86,9 +131,6 @@ class StdioServer:
                 continue
             if line.strip():
                 await self._receive(line)
-        running = list(self._running.values())
-        if running:
-            await asyncio.gather(*running, return_exceptions=True)
 
     def _skip_rest(self) -> None:
         while (chunk := self._in.readline(self.max_message_bytes)) and not chunk.endswith(b"\n"):
@@ -165,6 +207,13 @@ class StdioServer:
         data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode(
             "utf-8", "backslashreplace"
         )
+        out = self._pipe_out
+        if out is not None:  # one write per message: never interleaved
+            if not out.is_closing():
+                out.write(data + b"\n")
+                with contextlib.suppress(ConnectionError):  # the client has gone
+                    await out.drain()
+            return
         async with self._writing:  # one message per line, never interleaved
             with contextlib.suppress(BrokenPipeError, ValueError):  # the client has gone
                 await asyncio.to_thread(self._write, data + b"\n")
@@ -183,6 +232,58 @@ def _listed(tool: Any) -> dict[str, Any]:
     if not tool.changes:
         listed["annotations"] = {"readOnlyHint": True}
     return listed
+
+
+async def _pipes(
+    stdin: BinaryIO, stdout: BinaryIO, limit: int
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter, asyncio.BaseTransport] | None:
+    """Both streams on the event loop when both are pipes or sockets (what an MCP client
+    gives a server it starts): a stream reader whose lines are at most ``limit`` bytes and a
+    writer; ``None`` otherwise (a file, a terminal, a stream without a descriptor), and the
+    server reads and writes in threads. Each works on a duplicate of the descriptor, which is
+    switched to non-blocking (a terminal, shared with the shell, is never switched)."""
+    try:
+        fds = (stdin.fileno(), stdout.fileno())
+        if not all(
+            stat.S_ISFIFO(m) or stat.S_ISSOCK(m) for m in (os.fstat(f).st_mode for f in fds)
+        ):
+            return None
+    except (OSError, ValueError):  # io.UnsupportedOperation is both
+        return None
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=limit, loop=loop)
+    read_end = os.fdopen(os.dup(fds[0]), "rb", buffering=0)
+    write_end = os.fdopen(os.dup(fds[1]), "wb", buffering=0)
+    try:
+        incoming, _ = await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader), read_end
+        )
+    except (OSError, ValueError):
+        read_end.close()
+        write_end.close()
+        return None
+    try:
+        transport, protocol = await loop.connect_write_pipe(
+            asyncio.streams.FlowControlMixin, write_end
+        )
+    except (OSError, ValueError):
+        incoming.close()
+        write_end.close()
+        return None
+    transport.set_write_buffer_limits(high=0)  # drain() waits until a message is written
+    return reader, asyncio.StreamWriter(transport, protocol, reader, loop), incoming
+
+
+async def _skip_line(reader: asyncio.StreamReader) -> bool:
+    """Drop the rest of an over-long line; ``False`` when the stream ends first."""
+    while True:
+        try:
+            await reader.readuntil(b"\n")
+            return True
+        except asyncio.LimitOverrunError as exc:
+            await reader.readexactly(exc.consumed)
+        except asyncio.IncompleteReadError:
+            return False
 
 
 def _id(value: object) -> object:

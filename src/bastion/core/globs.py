@@ -182,6 +182,12 @@ class Glob:
             return None
         return len(self.segments)
 
+    def name_may_match(self, name: str) -> bool:
+        """False when no path whose last segment is ``name`` can match: a quick test before
+        :meth:`matches` (a last segment that is not ``**`` must match the last name)."""
+        last = self._regexes[-1] if self._regexes else None
+        return last is None or last.fullmatch(name) is not None
+
     def matches(self, path: VPath) -> bool:
         parts = path.parts
         segs = self.segments

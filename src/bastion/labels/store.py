@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import builtins
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
@@ -317,19 +317,53 @@ class DocumentLabels(Store, LabelPort):
     async def entries(self, path: VPath) -> builtins.list[FileInfo]:
         return await self.inner.list(path)  # no labels worked out: stat an entry for them
 
-    async def list(self, path: VPath) -> list[FileInfo]:
+    async def list(
+        self, path: VPath, *, only: Callable[[FileInfo], bool] | None = None
+    ) -> list[FileInfo]:
+        """The entries of ``path`` with their labels; with ``only``, just the entries it keeps
+        (a glob's candidates: the others' labels are not worked out)."""
         infos = await self.inner.list(path)
         siblings = {info.path.name: info for info in infos}
         odd = await odd_names_of(self.inner, path) if any(i.is_file for i in infos) else frozenset()
         folded = frozenset(  # files whose sidecar is listed in another case (rare)
             target.name.casefold()
             for name in siblings
-            if in_other_case(name) and (target := labelled_file_of(path.child(name))) is not None
+            if _may_be_sidecar(name)
+            and in_other_case(name)
+            and (target := labelled_file_of(path.child(name))) is not None
         )
         listings = _LISTINGS.get()
         if listings is not None:
             listings[self, path.parts] = (siblings, odd, folded)
-        return [await self._labelled(info, siblings, odd, folded) for info in infos]
+        out: builtins.list[FileInfo] = []
+        for info in infos:
+            if only is not None and not only(info):
+                continue
+            known = self._known(info, siblings, odd, folded)
+            if known is None:
+                known = await self._labelled(info, siblings, odd, folded)
+            out.append(known)
+        return out
+
+    def _known(
+        self,
+        info: FileInfo,
+        siblings: dict[str, FileInfo],
+        odd: frozenset[str],
+        folded: frozenset[str],
+    ) -> FileInfo | None:
+        """What :meth:`_labelled` gives for an entry of a listing, when that is known without
+        waiting: a folder that is no sidecar's name as it is, an ordinary file whose labels the
+        cache holds for its version and its sidecar's; else ``None``."""
+        if _may_be_sidecar(info.path.name) and labelled_file_of(info.path) is not None:
+            return None  # a sidecar, or a folder where one belongs
+        if info.is_dir:
+            return info
+        if not info.is_file or info.path.name.casefold() in folded:
+            return None
+        listed = listed_sidecar(info.path, siblings, odd)
+        labels = self._cached(info, NO_SIDECAR if listed is None else listed)
+        return None if labels is None else _with_labels(info, labels)
 
     async def read_file(
         self,
@@ -445,6 +479,13 @@ class DocumentLabels(Store, LabelPort):
 
     async def odd_names(self, path: VPath) -> frozenset[str]:
         return await self.inner.odd_names(path)
+
+
+def _may_be_sidecar(name: str) -> bool:
+    """False when ``name`` cannot be a sidecar's in any case: the suffix ends in ``l``, and an
+    ASCII last character folds only to its own lower case (a quick test, per listed name)."""
+    last = name[-1:]
+    return last in "lL" or not last.isascii()
 
 
 def _may_open_front_matter(probe: bytes) -> bool:

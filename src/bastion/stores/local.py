@@ -100,6 +100,7 @@ from bastion.core.errors import (
     NotFoundError,
     StoreError,
 )
+from bastion.core.listings import Held, Listing, held_now
 from bastion.core.models import FileInfo, WriteMode
 from bastion.core.offload import DISK_THREADS, Workers, commit, held
 from bastion.core.paths import VPath
@@ -109,7 +110,6 @@ from bastion.stores._common import check_range, conflict, refuse_unchecked
 from bastion.stores._fd import (
     DIR_FLAGS,
     TEMP_PREFIX,
-    child_path,
     copy_contents,
     info_of,
     last_name,
@@ -134,6 +134,7 @@ from bastion.stores._fd import (
     version_of,
     write_all,
 )
+from bastion.stores._listing import listed, scan_ahead
 
 __all__ = ["TEMP_PREFIX", "LocalStore"]
 
@@ -288,11 +289,30 @@ class LocalStore(Store):
         await self._workers.run(self._delete, path, recursive)
 
     async def list(self, path: VPath) -> list[FileInfo]:
-        return await self._workers.run(self._list, path)
+        holding = held_now()
+        if holding is None:
+            return await self._workers.run(listed, self._open_dir, path)
+        return builtins.list((await self._held(holding, path))[0])
 
     async def odd_names(self, path: VPath) -> frozenset[str]:
         """Links, special files and non-NFC names in ``path`` (which ``list`` leaves out)."""
-        return await self._workers.run(self._odd_names, path)
+        holding = held_now()
+        if holding is None:
+            return await self._workers.run(self._odd_names, path)
+        return (await self._held(holding, path))[1]
+
+    async def _held(self, holding: Held, path: VPath) -> Listing:
+        """The listing of ``path`` held by the current call (``core.listings``): made on the
+        first ask, in one trip to a worker thread with the folders the call expects next."""
+        found = holding.get(self, path.parts)
+        if found is not None:
+            return found
+        more = [VPath(p) for p in holding.expected(self, path.parts)]
+        scanned = await self._workers.run(scan_ahead, self._open_dir, path, holding.ahead, more)
+        for parts, listing in scanned.items():
+            if holding.get(self, parts) is None:
+                holding.put(self, parts, listing)
+        return scanned[path.parts]
 
     async def mkdir(self, path: VPath) -> None:
         if path.is_root:
@@ -403,27 +423,6 @@ class LocalStore(Store):
                 if lock_fd >= 0:
                     os.close(lock_fd)
                 os.close(pfd)
-
-    def _list(self, path: VPath) -> builtins.list[FileInfo]:
-        fd = self._open_dir(path)
-        entries: builtins.list[FileInfo] = []
-        try:
-            with os.scandir(fd) as it:  # scandir works on a duplicate and leaves fd open
-                for entry in it:
-                    child = child_path(path, entry.name)
-                    if child is None:
-                        continue
-                    try:
-                        st = entry.stat(follow_symlinks=False)
-                    except FileNotFoundError:
-                        continue  # removed while listing
-                    if stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode):
-                        entries.append(info_of(child, st))
-        except OSError as exc:
-            raise translate_error(exc, path) from exc
-        finally:
-            os.close(fd)
-        return entries
 
     def _odd_names(self, path: VPath) -> frozenset[str]:
         fd = self._open_dir(path)

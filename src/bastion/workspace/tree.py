@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-from collections.abc import AsyncIterator, Iterable
 
 from bastion.core.errors import (
     LimitError,
@@ -20,6 +19,7 @@ from bastion.core.errors import (
 )
 from bastion.core.globs import Glob
 from bastion.core.guard import GuardContext
+from bastion.core.listings import held_listings
 from bastion.core.models import FileInfo
 from bastion.core.paths import VPath
 from bastion.labels.store import listings_reused
@@ -48,7 +48,8 @@ class TreeOps:
     ) -> builtins.list[FileInfo]:
         """Entries under ``path``. (see :meth:`Workspace.list`)"""
         max_depth = depth if depth is not None else (None if recursive else 1)
-        with self._ctx.operation("list", path) as op:
+        ahead = None if max_depth is None else max_depth
+        with self._ctx.operation("list", path) as op, held_listings(ahead):
             vp = parse_in(op, path)
             info = await self._router.stat(vp)
             if not info.is_dir:
@@ -64,38 +65,37 @@ class TreeOps:
             base = parse_in(op, path)
             full = pattern if pattern.startswith("/") else f"{str(base).rstrip('/')}/{pattern}"
             compiled = Glob.compile(full)
-            start = compiled.literal_prefix
-            try:
-                start_info = await self._router.stat(start)
-            except (NotFoundError, ScopeError, NoMountError):
-                return []
-            if not start_info.is_dir:
-                return [start_info] if compiled.matches(start) else []
-            found: builtins.list[FileInfo] = []
-            if compiled.max_depth is None:  # "**": the walk would go nearly everywhere
-                tree = await visible_tree(self._router, start)
-                walked = _aiter(tree.pruned(start, compiled.could_match_below))
-            else:
-                walked = self._walk_pruned(start, compiled)
-            async for entry in walked:
-                if compiled.matches(entry.path):
-                    found.append(entry)
-                    if limit is not None and len(found) >= limit:
-                        break
-            return sorted(found, key=lambda i: i.path.parts)
+            # "**" goes nearly everywhere: each trip may list a level below the one asked for
+            with held_listings(1 if compiled.max_depth is None else 0):
+                return await self._glob(compiled, limit)
 
-    async def _walk_pruned(self, root: VPath, compiled: Glob) -> AsyncIterator[FileInfo]:
-        stack = [root]
-        while stack:
-            directory = stack.pop()
-            try:
-                children = await self._router.children(directory)
-            except (ScopeError, NotFoundError, NotADirectoryError_):
-                continue
-            for child in children:
-                yield child
-                if child.is_dir and compiled.could_match_below(child.path):
-                    stack.append(child.path)
+    async def _glob(self, compiled: Glob, limit: int | None) -> builtins.list[FileInfo]:
+        """Entries matching ``compiled``, the first ``limit`` the walk meets, in name order."""
+        start = compiled.literal_prefix
+        try:
+            start_info = await self._router.stat(start)
+        except (NotFoundError, ScopeError, NoMountError):
+            return []
+        if not start_info.is_dir:
+            return [start_info] if compiled.matches(start) else []
+        found: builtins.list[FileInfo] = []
+        below = compiled.could_match_below
+
+        def wanted(path: VPath) -> bool:
+            return compiled.name_may_match(path.name) and compiled.matches(path)
+
+        # one walk of what the principal sees, each folder listed once, only the
+        # entries the pattern may return labelled (``visible_tree``)
+        tree = await visible_tree(
+            self._router, start, wanted=wanted, below=below, named=compiled.name_may_match
+        )
+        walked = tree.pruned(start, below)
+        for entry in walked:
+            if wanted(entry.path):
+                found.append(entry)
+                if limit is not None and len(found) >= limit:
+                    break
+        return sorted(found, key=lambda i: i.path.parts)
 
     async def grep(
         self,
@@ -191,11 +191,6 @@ class TreeOps:
         if b"\x00" in data[:_BINARY_SNIFF]:
             return None, "binary"
         return data, ""
-
-
-async def _aiter(entries: Iterable[FileInfo]) -> AsyncIterator[FileInfo]:
-    for entry in entries:
-        yield entry
 
 
 def _with_context(path: str, lines: list[str], hits: list[int], context: int) -> list[GrepMatch]:

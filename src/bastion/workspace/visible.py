@@ -18,8 +18,10 @@ from collections.abc import Callable, Iterator
 
 from bastion.core.errors import NotADirectoryError_, NotFoundError, OperationError, ScopeError
 from bastion.core.guard import GuardedStore
+from bastion.core.listings import held_listings
 from bastion.core.models import Action, EntryKind, FileInfo
 from bastion.core.paths import VPath
+from bastion.labels.store import DocumentLabels
 from bastion.workspace.routing import Router
 
 __all__ = ["VisibleTree", "visible_tree"]
@@ -59,8 +61,24 @@ class VisibleTree:
         return [entry for entry in self.walk(root) if entry.is_file]
 
 
-async def visible_tree(router: Router, root: VPath) -> VisibleTree:
-    """The tree under ``root`` (a folder the caller has already stat-ed through the guard)."""
+async def visible_tree(
+    router: Router,
+    root: VPath,
+    *,
+    wanted: Callable[[VPath], bool] | None = None,
+    below: Callable[[VPath], bool] | None = None,
+    named: Callable[[str], bool] | None = None,
+) -> VisibleTree:
+    """The tree under ``root`` (a folder the caller has already stat-ed through the guard).
+
+    ``wanted`` and ``below`` (a glob's :meth:`~bastion.core.globs.Glob.matches` and
+    :meth:`~bastion.core.globs.Glob.could_match_below`): the tree then holds, of each folder's
+    entries, only those ``wanted`` that the principal sees, and the folders it sees that
+    ``below`` lets the walk go into, so that :meth:`VisibleTree.pruned` with the same ``below``
+    gives the entries of the full tree that are ``wanted``, in the same order. Only a wanted
+    folder is asked whether it is shown (holds something the principal may see): below a
+    folder not shown nothing is seen, so going into it finds nothing to give. ``named``: a
+    quick test of a name that ``wanted`` implies (a glob's last segment), tried first."""
     children: dict[_Parts, list[FileInfo]] = {}
     stack = [root]
     while stack:
@@ -71,7 +89,7 @@ async def visible_tree(router: Router, root: VPath) -> VisibleTree:
             except _SKIPPED:
                 continue
             children[folder.parts] = kids
-            stack.extend(kid.path for kid in kids if kid.is_dir)
+            stack.extend(k.path for k in kids if k.is_dir and (below is None or below(k.path)))
             continue
         mount = router.mounts.find(folder)
         if mount is None:
@@ -82,7 +100,11 @@ async def visible_tree(router: Router, root: VPath) -> VisibleTree:
             continue  # the guard's listing refuses: the walk skips it
         if start.is_root and not guarded.visible(FileInfo(start, EntryKind.DIRECTORY)):
             continue
-        children.update(await _store_subtree(guarded, start, folder))
+        if wanted is None:
+            children.update(await _store_subtree(guarded, start, folder))
+        else:
+            found = await _wanted_subtree(guarded, start, folder, wanted, below, named)
+            children.update(found)
     return VisibleTree(children)
 
 
@@ -91,23 +113,24 @@ async def _store_subtree(
 ) -> dict[_Parts, list[FileInfo]]:
     """The shown children of every folder under ``start`` in one mount, by workspace path
     (``start`` is at ``at``): each folder listed once."""
-    inner = guarded.inner
     seen: dict[_Parts, tuple[bool, list[FileInfo]]] = {}
     order: list[_Parts] = []
-    stack = [start]
-    while stack:
-        folder = stack.pop()
-        try:
-            entries = await inner.list(folder)
-        except _SKIPPED:
-            continue
-        except OperationError:
-            await guarded.list(folder)  # the guard words the failure (or lists it after all)
-            raise
-        visible = sorted((e for e in entries if guarded.visible(e)), key=lambda e: e.path.parts)
-        seen[folder.parts] = (not entries, visible)
-        order.append(folder.parts)
-        stack.extend(e.path for e in visible if e.is_dir)
+    level = [start]
+    with held_listings() as holding:
+        while level:  # breadth first: a level's folders are listed in one trip
+            holding.expect([folder.parts for folder in level])
+            below: list[VPath] = []
+            for folder in level:
+                entries = await _listed(guarded, folder)
+                if entries is None:
+                    continue
+                visible = sorted(
+                    (e for e in entries if guarded.visible(e)), key=lambda e: e.path.parts
+                )
+                seen[folder.parts] = (not entries, visible)
+                order.append(folder.parts)
+                below.extend(e.path for e in visible if e.is_dir)
+            level = below
     shown: dict[_Parts, bool] = {}
     for parts in reversed(order):  # children before parents
         empty, visible = seen[parts]
@@ -121,6 +144,85 @@ async def _store_subtree(
             if not e.is_dir or shown.get(e.path.parts, True)
         ]
     return out
+
+
+async def _wanted_subtree(
+    guarded: GuardedStore,
+    start: VPath,
+    at: VPath,
+    wanted: Callable[[VPath], bool],
+    into: Callable[[VPath], bool] | None,
+    named: Callable[[str], bool] | None,
+) -> dict[_Parts, list[FileInfo]]:
+    """:func:`_store_subtree` for :func:`visible_tree` with ``wanted``: each folder's wanted
+    entries that the principal sees (a folder: and that is shown) and the folders it sees
+    that the walk goes into (``into``), by workspace path, in name order."""
+    depth = len(start.parts)
+
+    def candidate(entry: FileInfo) -> bool:  # folders are all looked at; files if wanted
+        if not entry.is_file:
+            return True
+        if named is not None and not named(entry.path.name):
+            return False
+        return wanted(VPath(at.parts + entry.path.parts[depth:]))
+
+    out: dict[_Parts, list[FileInfo]] = {}
+    level = [start]
+    with held_listings() as holding:
+        while level:  # breadth first: a level's folders are listed in one trip
+            expected = [folder.parts for folder in level]
+            holding.expect(expected)
+            deeper: list[VPath] = []
+            for folder in level:
+                entries = await _listed(guarded, folder, candidate)
+                if entries is None:
+                    continue
+                kept: list[FileInfo] = []
+                asked: list[tuple[FileInfo, VPath, bool]] = []  # folders wanted: shown?
+                for e in entries:
+                    full = VPath(at.parts + e.path.parts[depth:])
+                    if e.is_dir:
+                        go = into is None or into(full)
+                        if not (go or wanted(full)) or not guarded.visible(e):
+                            continue
+                        if wanted(full):
+                            asked.append((e, full, go))
+                            continue
+                        deeper.append(e.path)
+                    elif not wanted(full) or not guarded.visible(e):
+                        continue
+                    kept.append(_shown_as(e, full))
+                if asked:  # their listings in one trip, then the walk's level again
+                    holding.expect([e.path.parts for e, _, _ in asked])
+                    for e, full, go in asked:
+                        if await guarded.lookup(e.path) is None:
+                            continue  # a folder of hidden entries only: not shown, and
+                            # nothing below it is seen
+                        if go:
+                            deeper.append(e.path)
+                        kept.append(_shown_as(e, full))
+                    holding.expect(expected)
+                kept.sort(key=lambda e: e.path.parts)
+                out[at.parts + folder.parts[depth:]] = kept
+            level = deeper
+    return out
+
+
+async def _listed(
+    guarded: GuardedStore, folder: VPath, only: Callable[[FileInfo], bool] | None = None
+) -> list[FileInfo] | None:
+    """The store's entries of ``folder``, labelled; ``None`` where the walk skips it. With
+    ``only``, the entries it keeps (others may be left out: only they are labelled)."""
+    inner = guarded.inner
+    try:
+        if only is not None and isinstance(inner, DocumentLabels):
+            return await inner.list(folder, only=only)
+        return await inner.list(folder)
+    except _SKIPPED:
+        return None
+    except OperationError:
+        await guarded.list(folder)  # the guard words the failure (or lists it after all)
+        raise
 
 
 def _shown_as(info: FileInfo, path: VPath) -> FileInfo:
