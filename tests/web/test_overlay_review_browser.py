@@ -170,7 +170,7 @@ def test_a_person_reviews_applies_and_discards_an_agents_layer(
         "aria-expanded", "true"
     )
     assert serious_violations(mei) == []
-    mei.locator("#overlay-block").scroll_into_view_if_needed()
+    mei.evaluate("document.getElementById('overlay-title').scrollIntoView()")
     shots.take(mei, "overlays", doc=True)
 
     # Apply one file: Cancel first changes nothing, then Apply writes the base.

@@ -70,9 +70,8 @@ export function mountOverlays(section, ctx) {
     const show = el("button", "Show diff", { type: "button", class: "secondary", "aria-expanded": "false",
       "aria-label": "Show diff of " + change.path });
     show.addEventListener("click", () => toggleDiff(change.path, diff, show));
-    const actions = el("div", null, { class: "actions" });
-    actions.append(show);
-    li.append(head, actions, diff);
+    head.append(show);
+    li.append(head, diff);
     return li;
   }
 
