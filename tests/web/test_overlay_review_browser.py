@@ -35,7 +35,8 @@ AGENT = Principal(
 )
 APP = 'print("hi")\n# <img src=x onerror="window.pwned=1"><b>bold</b>\n'
 PAY = "---\nclassification: confidential\n---\nband C for everyone\n"
-ALL = ["/code/app.py", "/code/build", "/code/notes.md", "/code/old.md", "/code/pay.md"]
+HOSTILE = "/code/<img src=x onerror=window.pwned=2>.md"
+ALL = ["/code/app.py", "/code/build", "/code/notes.md", "/code/old.md", "/code/pay.md", HOSTILE]
 
 
 @pytest.fixture
@@ -74,6 +75,7 @@ def world(tmp_path: Path) -> Iterator[dict[str, Any]]:
     agent.delete("/code/old.md")
     agent.mkdir("/code/build")
     agent.write("/code/pay.md", PAY)
+    agent.write(HOSTILE, "a name made of markup\n")
     agent.write("/notes/job-1.md", "what the agent did\n")
     agent.write("/code/readme.md", "readme, by the agent\n")
     (base / "readme.md").write_text("readme, edited by a person meanwhile\n")
@@ -131,7 +133,7 @@ def test_a_person_reviews_applies_and_discards_an_agents_layer(
     mei = page_as("mei")
     _show_layer(mei, "job-1")
     expect(mei.locator("#overlay-status")).to_have_text(
-        "6 changes in the layer of /code (thread job-1)."
+        "7 changes in the layer of /code (thread job-1)."
     )
     assert _listed(mei) == _api_paths(mei, "mei", "job-1")
     assert sorted(_listed(mei)) == sorted([*ALL, "/code/readme.md"])
@@ -156,7 +158,7 @@ def test_a_person_reviews_applies_and_discards_an_agents_layer(
     )
     expect(mei.locator("#overlay-changes")).to_be_hidden()
     _show_layer(mei, "job-1")
-    expect(mei.locator("#overlay-list > li")).to_have_count(6)
+    expect(mei.locator("#overlay-list > li")).to_have_count(7)
 
     # The diff, as text.
     app = _row(mei, "/code/app.py")
@@ -164,8 +166,9 @@ def test_a_person_reviews_applies_and_discards_an_agents_layer(
     diff = app.locator("pre.diff")
     expect(diff).to_contain_text("-print('base')")
     expect(diff).to_contain_text('+# <img src=x onerror="window.pwned=1"><b>bold</b>')
-    assert diff.locator("img, b").count() == 0
-    assert mei.evaluate("window.pwned") is None
+    assert mei.locator("#overlay-block").locator("img, b").count() == 0
+    expect(mei.get_by_role("checkbox", name=HOSTILE, exact=True)).to_be_visible()
+    assert mei.evaluate("window.pwned") is None  # names and content are text, never markup
     expect(app.get_by_role("button", name="Hide diff of /code/app.py")).to_have_attribute(
         "aria-expanded", "true"
     )
@@ -186,7 +189,7 @@ def test_a_person_reviews_applies_and_discards_an_agents_layer(
     mei.locator("dialog").get_by_role("button", name="Apply").click()
     expect(mei.locator("#overlay-result")).to_have_text("Applied /code/app.py.")
     assert (base / "app.py").read_text() == APP
-    expect(mei.locator("#overlay-list > li")).to_have_count(5)
+    expect(mei.locator("#overlay-list > li")).to_have_count(6)
     assert "/code/app.py" not in _listed(mei)
 
     # Discard another: the base is unchanged, the change is gone from the layer.
@@ -196,7 +199,7 @@ def test_a_person_reviews_applies_and_discards_an_agents_layer(
     mei.locator("dialog").get_by_role("button", name="Discard").click()
     expect(mei.locator("#overlay-result")).to_have_text("Dropped /code/notes.md.")
     assert not (base / "notes.md").exists()
-    expect(mei.locator("#overlay-list > li")).to_have_count(4)
+    expect(mei.locator("#overlay-list > li")).to_have_count(5)
     assert "/code/notes.md" not in _api_paths(mei, "mei", "job-1")
 
     # Apply all: the conflict stays in the layer, the base keeps the person's edit.
@@ -220,7 +223,7 @@ def test_a_file_the_viewer_may_not_read_is_not_listed(
         ana = page_as("ana", viewport)
         _show_layer(ana, "job-1")
         expect(ana.locator("#overlay-status")).to_have_text(
-            "5 changes in the layer of /code (thread job-1)."
+            "6 changes in the layer of /code (thread job-1)."
         )
         assert _listed(ana) == _api_paths(ana, "ana", "job-1")
         assert "/code/pay.md" not in _listed(ana)
@@ -238,7 +241,7 @@ def test_a_file_the_viewer_may_not_read_is_not_listed(
         assert serious_violations(ana) == []
         ana.keyboard.press("Escape")  # Esc cancels: nothing is dropped
         expect(ana.locator("dialog")).to_have_count(0)
-        expect(ana.locator("#overlay-list > li")).to_have_count(5)
+        expect(ana.locator("#overlay-list > li")).to_have_count(6)
         assert serious_violations(ana) == []
         assert no_overflow(ana)
 
@@ -246,7 +249,7 @@ def test_a_file_the_viewer_may_not_read_is_not_listed(
 def test_errors_are_said_in_words(page_as: Callable[..., Page], world: dict[str, Any]) -> None:
     mei = page_as("mei")
     _show_layer(mei, "job-1")
-    expect(mei.locator("#overlay-list > li")).to_have_count(6)
+    expect(mei.locator("#overlay-list > li")).to_have_count(7)
     # The agent's layer is discarded behind the page's back: the diff and the apply say so.
     dropped = mei.evaluate(
         """async () => {
