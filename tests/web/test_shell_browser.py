@@ -16,7 +16,7 @@ from playwright.sync_api import Browser, Page, expect
 from .conftest import open_tab
 from .people import DESKTOP, PHONE, Shots
 
-MODULES = ("app", "signin", "chat", "files", "search", "admin", "markdown", "tree")
+MODULES = ("app", "signin", "chat", "files", "search", "admin", "markdown", "tree", "overlays")
 
 
 def _serious(page: Page) -> list[dict[str, Any]]:

@@ -13,6 +13,7 @@ from bastion.core.audit import AuditRecord, on_behalf
 from bastion.core.audit_sinks import audit_page
 from bastion.core.errors import PolicyDeniedError
 from bastion.core.models import Action, Scope
+from bastion.core.overlay_port import overlay_below
 from bastion.core.paths import VPath
 from bastion.server.errors import ApiError
 from bastion.server.handlers import Endpoint, endpoint, ok
@@ -54,8 +55,8 @@ async def ready(request: Request, _: object) -> Response:
 
 @endpoint("me", "GET", "/v1/me")
 async def me(request: Request, _: object) -> Response:
-    """The principal of the token, what it may do, and the mounts it sees (writable ones
-    flagged), for the page."""
+    """The principal of the token, what it may do, and the mounts it sees (writable and
+    overlay ones flagged), for the page."""
     state = state_of(request)
     ws = state.view(request)
     p = ws.principal
@@ -66,7 +67,12 @@ async def me(request: Request, _: object) -> Response:
             return str(prefix) in top if len(prefix.parts) == 1 else await ws.exists(prefix)
 
         mounts = [
-            {"prefix": str(m.prefix), "scope": m.scope.value, "description": m.description}
+            {
+                "prefix": str(m.prefix),
+                "scope": m.scope.value,
+                "description": m.description,
+                "overlay": overlay_below(m.store) is not None,
+            }
             for m in ws.mounts
             if await visible(m.prefix)
         ]

@@ -3,7 +3,9 @@
 // diff or undo answers as a missing change), narrowed by thread, principal and time; the
 // unified diff of one change, shown as text; undo of one change and revert of a thread, each
 // after a confirmation; a conflict ("the file changed since") is said as such, and nothing is
-// undone then. Contract: see app.js.
+// undone then. Below, "Overlays": the review of overlay mounts' layers (overlays.js).
+// Contract: see app.js.
+import { mountOverlays } from "./overlays.js";
 
 const PAGE = 1000; // the change list's largest page
 const SHOWN = 200; // the newest changes shown
@@ -14,6 +16,7 @@ export function mount(section, ctx) {
   const { el } = ctx;
   const $ = (id) => section.querySelector("#" + id);
   let loaded = false;
+  const overlays = mountOverlays(section, ctx);
 
   function filters() {
     const q = new URLSearchParams();
@@ -62,6 +65,8 @@ export function mount(section, ctx) {
       return;
     }
     const newest = changes.slice(-SHOWN).reverse();
+    const threads = [...new Set(changes.map((c) => c.thread).filter(Boolean))].sort();
+    $("changes-threads").replaceChildren(...threads.map((t) => el("option", null, { value: t })));
     $("changes-list").replaceChildren(...newest.map(item));
     $("changes-revert").hidden = !thread || !changes.length;
     $("changes-revert").dataset.thread = thread;
@@ -179,9 +184,14 @@ export function mount(section, ctx) {
   $("changes-revert").addEventListener("click", revertThread);
 
   return {
-    show() { if (!loaded) load(); },
+    show() {
+      overlays.show();
+      if (!loaded) load();
+    },
     reset() {
       loaded = false;
+      overlays.reset();
+      $("changes-threads").replaceChildren();
       $("changes-form").reset();
       $("changes-list").replaceChildren();
       $("changes-revert").hidden = true;

@@ -56,6 +56,8 @@ class MountSeen(Result):
     prefix: str
     scope: str
     description: str
+    overlay: bool = False
+    """An overlay mount: its writes wait in a layer for review (docs/changes.md)."""
 
 
 class Operator(Result):
