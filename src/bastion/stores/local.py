@@ -217,6 +217,17 @@ class LocalStore(Store):
         descriptor of your own."""
         return self._root_fd
 
+    def open_confined(self, path: VPath) -> tuple[int, os.stat_result] | None:
+        """A read descriptor on the plain file at ``path``, and its status, opened by the one
+        confined lookup of :meth:`read_file` (``openat2`` beneath the root, no link anywhere on
+        the path), for a caller that reads many files in one worker thread (grep). ``None``
+        where the answer must come from :meth:`read_file` instead: no ``openat2``, a network
+        filesystem (where even a lookup may wait on a server), a closed store, a subclass
+        with reads of its own, anything but a plain file. Blocking; the caller closes it."""
+        if self._cached is None or type(self).read_file is not LocalStore.read_file:
+            return None
+        return self._open_beneath(path)
+
     # -- primitives --------------------------------------------------------------------------
 
     async def stat(self, path: VPath) -> FileInfo:
