@@ -12,7 +12,14 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
-from bastion.core.errors import LimitError, NotFoundError, ScopeError
+from bastion.core.errors import (
+    IsADirectoryError_,
+    LimitError,
+    NotADirectoryError_,
+    NotFoundError,
+    ScopeError,
+    UnsupportedFileError,
+)
 from bastion.core.globs import Glob
 from bastion.core.guard import GuardedStore
 from bastion.core.models import FileInfo
@@ -24,6 +31,17 @@ from bastion.workspace.routing import Router
 from bastion.workspace.visible import visible_tree
 
 __all__ = ["GrepCall"]
+
+_GONE = (
+    NotFoundError,
+    ScopeError,
+    UnsupportedFileError,
+    IsADirectoryError_,
+    NotADirectoryError_,
+)
+"""What a read of a listed file meets when the principal may not read it, or when it is no
+longer a file it can read (gone, or swapped for a link or a folder since the listing, as a
+listing leaves links out): the file is skipped silently, as if listed a moment later."""
 
 BATCH = 256
 """Files read and matched per thread hop in the fast lane (the most read past a stop)."""
@@ -189,7 +207,7 @@ class GrepCall:
             _, data = await guarded.read_file(rel, check=small_enough)
         except LimitError:
             return FileRead(None, too_big)
-        except (NotFoundError, ScopeError):
+        except _GONE:
             return FileRead(None, "")
         if b"\x00" in data[:BINARY_SNIFF]:
             return FileRead(None, "binary")
