@@ -114,9 +114,7 @@ def _labelled(tmp_path: Path) -> tuple[Path, Workspace, Workspace]:
     for i in range(30):
         (root / f"open{i:02}.txt").write_text(f"needle open {i}\n")
     store = LocalStore(root)
-    admin = Workspace(
-        [Mount.of("/docs", store)], policy=Policy.allow_all(), principal=CLEARED
-    )
+    admin = Workspace([Mount.of("/docs", store)], policy=Policy.allow_all(), principal=CLEARED)
     reader = Workspace(admin.mounts, policy=Policy.allow_all(), principal=READER)
     return root, admin, reader
 

@@ -20,7 +20,7 @@ filesystem, a sidecar, labels not plainly known, a short read) the file goes bac
 guarded read, which decides it afresh as it always has. So bytes are matched only when they
 are of the version whose labels let the principal read them, and the answer (lines, files
 searched and skipped) is the guarded path's. Hidden files are not in the visible tree: they
-are never opened, counted or named. See docs/decisions/0096.
+are never opened, counted or named. See docs/grep.md and decision 0096.
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def local_lane(guarded: GuardedStore, max_file_bytes: int) -> LocalLane | None:
         store = store.inner
     if type(store) is TimedStore:
         store = store.inner
-    if not isinstance(store, _ConfinedOpen) or getattr(store, "keeps_labels", True):
+    if store.keeps_labels or not isinstance(store, _ConfinedOpen):
         return None
     return LocalLane(store, max_file_bytes)
 
@@ -148,7 +148,7 @@ class LocalLane:
             return None
         finally:
             os.close(fd)
-        if b"\x00" in data[:BINARY_SNIFF]:
+        if data.find(b"\x00", 0, BINARY_SNIFF) >= 0:
             return FileRead(None, "binary")
         return FileRead(data)
 
