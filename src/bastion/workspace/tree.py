@@ -110,9 +110,12 @@ class TreeOps:
         """Lines matching ``pattern`` in the files under ``path`` (see :meth:`Workspace.grep`)."""
         with self._ctx.operation("grep", path) as op, listings_reused():
             vp = parse_in(op, path)
-            matcher = await asyncio.to_thread(
-                compile_matcher, pattern, regex=regex, ignore_case=ignore_case
-            )
+            if regex:  # compiling RE2 holds the GIL for up to milliseconds: off the loop
+                matcher = await asyncio.to_thread(
+                    compile_matcher, pattern, regex=regex, ignore_case=ignore_case
+                )
+            else:
+                matcher = compile_matcher(pattern, regex=regex, ignore_case=ignore_case)
             call = GrepCall(
                 self._router,
                 op,
