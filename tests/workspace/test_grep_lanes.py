@@ -18,6 +18,7 @@ from bastion.core.models import FileInfo
 from bastion.core.paths import VPath
 from bastion.core.policy import FileLimits
 from bastion.stores.memory import MemoryStore
+from bastion.workspace import grep_run
 from bastion.workspace.grep_local import local_lane
 
 CAP = 16384
@@ -100,6 +101,18 @@ def _answer(ws: Workspace, mount: str, pattern: str, kwargs: dict[str, Any]) -> 
 def test_the_local_lane_answers_as_the_guarded_read(
     pair: Workspace, pattern: str, kwargs: dict[str, Any]
 ) -> None:
+    disk = _answer(pair, "/disk", pattern, kwargs)
+    assert disk == _answer(pair, "/mem", pattern, kwargs)
+
+
+@pytest.mark.parametrize(("pattern", "kwargs"), CASES[:12])
+def test_small_hops_answer_as_one(
+    pair: Workspace, pattern: str, kwargs: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Many hops to the worker (a file or two each, by count or by bytes) answer as one."""
+    monkeypatch.setattr(grep_run, "FIRST_BATCH", 1)
+    monkeypatch.setattr(grep_run, "MAX_BATCH", 2)
+    monkeypatch.setattr(grep_run, "BATCH_BYTES", 200)
     disk = _answer(pair, "/disk", pattern, kwargs)
     assert disk == _answer(pair, "/mem", pattern, kwargs)
 

@@ -70,6 +70,8 @@ class Searched:
 
 
 _FALLBACK = Searched(None)
+_READ = FileRead(b"")
+"""A file read and matched: its bytes dropped once its scan holds what the answer needs."""
 
 
 def version_of(st: os.stat_result) -> str:
@@ -124,7 +126,8 @@ class LocalLane:
                 out.append(Searched(read))
                 continue
             read_bytes += len(read.data)
-            out.append(Searched(read, matcher.scan(read.data, budget, limit)))
+            # the bytes are not kept: only the lines of a file that matched (in its scan)
+            out.append(Searched(_READ, matcher.scan(read.data, budget, limit)))
         return out, read_bytes
 
     def read(self, entry: FileInfo, rel: VPath) -> FileRead | None:

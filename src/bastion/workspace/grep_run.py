@@ -48,6 +48,9 @@ FIRST_BATCH = 128
 as many, up to :data:`MAX_BATCH` (a hop under load costs milliseconds; a call that stops
 early, at ``max_total``, has read at most one hop's files past its stop)."""
 MAX_BATCH = 2048
+BATCH_BYTES = 64 << 20
+"""Most bytes (by listed size) one hop reads: what a batch holds in memory at most, with the
+lines of the files in it that matched."""
 
 
 @dataclass
@@ -111,8 +114,12 @@ class GrepCall:
                 continue
             batch = [(entry, rel)]
             size, hops = min(FIRST_BATCH << 2 * hops, MAX_BATCH), hops + 1
+            held = entry.size if entry.size <= self._cap else 0
             while len(batch) < size and i + len(batch) < len(todo):
                 nxt = todo[i + len(batch)]
+                held += nxt.size if nxt.size <= self._cap else 0
+                if held > BATCH_BYTES:
+                    break
                 other, nxt_rel = self._router.route(nxt.path)
                 if other is not guarded:
                     break
