@@ -71,7 +71,7 @@ class Searched:
 
 _FALLBACK = Searched(None)
 _READ = FileRead(b"")
-"""A file read and matched: its bytes dropped once its scan holds what the answer needs."""
+"""A file read and matched without a hit: its bytes dropped."""
 
 
 def version_of(st: os.stat_result) -> str:
@@ -126,8 +126,9 @@ class LocalLane:
                 out.append(Searched(read))
                 continue
             read_bytes += len(read.data)
-            # the bytes are not kept: only the lines of a file that matched (in its scan)
-            out.append(Searched(_READ, matcher.scan(read.data, budget, limit)))
+            # the bytes are kept only for a file that matched (its labels are read from them)
+            scan = matcher.scan(read.data, budget, limit)
+            out.append(Searched(read if scan.hits else _READ, scan))
         return out, read_bytes
 
     def read(self, entry: FileInfo, rel: VPath) -> FileRead | None:

@@ -22,9 +22,11 @@ from bastion.core.errors import (
 )
 from bastion.core.globs import Glob
 from bastion.core.guard import GuardedStore
-from bastion.core.models import FileInfo
+from bastion.core.models import EntryKind, FileInfo
 from bastion.core.operation import Operation
 from bastion.core.paths import VPath
+from bastion.core.sidecars import labelled_file_of
+from bastion.labels.store import DocumentLabels
 from bastion.workspace.grep import Budget, GrepMatch, GrepResult, LineMatcher, Scan, clip
 from bastion.workspace.grep_local import BINARY_SNIFF, FileRead, LocalLane, local_lane
 from bastion.workspace.routing import Router
@@ -107,9 +109,8 @@ class GrepCall:
             lane = None if single else self._lane(guarded)
             if lane is None:
                 i += 1
-                read = await self._guarded_read(guarded, rel, entry)
-                scan = None if read.data is None else await self._scan(read.data)
-                if self._absorb(entry, read, scan, last):
+                read, scan = await self._read_and_scan(guarded, rel, entry)
+                if await self._take(guarded, rel, entry, read, scan, last):
                     break
                 continue
             batch = [(entry, rel)]
@@ -136,9 +137,8 @@ class GrepCall:
                     if self._out_of_time():
                         stop = True
                         break
-                    got = await self._guarded_read(guarded, rel, entry)
-                    scan = None if got.data is None else await self._scan(got.data)
-                if self._absorb(entry, got, scan, last):
+                    got, scan = await self._read_and_scan(guarded, rel, entry)
+                if await self._take(guarded, rel, entry, got, scan, last):
                     stop = True
                     break
             if stop:
@@ -201,6 +201,52 @@ class GrepCall:
             t.truncated = t.truncated or entry is not last
             return True
         return False
+
+    async def _read_and_scan(
+        self, guarded: GuardedStore, rel: VPath, entry: FileInfo
+    ) -> tuple[FileRead, Scan | None]:
+        read = await self._guarded_read(guarded, rel, entry)
+        return read, None if read.data is None else await self._scan(read.data)
+
+    async def _take(
+        self,
+        guarded: GuardedStore,
+        rel: VPath,
+        entry: FileInfo,
+        read: FileRead,
+        scan: Scan | None,
+        last: FileInfo | None,
+    ) -> bool:
+        """One file's outcome counted (a file that matched decided on its bytes first);
+        whether the call stops here."""
+        if scan is not None and scan.hits:
+            read, scan = await self._decided_on_bytes(guarded, rel, entry, read, scan)
+        return self._absorb(entry, read, scan, last)
+
+    async def _decided_on_bytes(
+        self, guarded: GuardedStore, rel: VPath, entry: FileInfo, read: FileRead, scan: Scan
+    ) -> tuple[FileRead, Scan | None]:
+        """A file with matching lines, decided once more on the labels of the very bytes
+        matched (their front matter, the file's sidecar now): a version string cannot tell
+        two same-size rewrites in place within one tick of the file's clock apart, so labels
+        cached for a version may have been read from other bytes than these. Hidden now:
+        skipped silently, as a read the guard refuses."""
+        port = guarded.inner
+        if (
+            type(port) is not DocumentLabels
+            or port.inner.keeps_labels
+            or read.data is None
+            or labelled_file_of(rel) is not None
+        ):
+            return read, scan
+        try:
+            labels = await port.prospective(rel, read.data)
+        except _GONE:
+            return FileRead(None, ""), None
+        info = FileInfo(rel, EntryKind.FILE, len(read.data), entry.mtime, None, labels)
+        if not guarded.visible(info):
+            return FileRead(None, ""), None
+        return read, scan
 
     async def _guarded_read(self, guarded: GuardedStore, rel: VPath, entry: FileInfo) -> FileRead:
         """The bytes of one file read through the guard, or why it is skipped (``""``:
