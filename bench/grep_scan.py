@@ -6,6 +6,12 @@ child per revision and round, alternating, so both see the same load. Prints the
 each, and the ratios (after/before, and each against the raw floor).
 
     PYTHONPATH=src python bench/grep_scan.py --base HEAD~1 --rounds 7
+
+``--engines`` instead times, over the same visible files and in one process, what a grep can
+match them with once it has opened them confined (``LocalStore.open_confined``): Python over
+the descriptors (the local lane), ``rg -l`` handed the same descriptors (``/dev/fd/N``,
+``pass_fds``), and, for reference, ``rg`` given the folder (which resolves paths itself:
+not confined). ``--rg`` names the binary (default: ``rg`` on ``PATH``).
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import os
 import re
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -109,6 +116,73 @@ def child(root: Path, scratch: Path, repeat: int, ops: list[str]) -> dict[str, d
     return asyncio.run(run())
 
 
+def engines(root: Path, rounds: int, rg: str) -> None:
+    """Python over confined descriptors vs ripgrep over the same descriptors, interleaved."""
+    from bastion import Mount, Policy, Workspace
+    from bastion.core.paths import VPath
+    from bastion.labels.store import listings_reused
+    from bastion.stores.local import LocalStore
+    from bastion.workspace.grep import Budget, compile_matcher
+    from bastion.workspace.grep_local import local_lane
+    from bastion.workspace.visible import visible_tree
+
+    store = LocalStore(root)
+    ws = Workspace([Mount.of("/w", store)], policy=Policy.allow_all())
+    router, top = ws._router, VPath.parse("/w")
+    lane = local_lane(router.guarded[top], 10 << 20)
+    assert lane is not None
+
+    async def listed() -> list[tuple[object, VPath]]:
+        with listings_reused():
+            files = (await visible_tree(router, top)).files(top)
+        return [(f, router.route(f.path)[1]) for f in files]
+
+    batch = asyncio.run(listed())
+    matcher = compile_matcher(tree.LITERAL, regex=False, ignore_case=False)
+
+    def python() -> int:
+        done, _ = lane.search(batch, matcher, Budget(), 100)  # type: ignore[arg-type]
+        return sum(1 for d in done if d.scan is not None and d.scan.hits)
+
+    def rg_fds() -> int:
+        fds = []
+        try:
+            for _entry, rel in batch:
+                opened = store.open_confined(rel)
+                if opened is None:
+                    continue
+                fd, st = opened
+                if st.st_size > 10 << 20:
+                    os.close(fd)
+                    continue
+                fds.append(fd)
+            args = [rg, "--no-config", "-l", "-F", "--", tree.LITERAL]
+            paths = [f"/dev/fd/{fd}" for fd in fds]
+            out = subprocess.run(args + paths, pass_fds=fds, capture_output=True, check=False)
+        finally:
+            for fd in fds:
+                os.close(fd)
+        return len(out.stdout.splitlines())
+
+    def rg_dir() -> int:
+        args = [rg, "--no-config", "-l", "-F", "--max-filesize", "10M", "--", tree.LITERAL]
+        out = subprocess.run([*args, str(root)], capture_output=True, check=False)
+        return len(out.stdout.splitlines())
+
+    runs = {"python over descriptors": python, "rg over descriptors": rg_fds}
+    runs["rg over the folder (unconfined)"] = rg_dir
+    found = {name: run() for name, run in runs.items()}
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(rounds):
+        for name, run in runs.items():
+            t0 = time.perf_counter()
+            run()
+            times[name].append(time.perf_counter() - t0)
+    print(f"{len(batch)} files; files matched: {found}")
+    for name, got in times.items():
+        print(f"{name:34} median {statistics.median(got) * 1e3:7.1f} ms")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--base", default="HEAD~1", help="the revision to compare against")
@@ -117,8 +191,13 @@ def main() -> None:
     parser.add_argument("--tree", type=Path, default=Path(tempfile.gettempdir()) / "peer-tree")
     parser.add_argument("--ops", default=",".join(OPS), help="which of " + ", ".join(OPS))
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--engines", action="store_true", help="Python vs rg over descriptors")
+    parser.add_argument("--rg", default=shutil.which("rg") or "rg", help="the rg binary")
     opts = parser.parse_args()
     root = tree.build(opts.tree)
+    if opts.engines:
+        engines(root, opts.rounds, opts.rg)
+        return
     if opts.child:
         scratch = Path(tempfile.mkdtemp(prefix="grep-scan-"))
         try:

@@ -34,6 +34,12 @@ PATTERNS = [
     ("\u00df", False),
     ("k", False),
     ("ta\ngam", False),
+    ("\ufffd", False),  # a replaced byte: in no file's bytes, yet in its lines
+    ("caf\ufffd broken", False),
+    ("a\rb", False),
+    ("one\u2028two", False),
+    ("Stra\u00dfe", False),
+    ("ne\u0301e", False),
     ("a", True),
     ("^", True),
     ("$", True),

@@ -154,6 +154,18 @@ def _load_renameat2() -> Callable[..., int] | None:
 _renameat2 = _load_renameat2()
 
 
+def _open_confined(self: LocalStore, path: VPath) -> tuple[int, os.stat_result] | None:
+    """A read descriptor on the plain file at ``path``, and its status, opened by the one
+    confined lookup of :meth:`read_file` (``openat2`` beneath the root, no link anywhere on
+    the path), for a caller that reads many files in one worker thread (grep). ``None``
+    where the answer must come from :meth:`read_file` instead: no ``openat2``, a network
+    filesystem (where even a lookup may wait on a server), a closed store, a subclass
+    with reads of its own, anything but a plain file. Blocking; the caller closes it."""
+    if self._cached is None or type(self).read_file is not LocalStore.read_file:
+        return None
+    return self._open_beneath(path)
+
+
 class LocalStore(Store):
     """Files under one host directory, reached only through descriptors (see the module doc)."""
 
@@ -217,6 +229,8 @@ class LocalStore(Store):
         mount from it). It stays the store's: never close it; open ``/proc/self/fd/N`` for a
         descriptor of your own."""
         return self._root_fd
+
+    open_confined = _open_confined  # a module function: the class is at its method cap
 
     # -- primitives --------------------------------------------------------------------------
 

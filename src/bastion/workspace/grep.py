@@ -164,6 +164,9 @@ class LineMatcher:
     whole: Any = field(default=None, repr=False, compare=False)
     """The RE2 program for a whole buffer of lines, or ``None`` (plain text, or a pattern
     whose meaning depends on the line being the whole text: ``\\A``, ``\\z``, ``(?-m)``)."""
+    needle: bytes | None = field(default=None, repr=False, compare=False)
+    """For plain text matched with its case: its UTF-8 bytes, which every file holding a
+    matching line holds as they are (see :func:`_needle`); ``None`` otherwise."""
 
     def __call__(self, line: str) -> bool:
         """Whether ``line`` matches (no budget: for short lines and tests)."""
@@ -180,6 +183,8 @@ class LineMatcher:
     def scan(self, data: bytes, budget: Budget, limit: int | None = None) -> Scan:
         """The lines of ``data`` that match, spending at most ``budget`` (charged here);
         with ``limit``, the scan stops once it has found ``limit + 1`` matching lines."""
+        if self.needle is not None and self.needle not in data:
+            return Scan([], [], False)  # no line can match: nothing decoded or split
         start = time.monotonic()
         deadline = start + budget.seconds
         cap = None if limit is None else limit + 1
@@ -378,7 +383,8 @@ def compile_matcher(pattern: str, *, regex: bool, ignore_case: bool) -> LineMatc
     if any("\ud800" <= c <= "\udfff" for c in pattern):
         raise InvalidPatternError("pattern holds a lone surrogate, which is not text; remove it")
     if not regex:
-        return LineMatcher(pattern, regex, ignore_case, cost=1, compiled=None)
+        needle = None if ignore_case else _needle(pattern)
+        return LineMatcher(pattern, regex, ignore_case, cost=1, compiled=None, needle=needle)
     # A probe with little memory first: a program far over the cap then fails in
     # milliseconds instead of being built in full (up to ~0.5 s holding the GIL).
     probe = _compile(pattern, ignore_case, _PROBE_MAX_MEM)
@@ -397,6 +403,21 @@ def compile_matcher(pattern: str, *, regex: bool, ignore_case: bool) -> LineMatc
         else:
             size = max(size, whole.programsize, whole.reverseprogramsize)
     return LineMatcher(pattern, regex, ignore_case, max(size, 1), compiled, whole)
+
+
+_LINE_BREAKS = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
+
+
+def _needle(pattern: str) -> bytes | None:
+    """The bytes a file must hold for a line of it to hold ``pattern`` (matched with its
+    case), or ``None`` when no such bytes are sure. A line is text decoded from the file, with
+    invalid UTF-8 replaced by U+FFFD, and split at line breaks; so a pattern that holds
+    neither U+FFFD nor a line break, found in a line, is found in the file's bytes as its
+    own UTF-8 (a valid UTF-8 string found in valid UTF-8 starts and ends on whole
+    characters, none of them a replacement)."""
+    if "\ufffd" in pattern or not _LINE_BREAKS.isdisjoint(pattern):
+        return None
+    return pattern.encode()
 
 
 def _compile(pattern: str, ignore_case: bool, max_mem: int, *, never_nl: bool = False) -> Any:

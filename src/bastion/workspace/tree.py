@@ -11,7 +11,6 @@ import asyncio
 import builtins
 
 from bastion.core.errors import (
-    LimitError,
     NoMountError,
     NotADirectoryError_,
     NotFoundError,
@@ -23,13 +22,12 @@ from bastion.core.listings import held_listings
 from bastion.core.models import FileInfo
 from bastion.core.paths import VPath
 from bastion.labels.store import listings_reused
-from bastion.workspace.grep import Budget, GrepMatch, GrepResult, clip, compile_matcher
+from bastion.workspace.grep import GrepResult, compile_matcher
+from bastion.workspace.grep_run import GrepCall
 from bastion.workspace.routing import Router, parse_in
 from bastion.workspace.visible import visible_tree
 
 __all__ = ["TreeOps"]
-
-_BINARY_SNIFF = 8192
 
 
 class TreeOps:
@@ -110,94 +108,21 @@ class TreeOps:
         max_total: int = 1000,
     ) -> GrepResult:
         """Lines matching ``pattern`` in the files under ``path`` (see :meth:`Workspace.grep`)."""
-        context = max(context, 0)
         with self._ctx.operation("grep", path) as op, listings_reused():
             vp = parse_in(op, path)
-            matcher = await asyncio.to_thread(
-                compile_matcher, pattern, regex=regex, ignore_case=ignore_case
+            if regex:  # compiling RE2 holds the GIL for up to milliseconds: off the loop
+                matcher = await asyncio.to_thread(
+                    compile_matcher, pattern, regex=regex, ignore_case=ignore_case
+                )
+            else:
+                matcher = compile_matcher(pattern, regex=regex, ignore_case=ignore_case)
+            call = GrepCall(
+                self._router,
+                op,
+                matcher,
+                context=context,
+                glob=glob,
+                max_per_file=max_per_file,
+                max_total=max_total,
             )
-            name_glob = (
-                Glob.compile(glob if glob.startswith("/") else "/**/" + glob) if glob else None
-            )
-            info = await self._router.stat(vp)
-            files = [info] if info.is_file else (await visible_tree(self._router, vp)).files(vp)
-            matches: builtins.list[GrepMatch] = []
-            skipped: builtins.list[str] = []
-            searched = matched_files = total = 0
-            truncated = exhausted = False
-            budget = Budget()
-            for entry in files:
-                if name_glob is not None and not name_glob.matches(entry.path):
-                    continue
-                if budget.exhausted:
-                    exhausted = True
-                    break
-                data, why = await self._grep_read(entry)
-                if why:
-                    skipped.append(f"{entry.path}: {why}")
-                if data is None:
-                    continue
-                searched += 1
-                if matcher.inline(data):
-                    scan = matcher.scan(data, budget, max_per_file)
-                else:  # off the event loop: RE2 releases the GIL, other callers keep running
-                    scan = await asyncio.to_thread(matcher.scan, data, budget, max_per_file)
-                lines, hits = scan.lines, scan.hits
-                exhausted = scan.stopped
-                if hits:
-                    matched_files += 1
-                    if len(hits) > max_per_file:
-                        hits = hits[:max_per_file]
-                        truncated = True
-                    room = max_total - total
-                    if len(hits) > room:
-                        hits = hits[:room]
-                        truncated = True
-                    total += len(hits)
-                    matches.extend(_with_context(str(entry.path), lines, hits, context))
-                if exhausted:
-                    break
-                if total >= max_total:
-                    truncated = truncated or entry is not files[-1]
-                    break
-            return GrepResult(
-                tuple(matches),
-                searched,
-                matched_files,
-                truncated or exhausted,
-                tuple(skipped),
-                budget_exhausted=exhausted,
-            )
-
-    async def _grep_read(self, entry: FileInfo) -> tuple[bytes | None, str]:
-        """The bytes of one file to grep, or ``None`` and why it is skipped (``""``: silently,
-        because the principal may not read it)."""
-        cap = self._ctx.policy.limits.max_file_bytes
-        too_big = f"over the {cap}-byte size limit"
-
-        def small_enough(found: FileInfo) -> None:
-            if found.size > cap:
-                raise LimitError(too_big)
-
-        if entry.size > cap:
-            return None, too_big
-        guarded, rel = self._router.route(entry.path)
-        try:
-            _, data = await guarded.read_file(rel, check=small_enough)
-        except LimitError:
-            return None, too_big
-        except (NotFoundError, ScopeError):
-            return None, ""
-        if b"\x00" in data[:_BINARY_SNIFF]:
-            return None, "binary"
-        return data, ""
-
-
-def _with_context(path: str, lines: list[str], hits: list[int], context: int) -> list[GrepMatch]:
-    hit_set = set(hits)
-    shown: list[int] = []
-    for i in hits:
-        for j in range(max(i - context, 0), min(i + context + 1, len(lines))):
-            if not shown or j > shown[-1]:
-                shown.append(j)
-    return [GrepMatch(path, j + 1, clip(lines[j]), is_context=j not in hit_set) for j in shown]
+            return await call.run(vp)

@@ -16,7 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from bastion.core.errors import NotADirectoryError_, NotFoundError, OperationError, ScopeError
+from bastion.core.errors import (
+    NotADirectoryError_,
+    NotFoundError,
+    OperationError,
+    ScopeError,
+    UnsupportedFileError,
+)
 from bastion.core.guard import GuardedStore
 from bastion.core.listings import held_listings
 from bastion.core.models import Action, EntryKind, FileInfo
@@ -27,8 +33,10 @@ from bastion.workspace.routing import Router
 __all__ = ["VisibleTree", "visible_tree"]
 
 _Parts = tuple[str, ...]
-_SKIPPED = (ScopeError, NotFoundError, NotADirectoryError_)
-"""What makes a walk through the guard skip a folder (anything else is raised)."""
+_SKIPPED = (ScopeError, NotFoundError, NotADirectoryError_, UnsupportedFileError)
+"""What makes a walk through the guard skip a folder (anything else is raised); a folder
+swapped for a link since its parent was listed is not there for the walk (the guard tells it
+as not found), as a listing leaves links out."""
 
 
 class VisibleTree:
