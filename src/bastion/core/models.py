@@ -121,6 +121,11 @@ class FileInfo:
     """Opaque version tag (etag); changes whenever the content changes."""
     labels: Labels | None = field(default=None, compare=False)
     """Per-document labels when the store keeps them; ``None`` uses the mount's defaults."""
+    changed_ns: int | None = field(default=None, compare=False, repr=False)
+    """When the store's clock stamped the change that made this version (a local file's
+    status change time, ns since the epoch), where the version is read off a clock; ``None``
+    where versions are counters. Two changes within one tick of that clock share a version,
+    so bytes read near this time may not be all the version names (``bastion.labels``)."""
 
     @property
     def is_dir(self) -> bool:
@@ -132,4 +137,6 @@ class FileInfo:
 
     def at(self, path: VPath) -> FileInfo:
         """The same entry seen at another path (store path to workspace path)."""
-        return FileInfo(path, self.kind, self.size, self.mtime, self.version, self.labels)
+        return FileInfo(
+            path, self.kind, self.size, self.mtime, self.version, self.labels, self.changed_ns
+        )

@@ -12,13 +12,16 @@ is a folder, a link, a special file, or a name in another Unicode normalization 
 read, and the file's labels are undetermined (it is hidden from everybody, and the refusal's
 audit record says why). Labels are worked out once per file version and sidecar version, and
 cached; a failure to reach the sidecar is not cached. The cache trusts a store's version to
-change with every change of the bytes (a local file's holds its ctime: another program can
-rewrite it in place keeping size, inode and mtime, never ctime).
+change with every change of the bytes, which a version read off a clock does only once the
+clock has moved on: labels worked out from bytes read within a tick of their version's stamp
+are not kept (:mod:`bastion.labels.settled`), and a read of such a *racy* file takes its
+labels from the head it reads with the bytes it returns (:meth:`DocumentLabels._read_fresh`).
 """
 
 from __future__ import annotations
 
 import builtins
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -44,6 +47,7 @@ from bastion.labels.frontmatter import (
     encoding_of,
 )
 from bastion.labels.resolve import resolve_labels
+from bastion.labels.settled import settled
 from bastion.labels.sidecars import (
     NO_SIDECAR,
     ODD,
@@ -64,6 +68,9 @@ _CACHE = 16_384
 _PROBE = 16
 """Bytes read first: enough to tell whether front matter may open the file (``---`` in UTF-32
 after a byte-order mark); only then is the whole head read."""
+_JOINED = 1 << 20
+"""A racy read of a range starting this far into the file at most reads from the start, the
+head with the range in one read; one further in reads the head apart (same version)."""
 _PATIENCE = PATIENCE
 """Seconds a read goes on trying while the file keeps changing between its labels and its
 bytes (:class:`~bastion.core.patience.Patience`)."""
@@ -191,16 +198,23 @@ class DocumentLabels(Store, LabelPort):
         """The labels worked out for exactly this version of the file and its sidecar."""
         return self._cache.get((*_file_stamp(info), self._base_of(info), sidecar.stamp()))
 
-    async def _labels(self, info: FileInfo, sidecar: Sidecar) -> Labels:
+    async def _labels(
+        self, info: FileInfo, sidecar: Sidecar, head: bytes | None = None, read_ns: int = 0
+    ) -> Labels:
+        """The labels of ``info`` with ``sidecar``: from the cache, else worked out from the
+        head read now; with ``head`` (read from ``read_ns`` on), worked out from it. Kept
+        for the version only where it is settled (:func:`settled`)."""
         base = self._base_of(info)
         key = (*_file_stamp(info), base, sidecar.stamp())
-        labels = self._cache.get(key)
-        if labels is not None:
-            return labels
+        if head is None:
+            labels = self._cache.get(key)
+            if labels is not None:
+                return labels
+            read_ns = time.time_ns()
         try:
-            labels = await self._compute(info, base, sidecar)
+            labels = await self._compute(info, base, sidecar, head)
         except _SidecarGone:  # deleted since it was seen (another process): the file has none
-            return await self._labels(info, NO_SIDECAR)
+            return await self._labels(info, NO_SIDECAR, head, read_ns)
         except NotFoundError:
             raise
         except BastionError as exc:  # cannot read the head or the sidecar now
@@ -215,28 +229,31 @@ class DocumentLabels(Store, LabelPort):
                 sidecar_problem=f"or file could not be read ({type(exc).__name__})",
             )
         if sidecar.cacheable:
-            _keep(self._cache, key, labels)
+            if settled(read_ns, info, sidecar.info):
+                _keep(self._cache, key, labels)
             _keep(self._last, (info.path.parts, base), labels)
         return labels
 
     def _written(self, info: FileInfo, data: bytes) -> Labels:
         """The labels of the version ``info`` that a write without a sidecar just made of
         ``data``: worked out from the head it has (the one :meth:`_head` would read back) and
-        cached under that version, as :meth:`_labels` would."""
+        cached under that version once it is settled, as :meth:`_labels` would."""
         base = self._base_of(info)
         key = (*_file_stamp(info), base, NO_SIDECAR.stamp())
         labels = self._cache.get(key)
         if labels is None:
-            probe = data[:_PROBE]
-            opens = len(probe) == _PROBE and _may_open_front_matter(probe)
-            head = data[:LABEL_BYTES] if opens else probe
+            head = _head_of(data)
             labels = resolve_labels(base, self._order, head=head, where=str(info.path))
-            _keep(self._cache, key, labels)
+            if settled(time.time_ns(), info):  # not just after the write, as a rule
+                _keep(self._cache, key, labels)
             _keep(self._last, (info.path.parts, base), labels)
         return labels
 
-    async def _compute(self, info: FileInfo, base: Labels, sidecar: Sidecar) -> Labels:
-        head = await self._head(info)
+    async def _compute(
+        self, info: FileInfo, base: Labels, sidecar: Sidecar, head: bytes | None = None
+    ) -> Labels:
+        if head is None:
+            head = await self._head(info)
         data = None
         if sidecar.info is not None:
             try:
@@ -373,13 +390,23 @@ class DocumentLabels(Store, LabelPort):
         *,
         check: ReadCheck | None = None,
     ) -> tuple[FileInfo, bytes]:
-        if labelled_file_of(path) is None:
+        ordinary = labelled_file_of(path) is None
+        if ordinary:
             read = await self._read_known(path, offset, length, check)
             if read is not None:
                 return read
         patience = Patience(_PATIENCE)
         while True:
+            begun = time.time_ns()
             info = await self.stat(path)  # labels first: the check sees them before any byte
+            if ordinary and info.is_file and not settled(begun, info):
+                sidecar = await find_sidecar(self.inner, path)
+                read = await self._read_fresh(path, offset, length, check, sidecar)
+                if read is not None:
+                    return read
+                if not await patience.wait():
+                    break
+                continue
             if check is not None and info.is_file:
                 check(info)
             found, data = await self.inner.read_file(path, offset, length)
@@ -404,10 +431,12 @@ class DocumentLabels(Store, LabelPort):
         if not sidecar.cacheable:
             return None
         seen: list[FileInfo] = []
+        missed: list[FileInfo] = []
 
         def known(raw: FileInfo) -> None:
             labels = self._cached(raw, sidecar) if raw.is_file else None
             if labels is None:
+                missed.append(raw)
                 raise _Unknown
             info = _with_labels(raw, labels)
             seen.append(info)
@@ -417,12 +446,55 @@ class DocumentLabels(Store, LabelPort):
         try:
             _, data = await self.inner.read_file(path, offset, length, check=known)
         except _Unknown:
+            if missed and missed[0].is_file and not settled(time.time_ns(), missed[0]):
+                return await self._read_fresh(path, offset, length, check, sidecar)
             return None
         except BastionError:
             if seen:
                 raise  # the caller's check refused, or the read failed after it
             return None  # let the full path report it (as it always has)
         return seen[0], data
+
+    async def _read_fresh(
+        self,
+        path: VPath,
+        offset: int,
+        length: int | None,
+        check: ReadCheck | None,
+        sidecar: Sidecar,
+    ) -> tuple[FileInfo, bytes] | None:
+        """A read of an ordinary file whose version is racy: its labels worked out from the
+        head read with the bytes returned (one read from the start of the file, unless the
+        range starts over :data:`_JOINED` bytes in: then the head is read after it, of the
+        same version), and ``check`` called on them. Not kept unless settled. ``None`` when
+        the file changed between the two reads, or its labels could not be read now (the
+        caller tries again)."""
+        read_ns = time.time_ns()
+        end = None if length is None else offset + length
+        if offset <= _JOINED:
+            found, data = await self.inner.read_file(
+                path, 0, None if end is None else max(end, _PROBE)
+            )
+            if (
+                end is not None
+                and len(data) < min(found.size, LABEL_BYTES)
+                and _may_open_front_matter(data[:_PROBE])
+            ):  # front matter may run past the range: the head and the range in one read
+                found, data = await self.inner.read_file(path, 0, max(end, LABEL_BYTES))
+            head, body = _head_of(data), data[offset:end]
+        else:
+            found, body = await self.inner.read_file(path, offset, length)
+            again, data = await self.inner.read_file(path, 0, LABEL_BYTES)
+            if again.version != found.version:
+                return None
+            head = _head_of(data)
+        labels = await self._labels(found, sidecar, head, read_ns)
+        if isinstance(labels, _Stale):
+            return None
+        info = _with_labels(found, labels)
+        if check is not None:
+            check(info)
+        return info, body
 
     async def _sidecar_of(self, path: VPath) -> Sidecar:
         """The sidecar of ``path``: from its folder's listing within :func:`listings_reused`,
@@ -493,6 +565,14 @@ def _may_open_front_matter(probe: bytes) -> bool:
     return text.removeprefix("\ufeff").startswith("---")
 
 
+def _head_of(data: bytes) -> bytes:
+    """What :meth:`DocumentLabels._head` reads of a file whose bytes from its start are
+    ``data`` (the whole file, or at least its head)."""
+    probe = data[:_PROBE]
+    opens = len(probe) == _PROBE and _may_open_front_matter(probe)
+    return data[:LABEL_BYTES] if opens else probe
+
+
 def _file_stamp(info: FileInfo) -> tuple[Any, ...]:
     """A file's version, for the cache of its labels (the version must change with every
     change of its bytes: a local file's holds its ctime, which no writer can set back)."""
@@ -522,4 +602,6 @@ class _Stale(Labels):
 
 
 def _with_labels(info: FileInfo, labels: Labels | None) -> FileInfo:
-    return FileInfo(info.path, info.kind, info.size, info.mtime, info.version, labels)
+    return FileInfo(
+        info.path, info.kind, info.size, info.mtime, info.version, labels, info.changed_ns
+    )

@@ -130,7 +130,9 @@ def version_of(st: os.stat_result) -> str:
 def info_of(path: VPath, st: os.stat_result) -> FileInfo:
     if stat.S_ISDIR(st.st_mode):
         return FileInfo(path, EntryKind.DIRECTORY, 0, st.st_mtime_ns / 1e9, None)
-    return FileInfo(path, EntryKind.FILE, st.st_size, st.st_mtime_ns / 1e9, version_of(st))
+    return FileInfo(
+        path, EntryKind.FILE, st.st_size, st.st_mtime_ns / 1e9, version_of(st), None, st.st_ctime_ns
+    )
 
 
 def _refusal(st: os.stat_result, path: VPath) -> OperationError | None:

@@ -553,7 +553,10 @@ def _applied(manifest: Manifest, written: builtins.list[str], made: builtins.lis
 def _tagged(info: FileInfo, tag: str) -> FileInfo:
     if info.version is None:
         return info
-    return FileInfo(info.path, info.kind, info.size, info.mtime, tag + info.version, info.labels)
+    version = tag + info.version
+    return FileInfo(
+        info.path, info.kind, info.size, info.mtime, version, info.labels, info.changed_ns
+    )
 
 
 def _untagged(version: str | None, tag: str) -> str | None:
