@@ -52,6 +52,9 @@ OWNER = Principal.of("owner", clearance="restricted")
 READER = Principal.of("reader", clearance="internal")
 SECRET = "---\nclassification: restricted\n---\nzebra TOPSECRET walrus\n"
 OPEN = "---\nclassification: public\n---\nzebra opentext walrus\n".ljust(len(SECRET) - 1) + "\n"
+FAR = 1_200_000
+"""Bytes of filler before the last line in the files of the ``far`` reads (a range read that
+far in does not read the head with it)."""
 
 
 def _coarse(info: FileInfo) -> FileInfo:
@@ -129,9 +132,10 @@ def _said(answer: Any) -> str:
 
 READS: dict[str, Callable[[SyncWorkspace, SyncWorkspace], str]] = {
     "read_text": lambda _, r: r.read_text("/docs/a.md"),
-    "read_bytes head": lambda _, r: r.read_bytes("/docs/a.md", start=0, end=8).decode(),
+    "read_bytes head": lambda _, r: r.read_bytes("/docs/a.md", start=0, end=60).decode(),
     "read_bytes range": lambda _, r: r.read_bytes("/docs/a.md", start=30, end=60).decode(),
-    "read_lines": lambda _, r: repr(r.read_lines("/docs/a.md", offset=4, limit=1)),
+    "read_bytes far": lambda _, r: r.read_bytes("/docs/a.md", start=FAR, end=FAR + 90).decode(),
+    "read_lines": lambda _, r: repr(r.read_lines("/docs/a.md", offset=3, limit=1)),
     "read tool": lambda _, r: _tool_read(r, "/docs/a.md"),
     "search hit": lambda ws, r: (
         ws.index_directory("/docs") and repr(r.search("zebra walrus", mode="bm25").hits)
@@ -140,6 +144,18 @@ READS: dict[str, Callable[[SyncWorkspace, SyncWorkspace], str]] = {
         ws.index_directory("/docs") and _said(r.ask("What is zebra walrus?", mode="bm25"))
     ),
 }
+
+
+def _texts(*, far: bool) -> tuple[str, str]:
+    """The public and the restricted text of one size; with ``far``, their last lines over
+    :data:`FAR` bytes in."""
+    if not far:
+        return OPEN, SECRET
+    pad = "filler\n" * (FAR // 7)
+    return (
+        OPEN[:31] + pad + "zebra opentext walrus\n".ljust(len(SECRET) - 35 + 4),
+        SECRET[:35] + pad + "zebra TOPSECRET walrus\n",
+    )
 
 
 def _told(read: Callable[[SyncWorkspace, SyncWorkspace], str], ws: Any, reader: Any) -> str:
@@ -154,21 +170,21 @@ def test_a_same_second_rewrite_in_place_is_read_under_its_own_labels(
     tmp_path: Path, path: str
 ) -> None:
     read = READS[path]
+    opened, secret = _texts(far=path == "read_bytes far")
     flipped = False
     for _ in range(5):
         (tmp_path / "a.md").unlink(missing_ok=True)
         ws, reader = _workspace(tmp_path, WholeSeconds(tmp_path))
         _early_in_a_second()
-        (tmp_path / "a.md").write_text(OPEN)
+        (tmp_path / "a.md").write_text(opened)
         first = _told(read, ws, reader)
-        if path not in ("read_bytes head", "read_bytes range", "read_lines"):
-            assert "opentext" in first, first
-        if not _flip_in_place(tmp_path / "a.md", SECRET):
+        assert "opentext" in first, first
+        if not _flip_in_place(tmp_path / "a.md", secret):
             continue  # a second went by in between: that is no longer the same version
         flipped = True
         told = _told(read, ws, reader)
         assert "TOPSECRET" not in told and "restricted" not in told, told
-        assert ws.read_text("/docs/a.md") == SECRET  # the owner reads the new bytes
+        assert ws.read_text("/docs/a.md") == secret  # the owner reads the new bytes
         break
     assert flipped
 
