@@ -50,8 +50,9 @@ from bastion.workspace.blocking import run_blocking
 
 OWNER = Principal.of("owner", clearance="restricted")
 READER = Principal.of("reader", clearance="internal")
-SECRET = "---\nclassification: restricted\n---\nzebra TOPSECRET walrus\n"
-OPEN = "---\nclassification: public\n---\nzebra opentext walrus\n".ljust(len(SECRET) - 1) + "\n"
+HEADS = ("---\nclassification: public    \n---\n", "---\nclassification: restricted\n---\n")
+BODIES = ("zebra opentext walrus \n", "zebra TOPSECRET walrus\n")
+OPEN, SECRET = HEADS[0] + BODIES[0], HEADS[1] + BODIES[1]
 FAR = 1_200_000
 """Bytes of filler before the last line in the files of the ``far`` reads (a range read that
 far in does not read the head with it)."""
@@ -152,10 +153,7 @@ def _texts(*, far: bool) -> tuple[str, str]:
     if not far:
         return OPEN, SECRET
     pad = "filler\n" * (FAR // 7)
-    return (
-        OPEN[:31] + pad + "zebra opentext walrus\n".ljust(len(SECRET) - 35 + 4),
-        SECRET[:35] + pad + "zebra TOPSECRET walrus\n",
-    )
+    return HEADS[0] + pad + BODIES[0], HEADS[1] + pad + BODIES[1]
 
 
 def _told(read: Callable[[SyncWorkspace, SyncWorkspace], str], ws: Any, reader: Any) -> str:
@@ -232,18 +230,25 @@ ROUNDS = 400
 
 @contextmanager
 def _flipping(path: Path) -> Iterator[list[int]]:
-    """Rewrite ``path`` in place, public and restricted in turn, in a thread."""
+    """Rewrite ``path`` in place, public and restricted in turn, in a thread: the head
+    first when tightening, the body first when loosening, so that the file never holds the
+    secret under the public head, at any instant (one write of the whole text would, for
+    a moment: a reader of that moment sees the secret under the public head, whoever
+    reads)."""
     stop = threading.Event()
     count = [0]
     failed: list[BaseException] = []
-    texts = [OPEN.encode(), SECRET.encode()]
+    at = len(HEADS[0])
+    tighten = [(HEADS[1].encode(), 0), (BODIES[1].encode(), at)]
+    loosen = [(BODIES[0].encode(), at), (HEADS[0].encode(), 0)]
 
     def loop() -> None:
         try:
             fd = os.open(path, os.O_WRONLY)
             try:
                 while not stop.is_set():
-                    os.pwrite(fd, texts[count[0] % 2], 0)
+                    for data, where in loosen if count[0] % 2 else tighten:
+                        os.pwrite(fd, data, where)
                     count[0] += 1
             finally:
                 os.close(fd)

@@ -464,11 +464,13 @@ class DocumentLabels(Store, LabelPort):
         sidecar: Sidecar,
     ) -> tuple[FileInfo, bytes] | None:
         """A read of an ordinary file whose version is racy: its labels worked out from the
-        head read with the bytes returned (one read from the start of the file, unless the
-        range starts over :data:`_JOINED` bytes in: then the head is read after it, of the
-        same version), and ``check`` called on them. Not kept unless settled. ``None`` when
-        the file changed between the two reads, or its labels could not be read now (the
-        caller tries again)."""
+        head read with the bytes returned, and ``check`` called on them; kept only once
+        settled. The range is read with the head in one read from the start of the file
+        (after the head, when it starts over :data:`_JOINED` bytes in), then the head is
+        read once more: it must be the same bytes of the same version, so that the bytes
+        returned were never overtaken by an in-place write under the head they are judged
+        by. ``None`` when they differ, or the labels cannot be read now (the caller tries
+        again)."""
         read_ns = time.time_ns()
         end = None if length is None else offset + length
         if offset <= _JOINED:
@@ -483,11 +485,14 @@ class DocumentLabels(Store, LabelPort):
                 found, data = await self.inner.read_file(path, 0, max(end, LABEL_BYTES))
             head, body = _head_of(data), data[offset:end]
         else:
-            found, body = await self.inner.read_file(path, offset, length)
-            again, data = await self.inner.read_file(path, 0, LABEL_BYTES)
-            if again.version != found.version:
-                return None
+            found, data = await self.inner.read_file(path, 0, LABEL_BYTES)
             head = _head_of(data)
+            ranged, body = await self.inner.read_file(path, offset, length)
+            if ranged.version != found.version:
+                return None
+        again, same = await self.inner.read_file(path, 0, len(head))
+        if again.version != found.version or same != head:
+            return None
         labels = await self._labels(found, sidecar, head, read_ns)
         if isinstance(labels, _Stale):
             return None
