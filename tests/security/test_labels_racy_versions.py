@@ -21,7 +21,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -194,7 +194,7 @@ def test_a_same_second_rewrite_of_a_sidecar_in_place_is_read_under_its_labels(
     for _ in range(5):
         for name in ("a.md", "a.md.labels.yaml"):
             (tmp_path / name).unlink(missing_ok=True)
-        ws, reader = _workspace(tmp_path, WholeSeconds(tmp_path))
+        _, reader = _workspace(tmp_path, WholeSeconds(tmp_path))
         _early_in_a_second()
         (tmp_path / "a.md").write_text("zebra TOPSECRET walrus\n")
         (tmp_path / "a.md.labels.yaml").write_text("classification: public    \n")
@@ -282,10 +282,8 @@ def test_an_in_place_writer_racing_reads_never_lets_the_secret_out(
     read, leaks = RACED[path], 0
     with _flipping(tmp_path / "a.md") as flips:
         for _ in range(ROUNDS):
-            try:
+            with suppress(NotFoundError):
                 leaks += "TOPSECRET" in repr(read(reader))
-            except NotFoundError:
-                pass
     assert flips[0] > 0
     assert leaks == 0
 
