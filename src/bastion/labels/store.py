@@ -580,7 +580,8 @@ def _head_of(data: bytes) -> bytes:
 
 def _file_stamp(info: FileInfo) -> tuple[Any, ...]:
     """A file's version, for the cache of its labels (the version must change with every
-    change of its bytes: a local file's holds its ctime, which no writer can set back)."""
+    change of its bytes: a local file's holds its ctime, which no writer can set back, and
+    labels are kept for it only once it is settled, :mod:`bastion.labels.settled`)."""
     return (info.path.parts, info.version, info.size, info.mtime)
 
 
