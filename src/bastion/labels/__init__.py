@@ -7,6 +7,8 @@ file's front matter and by its sidecar ``<name>.labels.yaml``. This part holds a
 * :mod:`~bastion.labels.resolve` — the one resolver, :func:`resolve_labels`;
 * :mod:`~bastion.labels.sidecars` — what a sidecar change does to its file's labels
   (tightening, joining, writing labels back as a sidecar);
+* :mod:`~bastion.labels.settled` — when labels worked out for a version may be kept (not
+  while the version is racy: stamped within a tick of the read);
 * :mod:`~bastion.labels.store` — :class:`DocumentLabels`, the store wrapper that sets
   ``FileInfo.labels`` on every path, and answers the guard's questions through the label port
   (:class:`bastion.core.label_port.LabelPort`).
