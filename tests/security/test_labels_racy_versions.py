@@ -138,6 +138,7 @@ READS: dict[str, Callable[[SyncWorkspace, SyncWorkspace], str]] = {
     "read_bytes far": lambda _, r: r.read_bytes("/docs/a.md", start=FAR, end=FAR + 90).decode(),
     "read_lines": lambda _, r: repr(r.read_lines("/docs/a.md", offset=3, limit=1)),
     "read tool": lambda _, r: _tool_read(r, "/docs/a.md"),
+    "grep": lambda _, r: r.grep("zebra", "/docs").format(),
     "search hit": lambda ws, r: (
         ws.index_directory("/docs") and repr(r.search("zebra walrus", mode="bm25").hits)
     ),
