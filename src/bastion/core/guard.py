@@ -321,8 +321,11 @@ class GuardedStore(Store):
         """After the file at ``path`` was deleted or moved away: delete its sidecar, now
         labels of nothing, if it is there. Best effort: a sidecar left behind is an ordinary
         file, and it could only tighten a file later written at ``path``."""
+        sidecar = sidecar_of(path)
+        if self._admit.absent_now(sidecar):
+            return  # the store knows from memory that nothing is there: nothing to drop
         with suppress(OperationError):
-            await self.delete(sidecar_of(path))
+            await self.delete(sidecar)
 
     # -- checks a workspace runs before it changes anything ----------------------------------
 
