@@ -210,7 +210,7 @@ def _answer(
     """Run the call in this worker thread, then hand its outcome to ``future`` on ``loop``."""
     try:
         result, error = _call(ticket, fn, args), None
-    except BaseException as exc:  # handed to the awaiting coroutine, raised there
+    except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine, raised there
         result, error = None, exc
     with suppress(RuntimeError):  # the loop is closed: nobody is waiting any more
         loop.call_soon_threadsafe(_settle, future, result, error)
