@@ -120,3 +120,20 @@ async def test_the_worker_hop_hands_back_results_errors_and_cancellation() -> No
         assert await workers.run(lambda: "still serving") == "still serving"
     finally:
         workers.close()
+
+
+async def test_a_sidecar_made_after_the_store_looked_is_still_dropped(tmp_path: Path) -> None:
+    """The sidecar of a moved or deleted file is dropped unless the store knows from memory
+    that none is there: one made by another program after the store looked (and found none)
+    is seen, and goes with its file."""
+    ws = _ws(tmp_path)
+    for name in ("a.txt", "b.txt"):
+        await ws.write(f"/d/{name}", "text\n")  # looks the sidecar name up: none there
+        (tmp_path / f"{name}.labels.yaml").write_text("classification: internal\n")
+    await ws.delete("/d/a.txt")
+    assert not (tmp_path / "a.txt").exists()
+    assert not (tmp_path / "a.txt.labels.yaml").exists()
+    await ws.move("/d/b.txt", "/d/c.txt")
+    assert not (tmp_path / "b.txt.labels.yaml").exists()
+    moved = await ws.stat("/d/c.txt")
+    assert moved.labels is not None and moved.labels.classification == "internal"
