@@ -156,6 +156,12 @@ class Admission:
             return None
         return present(path) is True
 
+    def absent_now(self, path: VPath) -> bool:
+        """Whether the store knows from memory that nothing is at ``path`` (``False`` when
+        something is there, or when it would have to look)."""
+        present = self._presence
+        return present is not None and present(path) is False
+
     async def removal(
         self, path: VPath, verb: str, op: Operation, *, recursive: bool
     ) -> tuple[FileInfo, bool]:

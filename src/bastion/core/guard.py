@@ -281,20 +281,30 @@ class GuardedStore(Store):
             await self._sidecars.admit(src, None, op)
             if labelled_file_of(dst) is not None:
                 await self._sidecars.admit(dst, await self.inner.read_range(src), op)
-            try:
-                if hidden_inside:
-                    await self._tree.move_visible(src, dst)
-                    return
-                if self._d.blind(dst):  # replaces a file there (checked by Admission.move)
-                    with suppress(NotFoundError, IsADirectoryError_):
-                        await self.inner.delete(dst)
-                await self.inner.rename(src, dst)
-            except OperationError as exc:
-                if isinstance(exc, AlreadyExistsError):
-                    raise translated(
-                        exc, dst, self._d.full(dst), mount=str(self._d.mount.prefix)
-                    ) from None
-                raise await self._tree.failed(exc, dst, op, writing=True, also=(src,)) from None
+            await self._renamed(src, dst, op, hidden_inside=hidden_inside)
+
+    async def rename_checked(self, src: VPath, dst: VPath) -> None:
+        """:meth:`rename` of a file that :meth:`check_move` admitted just before, in the same
+        operation (a move, which carries the file's labels in between): the admission is not
+        run twice. Only for a file: nothing hidden can be under it."""
+        with self._op("move", src, dst) as op:
+            await self._renamed(src, dst, op, hidden_inside=False)
+
+    async def _renamed(self, src: VPath, dst: VPath, op: Operation, *, hidden_inside: bool) -> None:
+        try:
+            if hidden_inside:
+                await self._tree.move_visible(src, dst)
+                return
+            if self._d.blind(dst):  # replaces a file there (checked by Admission.move)
+                with suppress(NotFoundError, IsADirectoryError_):
+                    await self.inner.delete(dst)
+            await self.inner.rename(src, dst)
+        except OperationError as exc:
+            if isinstance(exc, AlreadyExistsError):
+                raise translated(
+                    exc, dst, self._d.full(dst), mount=str(self._d.mount.prefix)
+                ) from None
+            raise await self._tree.failed(exc, dst, op, writing=True, also=(src,)) from None
 
     # -- labels that travel with a file ------------------------------------------------------
 
@@ -321,8 +331,11 @@ class GuardedStore(Store):
         """After the file at ``path`` was deleted or moved away: delete its sidecar, now
         labels of nothing, if it is there. Best effort: a sidecar left behind is an ordinary
         file, and it could only tighten a file later written at ``path``."""
+        sidecar = sidecar_of(path)
+        if self._admit.absent_now(sidecar):
+            return  # the store knows from memory that nothing is there: nothing to drop
         with suppress(OperationError):
-            await self.delete(sidecar_of(path))
+            await self.delete(sidecar)
 
     # -- checks a workspace runs before it changes anything ----------------------------------
 

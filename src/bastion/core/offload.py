@@ -38,7 +38,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any, Protocol, TypeVar
 
 from bastion.core.errors import StoreUnavailableError
@@ -200,6 +200,31 @@ def _call(ticket: Ticket, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
         _current.ticket = None
 
 
+def _answer(
+    loop: asyncio.AbstractEventLoop,
+    future: asyncio.Future[T],
+    ticket: Ticket,
+    fn: Callable[..., T],
+    args: tuple[Any, ...],
+) -> None:
+    """Run the call in this worker thread, then hand its outcome to ``future`` on ``loop``."""
+    try:
+        result, error = _call(ticket, fn, args), None
+    except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine, raised there
+        result, error = None, exc
+    with suppress(RuntimeError):  # the loop is closed: nobody is waiting any more
+        loop.call_soon_threadsafe(_settle, future, result, error)
+
+
+def _settle(future: asyncio.Future[Any], result: object, error: BaseException | None) -> None:
+    if future.done():  # the caller was cancelled (its ticket abandoned)
+        return
+    if error is None:
+        future.set_result(result)
+    else:
+        future.set_exception(error)
+
+
 class Workers:
     """A pool of ``threads`` worker threads for one store's blocking calls."""
 
@@ -225,9 +250,11 @@ class Workers:
         """``fn(*args)`` in a worker thread. Cancelled while it runs, the call abandons its
         ticket (see the module doc) and raises ``CancelledError`` at once."""
         ticket = Ticket(COMMIT_GATE.get())
-        future = asyncio.get_running_loop().run_in_executor(
-            self._executor(), _call, ticket, fn, args
-        )
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        # the work answers the loop's future itself: no concurrent future chained to it
+        # (``run_in_executor``), which costs a callback and a state copy per hop
+        self._executor().submit(_answer, loop, future, ticket, fn, args)
         limit = CALL_LIMIT.get()
         try:
             if limit is None:

@@ -114,6 +114,7 @@ from bastion.stores._fd import (
     info_of,
     last_name,
     lock_both,
+    lock_dir,
     lock_entry,
     lstat_at,
     lstat_raw,
@@ -473,6 +474,10 @@ class LocalStore(Store):
         with held(self._lock):
             sfd = self._open_dir(src.parent)
             try:
+                if src.parent == dst.parent:  # a rename within a folder: one descriptor
+                    lock_dir(sfd, src)
+                    self._rename_locked(sfd, src, sfd, dst)
+                    return
                 dfd = self._open_parent(dst)
                 try:
                     lock_both(sfd, src, dfd, dst)
@@ -664,7 +669,7 @@ class LocalStore(Store):
                     raise AlreadyExistsError(path=dst)
                 os.rename(sname, dname, src_dir_fd=sfd, dst_dir_fd=dfd)
             os.fsync(dfd)
-            if not os.path.samestat(os.fstat(sfd), os.fstat(dfd)):
+            if sfd != dfd and not os.path.samestat(os.fstat(sfd), os.fstat(dfd)):
                 os.fsync(sfd)
         except OSError as exc:
             raise translate_error(exc, dst if exc.errno == errno.EEXIST else src) from exc

@@ -127,15 +127,18 @@ class Transfers:
                 await store.check_move(src_rel, dst_rel)
                 await store.check_removal(dst_rel)
                 await store.delete(dst_rel)
+        # a file was admitted by check_move (in move, before its labels were carried): its
+        # rename is not admitted twice; a folder's is admitted here (hidden entries under it)
+        rename = store.rename_checked if info.is_file else store.rename
         try:
-            await store.rename(src_rel, dst_rel)
+            await rename(src_rel, dst_rel)
         except NotFoundError:  # the target's parent is missing: create it, then rename
             if dst_rel.parent.is_root:
                 raise
         else:
             return
         await make_dirs(store, dst_rel.parent)
-        await store.rename(src_rel, dst_rel)
+        await rename(src_rel, dst_rel)
 
     # -- planning and running ----------------------------------------------------------------
 
