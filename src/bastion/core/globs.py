@@ -118,7 +118,7 @@ def _segment_regex(tokens: _SegmentPattern) -> re.Pattern[str]:
     if len(runs) > 1:
         parts.extend(f"(?>.*?{''.join(run)})" for run in runs[1:-1])
         parts.append(".*" + "".join(runs[-1]))
-    return re.compile("".join(parts), re.DOTALL)
+    return re.compile(f"(?s:{''.join(parts)})")  # flags inline: the pattern stands alone
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +181,13 @@ class Glob:
         if _DOUBLE_STAR in self.segments:
             return None
         return len(self.segments)
+
+    @property
+    def name_pattern(self) -> re.Pattern[str] | None:
+        """The pattern the last name of every match matches whole, or ``None`` when any name
+        may (the last segment is ``**``): for a store to skip files by their names alone
+        (``core.listings.Sought``)."""
+        return self._regexes[-1] if self._regexes else None
 
     def name_may_match(self, name: str) -> bool:
         """False when no path whose last segment is ``name`` can match: a quick test before

@@ -85,7 +85,7 @@ class TreeOps:
         # one walk of what the principal sees, each folder listed once, only the
         # entries the pattern may return labelled (``visible_tree``)
         tree = await visible_tree(
-            self._router, start, wanted=wanted, below=below, named=compiled.name_may_match
+            self._router, start, wanted=wanted, below=below, named=compiled.name_pattern
         )
         walked = tree.pruned(start, below)
         for entry in walked:
