@@ -19,6 +19,7 @@ it may not see (:mod:`bastion.core.hidden_tree`), and what a sidecar change may 
 
 from __future__ import annotations
 
+import builtins
 from contextlib import AbstractContextManager, suppress
 from types import TracebackType
 
@@ -242,7 +243,7 @@ class GuardedStore(Store):
                 and (not e.is_dir or await self._tree.shown(e.path))
             ]
 
-    async def list_sought(self, path: VPath, sought: Sought) -> list[FileInfo]:
+    async def list_sought(self, path: VPath, sought: Sought) -> builtins.list[FileInfo]:
         """The guard's listing (:meth:`list`): every entry shown, decided as ever."""
         del sought
         return await self.list(path)

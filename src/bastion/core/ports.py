@@ -28,6 +28,7 @@ once and returns its info with the bytes, after letting a ``check`` refuse it on
 
 from __future__ import annotations
 
+import builtins
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable
 
@@ -224,7 +225,7 @@ class Store(ABC):
         del path
         return frozenset()
 
-    async def list_sought(self, path: VPath, sought: Sought) -> list[FileInfo]:
+    async def list_sought(self, path: VPath, sought: Sought) -> builtins.list[FileInfo]:
         """The entries of the folder ``path`` a walk that wants only some names needs (a
         glob, :class:`~bastion.core.listings.Sought`): every folder and every file whose
         name ``sought`` keeps, as :meth:`list` gives them; other files may be there too. A

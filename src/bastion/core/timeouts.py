@@ -17,6 +17,7 @@ answered at once pays for no timer; its waits end with the same error.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import logging
 from collections.abc import AsyncIterator, Awaitable, Sequence
 from typing import Any, TypeVar
@@ -171,7 +172,7 @@ class TimedStore(Store):
     async def odd_names(self, path: VPath) -> frozenset[str]:
         return await self._bounded(self.inner.odd_names(path))
 
-    async def list_sought(self, path: VPath, sought: Sought) -> list[FileInfo]:
+    async def list_sought(self, path: VPath, sought: Sought) -> builtins.list[FileInfo]:
         return await self._bounded(self.inner.list_sought(path, sought))
 
     def describe(self) -> str:

@@ -11,6 +11,7 @@ this view, so the guard above can re-word them again to workspace paths.
 
 from __future__ import annotations
 
+import builtins
 import re
 
 from bastion.core.errors import (
@@ -183,7 +184,7 @@ class FolderStore(Store):
             raise self._outer(exc, path) from exc
         return [info.at(path.child(info.path.name)) for info in entries]
 
-    async def list_sought(self, path: VPath, sought: Sought) -> list[FileInfo]:
+    async def list_sought(self, path: VPath, sought: Sought) -> builtins.list[FileInfo]:
         inner = self._sought.get(sought)
         if inner is None:  # the wish in the backing store's paths, one per wish
             depth, into = len(self.folder.parts), sought.into

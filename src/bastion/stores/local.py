@@ -307,7 +307,7 @@ class LocalStore(Store):
             return await self._workers.run(listed, self._open_dir, path)
         return builtins.list((await self._held(holding, path))[0])
 
-    async def list_sought(self, path: VPath, sought: Sought) -> list[FileInfo]:
+    async def list_sought(self, path: VPath, sought: Sought) -> builtins.list[FileInfo]:
         """Files ``sought`` does not keep are told by their directory entries (no ``lstat``)
         and left out; within a call holding listings, so are folders below it ``sought``
         does not go into (``stores._listing``)."""
