@@ -130,6 +130,11 @@ class Glob:
     _regexes: tuple[re.Pattern[str] | None, ...] = field(
         default=(), init=False, repr=False, compare=False
     )
+    _ends: tuple[tuple[re.Pattern[str], ...], tuple[re.Pattern[str], ...] | None] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+    """For a pattern with at most one ``**``: the segments before it and those after it
+    (``None``: no ``**``, a match has exactly the segments before); else ``None``."""
 
     def __post_init__(self) -> None:
         regexes = tuple(
@@ -137,6 +142,12 @@ class Glob:
             for seg in self.segments
         )
         object.__setattr__(self, "_regexes", regexes)
+        stars = [i for i, seg in enumerate(self.segments) if seg == _DOUBLE_STAR]
+        if len(stars) <= 1:
+            cut = stars[0] if stars else len(regexes)
+            head = tuple(r for r in regexes[:cut] if r is not None)
+            tail = tuple(r for r in regexes[cut + 1 :] if r is not None) if stars else None
+            object.__setattr__(self, "_ends", (head, tail))
 
     @classmethod
     def compile(cls, pattern: str) -> Glob:
@@ -197,6 +208,20 @@ class Glob:
 
     def matches(self, path: VPath) -> bool:
         parts = path.parts
+        ends = self._ends
+        if ends is not None:  # at most one "**": its ends alone decide, each part tried once
+            head, tail = ends
+            n, k = len(parts), len(head)
+            if n != k if tail is None else n < k + len(tail):
+                return False
+            for i in range(k):
+                if not head[i].fullmatch(parts[i]):
+                    return False
+            if tail:
+                for j, regex in enumerate(tail, n - len(tail)):
+                    if not regex.fullmatch(parts[j]):
+                        return False
+            return True
         segs = self.segments
         regexes = self._regexes
         s = p = 0

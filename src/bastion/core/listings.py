@@ -49,6 +49,9 @@ class Sought:
     """Whether the walk may go into the folder at this store path (listing it ahead pays)."""
     keeps: Callable[[str], object] = field(init=False, repr=False, compare=False)
     """The patterns of ``names`` as one ``fullmatch`` (a match, or ``None``)."""
+    _also: dict[re.Pattern[str], Sought] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         names = self.names
@@ -59,7 +62,10 @@ class Sought:
 
     def also(self, names: re.Pattern[str]) -> Sought:
         """This wish, keeping the names ``names`` matches too (equal for equal patterns)."""
-        return Sought((*self.names, names), self.into)
+        made = self._also.get(names)
+        if made is None:
+            made = self._also[names] = Sought((*self.names, names), self.into)
+        return made
 
 
 class Held:

@@ -55,18 +55,17 @@ def scan_for(open_dir: OpenDir, path: VPath, keeps: Callable[[str], object] | No
         with os.scandir(fd) as it:  # scandir works on a duplicate and leaves fd open
             for entry in it:
                 name = entry.name
-                if (
-                    keeps is not None
-                    and not keeps(name)
-                    and not entry.is_dir(follow_symlinks=False)  # folders are all given
-                ):
-                    if entry.is_file(follow_symlinks=False) and (
-                        name.isascii() or normalize("NFC", name) == name
-                    ):
-                        continue  # an ordinary file not wanted: the common case
-                    if not name.startswith(TEMP_PREFIX):  # a link, a special file, not NFC
-                        odd.add(name if name.isascii() else normalize("NFC", name))
-                    continue
+                if keeps is not None and not keeps(name):
+                    if entry.is_file(follow_symlinks=False):  # by its type in the folder
+                        if name.isascii() or normalize("NFC", name) == name:
+                            continue  # an ordinary file not wanted: the common case
+                        told = True  # a name not in NFC: odd
+                    else:  # a folder is looked up as ever, a link or special file is odd
+                        told = not entry.is_dir(follow_symlinks=False)
+                    if told:
+                        if not name.startswith(TEMP_PREFIX):
+                            odd.add(name if name.isascii() else normalize("NFC", name))
+                        continue
                 if name.startswith(TEMP_PREFIX):
                     continue
                 try:

@@ -78,9 +78,7 @@ class TreeOps:
             return [start_info] if compiled.matches(start) else []
         found: builtins.list[FileInfo] = []
         below = compiled.could_match_below
-
-        def wanted(path: VPath) -> bool:
-            return compiled.name_may_match(path.name) and compiled.matches(path)
+        wanted = compiled.matches
 
         # one walk of what the principal sees, each folder listed once, only the
         # entries the pattern may return labelled (``visible_tree``)

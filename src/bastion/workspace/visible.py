@@ -196,17 +196,18 @@ async def _wanted_subtree(
                     continue
                 kept: list[FileInfo] = []
                 asked: list[tuple[FileInfo, VPath, bool]] = []  # folders wanted: shown?
-                for e in entries:
-                    full = VPath(at.parts + e.path.parts[depth:])
+                for e in entries:  # the files given are wanted (``candidate``)
+                    full = VPath(prefix + e.path.parts[depth:])
                     if e.is_dir:
                         go = into is None or into(full)
-                        if not (go or wanted(full)) or not guarded.visible(e):
+                        sought_too = wanted(full)
+                        if not (go or sought_too) or not guarded.visible(e):
                             continue
-                        if wanted(full):
+                        if sought_too:
                             asked.append((e, full, go))
                             continue
                         deeper.append(e.path)
-                    elif not wanted(full) or not guarded.visible(e):
+                    elif not e.is_file or not guarded.visible(e):
                         continue
                     kept.append(_shown_as(e, full))
                 if asked:  # their listings in one trip, then the walk's level again
@@ -232,15 +233,17 @@ async def _listed(
     sought: Sought | None = None,
 ) -> list[FileInfo] | None:
     """The store's entries of ``folder``, labelled; ``None`` where the walk skips it. With
-    ``only``, the entries it keeps (others may be left out: only they are labelled); with
-    ``sought``, the store's listing for it (files it does not keep may be left out)."""
+    ``only``, the entries it keeps (only they are labelled); with ``sought``, from the
+    store's listing for it (``Store.list_sought``)."""
     inner = guarded.inner
     try:
         if only is not None and isinstance(inner, DocumentLabels):
             return await inner.list(folder, only=only, sought=sought)
         if sought is not None:
-            return await inner.list_sought(folder, sought)
-        return await inner.list(folder)
+            found = await inner.list_sought(folder, sought)
+        else:
+            found = await inner.list(folder)
+        return found if only is None else [e for e in found if only(e)]
     except _SKIPPED:
         return None
     except OperationError:
