@@ -1,6 +1,9 @@
 """The local store's folder listings (``bastion.stores.local``): one pass over a folder gives
 its entries and its odd names, and a call holding listings (``core.listings``) has the folders
-it expects next listed in the same trip to a worker thread.
+it expects next listed in the same trip to a worker thread. For a glob (``Store.list_sought``)
+a pass looks up only the folders and the files whose names the glob may want: the others are
+told by their directory entries alone, and only the folders the glob may go into are listed
+ahead.
 
 A private module of ``bastion.stores``. Every function here runs in a worker thread and opens
 folders only through the store's own ``open_dir`` (the descriptor walk from the root that
