@@ -124,6 +124,7 @@ def test_the_store_port_carries_no_label_hook() -> None:
         *("exists", "read_all", "read_file", "makedirs", "walk", "copy_file", "describe"),
         "begin_write",  # the prelude every write shares (mode, the root refused)
         *("kind", "timeout", "keeps_labels", "bounds_own_waits", "change_mark", "odd_names"),
+        *("ephemeral", "gated_commits", "list_sought"),
     }
 
 

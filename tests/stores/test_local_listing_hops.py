@@ -20,7 +20,7 @@ from bastion.core.offload import Workers
 from bastion.core.paths import VPath
 from bastion.stores._fd import TEMP_PREFIX
 
-LISTINGS = ("scan_ahead", "listed", "_odd_names")
+LISTINGS = ("scan_ahead", "listed", "odd_in", "scan_for")
 
 
 @pytest.fixture

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from bastion.core.errors import InvalidPatternError
@@ -66,3 +68,20 @@ def test_hostile_pattern_is_linear() -> None:
     assert not g.matches(VPath.parse("/" + name))
     deep = Glob.compile("/**/a" * 30 + "/**/b")
     assert not deep.matches(VPath.parse("/" + "/".join(["a"] * 200)))
+
+
+def test_a_pattern_with_one_double_star_matches_as_the_general_walk() -> None:
+    """Patterns with at most one ``**`` are decided by their two ends (issue 31): the same
+    answer as the general segment matcher, on every path of a small alphabet."""
+    names = ["a", "b", "ab", "a.md", ".md"]
+    paths = [VPath(p) for n in range(5) for p in itertools.product(names, repeat=n)]
+    segments = ["a", "*", "?", "*.md", "[ab]", "**"]
+    for n in range(4):
+        for combo in itertools.product(segments, repeat=n):
+            if combo.count("**") > 1:
+                continue
+            fast = Glob.compile("/" + "/".join(combo))
+            general = Glob.compile("/" + "/".join(combo))
+            object.__setattr__(general, "_ends", None)
+            for path in paths:
+                assert fast.matches(path) == general.matches(path), (combo, path)

@@ -118,7 +118,7 @@ def _segment_regex(tokens: _SegmentPattern) -> re.Pattern[str]:
     if len(runs) > 1:
         parts.extend(f"(?>.*?{''.join(run)})" for run in runs[1:-1])
         parts.append(".*" + "".join(runs[-1]))
-    return re.compile("".join(parts), re.DOTALL)
+    return re.compile(f"(?s:{''.join(parts)})")  # flags inline: the pattern stands alone
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +130,11 @@ class Glob:
     _regexes: tuple[re.Pattern[str] | None, ...] = field(
         default=(), init=False, repr=False, compare=False
     )
+    _ends: tuple[tuple[re.Pattern[str], ...], tuple[re.Pattern[str], ...] | None] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+    """For a pattern with at most one ``**``: the segments before it and those after it
+    (``None``: no ``**``, a match has exactly the segments before); else ``None``."""
 
     def __post_init__(self) -> None:
         regexes = tuple(
@@ -137,6 +142,12 @@ class Glob:
             for seg in self.segments
         )
         object.__setattr__(self, "_regexes", regexes)
+        stars = [i for i, seg in enumerate(self.segments) if seg == _DOUBLE_STAR]
+        if len(stars) <= 1:
+            cut = stars[0] if stars else len(regexes)
+            head = tuple(r for r in regexes[:cut] if r is not None)
+            tail = tuple(r for r in regexes[cut + 1 :] if r is not None) if stars else None
+            object.__setattr__(self, "_ends", (head, tail))
 
     @classmethod
     def compile(cls, pattern: str) -> Glob:
@@ -182,6 +193,13 @@ class Glob:
             return None
         return len(self.segments)
 
+    @property
+    def name_pattern(self) -> re.Pattern[str] | None:
+        """The pattern the last name of every match matches whole, or ``None`` when any name
+        may (the last segment is ``**``): for a store to skip files by their names alone
+        (``core.listings.Sought``)."""
+        return self._regexes[-1] if self._regexes else None
+
     def name_may_match(self, name: str) -> bool:
         """False when no path whose last segment is ``name`` can match: a quick test before
         :meth:`matches` (a last segment that is not ``**`` must match the last name)."""
@@ -190,6 +208,20 @@ class Glob:
 
     def matches(self, path: VPath) -> bool:
         parts = path.parts
+        ends = self._ends
+        if ends is not None:  # at most one "**": its ends alone decide, each part tried once
+            head, tail = ends
+            n, k = len(parts), len(head)
+            if n != k if tail is None else n < k + len(tail):
+                return False
+            for i in range(k):
+                if not head[i].fullmatch(parts[i]):
+                    return False
+            if tail:
+                for j, regex in enumerate(tail, n - len(tail)):
+                    if not regex.fullmatch(parts[j]):
+                        return False
+            return True
         segs = self.segments
         regexes = self._regexes
         s = p = 0

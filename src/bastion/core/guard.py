@@ -19,6 +19,7 @@ it may not see (:mod:`bastion.core.hidden_tree`), and what a sidecar change may 
 
 from __future__ import annotations
 
+import builtins
 from contextlib import AbstractContextManager, suppress
 from types import TracebackType
 
@@ -39,6 +40,7 @@ from bastion.core.errors import (
 )
 from bastion.core.hidden_tree import HiddenTree
 from bastion.core.label_port import LabelPort
+from bastion.core.listings import Sought
 from bastion.core.models import Action, EntryKind, FileInfo, Labels, WriteMode
 from bastion.core.mounts import Mount
 from bastion.core.operation import GuardContext, Operation, folded
@@ -240,6 +242,11 @@ class GuardedStore(Store):
                 if self._d.why_hidden(e.path, e.kind, e) is None
                 and (not e.is_dir or await self._tree.shown(e.path))
             ]
+
+    async def list_sought(self, path: VPath, sought: Sought) -> builtins.list[FileInfo]:
+        """The guard's listing (:meth:`list`): every entry shown, decided as ever."""
+        del sought
+        return await self.list(path)
 
     async def odd_names(self, path: VPath) -> frozenset[str]:
         """The store's odd names in the folder ``path`` (:meth:`Store.odd_names`) that the

@@ -18,28 +18,69 @@ folder. Only calls that change nothing hold listings.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass, field
 
 from bastion.core.models import FileInfo
+from bastion.core.paths import VPath
 
-__all__ = ["Held", "Listing", "held_listings", "held_now"]
+__all__ = ["Held", "Listing", "Sought", "held_listings", "held_now"]
 
 Listing = tuple[list[FileInfo], frozenset[str]]
 """A folder's entries (``Store.list``) and odd names (``Store.odd_names``), from one pass."""
 
 
+@dataclass(frozen=True, slots=True)
+class Sought:
+    """What a walk wants of the folders below one of them (a glob), told to the store below
+    the guard (``Store.list_sought``) so that it can skip the rest cheaply: the files whose
+    names none of ``names`` matches whole may be left out of a listing (a store that can tell
+    a file from a folder by its directory entry alone never looks them up), and folders
+    ``into`` refuses (store paths) are not listed ahead. Folders are always given: the guard
+    decides on every entry that is given, and the walk decides where it goes."""
+
+    names: tuple[re.Pattern[str], ...]
+    """Patterns of a file's name as the store holds it (their flags inline, as ``(?s:...)``):
+    a file is kept when one of them matches the whole name."""
+    into: Callable[[VPath], bool]
+    """Whether the walk may go into the folder at this store path (listing it ahead pays)."""
+    keeps: Callable[[str], object] = field(init=False, repr=False, compare=False)
+    """The patterns of ``names`` as one ``fullmatch`` (a match, or ``None``)."""
+    _also: dict[re.Pattern[str], Sought] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+
+    def __post_init__(self) -> None:
+        names = self.names
+        one = (
+            names[0] if len(names) == 1 else re.compile("|".join(f"(?:{p.pattern})" for p in names))
+        )
+        object.__setattr__(self, "keeps", one.fullmatch)
+
+    def also(self, names: re.Pattern[str]) -> Sought:
+        """This wish, keeping the names ``names`` matches too (equal for equal patterns)."""
+        made = self._also.get(names)
+        if made is None:
+            made = self._also[names] = Sought((*self.names, names), self.into)
+        return made
+
+
 class Held:
     """The listings held by one call, by store and folder."""
 
-    __slots__ = ("_expected", "_expected_set", "ahead", "folders")
+    __slots__ = ("_expected", "_expected_set", "ahead", "folders", "sought")
 
     def __init__(self, ahead: int | None) -> None:
         self.ahead = ahead
         """How many levels below a folder listed a store may list with it (``None``: as deep
         as its own bound allows)."""
         self.folders: dict[tuple[object, tuple[str, ...]], Listing] = {}
+        self.sought: dict[tuple[object, tuple[str, ...]], tuple[Sought, Listing]] = {}
+        """Listings made for a :class:`Sought` (files it does not want may be left out), by
+        store and folder: they answer only that wish; their odd names are all there."""
         self._expected: list[tuple[str, ...]] = []
         self._expected_set: frozenset[tuple[str, ...]] = frozenset()
 
@@ -48,6 +89,23 @@ class Held:
 
     def put(self, store: object, parts: tuple[str, ...], listing: Listing) -> None:
         self.folders[store, parts] = listing
+
+    def get_sought(self, store: object, parts: tuple[str, ...], sought: Sought) -> Listing | None:
+        """A listing held that answers ``sought`` for the folder: a whole one, or one made
+        for the same wish."""
+        whole = self.folders.get((store, parts))
+        if whole is not None:
+            return whole
+        made = self.sought.get((store, parts))
+        return made[1] if made is not None and made[0] == sought else None
+
+    def odd(self, store: object, parts: tuple[str, ...]) -> frozenset[str] | None:
+        """The folder's odd names, from any listing held of it (each has them all)."""
+        whole = self.folders.get((store, parts))
+        if whole is not None:
+            return whole[1]
+        made = self.sought.get((store, parts))
+        return None if made is None else made[1][1]
 
     def expect(self, folders: list[tuple[str, ...]]) -> None:
         """Say that the call is about to list these folders, in this order, from one store (a
@@ -60,8 +118,12 @@ class Held:
         out); none when ``first`` is not one of them."""
         if first not in self._expected_set:
             return []
-        held = self.folders
-        return [f for f in self._expected if f != first and (store, f) not in held]
+        held, sought = self.folders, self.sought
+        return [
+            f
+            for f in self._expected
+            if f != first and (store, f) not in held and (store, f) not in sought
+        ]
 
 
 _HELD: ContextVar[Held | None] = ContextVar("bastion_held_listings", default=None)

@@ -28,6 +28,7 @@ once and returns its info with the bytes, after letting a ``check`` refuse it on
 
 from __future__ import annotations
 
+import builtins
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable
 
@@ -37,6 +38,7 @@ from bastion.core.errors import (
     NotADirectoryError_,
     NotFoundError,
 )
+from bastion.core.listings import Sought
 from bastion.core.models import FileInfo, WriteMode
 from bastion.core.paths import VPath
 
@@ -222,6 +224,14 @@ class Store(ABC):
         in NFC). A store that holds nothing of the kind keeps the default."""
         del path
         return frozenset()
+
+    async def list_sought(self, path: VPath, sought: Sought) -> builtins.list[FileInfo]:
+        """The entries of the folder ``path`` a walk that wants only some names needs (a
+        glob, :class:`~bastion.core.listings.Sought`): every folder and every file whose
+        name ``sought`` keeps, as :meth:`list` gives them; other files may be there too. A
+        store that can skip the others for less than listing them keeps the default."""
+        del sought
+        return await self.list(path)
 
     # -- shared by the primitives ------------------------------------------------------------
 

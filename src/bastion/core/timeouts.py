@@ -17,11 +17,13 @@ answered at once pays for no timer; its waits end with the same error.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import logging
 from collections.abc import AsyncIterator, Awaitable, Sequence
 from typing import Any, TypeVar
 
 from bastion.core.errors import BastionError, StoreError, StoreUnavailableError
+from bastion.core.listings import Sought
 from bastion.core.models import FileInfo, WriteMode
 from bastion.core.offload import CALL_LIMIT, CallLimit
 from bastion.core.paths import VPath
@@ -169,6 +171,9 @@ class TimedStore(Store):
 
     async def odd_names(self, path: VPath) -> frozenset[str]:
         return await self._bounded(self.inner.odd_names(path))
+
+    async def list_sought(self, path: VPath, sought: Sought) -> builtins.list[FileInfo]:
+        return await self._bounded(self.inner.list_sought(path, sought))
 
     def describe(self) -> str:
         return self.inner.describe()

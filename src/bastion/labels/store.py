@@ -21,6 +21,7 @@ labels from the head it reads with the bytes it returns (:meth:`DocumentLabels._
 from __future__ import annotations
 
 import builtins
+import re
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
@@ -35,6 +36,7 @@ from bastion.core.errors import (
     UnsupportedFileError,
 )
 from bastion.core.label_port import LabelPort, Relabel
+from bastion.core.listings import Sought
 from bastion.core.models import FileInfo, Labels, WriteMode
 from bastion.core.paths import VPath
 from bastion.core.patience import PATIENCE, Patience
@@ -335,11 +337,20 @@ class DocumentLabels(Store, LabelPort):
         return await self.inner.list(path)  # no labels worked out: stat an entry for them
 
     async def list(
-        self, path: VPath, *, only: Callable[[FileInfo], bool] | None = None
+        self,
+        path: VPath,
+        *,
+        only: Callable[[FileInfo], bool] | None = None,
+        sought: Sought | None = None,
     ) -> list[FileInfo]:
         """The entries of ``path`` with their labels; with ``only``, just the entries it keeps
-        (a glob's candidates: the others' labels are not worked out)."""
-        infos = await self.inner.list(path)
+        (a glob's candidates: the others' labels are not worked out); with ``sought``, from
+        the store's listing for it (``Store.list_sought``), which keeps every name that may
+        be a sidecar too, so a file's labels are what a whole listing gives."""
+        if sought is None:
+            infos = await self.inner.list(path)
+        else:
+            infos = await self.inner.list_sought(path, sought.also(_MAY_BE_SIDECAR))
         siblings = {info.path.name: info for info in infos}
         odd = await odd_names_of(self.inner, path) if any(i.is_file for i in infos) else frozenset()
         folded = frozenset(  # files whose sidecar is listed in another case (rare)
@@ -350,7 +361,7 @@ class DocumentLabels(Store, LabelPort):
             and (target := labelled_file_of(path.child(name))) is not None
         )
         listings = _LISTINGS.get()
-        if listings is not None:
+        if listings is not None and sought is None:
             listings[self, path.parts] = (siblings, odd, folded)
         out: builtins.list[FileInfo] = []
         for info in infos:
@@ -361,6 +372,9 @@ class DocumentLabels(Store, LabelPort):
                 known = await self._labelled(info, siblings, odd, folded)
             out.append(known)
         return out
+
+    async def list_sought(self, path: VPath, sought: Sought) -> builtins.list[FileInfo]:
+        return await self.list(path, sought=sought)
 
     def _known(
         self,
@@ -556,6 +570,11 @@ class DocumentLabels(Store, LabelPort):
 
     async def odd_names(self, path: VPath) -> frozenset[str]:
         return await self.inner.odd_names(path)
+
+
+_MAY_BE_SIDECAR = re.compile("(?s:.*[lL\u0080-\U0010ffff])")
+"""The names :func:`_may_be_sidecar` passes, as a pattern of whole names (for a store's
+listing for a glob, ``Store.list_sought``): the last character ``l``, ``L`` or not ASCII."""
 
 
 def _may_be_sidecar(name: str) -> bool:

@@ -11,6 +11,7 @@ this view, so the guard above can re-word them again to workspace paths.
 
 from __future__ import annotations
 
+import builtins
 import re
 
 from bastion.core.errors import (
@@ -19,6 +20,7 @@ from bastion.core.errors import (
     NotFoundError,
     OperationError,
 )
+from bastion.core.listings import Sought
 from bastion.core.models import EntryKind, FileInfo, WriteMode
 from bastion.core.paths import VPath
 from bastion.core.ports import ReadCheck, Store
@@ -38,6 +40,8 @@ class FolderStore(Store):
         self.keeps_labels = inner.keeps_labels
         self.bounds_own_waits = inner.bounds_own_waits
         """Whether the backing store applies a mount's limit itself (``core.timeouts``)."""
+        self._sought: dict[Sought, Sought] = {}
+        """The last wish of ``list_sought`` and the same in the backing store's paths."""
         self._inner_prefix = re.compile(re.escape(str(folder)) + r"(?:/|(?=[\s:;,'\"]|$))")
         ancestors = [str(VPath(folder.parts[:n])) for n in range(1, len(folder.parts))]
         self._ancestor = (
@@ -172,6 +176,22 @@ class FolderStore(Store):
     async def list(self, path: VPath) -> list[FileInfo]:
         try:
             entries = await self.inner.list(self._in(path))
+        except NotFoundError as exc:
+            if path.is_root:
+                return []
+            raise self._outer(exc, path) from exc
+        except OperationError as exc:
+            raise self._outer(exc, path) from exc
+        return [info.at(path.child(info.path.name)) for info in entries]
+
+    async def list_sought(self, path: VPath, sought: Sought) -> builtins.list[FileInfo]:
+        inner = self._sought.get(sought)
+        if inner is None:  # the wish in the backing store's paths, one per wish
+            depth, into = len(self.folder.parts), sought.into
+            inner = Sought(sought.names, lambda p: into(VPath(p.parts[depth:])))
+            self._sought = {sought: inner}
+        try:
+            entries = await self.inner.list_sought(self._in(path), inner)
         except NotFoundError as exc:
             if path.is_root:
                 return []

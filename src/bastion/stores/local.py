@@ -86,7 +86,6 @@ import os
 import stat
 import threading
 import time
-import unicodedata
 import weakref
 from collections.abc import Callable
 from pathlib import Path
@@ -100,7 +99,7 @@ from bastion.core.errors import (
     NotFoundError,
     StoreError,
 )
-from bastion.core.listings import Held, Listing, held_now
+from bastion.core.listings import Held, Listing, Sought, held_now
 from bastion.core.models import FileInfo, WriteMode
 from bastion.core.offload import DISK_THREADS, Workers, commit, held
 from bastion.core.paths import VPath
@@ -135,7 +134,7 @@ from bastion.stores._fd import (
     version_of,
     write_all,
 )
-from bastion.stores._listing import listed, scan_ahead
+from bastion.stores._listing import listed, odd_in, scan_ahead, scan_for
 
 __all__ = ["TEMP_PREFIX", "LocalStore"]
 
@@ -309,12 +308,31 @@ class LocalStore(Store):
             return await self._workers.run(listed, self._open_dir, path)
         return builtins.list((await self._held(holding, path))[0])
 
+    async def list_sought(self, path: VPath, sought: Sought) -> builtins.list[FileInfo]:
+        """Files ``sought`` does not keep are told by their directory entries (no ``lstat``)
+        and left out; within a call holding listings, so are folders below it ``sought``
+        does not go into (``stores._listing``)."""
+        holding = held_now()
+        if holding is None:
+            return (await self._workers.run(scan_for, self._open_dir, path, sought.keeps))[0]
+        found = holding.get_sought(self, path.parts, sought)
+        if found is None:
+            more = [VPath(p) for p in holding.expected(self, path.parts)]
+            run = self._workers.run
+            made = await run(scan_ahead, self._open_dir, path, None, more, sought)
+            for parts, listing in made.items():
+                if holding.get_sought(self, parts, sought) is None:
+                    holding.sought[self, parts] = (sought, listing)
+            found = made[path.parts]
+        return builtins.list(found[0])
+
     async def odd_names(self, path: VPath) -> frozenset[str]:
         """Links, special files and non-NFC names in ``path`` (which ``list`` leaves out)."""
         holding = held_now()
         if holding is None:
-            return await self._workers.run(self._odd_names, path)
-        return (await self._held(holding, path))[1]
+            return await self._workers.run(odd_in, self._open_dir, path)
+        odd = holding.odd(self, path.parts)
+        return odd if odd is not None else (await self._held(holding, path))[1]
 
     async def _held(self, holding: Held, path: VPath) -> Listing:
         """The listing of ``path`` held by the current call (``core.listings``): made on the
@@ -438,26 +456,6 @@ class LocalStore(Store):
                 if lock_fd >= 0:
                     os.close(lock_fd)
                 os.close(pfd)
-
-    def _odd_names(self, path: VPath) -> frozenset[str]:
-        fd = self._open_dir(path)
-        odd: set[str] = set()
-        try:
-            with os.scandir(fd) as it:
-                for entry in it:
-                    if entry.name.startswith(TEMP_PREFIX):
-                        continue
-                    nfc = unicodedata.normalize("NFC", entry.name)
-                    plain = entry.is_file(follow_symlinks=False) or entry.is_dir(
-                        follow_symlinks=False
-                    )
-                    if nfc != entry.name or not plain:
-                        odd.add(nfc)
-        except OSError as exc:
-            raise translate_error(exc, path) from exc
-        finally:
-            os.close(fd)
-        return frozenset(odd)
 
     def _mkdir(self, path: VPath) -> None:
         with held(self._lock):

@@ -78,14 +78,12 @@ class TreeOps:
             return [start_info] if compiled.matches(start) else []
         found: builtins.list[FileInfo] = []
         below = compiled.could_match_below
-
-        def wanted(path: VPath) -> bool:
-            return compiled.name_may_match(path.name) and compiled.matches(path)
+        wanted = compiled.matches
 
         # one walk of what the principal sees, each folder listed once, only the
         # entries the pattern may return labelled (``visible_tree``)
         tree = await visible_tree(
-            self._router, start, wanted=wanted, below=below, named=compiled.name_may_match
+            self._router, start, wanted=wanted, below=below, named=compiled.name_pattern
         )
         walked = tree.pruned(start, below)
         for entry in walked:

@@ -14,6 +14,7 @@ file found here goes through the guard as ever, so the bytes a grep reads are ch
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 
 from bastion.core.errors import (
@@ -24,7 +25,7 @@ from bastion.core.errors import (
     UnsupportedFileError,
 )
 from bastion.core.guard import GuardedStore
-from bastion.core.listings import held_listings
+from bastion.core.listings import Sought, held_listings
 from bastion.core.models import Action, EntryKind, FileInfo
 from bastion.core.paths import VPath
 from bastion.labels.store import DocumentLabels
@@ -75,7 +76,7 @@ async def visible_tree(
     *,
     wanted: Callable[[VPath], bool] | None = None,
     below: Callable[[VPath], bool] | None = None,
-    named: Callable[[str], bool] | None = None,
+    named: re.Pattern[str] | None = None,
 ) -> VisibleTree:
     """The tree under ``root`` (a folder the caller has already stat-ed through the guard).
 
@@ -86,7 +87,9 @@ async def visible_tree(
     gives the entries of the full tree that are ``wanted``, in the same order. Only a wanted
     folder is asked whether it is shown (holds something the principal may see): below a
     folder not shown nothing is seen, so going into it finds nothing to give. ``named``: a
-    quick test of a name that ``wanted`` implies (a glob's last segment), tried first."""
+    pattern that the name of every entry ``wanted`` matches whole (a glob's last segment),
+    tried first, and told to the store, which may then leave out the files it refuses
+    without looking them up (``Store.list_sought``)."""
     children: dict[_Parts, list[FileInfo]] = {}
     stack = [root]
     while stack:
@@ -160,20 +163,26 @@ async def _wanted_subtree(
     at: VPath,
     wanted: Callable[[VPath], bool],
     into: Callable[[VPath], bool] | None,
-    named: Callable[[str], bool] | None,
+    named: re.Pattern[str] | None,
 ) -> dict[_Parts, list[FileInfo]]:
     """:func:`_store_subtree` for :func:`visible_tree` with ``wanted``: each folder's wanted
     entries that the principal sees (a folder: and that is shown) and the folders it sees
     that the walk goes into (``into``), by workspace path, in name order."""
     depth = len(start.parts)
+    prefix = at.parts
 
     def candidate(entry: FileInfo) -> bool:  # folders are all looked at; files if wanted
         if not entry.is_file:
             return True
-        if named is not None and not named(entry.path.name):
+        if named is not None and not named.fullmatch(entry.path.name):
             return False
-        return wanted(VPath(at.parts + entry.path.parts[depth:]))
+        return wanted(VPath(prefix + entry.path.parts[depth:]))
 
+    def goes_into(folder: VPath) -> bool:  # a store path
+        return into is None or into(VPath(prefix + folder.parts[depth:]))
+
+    # the store may leave out the files whose names cannot match, unseen (``Store.list_sought``)
+    sought = Sought((_ANY_NAME if named is None else named,), goes_into)
     out: dict[_Parts, list[FileInfo]] = {}
     level = [start]
     with held_listings() as holding:
@@ -182,22 +191,23 @@ async def _wanted_subtree(
             holding.expect(expected)
             deeper: list[VPath] = []
             for folder in level:
-                entries = await _listed(guarded, folder, candidate)
+                entries = await _listed(guarded, folder, candidate, sought)
                 if entries is None:
                     continue
                 kept: list[FileInfo] = []
                 asked: list[tuple[FileInfo, VPath, bool]] = []  # folders wanted: shown?
-                for e in entries:
-                    full = VPath(at.parts + e.path.parts[depth:])
+                for e in entries:  # the files given are wanted (``candidate``)
+                    full = VPath(prefix + e.path.parts[depth:])
                     if e.is_dir:
                         go = into is None or into(full)
-                        if not (go or wanted(full)) or not guarded.visible(e):
+                        sought_too = wanted(full)
+                        if not (go or sought_too) or not guarded.visible(e):
                             continue
-                        if wanted(full):
+                        if sought_too:
                             asked.append((e, full, go))
                             continue
                         deeper.append(e.path)
-                    elif not wanted(full) or not guarded.visible(e):
+                    elif not e.is_file or not guarded.visible(e):
                         continue
                     kept.append(_shown_as(e, full))
                 if asked:  # their listings in one trip, then the walk's level again
@@ -217,20 +227,31 @@ async def _wanted_subtree(
 
 
 async def _listed(
-    guarded: GuardedStore, folder: VPath, only: Callable[[FileInfo], bool] | None = None
+    guarded: GuardedStore,
+    folder: VPath,
+    only: Callable[[FileInfo], bool] | None = None,
+    sought: Sought | None = None,
 ) -> list[FileInfo] | None:
     """The store's entries of ``folder``, labelled; ``None`` where the walk skips it. With
-    ``only``, the entries it keeps (others may be left out: only they are labelled)."""
+    ``only``, the entries it keeps (only they are labelled); with ``sought``, from the
+    store's listing for it (``Store.list_sought``)."""
     inner = guarded.inner
     try:
         if only is not None and isinstance(inner, DocumentLabels):
-            return await inner.list(folder, only=only)
-        return await inner.list(folder)
+            return await inner.list(folder, only=only, sought=sought)
+        if sought is not None:
+            found = await inner.list_sought(folder, sought)
+        else:
+            found = await inner.list(folder)
+        return found if only is None else [e for e in found if only(e)]
     except _SKIPPED:
         return None
     except OperationError:
         await guarded.list(folder)  # the guard words the failure (or lists it after all)
         raise
+
+
+_ANY_NAME = re.compile("(?s:.*)")
 
 
 def _shown_as(info: FileInfo, path: VPath) -> FileInfo:

@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 
 from bastion.core.errors import IsADirectoryError_, NotFoundError
 from bastion.core.label_port import LabelPort
+from bastion.core.listings import Sought
 from bastion.core.memo import Memo
 from bastion.core.models import FileInfo, Labels, WriteMode
 from bastion.core.offload import COMMIT_GATE
@@ -144,6 +145,9 @@ class JournalledStore(Store):
 
     async def odd_names(self, path: VPath) -> frozenset[str]:
         return await self.inner.odd_names(path)
+
+    async def list_sought(self, path: VPath, sought: Sought) -> builtins.list[FileInfo]:
+        return await self.inner.list_sought(path, sought)
 
     # -- changes are journalled --------------------------------------------------------------
 
