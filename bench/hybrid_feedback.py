@@ -190,17 +190,42 @@ def features(kw: list[Hit], vec: list[Hit], depth: int = 100) -> tuple[list[str]
     return docs, out
 
 
-def learned(lists: Lists, train_ids: list[str], qrels: Mapping, seed: int = 0) -> tuple[Run, Run]:
+def learned(
+    lists: Lists,
+    train_ids: list[str],
+    qrels: Mapping,
+    *,
+    pairwise: bool = False,
+    negatives: int | None = None,
+    seed: int = 0,
+) -> tuple[Run, Run]:
     """(train run by 5-fold cross-validation, every query's run by the model fitted on all of
-    train)."""
+    train). Pointwise: each candidate document relevant or not. Pairwise (a linear RankSVM's
+    logistic form): each relevant document against each candidate not judged relevant (or only
+    those among the first ``negatives`` of the default ranking), the difference of their
+    features, both signs."""
     from sklearn.linear_model import LogisticRegression
 
     feats = {qid: features(kw, vec) for qid, (kw, vec) in lists.items()}
+    firsts = {qid: list(fuse(kw, vec))[:negatives] for qid, (kw, vec) in lists.items()}
 
     def fit(ids: list[str]) -> LogisticRegression:
-        x = np.vstack([feats[q][1] for q in ids])
-        y = np.concatenate([[qrels[q].get(d, 0) > 0 for d in feats[q][0]] for q in ids]).astype(int)
-        return LogisticRegression(C=1.0, max_iter=1000).fit(x, y)
+        if not pairwise:
+            x = np.vstack([feats[q][1] for q in ids])
+            y = np.concatenate([[qrels[q].get(d, 0) > 0 for d in feats[q][0]] for q in ids])
+            return LogisticRegression(C=1.0, max_iter=1000).fit(x, y.astype(int))
+        diffs = []
+        for q in ids:
+            docs, x = feats[q]
+            at = {d: i for i, d in enumerate(docs)}
+            good = [at[d] for d in docs if qrels[q].get(d, 0) > 0]
+            pool = firsts[q] if negatives else docs
+            bad = [at[d] for d in pool if d in at and qrels[q].get(d, 0) <= 0]
+            diffs += [x[g] - x[b] for g in good for b in bad]
+        xd = np.vstack(diffs)
+        x2 = np.vstack([xd, -xd])
+        y2 = np.r_[np.ones(len(xd)), np.zeros(len(xd))].astype(int)
+        return LogisticRegression(C=1.0, max_iter=1000, fit_intercept=False).fit(x2, y2)
 
     def score(model: LogisticRegression, qid: str) -> dict[str, float]:
         docs, x = feats[qid]
@@ -293,6 +318,15 @@ def main() -> None:
         "learned fusion (logistic regression; train: 5-fold CV)",
         cv | {q: fitted[q] for q in test.queries},
     )
+    for negatives in (None, 20):
+        cv, fitted = learned(
+            lists, list(train.queries), train.qrels, pairwise=True, negatives=negatives
+        )
+        bench.row(
+            f"learned fusion, pairwise, negatives: {'first 20' if negatives else 'all'} "
+            "(train: 5-fold CV)",
+            cv | {q: fitted[q] for q in test.queries},
+        )
     queries = dict(train.queries) | dict(test.queries)
     for w in (0.1, 0.2, 0.4):
         bench.row(f"BM25 + {w} x BM25 over titles", title_bm25(data["titles"], lists, queries, w))
