@@ -13,9 +13,9 @@ randomization test, then read once on the 300 test claims:
    as a third list of standard scores added with a weight.
 3. **Learned fusion**: a logistic regression over features of the two lists alone (each
    document's keyword and vector standard scores, whether each list found it, the log of its
-   rank in each, and their product), fitted on train qrels, pointwise or pairwise. Its train figure is by 5-fold
-   cross-validation over train claims (each fold scored by a model that never saw it); the
-   test figure by the model fitted on all of train.
+   rank in each, and their product), fitted on train qrels, pointwise or pairwise. Its train
+   figure is by 5-fold cross-validation over train claims (each fold scored by a model that
+   never saw it); the test figure by the model fitted on all of train.
 4. **BM25 with a title field**: the engine's keyword score of a document plus ``w`` times a
    BM25 over titles alone (a separate title weight, BM25F's simplest form).
 
