@@ -22,7 +22,9 @@ no weight to tune on one corpus; on the 300 test queries 0.7382 (``bench/hybrid_
 ``docs/decisions/``). Min-max lets each list's single best and worst hits set its scale;
 standard scores use every hit of the list. The levers around it (candidate depth, a weight, the
 value of a missing hit, robust or adaptive scores, BM25 ``k1``/``b``, RM3, a title signal) gain
-nothing on train beyond noise (paired randomization test, ``bench/hybrid_levers.py``).
+nothing on train beyond noise (paired randomization test, ``bench/hybrid_levers.py``), and
+Rocchio feedback in vector space, a document-level vector, a fusion learned on train and a
+BM25 title field each lose on train (``bench/hybrid_feedback.py``).
 """
 
 from __future__ import annotations
