@@ -32,6 +32,7 @@ from typing import Any
 import jwt
 
 from bastion.governance.identity import IdentityConfig, VerificationKey
+from bastion.stores.overlay_layers import layer_folder
 
 SECRET = "TOPSECRET"
 """A word only hidden files hold: no answer may ever contain it."""
@@ -93,8 +94,9 @@ for the calls that change nothing, one name for each call that changes the drop 
 change in the bare world would otherwise make the next call's file exist there too)."""
 
 
-WORK_LAYER = "layers/shared"
-"""Where the overlay mount ``/work`` keeps its shared layer (``overlay = "file:layers"``)."""
+WORK_LAYER = "layers" + str(layer_folder(None, TENANT))
+"""Where the overlay mount ``/work`` keeps the tenant's shared layer (``overlay =
+"file:layers"``): the principals' tenant's, outside any thread."""
 
 
 def config_text(*, full: bool) -> str:
