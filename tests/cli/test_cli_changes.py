@@ -12,9 +12,7 @@ from cli_support import Run, as_json, error_of
 @pytest.fixture
 def journalled(starter: Path) -> Path:
     toml = starter / "bastion.toml"
-    toml.write_text(
-        toml.read_text() + '\n[journal]\npath = ".bastion/journal.db"\nmax_age_days = 30\n'
-    )
+    assert '\n[journal]\npath = ".bastion/journal.db"\n' in toml.read_text()  # the starter's
     return starter
 
 
@@ -49,6 +47,12 @@ def test_a_conflict_is_refused_with_its_code(journalled: Path, run: Run) -> None
 
 
 def test_without_a_journal_the_commands_say_so(starter: Path, run: Run) -> None:
+    toml = starter / "bastion.toml"
+    text = toml.read_text()
+    toml.write_text(
+        text.replace('[journal]\npath = ".bastion/journal.db"\nmax_age_days = 30\n', "")
+    )
+    assert "[journal]" not in toml.read_text()
     refused = run("changes", "--as", "bob")
     assert refused.exit_code != 0
     assert "no change journal" in refused.stderr

@@ -23,6 +23,10 @@ PHONE = {"width": 390, "height": 780}
 DOC_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 SERIOUS = ("serious", "critical")
 
+# An expectation waits until it holds, so a longer limit costs a passing test nothing; Playwright's
+# 5 s ran out on a 2-core machine under load while a sign-out was still being answered.
+expect.set_options(timeout=20_000)
+
 
 def chromium() -> str:
     """Debian's Chromium: the real binary behind /usr/bin/chromium, or $BASTION_CHROMIUM."""

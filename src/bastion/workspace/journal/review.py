@@ -83,8 +83,8 @@ class ChangeReview:
     def _journal(self) -> Journal:
         if self._kept is None:
             raise ConfigurationError(
-                "this workspace keeps no change journal: add a [journal] table to bastion.toml "
-                "(docs/changes.md), or pass journal=Journal(path) in Python"
+                "this workspace keeps no change journal; give it one: a [journal] table in "
+                "its workspace file, or Journal(path) in Python (docs/changes.md)"
             )
         return self._kept
 
