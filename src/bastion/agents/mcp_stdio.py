@@ -25,7 +25,6 @@ import stat
 import sys
 from collections.abc import Callable
 from importlib.metadata import version
-from json.encoder import encode_basestring
 from typing import Any, BinaryIO
 
 from bastion.agents.tools.outputs import dumps
@@ -62,14 +61,18 @@ class _Called:
         self.failed = failed
 
     def message(self, ident: object) -> str:
-        """The answer to request ``ident``: the bytes ``json.dumps`` gives for ``{"jsonrpc":
+        """The answer to request ``ident``: the text ``json.dumps`` gives for ``{"jsonrpc":
         "2.0", "id": ident, "result": {"content": [{"type": "text", "text": text}],
         "isError": failed}}`` (compact, not ASCII-only), without building that object or
-        walking it: the text block, the one large part, is escaped once, in C."""
+        walking it. The text block, the one large part, is JSON made by ``json.dumps``, so it
+        holds no control character (those are escaped in it): as a JSON string it needs only
+        its backslashes and quotes escaped, two ``str.replace`` calls (faster than the
+        encoder's character-by-character escape, which would give the same)."""
         number = str(ident) if type(ident) is int else json.dumps(ident, ensure_ascii=False)
+        text = self.text.replace("\\", "\\\\").replace('"', '\\"')
         return (
             f'{{"jsonrpc":"2.0","id":{number},"result":{{"content":[{{"type":"text",'
-            f'"text":{encode_basestring(self.text)}}}],"isError":{_BOOL[self.failed]}}}}}'
+            f'"text":"{text}"}}],"isError":{_BOOL[self.failed]}}}}}'
         )
 
 
