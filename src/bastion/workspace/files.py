@@ -193,10 +193,10 @@ class FileOps:
         patience: Patience | None = None
         while True:
             try:
-                info, text, more, start = await read_tail(
+                info, text, more, start, rows = await read_tail(
                     guarded, rel, vp, count, limit, encoding, cap, _read_more
                 )
-                return TextPage(info.at(vp), text, more, from_end=start)
+                return TextPage(info.at(vp), text, more, rows, from_end=start)
             except _Changed:
                 patience = patience or Patience()
                 if not await patience.wait():
