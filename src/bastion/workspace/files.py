@@ -598,6 +598,8 @@ def _page_of(info: FileInfo, text: str, offset: int, limit: int | None, *, split
     ended = not parts[-1]  # the text ends with a newline (or is empty)
     if ended:
         parts.pop()
+    if offset == 0:  # the whole text
+        return TextPage(info, text, False, tuple(parts) if split else None)
     rows = parts[offset:]
     if not rows:
         return TextPage(info, "", False, () if split else None)
