@@ -68,6 +68,28 @@ async def test_the_page_is_the_slice_of_the_lines(
     assert page.text == await ws.read_text("/m/f.txt", offset=offset, limit=limit)
     assert page.info.version == (await ws.stat("/m/f.txt")).version
     assert str(page.info.path) == "/m/f.txt"
+    # the rows: kept by the read that found the lines (one chunk or several), or split after
+    assert page.rows == tuple(line.removesuffix("\n") for line in lines[offset:stop])
+
+
+@pytest.mark.parametrize("size", [PAGE - 1, PAGE, PAGE + 1])
+@pytest.mark.parametrize("cap", [10 * PAGE, 2 * PAGE])
+async def test_one_chunk_or_several_the_same_page(size: int, cap: int) -> None:
+    """A file read whole in its first chunk (its lines found in one split when it is surely
+    within the read limit) gives the pages the chunked read gives, at the chunk's edge."""
+    ws = _ws(limits=FileLimits(max_file_bytes=cap))
+    text = ("ab\n" * size)[: size - 1] + "c"
+    await ws.write("/m/f.txt", text)
+    lines = _split(text)
+    n = len(lines)
+    for offset, limit in [(0, None), (0, n), (0, n - 1), (n - 1, 1), (n, 1), (n // 2, None)]:
+        stop = None if limit is None else offset + limit
+        page = await ws.read_lines("/m/f.txt", offset=offset, limit=limit)
+        assert (page.text, page.more) == (
+            "".join(lines[offset:stop]),
+            stop is not None and n > stop,
+        )
+        assert page.rows == tuple(line.removesuffix("\n") for line in lines[offset:stop])
 
 
 @settings(max_examples=150, deadline=None)

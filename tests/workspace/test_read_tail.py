@@ -54,6 +54,7 @@ def test_the_last_lines_are_the_files_last_lines(
         tail.TAIL_CHUNK = old
     last = list(rows_of(text))[-count:]
     assert list(page.rows) == last[: limit or None]
+    assert page.rows == rows_of(page.text)  # the rows the read kept are the page's lines
     assert page.more == (limit is not None and len(last) > limit)
     assert page.from_end == -len(last)
     assert as_text == page.text

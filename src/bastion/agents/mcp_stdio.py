@@ -50,6 +50,35 @@ class _Invalid(Exception):
         self.code = code
 
 
+class _Called:
+    """A tool call's result: its output as the JSON text of the one content block, and
+    whether the call failed. The answer is written from it directly (see :meth:`message`)."""
+
+    __slots__ = ("failed", "text")
+
+    def __init__(self, text: str, failed: bool) -> None:
+        self.text = text
+        self.failed = failed
+
+    def message(self, ident: object) -> str:
+        """The answer to request ``ident``: the text ``json.dumps`` gives for ``{"jsonrpc":
+        "2.0", "id": ident, "result": {"content": [{"type": "text", "text": text}],
+        "isError": failed}}`` (compact, not ASCII-only), without building that object or
+        walking it. The text block, the one large part, is JSON made by ``json.dumps``, so it
+        holds no control character (those are escaped in it): as a JSON string it needs only
+        its backslashes and quotes escaped, two ``str.replace`` calls (faster than the
+        encoder's character-by-character escape, which would give the same)."""
+        number = str(ident) if type(ident) is int else json.dumps(ident, ensure_ascii=False)
+        text = self.text.replace("\\", "\\\\").replace('"', '\\"')
+        return (
+            f'{{"jsonrpc":"2.0","id":{number},"result":{{"content":[{{"type":"text",'
+            f'"text":"{text}"}}],"isError":{_BOOL[self.failed]}}}}}'
+        )
+
+
+_BOOL = {False: "false", True: "true"}
+
+
 class StdioServer:
     """One tool set served on a pair of byte streams (stdin and stdout by default)."""
 
@@ -174,6 +203,9 @@ class StdioServer:
         except _Invalid as exc:
             await self._error(ident, exc.code, str(exc))
             return
+        if type(result) is _Called:
+            await self._write_line(result.message(ident))
+            return
         await self._send({"jsonrpc": "2.0", "id": ident, "result": result})
 
     def _initialize(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -185,17 +217,14 @@ class StdioServer:
             "instructions": self.instructions,
         }
 
-    async def _call(self, params: dict[str, Any]) -> dict[str, Any]:
+    async def _call(self, params: dict[str, Any]) -> _Called:
         name, arguments = params.get("name"), params.get("arguments")
         if not isinstance(name, str):
             raise _Invalid(_INVALID_PARAMS, "tools/call needs a tool name")
         if arguments is not None and not isinstance(arguments, dict):
             raise _Invalid(_INVALID_PARAMS, "tools/call arguments must be an object")
         output = await self.toolset.call(name, arguments or {})
-        return {
-            "content": [{"type": "text", "text": dumps(output)}],
-            "isError": not output.get("success", False),
-        }
+        return _Called(dumps(output), not output.get("success", False))
 
     async def _error(self, ident: object, code: int, message: str, data: object = None) -> None:
         error: dict[str, Any] = {"code": code, "message": message}
@@ -204,9 +233,11 @@ class StdioServer:
         await self._send({"jsonrpc": "2.0", "id": ident, "error": error})
 
     async def _send(self, message: dict[str, Any]) -> None:
-        data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode(
-            "utf-8", "backslashreplace"
-        )
+        await self._write_line(json.dumps(message, ensure_ascii=False, separators=(",", ":")))
+
+    async def _write_line(self, text: str) -> None:
+        """Write one message (its JSON ``text``) and the newline that ends it."""
+        data = text.encode("utf-8", "backslashreplace")
         out = self._pipe_out
         if out is not None:  # one write per message: never interleaved
             if not out.is_closing():

@@ -193,10 +193,10 @@ class FileOps:
         patience: Patience | None = None
         while True:
             try:
-                info, text, more, start = await read_tail(
+                info, text, more, start, rows = await read_tail(
                     guarded, rel, vp, count, limit, encoding, cap, _read_more
                 )
-                return TextPage(info.at(vp), text, more, from_end=start)
+                return TextPage(info.at(vp), text, more, rows, from_end=start)
             except _Changed:
                 patience = patience or Patience()
                 if not await patience.wait():
@@ -282,6 +282,9 @@ class FileOps:
         info, page = await self._read(guarded, rel, vp, 0, _LINE_CHUNK, None)
         position = len(page)
         eof = len(page) < _LINE_CHUNK
+        if eof and _within(page, encoding, cap):  # the whole file, surely within the limit
+            text = page.decode(encoding, "replace")
+            return _page_of(info.at(vp), text, offset, limit, split=split)
         decoder = None if eof else codecs.getincrementaldecoder(encoding)("replace")
         pending = page.decode(encoding, "replace") if decoder is None else decoder.decode(page)
         if (  # a small file read from its start: maybe the whole page
@@ -292,22 +295,14 @@ class FileOps:
             return whole
         skipped = taken = size = 0
         kept: list[str] = []
+        # the page's rows, kept as the lines are found (only for a page of ``limit`` lines)
+        rows: list[str] | None = [] if split and limit is not None else None
         while True:
             if skipped < offset:
-                count = pending.count("\n")
-                if skipped + count <= offset:
-                    skipped += count
-                    pending = pending[pending.rfind("\n") + 1 :] if count else pending
-                else:
-                    pending = pending[_nth_newline(pending, offset - skipped) + 1 :]
-                    skipped = offset
+                pending, count = _skip_lines(pending, offset - skipped)
+                skipped += count
             if skipped == offset:
-                want = None if limit is None else limit - taken
-                count = pending.count("\n") if want != 0 else 0
-                if want is not None and count > want:
-                    end, count = _nth_newline(pending, want), want
-                else:
-                    end = pending.rfind("\n") if count else -1  # every complete line
+                end, count = _lines_end(pending, None if limit is None else limit - taken, rows)
                 if end >= 0:
                     chunk, pending = pending[: end + 1], pending[end + 1 :]
                     taken += count
@@ -319,7 +314,8 @@ class FileOps:
                     more = bool(pending) or (decoder is not None and bool(decoder.getstate()[0]))
                     if not more and not eof:
                         more = bool(await _read_more(guarded, rel, info, position, 1))
-                    return TextPage(info.at(vp), "".join(kept), more)
+                    split_rows = None if rows is None else tuple(rows)
+                    return TextPage(info.at(vp), "".join(kept), more, split_rows)
             if len(pending) > cap:
                 raise LimitError(f"{vp}: a single line is longer than {cap} bytes; read bytes")
             if eof:
@@ -333,7 +329,10 @@ class FileOps:
             if size + len(pending.encode("utf-8", "replace")) > cap:
                 raise _too_many_lines(vp, cap)
             kept.append(pending)
-        return TextPage(info.at(vp), "".join(kept), False)
+            if rows is not None:
+                rows.append(pending)
+        split_rows = None if rows is None else tuple(rows)
+        return TextPage(info.at(vp), "".join(kept), False, split_rows)
 
     # -- write -------------------------------------------------------------------------------
 
@@ -560,14 +559,52 @@ def _within(data: bytes, encoding: str, cap: int) -> bool:
     return encoding == "utf-8" and 3 * len(data) <= cap
 
 
-def _nth_newline(text: str, n: int) -> int:
-    """The index of the ``n``-th ``\\n`` of ``text`` (``n`` >= 1), or -1 when it has fewer."""
-    at = -1
-    for _ in range(n):
-        at = text.find("\n", at + 1)
-        if at < 0:
-            return -1
-    return at
+def _skip_lines(text: str, most: int) -> tuple[str, int]:
+    """``text`` after its first ``most`` complete lines (after all of them when it has fewer),
+    and how many were skipped."""
+    count = text.count("\n")
+    if count <= most:
+        return (text[text.rfind("\n") + 1 :] if count else text), count
+    return text.split("\n", most)[-1], most
+
+
+def _lines_end(text: str, want: int | None, rows: list[str] | None) -> tuple[int, int]:
+    """Where the complete lines of ``text`` that are wanted end (the index of the last one's
+    ``\n``, -1 for none) and how many they are: every complete line when ``want`` is
+    ``None``, else at most ``want``, found in one ``str.split`` whose parts, those lines,
+    are added to ``rows`` (when given)."""
+    if want is None:
+        count = text.count("\n")
+        return (text.rfind("\n") if count else -1), count
+    lines = text.split("\n", want)
+    if rows is not None:
+        rows += lines[:-1]
+    return len(text) - len(lines[-1]) - 1, len(lines) - 1
+
+
+def _page_of(info: FileInfo, text: str, offset: int, limit: int | None, *, split: bool) -> TextPage:
+    """Lines ``offset`` to ``offset + limit`` of a whole file's ``text`` (the lines the paged
+    read gives), from one ``str.split`` that stops after the last line wanted: its parts are
+    the page's rows, and what it leaves tells whether more follow."""
+    if limit is None and offset == 0 and not split:
+        return TextPage(info, text, False)
+    parts = text.split("\n", -1 if limit is None else offset + limit)
+    if limit is not None and len(parts) > offset + limit:  # every line of the page ends
+        rest = parts.pop()
+        rows = parts[offset:]
+        end = len(text) - len(rest)
+        start = end - sum(map(len, rows)) - len(rows)
+        return TextPage(info, text[start:end], bool(rest), tuple(rows) if split else None)
+    ended = not parts[-1]  # the text ends with a newline (or is empty)
+    if ended:
+        parts.pop()
+    if offset == 0:  # the whole text
+        return TextPage(info, text, False, tuple(parts) if split else None)
+    rows = parts[offset:]
+    if not rows:
+        return TextPage(info, "", False, () if split else None)
+    size = sum(map(len, rows)) + len(rows) - (not ended)
+    return TextPage(info, text[len(text) - size :], False, tuple(rows) if split else None)
 
 
 def _too_many_lines(vp: VPath, cap: int) -> LimitError:

@@ -42,46 +42,51 @@ async def read_tail(
     encoding: str,
     cap: int,
     read_more: ReadMore,
-) -> tuple[FileInfo, str, bool, int]:
+) -> tuple[FileInfo, str, bool, int, tuple[str, ...]]:
     """The file's info, the text of up to ``limit`` lines starting ``count`` lines before the
-    end (``count`` >= 1), whether lines follow them, and where the first of them is, counted
-    from the end (``-count``, or fewer when the file has fewer lines). ``read_more`` reads a
-    further chunk on condition that the file is still the version first read."""
+    end (``count`` >= 1), whether lines follow them, where the first of them is, counted
+    from the end (``-count``, or fewer when the file has fewer lines), and the lines without
+    their ``\n`` (:attr:`TextPage.rows`). ``read_more`` reads a further chunk on condition
+    that the file is still the version first read."""
     info, _ = await guarded.read_file(rel, 0, 0)
     size = info.size
     position = size
-    buf = b""
-    trailing = 0  # a last "\n" ends the last line: it starts no line of its own
-    while True:
-        breaks = buf.count(b"\n") - trailing
-        if breaks >= count or position == 0:
-            break
-        if len(buf) > cap:
+    chunks: list[bytes] = []  # read backwards from the end, the last read first
+    held = 0
+    need = count  # the line breaks still to find before the page's first line
+    while position > 0:
+        if held > cap:
             raise _too_long(vp, cap)
         start = max(position - TAIL_CHUNK, 0)
-        buf = await read_more(guarded, rel, info, start, position - start) + buf
+        chunk = await read_more(guarded, rel, info, start, position - start)
+        if position == size and chunk.endswith(b"\n"):
+            need += 1  # a last "\n" ends the last line: it starts no line of its own
         position = start
-        if position + len(buf) == size and buf.endswith(b"\n"):
-            trailing = 1
-    # the start of the count-th line from the end: just after the (count)-th "\n" before the
-    # last line break (or the file's start when there are fewer)
-    end = len(buf) - trailing
-    cut = end
-    for _ in range(count):
-        cut = buf.rfind(b"\n", 0, cut)
-        if cut < 0:
+        # the breaks still needed, from the chunk's end: one split from the right that stops
+        # there (each chunk looked at once, never the bytes after the page's start)
+        pieces = chunk.rsplit(b"\n", need)
+        if len(pieces) > need:  # the page starts just after the first piece
+            chunk = chunk[len(pieces[0]) + 1 :]
+            need = 0
+        else:
+            need -= len(pieces) - 1
+        chunks.append(chunk)
+        held += len(chunk)
+        if not need:
             break
-    first = 0 if cut < 0 else cut + 1
-    text = buf[first:].decode(encoding, "replace")
+    buf = b"".join(reversed(chunks))  # from the page's start (or the file's) to the end
+    text = buf.decode(encoding, "replace")
     rows = text.split("\n")
     if rows[-1] == "":
         rows.pop()
+    start_line = -len(rows)
     more = limit is not None and len(rows) > limit
     if more:
-        text = "".join(row + "\n" for row in rows[:limit])
+        rows = rows[:limit]
+        text = "\n".join(rows) + "\n" if rows else ""
     if len(text.encode("utf-8", "replace")) > cap:
         raise _too_long(vp, cap)
-    return info, text, more, -len(rows)
+    return info, text, more, start_line, tuple(rows)
 
 
 def _too_long(vp: VPath, cap: int) -> LimitError:

@@ -19,7 +19,7 @@ from bastion.agents.tools.outputs import fail, fit_items, fit_text, ok, one_line
 from bastion.agents.tools.session import ToolSession, split_lines
 from bastion.agents.tools.spec import Capability, Output, Tool, tool
 from bastion.core.errors import ConfigurationError
-from bastion.core.models import FileInfo
+from bastion.core.models import EntryKind, FileInfo
 from bastion.core.paths import VPath
 from bastion.workspace.operations import DECLARED
 
@@ -219,16 +219,34 @@ async def list_files(s: ToolSession, path: str = DECLARED, depth: int = 2) -> Ou
     vp = VPath.parse(path)
     entries = await s.workspace.list(vp, recursive=True, depth=depth)
     lines = [str(vp) if vp.is_root else f"{vp}/"]
+    base = len(vp.parts)  # every entry is below ``vp``: its depth there is the indent
+    directory = EntryKind.DIRECTORY
     for entry in entries:
-        indent = "  " * len(entry.path.relative_to(vp).parts)
-        tail = "/" if entry.is_dir else f" ({human_size(entry.size)})"
-        lines.append(f"{indent}{entry.path.name}{tail}")
+        parts = entry.path.parts
+        indent = _INDENTS[len(parts) - base]
+        if entry.kind is directory:
+            lines.append(f"{indent}{parts[-1]}/")
+        else:
+            size = entry.size
+            shown = f"{size} B" if size < 1024 else human_size(size)
+            lines.append(f"{indent}{parts[-1]} ({shown})")
     text = "\n".join(lines)
     hint = "list a subdirectory or use less depth"
     shaped = fit_text(
         text, tool="list_files", limits=s.limits, scratch=s.scratch, hint=hint, key="tree"
     )
     return ok(path=str(vp), total_found=len(entries), **shaped)
+
+
+class _Indents(dict[int, str]):
+    """``"  " * depth``, made once per depth."""
+
+    def __missing__(self, depth: int) -> str:
+        self[depth] = indent = "  " * depth
+        return indent
+
+
+_INDENTS = _Indents()
 
 
 def human_size(size: int) -> str:

@@ -72,6 +72,8 @@ def dumps(output: dict[str, Any]) -> str:
     Always encodable as UTF-8: text holding a lone surrogate (not text, so no transport can
     send it) is written with ``\\u`` escapes instead."""
     text = json.dumps(output, ensure_ascii=False, separators=(",", ":"))
+    if text.isascii():  # known from the string's kind, without reading it
+        return text
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
