@@ -7,6 +7,7 @@ the other program in at the worst moment."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from pathlib import Path
@@ -84,14 +85,10 @@ async def test_writes_racing_a_creator_of_a_hidden_file_leak_nothing(
 
     def creator() -> None:
         while not stop.is_set():
-            try:
+            with contextlib.suppress(FileExistsError):
                 os.link(source, name)
-            except FileExistsError:
-                pass
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 os.unlink(name)
-            except FileNotFoundError:
-                pass
 
     ws = Workspace(
         [Mount.of("/d", LocalStore(root), scope="read_write")],
