@@ -1,7 +1,8 @@
 """A process killed at the local store's commit point (the change journal's ``RecordGate``,
-decision 0099): killed before the gate opens, the change is not there (a record started ahead of the gate
-may be, naming a write that did not happen); killed right after it, the record is there and the file is still the old one,  and an
-undo of that record is refused as a conflict. Never a change without its record. A real process, killed by SIGKILL."""
+decision 0099): killed before the gate opens, the change is not there (a record started
+ahead of the gate may be, naming a write that did not happen); killed right after it, the
+record is there and the file is still the old one. An undo of such a record is refused as a
+conflict. Never a change without its record. A real process, killed by SIGKILL."""
 
 from __future__ import annotations
 
