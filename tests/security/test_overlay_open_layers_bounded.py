@@ -13,7 +13,7 @@ from bastion.core.overlay_port import LayerKey, overlay_below
 from bastion.core.paths import VPath
 from bastion.stores.local import LocalStore
 from bastion.stores.memory import MemoryStore
-from bastion.stores.overlay_layers import ThreadLayers
+from bastion.stores.overlay_layers import ThreadLayers, layer_folder
 
 P = VPath.parse
 
@@ -67,3 +67,36 @@ async def test_a_closed_layer_still_sees_a_base_change_made_after_its_read(tmp_p
     report = await layered.overlay("work", tenant="alpha").apply()
     assert report.conflicts == ["/docs/a.md"]
     assert (base / "docs" / "a.md").read_text() == "someone else\n"
+
+
+def test_escaped_names_never_meet_even_without_case() -> None:
+    """Names that escape to look-alikes (a hashed long name, its plain prefix, ``%`` spelt out,
+    upper and lower case, a name ending in what a hash suffix looks like) stay apart."""
+    base = "a" * 120
+    names = [
+        base,
+        base + "b",
+        base + "c",
+        base + "-" + "0" * 16,
+        "A",
+        "a",
+        "%41",
+        "%2541",
+        "ß",
+        "SS",
+        "ss",
+        "\u0130",
+        "i\u0307",
+        "t1",
+        "T1",
+        "t1 ",
+        "t1\x00",
+        "",
+        ".",
+        "..",
+        "x" * 5000,
+        "x" * 4999 + "y",
+    ]
+    folders = [str(layer_folder(thread, tenant)) for thread in names for tenant in ("t", "T")]
+    assert len({f.casefold() for f in folders}) == len(folders)
+    assert all(len(part) <= 140 for f in folders for part in f.split("/"))
