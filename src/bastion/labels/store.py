@@ -181,7 +181,12 @@ class DocumentLabels(Store, LabelPort):
             return await self._labelled(found)
         # the sidecar is ``sidecar``: no need to look it up again
         seen = Sidecar(sidecar) if sidecar.is_file else Sidecar(problem=ODD)
-        labels = await self._labels(found, seen)
+        try:
+            labels = await self._labels(found, seen, gone=True)
+        except _SidecarGone:  # the sidecar listed is no more: an entry shown to no one
+            labels = resolve_labels(
+                self._base_of(found), self._order, sidecar_problem="gone since listed"
+            )
         return _with_labels(found, labels)
 
     def _base_of(self, info: FileInfo) -> Labels:
@@ -191,7 +196,7 @@ class DocumentLabels(Store, LabelPort):
         """The labels worked out for exactly this version of the file and its sidecar."""
         return self._cache.get((*_file_stamp(info), self._base_of(info), sidecar.stamp()))
 
-    async def _labels(self, info: FileInfo, sidecar: Sidecar) -> Labels:
+    async def _labels(self, info: FileInfo, sidecar: Sidecar, *, gone: bool = False) -> Labels:
         base = self._base_of(info)
         key = (*_file_stamp(info), base, sidecar.stamp())
         labels = self._cache.get(key)
@@ -200,6 +205,8 @@ class DocumentLabels(Store, LabelPort):
         try:
             labels = await self._compute(info, base, sidecar)
         except _SidecarGone:  # deleted since it was seen (another process): the file has none
+            if gone:  # asked for the sidecar's own entry: it is gone too
+                raise
             return await self._labels(info, NO_SIDECAR)
         except NotFoundError:
             raise
