@@ -38,6 +38,10 @@ a client asking for one not listed)."""
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 """Longest message read; a longer line is answered "invalid request" and skipped."""
 
+MAX_RUNNING = 64
+"""Most requests answered at once: past it no line is read until one is answered, so a client
+that never reads its answers stops being read (its writes block) and memory stays bounded."""
+
 _PARSE_ERROR = -32700
 _INVALID_REQUEST = -32600
 _METHOD_NOT_FOUND = -32601
@@ -101,6 +105,7 @@ class StdioServer:
         self._writing = asyncio.Lock()
         self._pipe_out: asyncio.StreamWriter | None = None
         self._running: dict[object, asyncio.Task[None]] = {}
+        self._tasks: set[asyncio.Task[None]] = set()  # every request's, ids repeated or not
         self._tools = [_listed(tool) for tool in toolset.tools]
         self._version = version("bastion")  # read once: the metadata is files on disk
         self._methods: dict[str, Callable[[dict[str, Any]], Any]] = {
@@ -119,7 +124,7 @@ class StdioServer:
             else:
                 self._pipe_out = pipes[1]
                 await self._serve_pipe(pipes[0])
-            running = list(self._running.values())
+            running = list(self._tasks)
             if running:
                 await asyncio.gather(*running, return_exceptions=True)
         finally:
@@ -187,9 +192,17 @@ class StdioServer:
                     task.cancel()
             return  # notifications/initialized and every other notification: nothing to say
         ident = _id(message["id"])
+        while len(self._tasks) >= MAX_RUNNING:  # backpressure: the answers are not read
+            await asyncio.wait(set(self._tasks), return_when=asyncio.FIRST_COMPLETED)
         task = asyncio.create_task(self._answer(ident, method, params))
         self._running[ident] = task
-        task.add_done_callback(lambda _: self._running.pop(ident, None))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(lambda done: self._forget(ident, done))
+
+    def _forget(self, ident: object, done: asyncio.Task[None]) -> None:
+        if self._running.get(ident) is done:  # a later request of the same id stays known
+            del self._running[ident]
 
     async def _answer(self, ident: object, method: str, params: dict[str, Any]) -> None:
         handler = self._methods.get(method)

@@ -88,7 +88,7 @@ class Admission:
 
     async def write(
         self, path: VPath, size: int, mode: WriteMode, op: Operation, *, peek: bool = False
-    ) -> tuple[bool, bool]:
+    ) -> tuple[bool, bool, FileInfo | None]:
         """Refuse what a write of ``size`` bytes would refuse; whether it is blind (the
         principal may not read ``path``: a write-only mount, a drop box by policy), and whether
         what is at ``path`` was left unseen. A blind write is told nothing of what is there
@@ -99,7 +99,8 @@ class Admission:
         tell from memory that something is at ``path`` (a new name: looking would cost a hop
         to a worker thread), it is not looked at; the caller then writes it as a creation,
         which changes nothing if something is there, and calls :meth:`replacing` before it
-        writes over what it found."""
+        writes over what it found. The third value: the file looked at, which a write goes
+        over only as that version (another put there since is looked at in turn)."""
         self.decide.scope(Action.WRITE, path)
         self.decide.writable_target(path, is_file=True)
         blind = self.decide.blind(path)
@@ -112,6 +113,7 @@ class Admission:
             unseen = peek and self._present_now(path) is False
             if not unseen:
                 existing = await self._existing(path, op)
+                unseen = peek and existing is None  # nothing seen: made as a creation too
         total = size
         if mode is WriteMode.APPEND and may_read and existing is not None:
             # Only a file the principal may read counts with its current size: a refusal
@@ -124,11 +126,12 @@ class Admission:
                 f"{self.decide.full(path)}: {total} bytes is over the {limit}-byte file limit; "
                 "write a smaller file"
             )
-        return blind, unseen
+        return blind, unseen, existing
 
-    async def replacing(self, path: VPath, op: Operation) -> None:
-        """Refuse a write onto what is at ``path`` (left unseen by :meth:`write`)."""
-        await self._existing(path, op)
+    async def replacing(self, path: VPath, op: Operation) -> FileInfo | None:
+        """Refuse a write onto what is at ``path`` (left unseen by :meth:`write`); what is
+        there (``None``: nothing, or something in the way)."""
+        return await self._existing(path, op)
 
     async def _existing(self, path: VPath, op: Operation) -> FileInfo | None:
         """The entry at ``path`` (``None``: missing, or in the way: the write itself says so),

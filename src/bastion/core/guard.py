@@ -29,12 +29,14 @@ from bastion.core.errors import (
     AccessDeniedError,
     AlreadyExistsError,
     BastionError,
+    ConflictError,
     InvalidPathError,
     IsADirectoryError_,
     LabelError,
     NotADirectoryError_,
     NotFoundError,
     OperationError,
+    UncheckedWriteError,
     UnsupportedFileError,
     translated,
 )
@@ -53,6 +55,9 @@ from bastion.core.visibility import blind_mode, undated
 __all__ = ["GuardContext", "GuardedStore", "Operation"]
 
 _FILE, _DIR = EntryKind.FILE, EntryKind.DIRECTORY
+_LOOKS = 8
+"""How many times a write over a file left unseen looks again when the file changed between
+its look and the write (another program replacing it), before it writes as a look-first does."""
 _IN_THE_WAY = (AlreadyExistsError, IsADirectoryError_, NotADirectoryError_, UnsupportedFileError)
 """What a write finds in its way: on a blind write, told as a refusal in policy words."""
 _MAKES_WHOLE = (WriteMode.OVERWRITE, WriteMode.CREATE)
@@ -172,13 +177,13 @@ class GuardedStore(Store):
         with self._op("write", path) as op:
             # (a mode given as a plain string is checked by the store's write, as it was)
             peek = if_version is None and mode in _MAKES_WHOLE
-            blind, unseen = await self._admit.write(path, len(data), mode, op, peek=peek)
+            blind, unseen, seen = await self._admit.write(path, len(data), mode, op, peek=peek)
             if blind:
                 mode = blind_mode(self._d.full(path), mode, if_version)
             else:
                 await self._sidecars.admit(path, data, op, append=mode is WriteMode.APPEND)
             try:
-                info = await self._put(path, data, mode, if_version, unseen, op)
+                info = await self._put(path, data, mode, if_version, unseen, seen, op)
             except AccessDeniedError:
                 raise  # the admission's refusal of what was there (a store never refuses access)
             except OperationError as exc:
@@ -202,19 +207,35 @@ class GuardedStore(Store):
         mode: WriteMode,
         if_version: str | None,
         unseen: bool,
+        seen: FileInfo | None,
         op: Operation,
     ) -> FileInfo:
         """The store's write. Where admission left what is at ``path`` unseen (a new name:
         looking would have cost a hop of its own), first as a creation, which changes nothing
         when something is there; then what is there is looked at (and refused when hidden)
-        before it is written over."""
+        before it is written over. A file looked at (``seen``) is written over only as the
+        version looked at: one another program put there since is looked at in turn."""
         if unseen:
             try:
                 return await self.inner.write(path, data, mode=WriteMode.CREATE)
             except AlreadyExistsError:
-                await self._admit.replacing(path, op)
+                seen = await self._admit.replacing(path, op)
                 if mode is WriteMode.CREATE:
                     raise
+            except UncheckedWriteError:  # a disk without locks: written as a look-first write
+                unseen, seen = False, None
+        if if_version is None and mode is not WriteMode.CREATE and (unseen or seen is not None):
+            for _ in range(_LOOKS):
+                try:
+                    if seen is None:
+                        return await self.inner.write(path, data, mode=WriteMode.CREATE)
+                    if seen.version is None:
+                        break
+                    return await self.inner.write(path, data, mode=mode, if_version=seen.version)
+                except UncheckedWriteError:
+                    break  # a disk without locks: written over as a look-first write does
+                except (AlreadyExistsError, ConflictError):
+                    seen = await self._admit.replacing(path, op)
         return await self.inner.write(path, data, mode=mode, if_version=if_version)
 
     async def delete(self, path: VPath, *, recursive: bool = False) -> None:
@@ -352,7 +373,7 @@ class GuardedStore(Store):
         """Refuse now what :meth:`write` of ``size`` bytes would refuse (nothing is written);
         with the ``data`` itself, also what it would refuse as a relabelling (a sidecar)."""
         with self._op("write", path) as op:
-            blind, _ = await self._admit.write(path, size, mode, op)
+            blind, _, _ = await self._admit.write(path, size, mode, op)
             if data is not None and not blind:
                 await self._sidecars.admit(path, data, op, append=mode is WriteMode.APPEND)
 

@@ -190,7 +190,12 @@ class DocumentLabels(Store, LabelPort):
             return await self._labelled(found)
         # the sidecar is ``sidecar``: no need to look it up again
         seen = Sidecar(sidecar) if sidecar.is_file else Sidecar(problem=ODD)
-        labels = await self._labels(found, seen)
+        try:
+            labels = await self._labels(found, seen, gone=True)
+        except _SidecarGone:  # the sidecar listed is no more: an entry shown to no one
+            labels = resolve_labels(
+                self._base_of(found), self._order, sidecar_problem="gone since listed"
+            )
         return _with_labels(found, labels)
 
     def _base_of(self, info: FileInfo) -> Labels:
@@ -201,11 +206,18 @@ class DocumentLabels(Store, LabelPort):
         return self._cache.get((*_file_stamp(info), self._base_of(info), sidecar.stamp()))
 
     async def _labels(
-        self, info: FileInfo, sidecar: Sidecar, head: bytes | None = None, read_ns: int = 0
+        self,
+        info: FileInfo,
+        sidecar: Sidecar,
+        head: bytes | None = None,
+        read_ns: int = 0,
+        *,
+        gone: bool = False,
     ) -> Labels:
         """The labels of ``info`` with ``sidecar``: from the cache, else worked out from the
         head read now; with ``head`` (read from ``read_ns`` on), worked out from it. Kept
-        for the version only where it is settled (:func:`settled`)."""
+        for the version only where it is settled (:func:`settled`). ``gone``: asked for the
+        sidecar's own entry, which is gone too when the sidecar is."""
         base = self._base_of(info)
         key = (*_file_stamp(info), base, sidecar.stamp())
         if head is None:
@@ -216,6 +228,8 @@ class DocumentLabels(Store, LabelPort):
         try:
             labels = await self._compute(info, base, sidecar, head)
         except _SidecarGone:  # deleted since it was seen (another process): the file has none
+            if gone:  # asked for the sidecar's own entry: it is gone too
+                raise
             return await self._labels(info, NO_SIDECAR, head, read_ns)
         except NotFoundError:
             raise

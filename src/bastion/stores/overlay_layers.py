@@ -23,6 +23,7 @@ from __future__ import annotations
 import builtins
 import hashlib
 import os
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -48,6 +49,9 @@ __all__ = [
 _SEGMENT = 120
 """The longest name kept readable in its folder's name (longer ones are hashed)."""
 _PLAIN = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789-_")
+OPEN_LAYERS = 256
+"""How many layers a :class:`ThreadLayers` keeps open in memory (the least recently used
+beyond are dropped; a layer lives on its store, so the next call opens it again)."""
 _DIRECT = LayerKey(None, None)
 """The layer of a call with no principal: the store used directly, outside any workspace."""
 
@@ -94,15 +98,26 @@ class ThreadLayers(Store, Layered):
 
     kind = "overlay"
 
-    def __init__(self, base: Store, layers: Store) -> None:
+    def __init__(self, base: Store, layers: Store, *, open_layers: int = OPEN_LAYERS) -> None:
         self.base = base
         self.layers = layers
         self.timeout = base.timeout
         self.layer_of: Callable[[], LayerKey] = lambda: _DIRECT
         """The layer of the call in progress (by default the store's own, outside any
         tenant and thread)."""
-        self._overlays: dict[LayerKey, OverlayStore] = {}
+        self._open = max(1, open_layers)
+        self._overlays: OrderedDict[LayerKey, OverlayStore] = OrderedDict()
+        """The layers open now, least recently used first (a caller names as many tenants and
+        threads as it likes: memory holds at most ``open_layers`` of them)."""
         self._made: set[LayerKey] = set()
+        self._dropped: list[OverlayStore] = []
+        """Layers closed while their read log still held versions in memory, flushed to
+        their layer by the next call (what a later write was based on is never forgotten)."""
+
+    @property
+    def open_layers(self) -> int:
+        """How many layers this store holds open in memory now."""
+        return len(self._overlays)
 
     def describe(self) -> str:
         return f"overlay over {self.base.describe()} (a layer per tenant and thread)"
@@ -112,14 +127,21 @@ class ThreadLayers(Store, Layered):
         return self._of(LayerKey(tenant, thread))
 
     def _of(self, key: LayerKey) -> OverlayStore:
-        found = self._overlays.get(key)
+        found = self._overlays.pop(key, None)
         if found is None:
             folder = layer_folder(key.thread, key.tenant)
             found = OverlayStore(self.base, FolderStore(self.layers, folder))
-            self._overlays[key] = found
+        self._overlays[key] = found  # the most recently used, last
+        while len(self._overlays) > self._open:
+            old_key, old = self._overlays.popitem(last=False)
+            self._made.discard(old_key)
+            if old.reads.in_memory:
+                self._dropped.append(old)
         return found
 
     async def _current(self) -> OverlayStore:
+        while self._dropped:
+            await self._dropped.pop().reads.flush()
         key = self.layer_of()
         if key not in self._made:  # the layer's folder, made once per layer
             await self.layers.makedirs(layer_folder(key.thread, key.tenant))
