@@ -10,6 +10,7 @@ documented subpackages listed in ``docs/architecture.md`` ("What is public"): ``
 and may move between releases.
 """
 
+from bastion._version import __version__ as __version__
 from bastion.core.audit import AuditRecord, AuditSink
 from bastion.core.audit_sinks import JsonLinesAuditSink, MemoryAuditSink
 from bastion.core.errors import (
@@ -238,18 +239,6 @@ __all__ = [
     "tool",
 ]
 
-
-def _version() -> str:
-    """The installed distribution's version; a source tree without metadata says so."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("bastion")
-    except PackageNotFoundError:
-        return "0+unknown"
-
-
-__version__ = _version()
 
 _LAZY = {
     "InvalidScopeIdError": "bastion.agents.scopes",

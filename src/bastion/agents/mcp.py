@@ -13,12 +13,12 @@ it. Start one server per principal (or put an authenticating front before it).
 
 from __future__ import annotations
 
-from importlib.metadata import version
 from typing import Any
 
 from mcp import types
 from mcp.server import Server, ServerRequestContext
 
+from bastion._version import __version__
 from bastion.agents.mcp_stdio import serve_stdio
 from bastion.agents.tools.outputs import dumps
 from bastion.agents.tools.toolset import Toolset
@@ -58,7 +58,7 @@ def mcp_server(
 
     return Server(
         name,
-        version=version("bastion"),  # the installed distribution's
+        version=__version__,
         instructions=instructions if instructions is not None else toolset.filesystem_map(),
         get_tool_input_schema=schemas.get,
         on_list_tools=list_tools,

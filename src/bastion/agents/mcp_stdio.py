@@ -24,9 +24,9 @@ import os
 import stat
 import sys
 from collections.abc import Callable
-from importlib.metadata import version
 from typing import Any, BinaryIO
 
+from bastion._version import __version__
 from bastion.agents.tools.outputs import dumps
 from bastion.agents.tools.toolset import Toolset
 
@@ -107,7 +107,7 @@ class StdioServer:
         self._running: dict[object, asyncio.Task[None]] = {}
         self._tasks: set[asyncio.Task[None]] = set()  # every request's, ids repeated or not
         self._tools = [_listed(tool) for tool in toolset.tools]
-        self._version = version("bastion")  # read once: the metadata is files on disk
+        self._version = __version__
         self._methods: dict[str, Callable[[dict[str, Any]], Any]] = {
             "initialize": self._initialize,
             "ping": lambda params: {},

@@ -166,12 +166,12 @@ def _paths() -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
 
 
 def openapi_document() -> dict[str, Any]:
-    from importlib.metadata import version
+    from bastion._version import __version__
 
     paths, defs = copy.deepcopy(_paths())
     return {
         "openapi": "3.1.0",
-        "info": {"title": "Bastion", "version": version("bastion")},
+        "info": {"title": "Bastion", "version": __version__},
         "paths": paths,
         "components": {
             "schemas": defs,
