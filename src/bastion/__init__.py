@@ -10,7 +10,6 @@ documented subpackages listed in ``docs/architecture.md`` ("What is public"): ``
 and may move between releases.
 """
 
-from bastion._version import __version__ as __version__
 from bastion.core.audit import AuditRecord, AuditSink
 from bastion.core.audit_sinks import JsonLinesAuditSink, MemoryAuditSink
 from bastion.core.errors import (
@@ -50,6 +49,7 @@ from bastion.core.paths import VPath
 from bastion.core.policy import Decision, FileLimits, Policy, RateLimit, Rule
 from bastion.core.ports import Store
 from bastion.core.principal import Principal
+from bastion.core.version import __version__ as __version__
 from bastion.stores.local import LocalStore
 from bastion.stores.memory import MemoryStore
 from bastion.workspace import (

@@ -130,7 +130,9 @@ def as_json(text: str) -> Any:
         return text
 
 
-_TIME_KEYS = frozenset({"time", "modified", "mtime", "started", "finished", "iat", "exp"})
+_TIME_KEYS = frozenset(
+    {"time", "modified", "mtime", "changed_ns", "started", "finished", "iat", "exp"}
+)
 _GONE_KEYS = frozenset({"duration_ms", "duration", "took_ms", "elapsed_ms", "seconds"})
 _ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)?")
 

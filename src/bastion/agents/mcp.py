@@ -18,10 +18,10 @@ from typing import Any
 from mcp import types
 from mcp.server import Server, ServerRequestContext
 
-from bastion._version import __version__
 from bastion.agents.mcp_stdio import serve_stdio
 from bastion.agents.tools.outputs import dumps
 from bastion.agents.tools.toolset import Toolset
+from bastion.core.version import __version__
 
 __all__ = ["mcp_server", "serve_http", "serve_stdio"]
 

@@ -26,9 +26,9 @@ import sys
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
-from bastion._version import __version__
 from bastion.agents.tools.outputs import dumps
 from bastion.agents.tools.toolset import Toolset
+from bastion.core.version import __version__
 
 __all__ = ["PROTOCOL_VERSIONS", "StdioServer", "serve_stdio"]
 

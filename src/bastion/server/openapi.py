@@ -166,7 +166,7 @@ def _paths() -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
 
 
 def openapi_document() -> dict[str, Any]:
-    from bastion._version import __version__
+    from bastion.core.version import __version__
 
     paths, defs = copy.deepcopy(_paths())
     return {
