@@ -192,7 +192,10 @@ class DocumentLabels(Store, LabelPort):
         seen = Sidecar(sidecar) if sidecar.is_file else Sidecar(problem=ODD)
         try:
             labels = await self._labels(found, seen, gone=True)
-        except _SidecarGone:  # the sidecar listed is no more: an entry shown to no one
+        except _SidecarGone:
+            if siblings is None:  # looked up by its name, and gone since: not there
+                raise NotFoundError(f"{sidecar.path} not found") from None
+            # listed, and gone since: an entry of the listing shown to no one
             labels = resolve_labels(
                 self._base_of(found), self._order, sidecar_problem="gone since listed"
             )
