@@ -213,6 +213,7 @@ def test_a_person_reviews_applies_and_discards_an_agents_layer(
     assert not (base / "old.md").exists()
     assert (base / "build").is_dir()
     assert (base / "pay.md").read_text() == PAY
+    expect(mei.locator("#overlay-list > li")).to_have_count(1)  # the list shown again
     assert _listed(mei) == ["/code/readme.md"]
 
 
