@@ -263,7 +263,12 @@ class ConversationBook:
         if turn >= len(turns):
             raise NotFoundError(f"conversation {conversation} has no turn {turn}")
         asked = turns[turn]
-        shown = asked if viewer is None else (await withheld_for(viewer, data))["turns"][turn]
+        # only this turn's citations are looked up (a turn is withheld on its own citations)
+        shown = (
+            asked
+            if viewer is None
+            else (await withheld_for(viewer, {"turns": [asked]}))["turns"][0]
+        )
         await self._feedback_room(ws)
         before = asked.get("feedback")
         asked["feedback"] = rating
