@@ -22,6 +22,7 @@ applies the layer. What a principal is shown and may do goes through its guard:
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import difflib
 from dataclasses import dataclass
@@ -172,7 +173,8 @@ class OverlayReview:
                 elif old is None and new is None:
                     parts.append(f"Deleted folder {full}\n")
                 else:
-                    parts.append(_unified(full, old, new))
+                    # up to a MiB a side: the diff is worked out off the event loop
+                    parts.append(await asyncio.to_thread(_unified, full, old, new))
             return "".join(parts)
 
     # -- changing ----------------------------------------------------------------------------
