@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -37,3 +39,20 @@ def run_child(script: str, src: Path, arguments: list[str], *, label: str) -> di
     if done.returncode != 0:
         raise SystemExit(f"{label} failed ({src}):\n{done.stderr[-3000:]}")
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def before_after(
+    script: str, base: str, arguments: list[str], *, rounds: int, prefix: str
+) -> dict[str, list[Any]]:
+    """``rounds`` runs of ``script`` against ``base``'s exported ``src`` ("before") and this
+    tree's ``src`` ("after"), alternating which goes first; each label's child results in order."""
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    got: dict[str, list[Any]] = {"before": [], "after": []}
+    try:
+        srcs = {"before": export_src(base, work / "base"), "after": Path("src").resolve()}
+        for r in range(rounds):
+            for label in ("before", "after") if r % 2 == 0 else ("after", "before"):
+                got[label].append(run_child(script, srcs[label], arguments, label=label))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return got

@@ -32,7 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _peer_tree as tree
-from _children import export_src, run_child
+from _children import before_after
 
 OPS = ("write_new", "edit", "move", "delete")
 TEXT = ("EDITME\n" + "bastion peers benchmark line of text, 64 bytes long, writes.\n" * 70)[:4096]
@@ -134,17 +134,11 @@ def main() -> None:
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
         return
-    work = Path(tempfile.mkdtemp(prefix="durable-src-"))
-    try:
-        srcs = {"before": export_src(opts.base, work / "base"), "after": Path("src").resolve()}
-        args = ["--child", "--repeat", str(opts.repeat), "--dir", str(opts.dir)]
-        args += ["--journal"] * opts.journal + ["--no-fsync"] * opts.no_fsync
-        got: dict[str, list[dict[str, dict[str, float]]]] = {"before": [], "after": []}
-        for r in range(opts.rounds):
-            for label in ("before", "after") if r % 2 == 0 else ("after", "before"):
-                got[label].append(run_child(__file__, srcs[label], args, label=label))
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    args = ["--child", "--repeat", str(opts.repeat), "--dir", str(opts.dir)]
+    args += ["--journal"] * opts.journal + ["--no-fsync"] * opts.no_fsync
+    got: dict[str, list[dict[str, dict[str, float]]]] = before_after(
+        __file__, opts.base, args, rounds=opts.rounds, prefix="durable-src-"
+    )
     print(f"load average {os.getloadavg()[0]:.2f}; {opts.rounds} rounds x {opts.repeat} calls")
     for clock, key in (("wall", ""), ("CPU of the process, all threads", "_cpu")):
         print(f"\n{clock}: medians over rounds of each round's median")

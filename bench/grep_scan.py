@@ -32,7 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _peer_tree as tree
-from _children import export_src, run_child
+from _children import before_after
 
 OPS = ("grep_literal", "grep_regex", "glob", "write_new")
 PAYLOAD = b"line one EDITME\n" + b"payload line\n" * 200
@@ -205,17 +205,11 @@ def main() -> None:
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
         return
-    work = Path(tempfile.mkdtemp(prefix="grep-scan-src-"))
-    try:
-        srcs = {"before": export_src(opts.base, work / "base"), "after": Path("src").resolve()}
-        args = ["--child", "--repeat", str(opts.repeat), "--tree", str(opts.tree)]
-        args += ["--ops", opts.ops]
-        got: dict[str, list[dict[str, dict[str, float]]]] = {"before": [], "after": []}
-        for r in range(opts.rounds):
-            for label in ("before", "after") if r % 2 == 0 else ("after", "before"):
-                got[label].append(run_child(__file__, srcs[label], args, label=label))
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    args = ["--child", "--repeat", str(opts.repeat), "--tree", str(opts.tree)]
+    args += ["--ops", opts.ops]
+    got: dict[str, list[dict[str, dict[str, float]]]] = before_after(
+        __file__, opts.base, args, rounds=opts.rounds, prefix="grep-scan-src-"
+    )
     print(
         f"{'op':14} {'before ms':>10} {'after ms':>9} {'raw ms':>7} {'after/before':>13} "
         f"{'before/raw':>11} {'after/raw':>10}"

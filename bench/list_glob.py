@@ -18,7 +18,6 @@ import argparse
 import asyncio
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -31,7 +30,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _peer_tree as tree
-from _children import export_src, run_child
+from _children import before_after
 
 OPS = ("glob", "list_folder", "read_page", "mcp_list")
 
@@ -146,17 +145,11 @@ def main() -> None:
     if opts.child:
         print(json.dumps(child(root, opts.repeat, opts.ops.split(","))))
         return
-    work = Path(tempfile.mkdtemp(prefix="list-glob-src-"))
-    try:
-        srcs = {"before": export_src(opts.base, work / "base"), "after": Path("src").resolve()}
-        args = ["--child", "--repeat", str(opts.repeat), "--tree", str(opts.tree)]
-        args += ["--ops", opts.ops]
-        got: dict[str, list[dict[str, dict[str, float]]]] = {"before": [], "after": []}
-        for r in range(opts.rounds):
-            for label in ("before", "after") if r % 2 == 0 else ("after", "before"):
-                got[label].append(run_child(__file__, srcs[label], args, label=label))
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    args = ["--child", "--repeat", str(opts.repeat), "--tree", str(opts.tree)]
+    args += ["--ops", opts.ops]
+    got: dict[str, list[dict[str, dict[str, float]]]] = before_after(
+        __file__, opts.base, args, rounds=opts.rounds, prefix="list-glob-src-"
+    )
     print(
         f"{'op':12} {'before ms':>10} {'after ms':>9} {'raw ms':>7} {'after/before':>13} "
         f"{'before/raw':>11} {'after/raw':>10} {'cpu before':>11} {'cpu after':>10}"

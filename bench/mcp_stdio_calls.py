@@ -22,7 +22,6 @@ import argparse
 import asyncio
 import json
 import os
-import shutil
 import statistics
 import sys
 import tempfile
@@ -34,7 +33,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _peer_tree as tree
-from _children import export_src, run_child
+from _children import before_after
 
 METHODS = ("list", "read", "ping")
 
@@ -96,16 +95,10 @@ def child(root: Path, calls: int) -> dict[str, list[float]]:
 
 
 def compare(opts: argparse.Namespace, root: Path) -> None:
-    work = Path(tempfile.mkdtemp(prefix="mcp-calls-src-"))
-    got: dict[str, list[dict[str, list[float]]]] = {"before": [], "after": []}
-    try:
-        srcs = {"before": export_src(opts.base, work / "base"), "after": Path("src").resolve()}
-        args = ["--child", "--calls", str(opts.calls), "--tree", str(opts.tree)]
-        for r in range(opts.rounds):
-            for label in ("before", "after") if r % 2 == 0 else ("after", "before"):
-                got[label].append(run_child(__file__, srcs[label], args, label=label))
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    args = ["--child", "--calls", str(opts.calls), "--tree", str(opts.tree)]
+    got: dict[str, list[dict[str, list[float]]]] = before_after(
+        __file__, opts.base, args, rounds=opts.rounds, prefix="mcp-calls-src-"
+    )
     print(
         f"{'call':6} {'before ms':>10} {'after ms':>9} {'after/before':>13} "
         f"{'cpu before':>11} {'cpu after':>10} {'cpu after/before':>17}"

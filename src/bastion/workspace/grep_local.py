@@ -38,7 +38,7 @@ from bastion.core.timeouts import TimedStore
 from bastion.labels.store import DocumentLabels
 from bastion.workspace.grep import Budget, LineMatcher, Scan
 
-__all__ = ["BINARY_SNIFF", "FileRead", "LocalLane", "Searched", "local_lane"]
+__all__ = ["BINARY_SNIFF", "FileRead", "LocalLane", "Searched", "local_lane", "too_big"]
 
 BINARY_SNIFF = 8192
 """A file with a NUL byte in its first this many bytes is skipped as binary."""
@@ -74,6 +74,11 @@ _READ = FileRead(b"")
 """A file read and matched without a hit: its bytes dropped."""
 
 
+def too_big(cap: int) -> str:
+    """Why a file over the ``cap``-byte limit is skipped: the same words from either lane."""
+    return f"over the {cap}-byte size limit"
+
+
 def version_of(st: os.stat_result) -> str:
     """The local store's version of a file (``stores._fd.version_of``, which the workspace
     may not import): compared with the listed version only, never shown."""
@@ -102,7 +107,7 @@ class LocalLane:
     def __init__(self, store: _ConfinedOpen, max_file_bytes: int) -> None:
         self._store = store
         self._cap = max_file_bytes
-        self.too_big = f"over the {max_file_bytes}-byte size limit"
+        self.too_big = too_big(max_file_bytes)
 
     def search(
         self,

@@ -28,7 +28,7 @@ from bastion.core.paths import VPath
 from bastion.core.sidecars import labelled_file_of
 from bastion.labels.store import DocumentLabels
 from bastion.workspace.grep import Budget, GrepMatch, GrepResult, LineMatcher, Scan, clip
-from bastion.workspace.grep_local import BINARY_SNIFF, FileRead, LocalLane, local_lane
+from bastion.workspace.grep_local import BINARY_SNIFF, FileRead, LocalLane, local_lane, too_big
 from bastion.workspace.routing import Router
 from bastion.workspace.visible import visible_tree
 
@@ -252,18 +252,18 @@ class GrepCall:
         """The bytes of one file read through the guard, or why it is skipped (``""``:
         silently, because the principal may not read it)."""
         cap = self._cap
-        too_big = f"over the {cap}-byte size limit"
+        why = too_big(cap)
 
         def small_enough(found: FileInfo) -> None:
             if found.size > cap:
-                raise LimitError(too_big)
+                raise LimitError(why)
 
         if entry.size > cap:
-            return FileRead(None, too_big)
+            return FileRead(None, why)
         try:
             _, data = await guarded.read_file(rel, check=small_enough)
         except LimitError:
-            return FileRead(None, too_big)
+            return FileRead(None, why)
         except _GONE:
             return FileRead(None, "")
         if b"\x00" in data[:BINARY_SNIFF]:

@@ -46,8 +46,7 @@ class TreeOps:
     ) -> builtins.list[FileInfo]:
         """Entries under ``path``. (see :meth:`Workspace.list`)"""
         max_depth = depth if depth is not None else (None if recursive else 1)
-        ahead = None if max_depth is None else max_depth
-        with self._ctx.operation("list", path) as op, held_listings(ahead):
+        with self._ctx.operation("list", path) as op, held_listings(max_depth):
             vp = parse_in(op, path)
             info = await self._router.stat(vp)
             if not info.is_dir:
