@@ -29,6 +29,7 @@ class AreaJournal(Journal):
         # the journal's own state stays in ``journal``: every method below hands over to it
         self.inner = journal
         self.retention = journal.retention
+        self.overlaps_commit = journal.overlaps_commit  # how its records are best written
         self._areas = dict(areas)
 
     # -- names -------------------------------------------------------------------------------

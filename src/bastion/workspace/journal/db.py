@@ -22,6 +22,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from bastion.core.errors import NotFoundError, StoreError
 from bastion.core.models import Labels
@@ -34,6 +35,7 @@ __all__ = [
     "JournalError",
     "Retention",
     "State",
+    "entry_of",
     "entry_rows",
     "labels_from_json",
     "labels_to_json",
@@ -394,13 +396,7 @@ class Journal:
                     f" ({','.join('?' * len(part))}) ORDER BY change_id, seq"
                 )
                 for e in self._db.execute(query, part):
-                    found[e[0]].append(
-                        Entry(
-                            e[1],
-                            State(e[2], e[3], labels_from_json(e[4])),
-                            State(e[5], e[6], labels_from_json(e[7])),
-                        )
-                    )
+                    found[e[0]].append(entry_of(e))
         return [
             Change(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], tuple(found[r[0]])) for r in rows
         ]
@@ -479,3 +475,13 @@ def entry_rows(
         )
         for i, (path, b, a) in enumerate(entries)
     ]
+
+
+def entry_of(row: Sequence[Any]) -> Entry:
+    """The entry a row of ``entries`` holds (change id, path, then the kind, hash and labels
+    before and after): what both journals read back."""
+    return Entry(
+        row[1],
+        State(row[2], row[3], labels_from_json(row[4])),
+        State(row[5], row[6], labels_from_json(row[7])),
+    )

@@ -8,11 +8,13 @@ there, so the rule holds unchanged — the record is committed before the change
 record that cannot be written gives the change up — while the record costs no hop to a thread
 of its own, and its commit runs beside the store's flush instead of before it:
 
-* with a journal whose commit is quick (SQLite, no flush at each commit) the record is written
-  in the store's worker thread when the gate opens: no thread hop at all;
-* with a journal whose commit waits for a flush (PostgreSQL) the record is started in the
+* with a journal whose commit waits for a flush (``Journal.overlaps_commit``: PostgreSQL
+  always, SQLite for a store that outlives the process) the record is started in the
   journal's own thread when the store call starts, and the gate waits for its commit: the two
-  flushes overlap.
+  flushes overlap;
+* with a journal whose commit is quick (no flush at each commit) the record would be written
+  in the store's worker thread when the gate opens: no thread hop at all (the tests keep
+  that path).
 
 What a crash at each point leaves is the same as when the record came first (docs/changes.md):
 before the gate opens, nothing of the change (a record being written is rolled back with its

@@ -27,8 +27,8 @@ from bastion.workspace.journal.db import (
     JournalError,
     Retention,
     State,
+    entry_of,
     entry_rows,
-    labels_from_json,
 )
 
 if TYPE_CHECKING:
@@ -371,13 +371,7 @@ class PgJournal(Journal):
                     " WHERE change_id = ANY(%s) ORDER BY change_id, seq",
                     (list(found),),
                 ):
-                    found[e[0]].append(
-                        Entry(
-                            e[1],
-                            State(e[2], e[3], labels_from_json(e[4])),
-                            State(e[5], e[6], labels_from_json(e[7])),
-                        )
-                    )
+                    found[e[0]].append(entry_of(e))
             return [
                 Change(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], tuple(found[r[0]]))
                 for r in rows

@@ -97,14 +97,13 @@ class ChangeReview:
         (before and after) admits it, and so do the labels of the file there now."""
         paths = {e.path for c in changes for e in c.entries}
         labelled = {path: _labelled(path) for path in paths}  # a sidecar's file, else None
-        files = {f for f in labelled.values() if f is not None}
+        asked = paths | {f for f in labelled.values() if f is not None}
         hashes = {h for c in changes for e in c.entries for h in (e.before.hash, e.after.hash)}
-        hashes.discard(None)
         by_path, by_hash = await asyncio.to_thread(
-            self._journal.labels_seen, paths | files, [h for h in hashes if h is not None]
+            self._journal.labels_seen, asked, [h for h in hashes if h is not None]
         )
         verdict: dict[str, bool] = {}
-        for path in paths | files:
+        for path in asked:
             verdict[path] = await self._path_visible(path, by_path.get(path, set()))
         for path, file in labelled.items():  # a sidecar is shown as its file is
             if file is not None:
