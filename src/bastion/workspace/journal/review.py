@@ -224,7 +224,8 @@ class ChangeReview:
                     continue
                 old = await self._content(before)
                 new = await self._content(after)
-                parts.append(_unified(path, before, after, old, new))
+                # difflib over whole contents holds the loop: worked out in a thread
+                parts.append(await asyncio.to_thread(_unified, path, before, after, old, new))
             return "".join(parts)
 
     async def _content(self, state: State) -> bytes:
