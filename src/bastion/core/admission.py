@@ -110,7 +110,7 @@ class Admission:
         if mode is WriteMode.APPEND and may_read:
             existing = await self._existing(path, op)
         elif self.labelled and not blind:
-            unseen = peek and self._present_now(path) is False
+            unseen = peek and self._unseen_now(path)
             if not unseen:
                 existing = await self._existing(path, op)
                 unseen = peek and existing is None  # nothing seen: made as a creation too
@@ -149,15 +149,13 @@ class Admission:
             raise self.decide.taken(path, Action.WRITE, why, op)
         return existing
 
-    def _present_now(self, path: VPath) -> bool | None:
-        """Whether something is at ``path``, as the store knows without waiting (a local
-        store's ``cached_presence``: the kernel's cache of names): ``False`` when the store
-        knows nothing is there or would have to look; ``None`` for a store that cannot say
-        (it is asked by a stat, as ever)."""
+    def _unseen_now(self, path: VPath) -> bool:
+        """Whether a write may leave ``path`` unlooked at: the store can tell from memory (a
+        local store's ``cached_presence``: the kernel's cache of names) and does not know
+        that something is there (nothing is, or it would have to look). ``False`` for a
+        store that cannot say (it is asked by a stat, as ever)."""
         present = self._presence
-        if present is None:
-            return None
-        return present(path) is True
+        return present is not None and present(path) is not True
 
     def absent_now(self, path: VPath) -> bool:
         """Whether the store knows from memory that nothing is at ``path`` (``False`` when

@@ -173,8 +173,9 @@ class LocalStore(Store):
     timeout = 30.0
     """Its calls wait in worker threads, so a mount bounds them (``core.timeouts``)."""
     bounds_own_waits = True
-    gated_commits = True  # write, delete and rename call commit() before their change
     """It applies the mount's limit to its hops to a thread (``core.offload.CALL_LIMIT``)."""
+    gated_commits = True
+    """Its write, delete and rename call ``commit()`` before their change (``core.offload``)."""
 
     def __init__(
         self,
